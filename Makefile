@@ -1,0 +1,35 @@
+# Two entry points for a fresh machine (see README.md):
+#   make demo   simulated rover explores a real elevation field over real ROS 2 topics
+#   make test   the test suite (what CI runs through .ci/run)
+# Both create the virtual environment in $(VENV) on first use.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO_ARGS ?=
+
+.PHONY: venv demo test bench clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --disable-pip-version-check -q --upgrade pip
+	# torch first, pinned: pip takes the local CPU wheel (no multi-GB CUDA download)
+	$(BIN)/pip install --disable-pip-version-check -q torch==2.13.0
+	$(BIN)/pip install --disable-pip-version-check -q -r requirements.txt
+	$(BIN)/pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/uncertain-bo demo $(DEMO_ARGS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q test
+
+bench: $(STAMP)
+	$(BIN)/python bench/decision_latency.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,36 @@
+"""ament_python package ``uncertain_bo``; also installs with plain pip (``pip install -e .``)."""
+from glob import glob
+import os
+
+from setuptools import find_packages, setup
+
+package_name = 'uncertain_bo'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test', 'test.*', 'bench']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+        (os.path.join('share', package_name, 'launch'), glob('launch/*.launch.py')),
+        (os.path.join('share', package_name, 'config'), glob('config/*.yaml') + glob('config/*.rviz')),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='uncertain_bo developers',
+    maintainer_email='uncertain-bo@example.org',
+    description='Bayesian optimisation under uncertain inputs (uGP-UCB, AIRBO, NES, DRBQO) '
+                'with a ROS 2 localisation-aware exploration node.',
+    license='Apache-2.0',
+    extras_require={'test': ['pytest', 'hypothesis']},
+    entry_points={
+        'console_scripts': [
+            'uncertain-bo = uncertain_bo.cli:main',
+            'explorer = uncertain_bo.ros.explorer:main',
+            'pure_pursuit = uncertain_bo.ros.pure_pursuit:main',
+            'sim_rover = uncertain_bo.ros.sim_rover:main',
+            'ekf = uncertain_bo.ros.ekf:main',
+        ],
+    },
+)

@@ -1,0 +1,234 @@
+"""Parameter specifications shared by the ROS nodes and the ROS-free runners.
+
+Every tunable of a node (noise levels, rates, tolerances, ...) is declared once as a :class:`Param`
+with its default, unit-bearing description and allowed range. The ROS nodes turn these specs into
+``ParameterDescriptor`` s (so rclpy enforces the ranges, see ``uncertain_bo.ros.params``); the in-process
+runners and the YAML loader use :func:`validate` so that a bad value fails the same way with or without
+ROS: the error names the parameter, the offending value and the allowed range.
+
+Parameter files use the ROS 2 layout, so the same file works with ``--ros-args --params-file``,
+``ros2 launch ... params_file:=`` and ``uncertain-bo demo``::
+
+    sim_rover:
+      ros__parameters:
+        fix_rate: 1.0
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import yaml
+
+__all__ = ['Param', 'ParameterError', 'validate', 'defaults', 'load_param_file', 'node_parameters']
+
+
+class ParameterError(ValueError):
+    """A parameter value is missing its type, outside its range, or unknown."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """Specification of one node parameter.
+
+    Attributes:
+        name: parameter name (ROS naming rules: ``[a-z_][a-z0-9_.]*``).
+        default: default value; its Python type fixes the parameter type (float, int, bool, str, or a list
+            of floats / strings).
+        description: what it does, **with its unit**.
+        range: inclusive ``(low, high)`` for float/int parameters and for each element of a float list.
+        choices: allowed values for string parameters.
+        read_only: True for things that cannot change after start-up (topic names, frames).
+        length: required length for list parameters (None: any non-empty length).
+    """
+
+    name: str
+    default: Any
+    description: str
+    range: tuple[float, float] | None = None
+    choices: tuple[str, ...] | None = None
+    read_only: bool = False
+    length: int | None = None
+
+    @property
+    def kind(self) -> str:
+        d = self.default
+        if isinstance(d, bool):
+            return 'bool'
+        if isinstance(d, int):
+            return 'int'
+        if isinstance(d, float):
+            return 'float'
+        if isinstance(d, str):
+            return 'str'
+        if isinstance(d, (list, tuple)):
+            if d and all(isinstance(v, str) for v in d):
+                return 'str_list'
+            return 'float_list'
+        raise TypeError(f'unsupported default type for parameter {self.name!r}: {type(d).__name__}')
+
+    def allowed(self) -> str:
+        """Human-readable allowed set, used in error messages and descriptors."""
+        if self.choices is not None:
+            return 'one of ' + ', '.join(repr(c) for c in self.choices)
+        if self.range is not None:
+            lo, hi = self.range
+            what = f'[{lo:g}, {hi:g}]'
+            if self.kind == 'float_list':
+                n = f'{self.length} ' if self.length else ''
+                return f'a list of {n}numbers each in {what}'
+            return f'a {self.kind} in {what}'
+        return f'a {self.kind}'
+
+    def check(self, value: Any) -> Any:
+        """Return ``value`` coerced to this parameter's type, or raise :class:`ParameterError`."""
+        kind = self.kind
+
+        def fail(reason: str) -> ParameterError:
+            return ParameterError(
+                f'parameter {self.name!r} = {value!r} is invalid: {reason}; allowed: {self.allowed()}')
+
+        if kind == 'bool':
+            if not isinstance(value, bool):
+                raise fail('expected true or false')
+            return value
+        if kind in ('int', 'float'):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise fail('expected a number')
+            if kind == 'int' and not float(value).is_integer():
+                raise fail('expected an integer')
+            value = int(value) if kind == 'int' else float(value)
+            self._check_range(value, fail)
+            return value
+        if kind == 'str':
+            if not isinstance(value, str):
+                raise fail('expected a string')
+            if self.choices is not None and value not in self.choices:
+                raise fail('not an allowed choice')
+            return value
+        if not isinstance(value, (list, tuple)) or len(value) == 0:
+            raise fail('expected a non-empty list')
+        if self.length is not None and len(value) != self.length:
+            raise fail(f'expected {self.length} elements, got {len(value)}')
+        if kind == 'str_list':
+            if not all(isinstance(v, str) for v in value):
+                raise fail('expected a list of strings')
+            return list(value)
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            raise fail('expected a list of numbers')
+        out = [float(v) for v in value]
+        for v in out:
+            self._check_range(v, fail)
+        return out
+
+    def _check_range(self, value: float, fail) -> None:
+        if not math.isfinite(value):
+            raise fail('not a finite number')
+        if self.range is not None:
+            lo, hi = self.range
+            if not (lo <= value <= hi or math.isclose(value, lo) or math.isclose(value, hi)):
+                raise fail('out of range')
+
+
+def defaults(specs: Iterable[Param]) -> dict[str, Any]:
+    """Default values of ``specs`` as a dict (lists copied)."""
+    return {p.name: (list(p.default) if isinstance(p.default, (list, tuple)) else p.default)
+            for p in specs}
+
+
+def validate(specs: Sequence[Param], values: Mapping[str, Any] | None = None, *,
+             allow_unknown: Iterable[str] = ('use_sim_time',)) -> dict[str, Any]:
+    """Fill defaults and check every value against its spec.
+
+    Args:
+        specs: the node's parameter specs.
+        values: user-supplied values (e.g. from a YAML file); missing names take their defaults.
+        allow_unknown: names accepted without a spec (ROS built-ins such as ``use_sim_time``).
+
+    Returns:
+        dict name -> validated value for every spec (unknown-but-allowed names are passed through).
+
+    Raises:
+        ParameterError: a value has the wrong type or is out of range, or a name is not a parameter of the
+            node (typos in YAML files would otherwise be silently ignored).
+    """
+    by_name = {p.name: p for p in specs}
+    out = defaults(specs)
+    allow = set(allow_unknown)
+    for name, value in (values or {}).items():
+        if name in by_name:
+            out[name] = by_name[name].check(value)
+        elif name in allow:
+            out[name] = value
+        else:
+            close = [n for n in by_name if n.split('_')[0] == name.split('_')[0]]
+            hint = f' (did you mean {", ".join(close)}?)' if close else ''
+            raise ParameterError(f'unknown parameter {name!r}{hint}; known: {", ".join(sorted(by_name))}')
+    return out
+
+
+def load_param_file(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Read a ROS 2 parameter YAML file.
+
+    Args:
+        path: file in the ROS 2 layout ``{node_name: {ros__parameters: {...}}}``; the wildcard node name
+            ``/**`` applies to every node.
+
+    Returns:
+        dict node_name -> parameters (leading ``/`` stripped from node names).
+
+    Raises:
+        ParameterError: the file is missing, is not valid YAML, or does not have the ROS 2 layout; the
+            message gives the file and what was wrong.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ParameterError(f'cannot read parameter file {path}: {exc.strerror}') from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ParameterError(f'parameter file {path} is not valid YAML: {exc}') from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ParameterError(f'parameter file {path}: top level must map node names to '
+                             "'ros__parameters' sections")
+    out: dict[str, dict[str, Any]] = {}
+    for node, section in data.items():
+        if not isinstance(section, dict) or 'ros__parameters' not in section:
+            raise ParameterError(f"parameter file {path}: node {node!r} has no 'ros__parameters' section")
+        params = section['ros__parameters'] or {}
+        if not isinstance(params, dict):
+            raise ParameterError(f"parameter file {path}: {node}.ros__parameters must be a mapping")
+        out[str(node).lstrip('/') if node != '/**' else '/**'] = _flatten(params)
+    return out
+
+
+def node_parameters(files: Sequence[str | Path], node_name: str) -> dict[str, Any]:
+    """Merge the parameters for ``node_name`` from several ROS 2 parameter files.
+
+    Later files override earlier ones, as with several ``--params-file`` arguments; ``/**`` sections
+    apply first within each file.
+    """
+    merged: dict[str, Any] = {}
+    for f in files:
+        data = load_param_file(f)
+        merged.update(data.get('/**', {}))
+        merged.update(data.get(node_name, {}))
+    return merged
+
+
+def _flatten(params: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
+    """ROS nested parameter names: ``{a: {b: 1}}`` -> ``{'a.b': 1}``."""
+    out: dict[str, Any] = {}
+    for k, v in params.items():
+        key = f'{prefix}{k}'
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + '.'))
+        else:
+            out[key] = v
+    return out
