@@ -1,0 +1,158 @@
+r"""Kernels over location distributions, as GPyTorch kernels.
+
+A kernel over distributions consumes a flat tensor encoding of a :class:`~uncertain_bo.distributions.
+LocationDistributions` batch: each kernel class knows its encoding (:meth:`DistributionKernel.encode`),
+so a model only ever hands it distribution batches. Inside a GPyTorch model the encoded tensor is the
+"input", and the kernel behaves like any GPyTorch kernel (``forward(x1, x2, diag=False)``, constrained
+hyperparameters, priors, ``ScaleKernel`` for the signal variance).
+"""
+from __future__ import annotations
+
+from abc import abstractmethod
+
+import torch
+from gpytorch.kernels import Kernel
+from torch import Tensor
+
+from .distributions import DTYPE, Dirac, Empirical, Gaussian, InvalidDistributionError, LocationDistributions
+
+__all__ = ['DistributionKernel', 'ExpectedRBFKernel']
+
+
+class DistributionKernel(Kernel):
+    """Base class of kernels whose inputs are location distributions.
+
+    Subclasses define :meth:`encode` (distribution batch -> ``(n, D)`` tensor) and ``forward`` on the
+    encoded tensors. ``dim`` is the dimension ``d`` of the space the distributions live in; lengthscales
+    (if any) have one entry per space dimension (ARD), not per encoded column.
+    """
+
+    def __init__(self, dim: int, **kwargs):
+        super().__init__(ard_num_dims=dim, **kwargs)
+        self.dim = dim
+        # GPyTorch's debug check compares ard_num_dims with the encoded width (d + d² for Gaussians);
+        # the lengthscale shape is already set, so switch the check off.
+        self.ard_num_dims = None
+
+    @abstractmethod
+    def encode(self, distributions: LocationDistributions) -> Tensor:
+        """``(n, D)`` encoding of a distribution batch consumed by ``forward``."""
+
+
+class ExpectedRBFKernel(DistributionKernel):
+    r"""Expected squared-exponential kernel between Gaussian location distributions (closed form).
+
+    The kernel mean embedding inner product of the SE kernel (Oliveira et al. 2019, Eq. 9) for Gaussian
+    inputs, App. A.8 Eq. 80 (= Girard 2004, Eq. 3.53), without the signal variance (wrap it in
+    ``gpytorch.kernels.ScaleKernel`` for :math:`\sigma_f^2`):
+
+    .. math::
+        \hat k(\mathcal N(\hat{\mathbf x}, \Sigma), \mathcal N(\hat{\mathbf x}', \Sigma')) =
+        |I + W^{-1}(\Sigma + \Sigma')|^{-1/2}
+        \exp\!\big(-\tfrac12 (\hat{\mathbf x} - \hat{\mathbf x}')^\top (W + \Sigma + \Sigma')^{-1}
+        (\hat{\mathbf x} - \hat{\mathbf x}')\big),
+
+    with :math:`W = \mathrm{diag}(\ell_1^2, \dots, \ell_d^2)` (ARD lengthscales). Both arguments may carry
+    their own covariance; Dirac inputs (:math:`\Sigma = 0`) give the plain SE kernel
+    :math:`\exp(-\tfrac12 \|(\mathbf x - \mathbf x') / \ell\|^2)`. Note
+    :math:`\hat k(P, P) = |I + 2 W^{-1}\Sigma|^{-1/2} < 1`: the two arguments are independent copies.
+
+    Encoding: ``[mean (d), vec(covariance) (d²)]`` per distribution, i.e. ``(n, d + d²)``. Sample-based
+    distributions are moment-matched (a Gaussian approximation; use a sample-based kernel to keep their
+    shape).
+
+    Args:
+        dim: dimension ``d`` of the input space.
+        **kwargs: GPyTorch ``Kernel`` arguments (``lengthscale_prior``, ``lengthscale_constraint``,
+            ``batch_shape``).
+    """
+
+    has_lengthscale = True
+
+    def encode(self, distributions: LocationDistributions) -> Tensor:
+        if distributions.dim != self.dim:
+            raise InvalidDistributionError(
+                f'kernel expects distributions over R^{self.dim}, got R^{distributions.dim}')
+        if isinstance(distributions, (Dirac, Gaussian, Empirical)):
+            mean, cov = distributions.mean, distributions.covariance
+        else:  # pragma: no cover - future types
+            raise InvalidDistributionError(f'unsupported distribution type {type(distributions).__name__}')
+        return torch.cat([mean, cov.reshape(*cov.shape[:-2], self.dim * self.dim)], dim=-1)
+
+    def _split(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        d = self.dim
+        if x.shape[-1] != d + d * d:
+            raise InvalidDistributionError(
+                f'ExpectedRBFKernel(dim={d}) expects encoded inputs of width {d + d * d} '
+                f'(mean, vec(cov)), got {x.shape[-1]}; encode distributions with kernel.encode()')
+        return x[..., :d], x[..., d:].reshape(*x.shape[:-1], d, d)
+
+    def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, last_dim_is_batch: bool = False,
+                **params) -> Tensor:
+        if last_dim_is_batch:
+            raise NotImplementedError('last_dim_is_batch is not supported by ExpectedRBFKernel')
+        ell = self.lengthscale  # (*batch, 1, d)
+        m1, s1 = self._split(x1)
+        m2, s2 = self._split(x2)
+        # Work in lengthscale units: x/ℓ, Σ/(ℓℓᵀ); then A = I + Σ̃1 + Σ̃2 and
+        # k = |A|^{-1/2} exp(-½ Δ̃ᵀ A⁻¹ Δ̃), identical to Eq. 80.
+        inv_ell = ell.reciprocal()
+        m1, m2 = m1 * inv_ell, m2 * inv_ell
+        outer = inv_ell.unsqueeze(-1) * inv_ell.unsqueeze(-2)  # (*batch, 1, d, d)
+        s1, s2 = s1 * outer, s2 * outer
+        eye = torch.eye(self.dim, dtype=x1.dtype, device=x1.device)
+        if diag:
+            a = eye + s1 + s2
+            delta = m1 - m2
+        else:
+            a = eye + s1.unsqueeze(-3) + s2.unsqueeze(-4)  # (..., n1, n2, d, d)
+            delta = m1.unsqueeze(-2) - m2.unsqueeze(-3)   # (..., n1, n2, d)
+        quad, half_logdet = gaussian_quadratic_and_logdet(a, delta)
+        return torch.exp(-0.5 * quad - half_logdet)
+
+
+def gaussian_quadratic_and_logdet(a: Tensor, delta: Tensor) -> tuple[Tensor, Tensor]:
+    r"""Batched :math:`\Delta^\top A^{-1} \Delta` and :math:`\tfrac12 \log|A|` for SPD ``A``.
+
+    Args:
+        a: ``(..., d, d)`` symmetric positive-definite matrices.
+        delta: ``(..., d)`` vectors.
+
+    Returns:
+        ``(quad (...), half_logdet (...))``.
+
+    For small ``d`` the Cholesky factorisation is unrolled over the matrix indices and vectorised over
+    the batch: kernel matrices need one tiny factorisation per *pair* of inputs, where LAPACK's per-matrix
+    overhead dominates (about 7x faster than ``torch.linalg.cholesky`` + ``solve_triangular`` for
+    160 000 2x2 matrices). Larger ``d`` uses ``torch.linalg``.
+    """
+    d = a.shape[-1]
+    if d > _UNROLL_MAX_DIM:
+        chol = torch.linalg.cholesky(a)
+        z = torch.linalg.solve_triangular(chol, delta.unsqueeze(-1), upper=False).squeeze(-1)
+        return z.pow(2).sum(-1), torch.diagonal(chol, dim1=-2, dim2=-1).log().sum(-1)
+    lower: list[list[Tensor]] = [[None] * d for _ in range(d)]  # type: ignore[list-item]
+    z: list[Tensor] = []
+    half_logdet = quad = None
+    for j in range(d):
+        s = a[..., j, j]
+        for k in range(j):
+            s = s - lower[j][k] * lower[j][k]
+        ljj = s.sqrt()
+        lower[j][j] = ljj
+        for i in range(j + 1, d):
+            s = a[..., i, j]
+            for k in range(j):
+                s = s - lower[i][k] * lower[j][k]
+            lower[i][j] = s / ljj
+        r = delta[..., j]
+        for k in range(j):
+            r = r - lower[j][k] * z[k]
+        zj = r / ljj
+        z.append(zj)
+        quad = zj * zj if quad is None else quad + zj * zj
+        half_logdet = ljj.log() if half_logdet is None else half_logdet + ljj.log()
+    return quad, half_logdet
+
+
+_UNROLL_MAX_DIM = 6

@@ -1,0 +1,343 @@
+r"""One Gaussian process over location distributions, for every method.
+
+:class:`DistributionGP` is a GPyTorch ``ExactGP`` whose inputs are
+:class:`~uncertain_bo.distributions.LocationDistributions`; the kernel decides how a distribution is
+compared (closed-form expected SE, kernel mean embedding, MMD, ...). With the expected SE kernel this is
+the GP of Oliveira et al. 2019, Eqs. 11-13:
+
+.. math::
+    \hat\mu_n(P) = m + \hat k_n(P)^\top (\hat K_n + \lambda I)^{-1} (\mathbf y_n - m), \qquad
+    \hat\sigma^2_n(P) = \hat k(P, P) - \hat k_n(P)^\top (\hat K_n + \lambda I)^{-1} \hat k_n(P).
+
+Hyperparameters (ARD lengthscales, signal variance :math:`\sigma_f^2`, noise :math:`\lambda`, constant
+mean :math:`m`) are fitted by type-II maximum likelihood with BoTorch's ``fit_gpytorch_mll`` (L-BFGS-B).
+Between fits, new observations are added by growing the inverse Cholesky factor by one row
+(:math:`O(n^2)` instead of :math:`O(n^3)`).
+
+Inputs are normalised to the unit cube of ``bounds`` and outputs standardised internally; every public
+method takes and returns physical units (e.g. metres, field units).
+"""
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+from typing import Sequence
+
+import torch
+from botorch.exceptions.errors import ModelFittingError
+from botorch.fit import fit_gpytorch_mll
+from gpytorch.constraints import GreaterThan
+from gpytorch.distributions import MultivariateNormal
+from gpytorch.kernels import ScaleKernel
+from gpytorch.likelihoods import GaussianLikelihood
+from gpytorch.means import ConstantMean
+from gpytorch.mlls import ExactMarginalLogLikelihood
+from gpytorch.models import ExactGP
+from gpytorch.priors import GammaPrior
+from linear_operator.utils.cholesky import psd_safe_cholesky
+from torch import Tensor
+
+from .distributions import DTYPE, LocationDistributions, cat
+from .kernels import DistributionKernel, ExpectedRBFKernel
+
+__all__ = ['DistributionGP', 'ModelFittingError']
+
+log = logging.getLogger(__name__)
+
+
+class DistributionGP(ExactGP):
+    """Exact GP regression over location distributions.
+
+    Args:
+        bounds: ``(2, d)`` lower/upper bounds of the search space (physical units). Inputs are mapped to
+            the unit cube before the kernel sees them, so lengthscale priors are scale-free.
+        kernel: a :class:`~uncertain_bo.kernels.DistributionKernel` over ``R^d`` (default
+            :class:`~uncertain_bo.kernels.ExpectedRBFKernel` with a Gamma(3, 6) lengthscale prior in
+            unit-cube units). The signal variance is added as a ``ScaleKernel``.
+        standardize: standardise outputs (zero mean, unit variance) at each :meth:`set_data` / :meth:`fit`.
+            Set False to use hyperparameters in the output's own units (paper experiments with fixed
+            :math:`\\sigma_f^2`, :math:`\\lambda`).
+        priors: put BoTorch's classic Gamma priors on signal variance and noise (MAP instead of ML).
+        noise_lower_bound: lower bound on :math:`\\lambda` (standardised units when ``standardize``).
+
+    Raises:
+        ValueError: malformed ``bounds``.
+    """
+
+    def __init__(self, bounds: Tensor, kernel: DistributionKernel | None = None, *,
+                 standardize: bool = True, priors: bool = True, noise_lower_bound: float = 1e-6):
+        bounds = torch.as_tensor(bounds, dtype=DTYPE)
+        if bounds.ndim != 2 or bounds.shape[0] != 2 or not (bounds[1] > bounds[0]).all():
+            raise ValueError(f'bounds must be (2, d) with upper > lower, got {bounds.tolist()}')
+        d = bounds.shape[1]
+        likelihood = GaussianLikelihood(
+            noise_prior=GammaPrior(1.1, 0.05) if priors else None,
+            noise_constraint=GreaterThan(noise_lower_bound))
+        super().__init__(None, None, likelihood)
+        if kernel is None:
+            kernel = ExpectedRBFKernel(d, lengthscale_prior=GammaPrior(3.0, 6.0) if priors else None)
+        if kernel.dim != d:
+            raise ValueError(f'kernel is over R^{kernel.dim} but bounds are {d}-dimensional')
+        self.mean_module = ConstantMean()
+        self.covar_module = ScaleKernel(kernel, outputscale_prior=GammaPrior(2.0, 0.15) if priors else None)
+        self.register_buffer('bounds', bounds)
+        self.standardize = standardize
+        self._locations: LocationDistributions | None = None
+        self._y = torch.zeros(0, dtype=DTYPE)
+        self._y_shift, self._y_scale = 0.0, 1.0
+        self._cache: _PosteriorCache | None = None
+        self.to(DTYPE)
+
+    # ------------------------------------------------------------------ data
+    @property
+    def kernel(self) -> DistributionKernel:
+        """The distribution kernel (without the signal variance)."""
+        return self.covar_module.base_kernel
+
+    @property
+    def dim(self) -> int:
+        return self.bounds.shape[1]
+
+    @property
+    def n(self) -> int:
+        """Number of observations."""
+        return self._y.numel()
+
+    @property
+    def train_locations(self) -> LocationDistributions | None:
+        """Training location distributions (physical units), or None before any data."""
+        return self._locations
+
+    @property
+    def train_y(self) -> Tensor:
+        """``(n,)`` observed values (physical units)."""
+        return self._y
+
+    def normalize(self, distributions: LocationDistributions) -> LocationDistributions:
+        """Map distributions from physical units to the unit cube of ``bounds``."""
+        lo, hi = self.bounds
+        scale = (hi - lo).reciprocal()
+        return distributions.affine(scale, -lo * scale)
+
+    def encode(self, distributions: LocationDistributions) -> Tensor:
+        """Kernel encoding of (normalised) distributions, ``(n, D)``."""
+        return self.kernel.encode(self.normalize(distributions))
+
+    def set_data(self, locations: LocationDistributions, y: Tensor) -> None:
+        """Replace the data set ``{(P_i, y_i)}``.
+
+        Args:
+            locations: ``n`` training location distributions.
+            y: ``(n,)`` observations.
+
+        Raises:
+            ValueError: length mismatch or non-finite ``y``.
+        """
+        y = torch.as_tensor(y, dtype=DTYPE).reshape(-1)
+        if len(locations) != y.numel():
+            raise ValueError(f'{len(locations)} locations but {y.numel()} observations')
+        if not torch.isfinite(y).all():
+            raise ValueError('observations contain NaN or inf')
+        self._locations, self._y = locations, y
+        self._update_standardization()
+        self._sync_train_data()
+        self._cache = None
+
+    def append(self, locations: LocationDistributions, y: Tensor) -> None:
+        """Add observations without refitting hyperparameters.
+
+        Grows the cached inverse Cholesky factor by one row per new point (:math:`O(n^2)` each) when a
+        posterior cache exists; output standardisation constants stay those of the last fit.
+
+        Raises:
+            ValueError: length mismatch or non-finite ``y``.
+        """
+        y = torch.as_tensor(y, dtype=DTYPE).reshape(-1)
+        if len(locations) != y.numel():
+            raise ValueError(f'{len(locations)} locations but {y.numel()} observations')
+        if not torch.isfinite(y).all():
+            raise ValueError('observations contain NaN or inf')
+        if self._locations is None:
+            self.set_data(locations, y)
+            return
+        self._locations = cat([self._locations, locations])
+        self._y = torch.cat([self._y, y])
+        self._sync_train_data()
+        if self._cache is not None:
+            with torch.no_grad():
+                enc = self.encode(locations)
+                for i in range(enc.shape[0]):
+                    self._cache.grow(self, enc[i:i + 1])
+                self._cache.set_targets(self._standardized_y())
+
+    # ------------------------------------------------------------ fitting
+    def fit(self, *, max_attempts: int = 3) -> bool:
+        """Fit hyperparameters by maximising the (prior-regularised) marginal likelihood.
+
+        Uses ``botorch.fit.fit_gpytorch_mll`` (scipy L-BFGS-B), starting from the current values. On
+        failure the previous hyperparameters are kept and a warning is logged.
+
+        Returns:
+            True if the fit succeeded.
+
+        Raises:
+            RuntimeError: no data.
+        """
+        if self._locations is None or self.n == 0:
+            raise RuntimeError('fit() needs data: call set_data() first')
+        self._update_standardization()
+        self._sync_train_data()
+        state = {k: v.clone() for k, v in self.state_dict().items()}
+        mll = ExactMarginalLogLikelihood(self.likelihood, self)
+        ok = True
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')
+                fit_gpytorch_mll(mll, optimizer_kwargs={'options': {'maxiter': 200}},
+                                 max_attempts=max_attempts)
+        except (ModelFittingError, RuntimeError, ValueError) as exc:
+            log.warning('GP hyperparameter fit failed (%s); keeping previous hyperparameters', exc)
+            self.load_state_dict(state)
+            ok = False
+        self.eval()
+        self._cache = None
+        return ok
+
+    def set_hyperparameters(self, *, lengthscale: float | Sequence[float] | None = None,
+                            outputscale: float | None = None, noise: float | None = None,
+                            mean: float | None = None) -> None:
+        """Set hyperparameters directly (physical units for ``lengthscale``).
+
+        Args:
+            lengthscale: scalar or ``(d,)`` lengthscales in input units (converted to unit-cube units).
+            outputscale: signal variance :math:`\\sigma_f^2` (standardised units if ``standardize``).
+            noise: noise variance / regulariser :math:`\\lambda` (same units as ``outputscale``).
+            mean: constant prior mean (same units).
+        """
+        with torch.no_grad():
+            if lengthscale is not None:
+                ell = torch.as_tensor(lengthscale, dtype=DTYPE).expand(self.dim)
+                self.kernel.lengthscale = (ell / (self.bounds[1] - self.bounds[0])).reshape(1, -1)
+            if outputscale is not None:
+                self.covar_module.outputscale = torch.as_tensor(outputscale, dtype=DTYPE)
+            if noise is not None:
+                self.likelihood.noise = torch.as_tensor([noise], dtype=DTYPE)
+            if mean is not None:
+                self.mean_module.constant.fill_(mean)
+        self._cache = None
+
+    def hyperparameters(self) -> dict[str, object]:
+        """Current hyperparameters; lengthscales in input units, scales in output units."""
+        span = self.bounds[1] - self.bounds[0]
+        return {
+            'lengthscale': (self.kernel.lengthscale.detach().reshape(-1) * span).tolist(),
+            'outputscale': float(self.covar_module.outputscale) * self._y_scale ** 2,
+            'noise': float(self.likelihood.noise) * self._y_scale ** 2,
+            'mean': float(self.mean_module.constant) * self._y_scale + self._y_shift,
+        }
+
+    def transform_inputs(self, X: Tensor) -> Tensor:
+        """Identity; BoTorch's MLL closure calls it. Normalisation happens in :meth:`encode`."""
+        return X
+
+    def forward(self, x: Tensor) -> MultivariateNormal:
+        """GPyTorch prior over encoded inputs (used by the marginal likelihood)."""
+        return MultivariateNormal(self.mean_module(x), self.covar_module(x))
+
+    # ---------------------------------------------------------- posterior
+    def posterior(self, distributions: LocationDistributions) -> tuple[Tensor, Tensor]:
+        """Posterior mean and variance of :math:`\\hat f(P) = \\mathbb E_P[f]` (Eqs. 11-13).
+
+        Args:
+            distributions: ``q`` test distributions (e.g. :math:`\\hat P_{\\mathbf x}` of candidate
+                targets). Differentiable w.r.t. their parameters.
+
+        Returns:
+            ``(mean (q,), variance (q,))`` in output units; the variance is of the latent
+            :math:`\\hat f`, without observation noise.
+
+        Raises:
+            RuntimeError: no data.
+        """
+        cache = self._posterior_cache()
+        enc = self.encode(distributions)
+        k_star = self.covar_module.forward(enc, cache.enc)  # (q, n)
+        prior_var = self.covar_module.forward(enc, enc, diag=True)  # (q,)
+        v = k_star @ cache.linv.T  # rows: (L⁻¹ k*)ᵀ
+        mean = cache.mean + k_star @ cache.alpha
+        var = (prior_var - v.pow(2).sum(-1)).clamp_min(1e-12)
+        return mean * self._y_scale + self._y_shift, var * self._y_scale ** 2
+
+    def information_gain(self) -> float:
+        """:math:`\\tfrac12 \\log|I + \\lambda^{-1}\\hat K_n|` of the current data (paper Eq. 18), nats."""
+        cache = self._posterior_cache()
+        lam = float(self.likelihood.noise)
+        logdet = -2.0 * torch.log(torch.diagonal(cache.linv)).sum()
+        return 0.5 * float(logdet - self.n * math.log(lam))
+
+    # ----------------------------------------------------------- internals
+    def _standardized_y(self) -> Tensor:
+        return (self._y - self._y_shift) / self._y_scale
+
+    def _update_standardization(self) -> None:
+        if self.standardize and self.n > 0:
+            self._y_shift = float(self._y.mean())
+            std = float(self._y.std()) if self.n > 1 else 0.0
+            self._y_scale = std if std > 1e-9 * max(1.0, abs(self._y_shift)) else 1.0
+        else:
+            self._y_shift, self._y_scale = 0.0, 1.0
+
+    def _sync_train_data(self) -> None:
+        if self._locations is None:
+            return
+        self.set_train_data(inputs=(self.encode(self._locations).detach(),),
+                            targets=self._standardized_y(), strict=False)
+
+    def _posterior_cache(self) -> '_PosteriorCache':
+        if self._locations is None or self.n == 0:
+            raise RuntimeError('the GP has no data yet: observe at least one point first')
+        if self._cache is None:
+            with torch.no_grad():
+                self._cache = _PosteriorCache.build(self)
+        return self._cache
+
+
+class _PosteriorCache:
+    """Cached :math:`L^{-1}` with :math:`LL^\\top = \\hat K + \\lambda I`, and :math:`\\alpha`, in
+    standardised units. Hyperparameters are frozen inside the cache (detached tensors)."""
+
+    def __init__(self, enc: Tensor, linv: Tensor, mean: float):
+        self.enc, self.linv, self.mean = enc, linv, mean
+        self.alpha = enc.new_zeros(enc.shape[0])
+
+    @classmethod
+    def build(cls, gp: DistributionGP) -> '_PosteriorCache':
+        enc = gp.encode(gp.train_locations).detach()
+        k = gp.covar_module.forward(enc, enc).detach()
+        k = k + float(gp.likelihood.noise) * torch.eye(k.shape[0], dtype=DTYPE)
+        chol = psd_safe_cholesky(k)
+        linv = torch.linalg.solve_triangular(chol, torch.eye(k.shape[0], dtype=DTYPE), upper=False)
+        cache = cls(enc, linv, float(gp.mean_module.constant))
+        cache.set_targets(gp._standardized_y())
+        return cache
+
+    def set_targets(self, y_std: Tensor) -> None:
+        r = y_std - self.mean
+        self.alpha = self.linv.T @ (self.linv @ r)
+
+    def grow(self, gp: DistributionGP, enc_new: Tensor) -> None:
+        r"""Append one point: :math:`L_{new}^{-1} = [[L^{-1}, 0], [-l^\top L^{-1}/d, 1/d]]`,
+        :math:`l = L^{-1}k`, :math:`d = \sqrt{k_{**} + \lambda - l^\top l}`."""
+        k = gp.covar_module.forward(enc_new, self.enc).reshape(-1)
+        kss = float(gp.covar_module.forward(enc_new, enc_new, diag=True)) + float(gp.likelihood.noise)
+        lvec = self.linv @ k
+        d2 = kss - float(lvec @ lvec)
+        d = math.sqrt(max(d2, 1e-10 * max(kss, 1e-12)))
+        n = self.linv.shape[0]
+        new = self.linv.new_zeros(n + 1, n + 1)
+        new[:n, :n] = self.linv
+        new[n, :n] = -(lvec @ self.linv) / d
+        new[n, n] = 1.0 / d
+        self.linv = new
+        self.enc = torch.cat([self.enc, enc_new])
