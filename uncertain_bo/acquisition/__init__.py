@@ -1,0 +1,81 @@
+"""Acquisition functions and the registry of methods.
+
+A **method** is a kernel choice plus an acquisition (DESIGN.md, "one GP, many kernels"): which kernel the
+shared :class:`~uncertain_bo.models.DistributionGP` uses, whether it trains on the location estimates
+:math:`P^L_t` or on the commanded targets, whether candidates are scored through the execution-noise
+model :math:`\\hat P_{\\mathbf x}` or as points, and which acquisition scores them. The
+:class:`~uncertain_bo.planner.Planner` and the benchmark runner look methods up by name in
+:data:`METHODS`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Literal
+
+from torch import Tensor
+
+from ..distributions import LocationDistributions
+from ..kernels import DistributionKernel
+from ..models import DistributionGP
+from .base import TargetAcquisition
+from .beta import FixedBeta, TheoryBeta, make_beta
+from .ugp_ucb import UpperConfidenceBound
+
+__all__ = ['Method', 'METHODS', 'register', 'get_method', 'TargetAcquisition', 'UpperConfidenceBound',
+           'FixedBeta', 'TheoryBeta', 'make_beta']
+
+CandidateFn = Callable[[Tensor], LocationDistributions]
+
+
+@dataclass(frozen=True)
+class Method:
+    """How a method uses the shared GP.
+
+    Attributes:
+        name: registry key (``'ugp_ucb'``, ...).
+        description: one line for ``--help`` and reports.
+        train_on: ``'location'`` (GP inputs are the location distributions :math:`P^L_t`) or ``'target'``
+            (Dirac inputs at the commanded targets, i.e. standard BO that ignores input noise).
+        robust_candidates: score candidates and recommend through :math:`\\hat P_{\\mathbf x}` (True)
+            or as Dirac points (False).
+        make_acquisition: ``(model, candidates, beta_t) -> TargetAcquisition``.
+        make_kernel: ``dim -> DistributionKernel`` or None for the model's default (expected SE).
+    """
+
+    name: str
+    description: str
+    train_on: Literal['location', 'target']
+    robust_candidates: bool
+    make_acquisition: Callable[[DistributionGP, CandidateFn, float], TargetAcquisition]
+    make_kernel: Callable[[int], DistributionKernel] | None = None
+
+
+METHODS: dict[str, Method] = {}
+
+
+def register(method: Method) -> Method:
+    """Add a method to :data:`METHODS` (name must be new)."""
+    if method.name in METHODS:
+        raise ValueError(f'method {method.name!r} is already registered')
+    METHODS[method.name] = method
+    return method
+
+
+def get_method(name: str) -> Method:
+    """Look a method up by name.
+
+    Raises:
+        KeyError: unknown name; the message lists the known methods.
+    """
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise KeyError(f'unknown method {name!r}; known: {", ".join(sorted(METHODS))}') from None
+
+
+register(Method(
+    name='ugp_ucb',
+    description='uGP-UCB: GP over location distributions, UCB over the execution-noise model '
+                '(Oliveira et al. 2019)',
+    train_on='location', robust_candidates=True,
+    make_acquisition=lambda model, candidates, beta: UpperConfidenceBound(model, candidates, beta)))

@@ -1,0 +1,200 @@
+"""Durable, versioned observations journal (JSON Lines).
+
+A run's journal is the record of every (target, location distribution, reading) pair and every decision.
+It is written as things happen: each record is one JSON line, flushed and ``fsync`` ed before
+:meth:`Journal.append` returns, so a crash or power loss loses at most the record being written. On
+load, a torn (partially written) last line is detected, reported and skipped; the rest loads. A
+damaged line in the middle is an error (the file was edited or corrupted; nothing is guessed).
+
+Layout::
+
+    {"type": "header", "format": "uncertain_bo.journal", "version": 1, "run_id": ..., "created": ..., ...}
+    {"type": "observation", "index": 0, "target": [x, y], "location": {...}, "y": 412.3, ...}
+    {"type": "decision", "index": 1, "target": [...], "seconds": 0.21, ...}
+"""
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .distributions import DTYPE, Dirac, Empirical, Gaussian, LocationDistributions
+
+__all__ = ['Journal', 'JournalError', 'location_to_record', 'location_from_record', 'FORMAT', 'VERSION']
+
+FORMAT = 'uncertain_bo.journal'
+VERSION = 1
+
+log = logging.getLogger(__name__)
+
+
+class JournalError(RuntimeError):
+    """The journal cannot be read or written (wrong format, newer version, damaged middle line)."""
+
+
+def location_to_record(location: LocationDistributions) -> dict[str, Any]:
+    """JSON-able record of a single location distribution (batch of size 1)."""
+    if len(location) != 1:
+        raise ValueError(f'expected one location distribution, got a batch of {len(location)}')
+    if isinstance(location, Dirac):
+        return {'kind': 'dirac', 'mean': location.mean[0].tolist()}
+    if isinstance(location, Gaussian):
+        return {'kind': 'gaussian', 'mean': location.mean[0].tolist(),
+                'covariance': location.covariance[0].tolist()}
+    if isinstance(location, Empirical):
+        rec = {'kind': 'empirical', 'samples': location.samples[0].tolist()}
+        if location.is_weighted:
+            rec['weights'] = location.weights[0].tolist()
+        return rec
+    raise TypeError(f'cannot journal {type(location).__name__}')
+
+
+def location_from_record(rec: dict[str, Any]) -> LocationDistributions:
+    """Inverse of :func:`location_to_record` (validates the parameters)."""
+    kind = rec.get('kind')
+    if kind == 'dirac':
+        return Dirac(torch.tensor([rec['mean']], dtype=DTYPE))
+    if kind == 'gaussian':
+        return Gaussian(torch.tensor([rec['mean']], dtype=DTYPE),
+                        torch.tensor([rec['covariance']], dtype=DTYPE))
+    if kind == 'empirical':
+        w = rec.get('weights')
+        return Empirical(torch.tensor([rec['samples']], dtype=DTYPE),
+                         None if w is None else torch.tensor([w], dtype=DTYPE))
+    raise JournalError(f'unknown location kind {kind!r}')
+
+
+@dataclass
+class Journal:
+    """Append-only JSON-lines journal of one run.
+
+    Opening an existing file resumes it: its records are loaded (a torn last line is skipped with a
+    warning and truncated away so new records start on a clean line).
+
+    Args:
+        path: journal file (created with its parent directories if missing).
+        metadata: extra header fields for a new journal (run id, parameters, ...).
+
+    Raises:
+        JournalError: the file is not an ``uncertain_bo`` journal, was written by a newer version, or is
+            damaged before its last line.
+    """
+
+    path: Path
+    metadata: dict[str, Any] = field(default_factory=dict)
+    header: dict[str, Any] = field(init=False)
+    records: list[dict[str, Any]] = field(init=False, default_factory=list)
+    skipped: int = field(init=False, default=0)
+
+    def __post_init__(self):
+        self.path = Path(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists() and self.path.stat().st_size > 0:
+            self._load()
+        else:
+            self.header = {'type': 'header', 'format': FORMAT, 'version': VERSION,
+                           'created': time.time(), **self.metadata}
+            self._write(self.header)
+
+    @property
+    def observations(self) -> list[dict[str, Any]]:
+        """Observation records in order."""
+        return [r for r in self.records if r.get('type') == 'observation']
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write one record durably (flush + fsync) and keep it in :attr:`records`.
+
+        Raises:
+            ValueError: the record has no ``type`` or holds values JSON cannot represent exactly
+                (NaN/inf).
+        """
+        if 'type' not in record:
+            raise ValueError('journal records need a "type"')
+        self._write(record)
+        self.records.append(record)
+
+    def _write(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, allow_nan=False, separators=(',', ':')) + '\n'
+        with open(self.path, 'a', encoding='utf-8') as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def _load(self) -> None:
+        raw = self.path.read_bytes()
+        lines = raw.split(b'\n')
+        torn_tail = lines[-1] != b''  # last line without newline: possibly torn
+        parsed: list[dict[str, Any]] = []
+        good_bytes = 0
+        for i, line in enumerate(lines):
+            is_last = i == len(lines) - 1 or (i == len(lines) - 2 and lines[-1] == b'')
+            if line.strip() == b'':
+                good_bytes += len(line) + 1
+                continue
+            try:
+                rec = json.loads(line)
+                if not isinstance(rec, dict):
+                    raise ValueError('not an object')
+                if i == len(lines) - 1 and torn_tail:
+                    raise ValueError('no terminating newline')
+            except (ValueError, UnicodeDecodeError) as exc:
+                if is_last:
+                    log.warning('journal %s: skipping torn last record (%d bytes): %s',
+                                self.path, len(line), exc)
+                    self.skipped += 1
+                    break
+                raise JournalError(f'journal {self.path} line {i + 1} is damaged ({exc}); '
+                                   'refusing to guess: repair or move the file') from exc
+            parsed.append(rec)
+            good_bytes += len(line) + 1
+        if self.skipped:
+            with open(self.path, 'r+b') as fh:  # drop the torn bytes so appends start on a clean line
+                fh.truncate(min(good_bytes, len(raw)))
+                fh.flush()
+                os.fsync(fh.fileno())
+        if not parsed or parsed[0].get('type') != 'header' or parsed[0].get('format') != FORMAT:
+            raise JournalError(f'{self.path} is not an {FORMAT} file (no header line)')
+        if int(parsed[0].get('version', 0)) > VERSION:
+            raise JournalError(f'{self.path} has journal version {parsed[0]["version"]}; this uncertain_bo '
+                               f'reads up to version {VERSION}: upgrade uncertain_bo')
+        self.header = parsed[0]
+        self.records = parsed[1:]
+
+    def export_csv(self, path: str | Path) -> Path:
+        """Write the observations as CSV: index, target, location mean and covariance, reading, stamps.
+
+        Returns:
+            The CSV path.
+        """
+        path = Path(path)
+        obs = self.observations
+        extra = sorted({k for r in obs for k in r
+                        if k not in ('type', 'index', 'target', 'location', 'y')})
+        with open(path, 'w', newline='', encoding='utf-8') as fh:
+            w = csv.writer(fh)
+            d = len(obs[0]['target']) if obs else 2
+            w.writerow(['index'] + [f'target_{i}' for i in range(d)] + [f'mean_{i}' for i in range(d)]
+                       + [f'cov_{i}{j}' for i in range(d) for j in range(d)] + ['kind', 'y'] + extra)
+            for r in obs:
+                loc = location_from_record(r['location'])
+                w.writerow([r['index'], *r['target'], *loc.mean[0].tolist(),
+                            *loc.covariance[0].reshape(-1).tolist(), r['location']['kind'], r['y'],
+                            *[_csv_value(r.get(k)) for k in extra]])
+        return path
+
+
+def _csv_value(v: Any) -> Any:
+    if isinstance(v, (list, dict)):
+        return json.dumps(v)
+    if isinstance(v, float) and not math.isfinite(v):
+        return ''
+    return v
+

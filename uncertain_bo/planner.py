@@ -1,0 +1,342 @@
+r"""The ask/tell loop shared by the ROS explorer and the benchmark runner (paper Algorithm 1).
+
+::
+
+    planner = Planner(bounds, execution_noise=GaussianExecutionNoise.isotropic(2.0, 2))
+    for t in range(30):
+        target = planner.suggest()                      # x_t
+        location, y = rover.measure_at(target)          # (P^L_t, y_t)
+        planner.observe(target, location, y)            # D_t = D_{t-1} ∪ {(P^L_t, y_t)}
+    best = planner.recommend()                          # argmax_{x_t ∈ D} μ̂(P̂_{x_t})
+
+The first ``n_initial`` targets are a scrambled Sobol design (ordered as a short tour from ``start`` when
+given, so a rover does not zig-zag). Afterwards each target maximises the method's acquisition.
+Observations are validated before anything is stored, written durably to the journal (if any), then
+added to the GP. A planner opened on an existing journal resumes from its observations.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch import Tensor
+
+from .acquisition import Method, get_method, make_beta
+from .distributions import (DTYPE, Dirac, ExecutionNoise, Gaussian, InvalidDistributionError,
+                            LocationDistributions, check_covariance, cat)
+from .journal import Journal, location_from_record, location_to_record
+from .models import DistributionGP
+from .optim import OptimizerSettings, maximize
+
+__all__ = ['Planner', 'Decision', 'Recommendation', 'InvalidObservationError']
+
+log = logging.getLogger(__name__)
+
+
+class InvalidObservationError(ValueError):
+    """An observation was rejected (nothing was stored)."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """How a target was chosen.
+
+    Attributes:
+        index: index ``t`` (0-based) of the measurement this target is for.
+        target: ``(d,)`` target.
+        phase: ``'initial'`` (space-filling design) or ``'acquisition'``.
+        seconds: wall time of the decision (GP update + acquisition maximisation), s.
+        acquisition_value: acquisition at the target (NaN in the initial phase).
+        beta: :math:`\\beta_t` used (NaN in the initial phase).
+        fit_seconds: wall time of the hyperparameter fit inside ``seconds`` (0 if none).
+    """
+
+    index: int
+    target: Tensor
+    phase: str
+    seconds: float
+    acquisition_value: float = math.nan
+    beta: float = math.nan
+    fit_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """Best past target by posterior mean of its location distribution.
+
+    Attributes:
+        target: ``(d,)`` recommended target :math:`\\mathbf x^*_n = \\operatorname{argmax}_{\\mathbf x_t}
+            \\hat\\mu_n(\\hat P_{\\mathbf x_t})`.
+        mean: :math:`\\hat\\mu_n` at it (predicted robust value :math:`\\mathbb E[f(\\tilde{\\mathbf x})]`).
+        std: posterior standard deviation there.
+        index: which past measurement's target it is.
+    """
+
+    target: Tensor
+    mean: float
+    std: float
+    index: int
+
+
+@dataclass
+class Planner:
+    """Bayesian optimisation under uncertain inputs, one target at a time.
+
+    Args:
+        bounds: ``(2, d)`` search box (physical units, e.g. metres in the map frame). Targets never leave it.
+        execution_noise: the execution-noise model :math:`\\hat P_{\\mathbf x}` used for candidates and
+            the recommendation (robust methods).
+        method: registered method name (see :data:`uncertain_bo.acquisition.METHODS`).
+        beta: :math:`\\beta_t` — a number (fixed) or a schedule (:class:`~uncertain_bo.acquisition.beta.
+            TheoryBeta`).
+        n_initial: number of space-filling initial targets (>= 1).
+        refit_every: refit GP hyperparameters by marginal likelihood every this many observations
+            (1 = every step, as in the paper's robot experiment; 0 = never: fixed hyperparameters with
+            cheap rank-one updates).
+        optimizer: acquisition maximiser settings.
+        seed: seed for the initial design and the maximiser's raw samples.
+        start: optional ``(d,)`` start position (orders the initial design as a short tour).
+        journal: optional path of the observations journal; an existing journal is resumed.
+        model_factory: optional ``(bounds, kernel) -> DistributionGP`` (e.g. fixed hyperparameters).
+        metadata: extra fields for a new journal's header.
+
+    Raises:
+        ValueError: invalid bounds, ``n_initial < 1``, dimension mismatch between bounds and noise model.
+        KeyError: unknown method.
+    """
+
+    bounds: Tensor
+    execution_noise: ExecutionNoise
+    method: str = 'ugp_ucb'
+    beta: Any = 3.0
+    n_initial: int = 5
+    refit_every: int = 1
+    optimizer: OptimizerSettings = field(default_factory=OptimizerSettings)
+    seed: int = 0
+    start: Tensor | None = None
+    journal: str | Path | None = None
+    model_factory: Callable[..., DistributionGP] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.bounds = torch.as_tensor(self.bounds, dtype=DTYPE)
+        if self.bounds.ndim != 2 or self.bounds.shape[0] != 2 or not (self.bounds[1] > self.bounds[0]).all():
+            raise ValueError(f'bounds must be (2, d) with upper > lower, got {self.bounds.tolist()}')
+        if self.n_initial < 1:
+            raise ValueError(f'n_initial must be >= 1, got {self.n_initial}')
+        if self.refit_every < 0:
+            raise ValueError(f'refit_every must be >= 0, got {self.refit_every}')
+        self._method: Method = get_method(self.method)
+        self._beta = make_beta(self.beta)
+        kernel = self._method.make_kernel(self.dim) if self._method.make_kernel else None
+        factory = self.model_factory or (lambda bounds, kernel: DistributionGP(bounds, kernel))
+        self.model: DistributionGP = factory(self.bounds, kernel)
+        self._targets = torch.zeros(0, self.dim, dtype=DTYPE)
+        self._inputs: list[LocationDistributions] = []
+        self._y: list[float] = []
+        self._pending: list[tuple[LocationDistributions, float]] = []  # observed, not yet in the GP
+        self._since_fit = 0
+        self._fitted = False
+        self.decisions: list[Decision] = []
+        self._design = self._initial_design()
+        self._journal: Journal | None = None
+        if self.journal is not None:
+            self._journal = Journal(Path(self.journal), metadata={
+                'method': self.method, 'bounds': self.bounds.tolist(), 'seed': self.seed, **self.metadata})
+            self._replay(self._journal)
+
+    # -------------------------------------------------------------- public
+    @property
+    def dim(self) -> int:
+        return self.bounds.shape[1]
+
+    @property
+    def n(self) -> int:
+        """Number of stored observations."""
+        return len(self._y)
+
+    @property
+    def targets(self) -> Tensor:
+        """``(n, d)`` past targets."""
+        return self._targets
+
+    @property
+    def y(self) -> Tensor:
+        """``(n,)`` past readings."""
+        return torch.tensor(self._y, dtype=DTYPE)
+
+    @property
+    def locations(self) -> LocationDistributions | None:
+        """Past location distributions :math:`P^L_t` as one batch (None before any observation)."""
+        return cat(self._inputs) if self._inputs else None
+
+    @property
+    def journal_file(self) -> Journal | None:
+        return self._journal
+
+    def candidates(self, targets: Tensor) -> LocationDistributions:
+        """Location distributions the method scores for ``targets`` (``(q, d)``)."""
+        return self.execution_noise(targets) if self._method.robust_candidates else Dirac(targets)
+
+    def suggest(self) -> Tensor:
+        """The next target ``(d,)``: initial design first, then the acquisition maximiser.
+
+        The decision (wall time, acquisition value, :math:`\\beta_t`) is appended to :attr:`decisions` and
+        to the journal.
+        """
+        t0 = time.perf_counter()
+        index = self.n
+        if index < self.n_initial:
+            target = self._design[index].clone()
+            decision = Decision(index, target, 'initial', time.perf_counter() - t0)
+        else:
+            fit_seconds = self._update_model()
+            beta_t = self._beta(index, self.model)
+            acq = self._method.make_acquisition(self.model, self.candidates, beta_t)
+            target, value = maximize(acq, self.bounds, self.optimizer, seed=self.seed * 100_003 + index)
+            decision = Decision(index, target, 'acquisition', time.perf_counter() - t0, value, beta_t,
+                                fit_seconds)
+        self.decisions.append(decision)
+        if self._journal is not None:
+            self._journal.append({'type': 'decision', 'index': index, 'target': target.tolist(),
+                                  'phase': decision.phase, 'seconds': decision.seconds,
+                                  'fit_seconds': decision.fit_seconds,
+                                  'acquisition_value': _finite_or_none(decision.acquisition_value),
+                                  'beta': _finite_or_none(decision.beta), 'wall_time': time.time()})
+        return target
+
+    def observe(self, target: Tensor, location: LocationDistributions, y: float, **meta: Any) -> int:
+        """Store one measurement: the commanded ``target``, where it was taken, and the reading.
+
+        Args:
+            target: ``(d,)`` commanded target :math:`\\mathbf x_t`.
+            location: one location distribution :math:`P^L_t` (batch of 1; Dirac, Gaussian or Empirical).
+            y: reading :math:`y_t` (field units).
+            **meta: JSON-able extras for the journal (stamps, covariance source, ...).
+
+        Returns:
+            Index of the stored observation.
+
+        Raises:
+            InvalidObservationError: non-finite target or reading, wrong dimension, invalid covariance,
+                or a batch of more than one distribution. Nothing is stored in that case.
+        """
+        target = torch.as_tensor(target, dtype=DTYPE).reshape(-1)
+        self._validate(target, location, y)
+        index = self.n
+        if self._journal is not None:
+            self._journal.append({'type': 'observation', 'index': index, 'target': target.tolist(),
+                                  'location': location_to_record(location), 'y': float(y),
+                                  'wall_time': time.time(), **meta})
+        self._store(target, location, float(y))
+        return index
+
+    def recommend(self) -> Recommendation:
+        """Past target with the best posterior mean of its candidate distribution (paper Alg. 1, last line).
+
+        Raises:
+            RuntimeError: no observations yet.
+        """
+        if self.n == 0:
+            raise RuntimeError('nothing to recommend before the first observation')
+        self._update_model(refit=False)
+        with torch.no_grad():
+            mean, var = self.model.posterior(self.candidates(self._targets))
+        i = int(torch.argmax(mean))
+        return Recommendation(self._targets[i].clone(), float(mean[i]), float(var[i].sqrt()), i)
+
+    def predict(self, targets: Tensor) -> tuple[Tensor, Tensor]:
+        """Posterior mean and standard deviation of the method's objective at ``targets`` ``(q, d)``."""
+        self._update_model(refit=False)
+        with torch.no_grad():
+            mean, var = self.model.posterior(self.candidates(torch.as_tensor(targets, dtype=DTYPE)))
+        return mean, var.sqrt()
+
+    # ----------------------------------------------------------- internals
+    def _validate(self, target: Tensor, location: LocationDistributions, y: float) -> None:
+        def bad(msg: str) -> InvalidObservationError:
+            return InvalidObservationError(f'observation rejected, nothing stored: {msg}')
+
+        if target.numel() != self.dim or not torch.isfinite(target).all():
+            raise bad(f'target must be {self.dim} finite numbers, got {target.tolist()}')
+        if not isinstance(y, (int, float)) or isinstance(y, bool) or not math.isfinite(y):
+            raise bad(f'reading must be a finite number, got {y!r}')
+        if not isinstance(location, LocationDistributions) or len(location) != 1:
+            raise bad('location must be a single LocationDistributions (batch of 1)')
+        if location.dim != self.dim:
+            raise bad(f'location is over R^{location.dim}, search space is R^{self.dim}')
+        if not torch.isfinite(location.mean).all():
+            raise bad('location mean contains NaN or inf')
+        if isinstance(location, Gaussian):
+            reason = check_covariance(location.covariance[0])
+            if reason:
+                raise bad(f'location covariance {reason}')
+
+    def _store(self, target: Tensor, location: LocationDistributions, y: float) -> None:
+        self._targets = torch.cat([self._targets, target.reshape(1, -1)])
+        self._inputs.append(location)
+        self._y.append(y)
+        gp_input = location if self._method.train_on == 'location' else Dirac(target.reshape(1, -1))
+        self._pending.append((gp_input, y))
+
+    def _replay(self, journal: Journal) -> None:
+        for rec in journal.observations:
+            try:
+                loc = location_from_record(rec['location'])
+                target = torch.tensor(rec['target'], dtype=DTYPE)
+                self._validate(target, loc, rec['y'])
+            except (KeyError, TypeError, InvalidDistributionError, InvalidObservationError) as exc:
+                log.warning('journal %s: skipping invalid observation %s: %s', journal.path,
+                            rec.get('index'), exc)
+                continue
+            self._store(target, loc, float(rec['y']))
+        if self.n:
+            log.info('resumed %d observations from %s', self.n, journal.path)
+
+    def _update_model(self, refit: bool = True) -> float:
+        """Move pending observations into the GP; refit hyperparameters when due (always if never fitted,
+        e.g. after resuming from a journal). Returns the fit's wall time, s."""
+        if self._pending:
+            new_locs = cat([p[0] for p in self._pending])
+            new_y = torch.tensor([p[1] for p in self._pending], dtype=DTYPE)
+            self._since_fit += len(self._pending)
+            self._pending = []
+            if self.model.n == 0:
+                self.model.set_data(new_locs, new_y)
+                self._since_fit = max(self._since_fit, 1)
+            else:
+                self.model.append(new_locs, new_y)
+        due = self.refit_every > 0 and ((refit and self._since_fit >= self.refit_every) or not self._fitted)
+        if due and self.model.n > 0:
+            t0 = time.perf_counter()
+            self.model.fit()
+            self._fitted = True
+            self._since_fit = 0
+            return time.perf_counter() - t0
+        return 0.0
+
+    def _initial_design(self) -> Tensor:
+        """Scrambled Sobol points in the bounds, ordered as a greedy nearest-neighbour tour from ``start``."""
+        engine = torch.quasirandom.SobolEngine(self.dim, scramble=True, seed=self.seed)
+        unit = engine.draw(self.n_initial, dtype=DTYPE)
+        pts = self.bounds[0] + unit * (self.bounds[1] - self.bounds[0])
+        if self.start is None:
+            return pts
+        pos = torch.as_tensor(self.start, dtype=DTYPE).reshape(-1)
+        order, left = [], list(range(len(pts)))
+        while left:
+            j = min(left, key=lambda k: float((pts[k] - pos).norm()))
+            order.append(j)
+            left.remove(j)
+            pos = pts[j]
+        return pts[order]
+
+
+def _finite_or_none(v: float) -> float | None:
+    return v if math.isfinite(v) else None
+
