@@ -1,0 +1,15 @@
+"""Shared test configuration: float64, deterministic seeds, a per-session ROS domain."""
+import os
+
+import pytest
+import torch
+
+# Keep DDS traffic of concurrent test runs on this machine apart (ROS_DOMAIN_ID must be < 233).
+os.environ.setdefault('ROS_DOMAIN_ID', str(100 + os.getpid() % 100))
+os.environ.setdefault('ROS_LOCALHOST_ONLY', '1')
+torch.set_default_dtype(torch.float64)
+
+
+@pytest.fixture
+def gen():
+    return torch.Generator().manual_seed(1234)

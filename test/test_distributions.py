@@ -1,0 +1,96 @@
+import pytest
+import torch
+
+from uncertain_bo.distributions import (Dirac, Empirical, Gaussian, GaussianExecutionNoise,
+                                        InvalidDistributionError, cat, check_covariance,
+                                        ros_covariance_to_xy)
+
+
+def test_ros_6x6_to_2x2_picks_xy_block():
+    cov = torch.arange(36.0).reshape(6, 6)
+    cov = cov + cov.T
+    xy = ros_covariance_to_xy(cov.reshape(-1).tolist())
+    assert torch.equal(xy, cov[:2, :2])
+    assert xy.tolist() == [[0.0, 7.0], [7.0, 14.0]]  # entries 0, 1, 6, 7 of the row-major list
+
+
+def test_ros_covariance_needs_36_entries():
+    with pytest.raises(InvalidDistributionError, match='36'):
+        ros_covariance_to_xy([1.0] * 9)
+
+
+@pytest.mark.parametrize('cov, reason', [
+    ([[1.0, 0.0], [0.0, float('nan')]], 'NaN'),
+    ([[1.0, 0.0], [0.0, float('inf')]], 'NaN or inf'),
+    ([[-1.0, 0.0], [0.0, 1.0]], 'negative variance'),
+    ([[1.0, 0.5], [0.0, 1.0]], 'not symmetric'),
+    ([[1.0, 2.0], [2.0, 1.0]], 'not positive semi-definite'),
+])
+def test_check_covariance_reasons(cov, reason):
+    assert reason in check_covariance(torch.tensor(cov))
+
+
+def test_zero_covariance_is_valid_dirac():
+    assert check_covariance(torch.zeros(2, 2)) is None
+    g = Gaussian(torch.zeros(1, 2), torch.zeros(2, 2))
+    assert torch.equal(g.sample(5), torch.zeros(1, 5, 2))
+
+
+def test_gaussian_rejects_bad_covariance_and_names_point():
+    covs = torch.eye(2).repeat(3, 1, 1)
+    covs[2, 0, 0] = -1.0
+    with pytest.raises(InvalidDistributionError, match='point 2'):
+        Gaussian(torch.zeros(3, 2), covs)
+
+
+def test_gaussian_sampling_moments(gen):
+    cov = torch.tensor([[2.0, 0.6], [0.6, 0.5]])
+    g = Gaussian(torch.tensor([[1.0, -2.0]]), cov)
+    s = g.sample(200_000, gen)[0]
+    assert torch.allclose(s.mean(0), torch.tensor([1.0, -2.0]), atol=0.02)
+    assert torch.allclose(torch.cov(s.T), cov, atol=0.03)
+
+
+def test_empirical_weighted_moments_and_resampling(gen):
+    samples = torch.tensor([[[0.0, 0.0], [2.0, 0.0]]])
+    e = Empirical(samples, torch.tensor([[3.0, 1.0]]))
+    assert torch.allclose(e.mean, torch.tensor([[0.5, 0.0]]))
+    # var of x: 0.75*0.25 + 0.25*2.25 = 0.75
+    assert torch.allclose(e.covariance[0, 0, 0], torch.tensor(0.75))
+    s = e.sample(100_000, gen)
+    assert abs(float((s[0, :, 0] == 2.0).double().mean()) - 0.25) < 0.01
+
+
+def test_affine_maps_moments(gen):
+    g = Gaussian(torch.tensor([[1.0, 2.0]]), torch.tensor([[4.0, 1.0], [1.0, 9.0]]))
+    scale, shift = torch.tensor([0.5, 0.1]), torch.tensor([1.0, -1.0])
+    a = g.affine(scale, shift)
+    assert torch.allclose(a.mean, torch.tensor([[1.5, -0.8]]))
+    assert torch.allclose(a.covariance, torch.tensor([[[1.0, 0.05], [0.05, 0.09]]]))
+    e = Empirical(g.sample(50_000, gen)).affine(scale, shift)
+    assert torch.allclose(e.covariance, a.covariance, atol=0.02)
+
+
+def test_cat_mixes_dirac_and_gaussian():
+    b = cat([Dirac(torch.ones(2, 2)), Gaussian(torch.zeros(1, 2), torch.eye(2))])
+    assert isinstance(b, Gaussian) and len(b) == 3
+    assert torch.equal(b.covariance[0], torch.zeros(2, 2))
+    with pytest.raises(InvalidDistributionError, match='cannot mix'):
+        cat([Dirac(torch.ones(1, 2)), Empirical(torch.zeros(1, 3, 2))])
+
+
+def test_indexing_keeps_batch_dim():
+    g = Gaussian(torch.arange(6.0).reshape(3, 2), torch.eye(2))
+    assert len(g[1]) == 1 and torch.equal(g[1].mean, torch.tensor([[2.0, 3.0]]))
+    assert len(g[-1]) == 1 and torch.equal(g[-1].mean, torch.tensor([[4.0, 5.0]]))
+
+
+def test_execution_noise_is_differentiable_in_targets():
+    noise = GaussianExecutionNoise.isotropic([1.0, 2.0])
+    x = torch.zeros(3, 2, requires_grad=True)
+    p = noise(x)
+    p.mean.sum().backward()
+    assert torch.equal(x.grad, torch.ones(3, 2))
+    assert torch.equal(p.covariance[0], torch.diag(torch.tensor([1.0, 4.0])))
+    with pytest.raises(InvalidDistributionError):
+        GaussianExecutionNoise(torch.tensor([[1.0, 2.0], [2.0, 1.0]]))
