@@ -179,6 +179,17 @@ class Planner:
     def journal_file(self) -> Journal | None:
         return self._journal
 
+    def set_start(self, position: Tensor) -> None:
+        """Order the initial design as a short tour from ``position`` ``(d,)`` (e.g. the rover's first pose).
+
+        Raises:
+            RuntimeError: observations exist already (the design is partly used).
+        """
+        if self.n:
+            raise RuntimeError('set_start() must be called before the first observation')
+        self.start = torch.as_tensor(position, dtype=DTYPE).reshape(-1)
+        self._design = self._initial_design()
+
     def candidates(self, targets: Tensor) -> LocationDistributions:
         """Location distributions the method scores for ``targets`` (``(q, d)``)."""
         return self.execution_noise(targets) if self._method.robust_candidates else Dirac(targets)
