@@ -219,3 +219,18 @@ def test_load_spec():
     assert Field.load('default', extent=(0, 50, 0, 50)).bounds == (0.0, 50.0, 0.0, 50.0)
     with pytest.raises(FieldError, match="unknown field 'moon'"):
         Field.load('moon')
+
+
+def test_direct_bilinear_agrees_with_scipy_interpolator():
+    from scipy.interpolate import RegularGridInterpolator
+    f = Field.jacksboro()
+    xs, ys, Z = f.grid()
+    rgi = RegularGridInterpolator((ys, xs), Z)
+    rng = np.random.default_rng(9)
+    pts = rng.uniform(-20, 220, size=(1000, 2))          # includes points outside (clamped)
+    clamped = np.clip(pts, 0.0, 200.0)
+    oracle = rgi(clamped[:, ::-1])
+    small = np.concatenate([f.value(pts[k:k + 10]) for k in range(0, 1000, 10)])   # direct path
+    assert np.allclose(small, oracle, atol=1e-9)
+    assert np.allclose(f.value(pts), oracle, atol=1e-9)                           # scipy path
+    assert f.value(pts[0]) == pytest.approx(oracle[0])

@@ -26,6 +26,9 @@ from scipy.signal import fftconvolve
 
 __all__ = ['Field', 'FieldError', 'DEFAULT_EXTENT']
 
+#: batches at least this large go through scipy's RegularGridInterpolator, smaller ones a direct lookup
+_RGI_MIN_POINTS = 256
+
 #: Default rectangle (xmin, xmax, ymin, ymax) in metres onto which the built-in field is mapped.
 DEFAULT_EXTENT = (0.0, 200.0, 0.0, 200.0)
 
@@ -270,7 +273,8 @@ class Field:
         return self._xs.copy(), self._ys.copy(), np.array(self._z)
 
     def value(self, xy: np.ndarray) -> np.ndarray:
-        """Bilinear field value at points.
+        """Bilinear field value at points (scipy ``RegularGridInterpolator`` for large batches, an
+        equivalent direct lookup for a few points).
 
         Args:
             xy: (n, 2) or (2,) positions in metres (map frame). Points outside the rectangle are clamped to
@@ -289,10 +293,27 @@ class Field:
             raise ValueError(f'xy must have shape (n, 2) or (2,), got {np.shape(xy)}')
         if not np.all(np.isfinite(p)):
             raise ValueError('xy contains non-finite coordinates')
-        xmin, xmax, ymin, ymax = self._extent
-        q = np.column_stack([np.clip(p[:, 1], ymin, ymax), np.clip(p[:, 0], xmin, xmax)])
-        out = self._interp(q)
+        if p.shape[0] >= _RGI_MIN_POINTS:
+            xmin, xmax, ymin, ymax = self._extent
+            q = np.column_stack([np.clip(p[:, 1], ymin, ymax), np.clip(p[:, 0], xmin, xmax)])
+            out = self._interp(q)
+        else:
+            out = self._bilinear(p)
         return out[0] if single else out
+
+    def _bilinear(self, p: np.ndarray) -> np.ndarray:
+        """Direct bilinear lookup on the regular grid (clamped); same result as the scipy interpolator
+        without its ~0.2 ms per-call overhead, which matters when the simulator reads one point per step."""
+        xmin, xmax, ymin, ymax = self._extent
+        ny, nx = self._z.shape
+        fx = (np.clip(p[:, 0], xmin, xmax) - xmin) / (xmax - xmin) * (nx - 1)
+        fy = (np.clip(p[:, 1], ymin, ymax) - ymin) / (ymax - ymin) * (ny - 1)
+        i = np.minimum(fx.astype(np.intp), nx - 2)
+        j = np.minimum(fy.astype(np.intp), ny - 2)
+        tx, ty = fx - i, fy - j
+        z = self._z
+        return ((1 - ty) * ((1 - tx) * z[j, i] + tx * z[j, i + 1])
+                + ty * ((1 - tx) * z[j + 1, i] + tx * z[j + 1, i + 1]))
 
     def argmax(self) -> tuple[np.ndarray, float]:
         """Grid node with the largest value: ``(xy (2,) metres, value)``."""
