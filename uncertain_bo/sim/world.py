@@ -1,0 +1,192 @@
+"""ROS-free simulated world: rover + wheel odometry + position fix + field sensor on one sim clock.
+
+:class:`SimWorld` is what the ``sim_rover`` node wraps and what an in-process mission runner drives
+directly. Each :meth:`SimWorld.step` executes a velocity command for ``1 / sim_rate`` simulated seconds
+and returns the measurements due at the new time: wheel odometry (every step), a position fix (at
+``fix_rate`` Hz), a field reading (at ``reading_rate`` Hz, taken at the true position) and the ground truth.
+
+Everything is deterministic given ``seed``: slip, odometry, fix and reading noise use independent random
+streams spawned from it, so changing e.g. the fix rate does not change the slip realisation.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from uncertain_bo.parameters import Param, validate
+from uncertain_bo.sim.field import DEFAULT_EXTENT, Field
+from uncertain_bo.sim.rover import (FIX_PARAMS, ODOMETRY_PARAMS, ROVER_PARAMS, DiffDriveRover, PositionFix,
+                                    RoverState, WheelOdometry)
+from uncertain_bo.sim.sensor import SENSOR_PARAMS, FieldSensor
+
+__all__ = ['SIM_PARAMS', 'WORLD_PARAMS', 'SimWorld', 'SimStep', 'OdometryMeasurement', 'FixMeasurement',
+           'Reading']
+
+SIM_PARAMS = [
+    Param('field', 'jacksboro', "ground-truth field: 'jacksboro' (real USGS elevation, metres) or a path "
+          'to a .npz grid or a .csv of x,y,value measurements', read_only=True),
+    Param('field_extent', list(DEFAULT_EXTENT), 'rectangle [xmin, xmax, ymin, ymax] (m, map frame) the '
+          'field is mapped onto (built-in and .npz fields) or gridded over (.csv)', range=(-1e7, 1e7),
+          length=4, read_only=True),
+    Param('sim_rate', 20.0, 'simulation steps per simulated second (Hz); one wheel-odometry message and '
+          'one control cycle per step', range=(1.0, 1000.0), read_only=True),
+    Param('initial_x', 100.0, 'true initial x of the rover (m, map frame)', range=(-1e7, 1e7),
+          read_only=True),
+    Param('initial_y', 100.0, 'true initial y of the rover (m, map frame)', range=(-1e7, 1e7),
+          read_only=True),
+    Param('initial_yaw', 0.0, 'true initial heading (rad, counter-clockwise from +x/east)',
+          range=(-math.pi, math.pi), read_only=True),
+    Param('seed', 0, 'seed of all simulation noise (slip, odometry, fixes, readings); same seed and '
+          'commands give the same run', range=(0, 2 ** 31 - 1), read_only=True),
+]
+
+#: every parameter of the simulated world
+WORLD_PARAMS = SIM_PARAMS + ROVER_PARAMS + ODOMETRY_PARAMS + FIX_PARAMS + SENSOR_PARAMS
+
+
+@dataclass
+class OdometryMeasurement:
+    """Wheel odometry of one step: measured body twist and its covariance.
+
+    Attributes:
+        v, w: measured forward speed (m/s) and yaw rate (rad/s).
+        vel_cov: (3, 3) covariance over (v, vy, w) of the error w.r.t. the true ground motion.
+        twist_cov: (6, 6) covariance over (vx, vy, vz, wx, wy, wz), as in nav_msgs/Odometry.
+    """
+
+    v: float
+    w: float
+    vel_cov: np.ndarray
+    twist_cov: np.ndarray
+
+
+@dataclass
+class FixMeasurement:
+    """Absolute position fix: ``xy`` (2,) metres, map frame, with covariance ``cov`` (2, 2) m²."""
+
+    xy: np.ndarray
+    cov: np.ndarray
+
+
+@dataclass
+class Reading:
+    """Field reading ``value`` (field units) with noise ``variance`` (field units²)."""
+
+    value: float
+    variance: float
+
+
+@dataclass
+class SimStep:
+    """Everything that happened in one simulation step.
+
+    Attributes:
+        t: simulated time (s) at the end of the step; all measurements are stamped with it.
+        step: step index (0 for :meth:`SimWorld.initial_step`).
+        truth: true rover state (pose (3,), velocities).
+        odometry: wheel odometry over the step (every step).
+        fix: position fix when due, else None.
+        reading: field reading when due (and not dropped out), else None.
+        reading_due: True when a reading was due (even if it dropped out).
+    """
+
+    t: float
+    step: int
+    truth: RoverState
+    odometry: OdometryMeasurement
+    fix: FixMeasurement | None
+    reading: Reading | None
+    reading_due: bool
+
+
+class SimWorld:
+    """Simulated rover, its sensors and one sim clock.
+
+    Args:
+        field: the ground-truth field (default: ``Field.load(params['field'], params['field_extent'])``).
+        params: values for ``WORLD_PARAMS`` (missing names take defaults). A dict holding every name is kept
+            by reference, so changing noise parameters in it takes effect at the next step.
+        seed: overrides ``params['seed']``.
+
+    Raises:
+        ParameterError: a parameter is invalid.
+        FieldError: the field specification cannot be loaded.
+    """
+
+    def __init__(self, field: Field | None = None, params: Mapping[str, Any] | None = None,
+                 seed: int | None = None):
+        names = {p.name for p in WORLD_PARAMS}
+        checked = validate(WORLD_PARAMS, {k: v for k, v in (params or {}).items() if k in names})
+        self.params = params if params is not None and all(n in params for n in names) else checked
+        p = self.params
+        if field is None:
+            field = Field.load(p['field'], extent=p['field_extent'])
+        self.field = field
+        self.seed = int(p['seed'] if seed is None else seed)
+        ss = np.random.SeedSequence(self.seed)
+        self._rng_slip, self._rng_odom, self._rng_fix, self._rng_reading = (
+            np.random.default_rng(s) for s in ss.spawn(4))
+        self.dt = 1.0 / float(p['sim_rate'])
+        self.rover = DiffDriveRover(self.params, pose=(p['initial_x'], p['initial_y'], p['initial_yaw']))
+        self.odometry = WheelOdometry(self.params)
+        self.fix_sensor = PositionFix(self.params)
+        self.sensor = FieldSensor(field, rng=self._rng_reading, params=self.params)
+        self.k = 0
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any] | None = None) -> 'SimWorld':
+        """World with its field loaded from ``params['field']`` / ``params['field_extent']``."""
+        return cls(None, params)
+
+    @property
+    def t(self) -> float:
+        """Current simulated time (s)."""
+        return self.k * self.dt
+
+    @property
+    def true_pose(self) -> np.ndarray:
+        """True pose ``(x, y, yaw)`` (3,)."""
+        return self.rover.pose.copy()
+
+    def initial_step(self) -> SimStep:
+        """The state at ``t = 0`` before any command: ground truth and a zero-motion odometry message
+        (so a filter and a controller can start the control loop); no fix or reading."""
+        state = RoverState(self.rover.pose.copy(), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        odom = OdometryMeasurement(0.0, 0.0, self.odometry.velocity_covariance(state),
+                                   self.odometry.twist_covariance(state))
+        return SimStep(self.t, self.k, state, odom, None, None, False)
+
+    def step(self, v_cmd: float, w_cmd: float) -> SimStep:
+        """Execute ``(v_cmd, w_cmd)`` (m/s, rad/s) for one step of ``1 / sim_rate`` s.
+
+        Returns:
+            :class:`SimStep` with the ground truth and the measurements due at the new time.
+
+        Raises:
+            ValueError: a non-finite command.
+        """
+        state = self.rover.step(v_cmd, w_cmd, self.dt, self._rng_slip)
+        self.k += 1
+        v, w = self.odometry.measure(state, self._rng_odom)
+        odom = OdometryMeasurement(v, w, self.odometry.velocity_covariance(state),
+                                   self.odometry.twist_covariance(state))
+        fix = None
+        if self._due(self.params['fix_rate']):
+            fix = FixMeasurement(self.fix_sensor.measure(state.pose[:2], self._rng_fix),
+                                 self.fix_sensor.covariance)
+        reading = None
+        reading_due = self._due(self.params['reading_rate'])
+        if reading_due:
+            value = self.sensor.read(state.pose[:2])
+            if value is not None:
+                reading = Reading(value, self.sensor.variance)
+        return SimStep(self.t, self.k, state, odom, fix, reading, reading_due)
+
+    def _due(self, rate: float) -> bool:
+        """True when a multiple of ``1 / rate`` lies in ``(t_{k-1}, t_k]`` (exact step arithmetic)."""
+        if rate <= 0:
+            return False
+        return math.floor(self.k * self.dt * rate + 1e-9) > math.floor((self.k - 1) * self.dt * rate + 1e-9)
