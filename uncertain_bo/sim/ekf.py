@@ -1,0 +1,301 @@
+"""Planar EKF (x, y, yaw) fusing wheel odometry and absolute position fixes, built on filterpy.
+
+:class:`PlanarEKF` subclasses ``filterpy.kalman.ExtendedKalmanFilter`` and overrides the nonlinear state
+propagation as filterpy intends (``predict_x``), setting ``F`` (Jacobian) and ``Q`` before each predict:
+
+* **predict** from a wheel-odometry twist ``(v, w)`` over ``dt`` with the exact constant-twist motion
+  model; ``Q = G (dt² Σ_u) Gᵀ`` where ``Σ_u`` is the odometry's (v, vy, w) covariance (per-step white
+  velocity error, as in :class:`~uncertain_bo.sim.rover.DiffDriveRover`) and ``G`` the Jacobian of the
+  motion w.r.t. the velocities;
+* **update** from a 2-D position fix with its covariance ``R``, rejected when its Mahalanobis distance
+  exceeds ``fix_gate_mahalanobis`` (outlier gate), unless ``fix_gate_max_rejections`` fixes in a row were
+  rejected (then the filter is assumed lost and the fix is accepted);
+* yaw is wrapped to ``[-pi, pi)`` after every step.
+
+The filter output is a location distribution ``N(xy, P_xy)`` in the ``map`` frame: with absolute fixes
+its covariance stays bounded; with odometry alone it grows without bound (dead reckoning).
+
+:meth:`PlanarEKF.add_odometry` / :meth:`PlanarEKF.add_fix` handle message time stamps: a fix stamped after
+the filter time waits until odometry has propagated the state up to it, so the result does not depend on
+the order in which the two streams arrive.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+from filterpy.kalman import ExtendedKalmanFilter
+
+from uncertain_bo.parameters import Param
+from uncertain_bo.sim.rover import _ensure, wrap_angle
+
+__all__ = ['EKF_PARAMS', 'PlanarEKF']
+
+EKF_PARAMS = [
+    Param('initial_x', 100.0, 'initial estimate of x (m, map frame)', range=(-1e7, 1e7)),
+    Param('initial_y', 100.0, 'initial estimate of y (m, map frame)', range=(-1e7, 1e7)),
+    Param('initial_yaw', 0.0, 'initial estimate of the heading (rad, counter-clockwise from +x/east)',
+          range=(-math.pi, math.pi)),
+    Param('initial_xy_std', 1.0, 'standard deviation of the initial x and y estimates (m)',
+          range=(1e-4, 1e4)),
+    Param('initial_yaw_std', 0.1, 'standard deviation of the initial heading estimate (rad)',
+          range=(1e-4, 3.2)),
+    Param('process_noise_scale', 1.0, 'multiplies the odometry covariance used as process noise '
+          '(dimensionless; > 1 makes the filter more conservative)', range=(0.0, 1e3)),
+    Param('min_linear_vel_std', 0.01, 'floor on the odometry forward-speed standard deviation used as '
+          'process noise, e.g. when a message reports zero covariance (m/s)', range=(0.0, 10.0)),
+    Param('min_angular_vel_std', 0.01, 'floor on the odometry yaw-rate standard deviation used as process '
+          'noise (rad/s)', range=(0.0, 10.0)),
+    Param('fix_gate_mahalanobis', 4.0, 'reject a position fix whose Mahalanobis distance from the predicted '
+          'position exceeds this (standard deviations, 2-D); 0 disables the gate', range=(0.0, 100.0)),
+    Param('fix_gate_max_rejections', 5, 'after this many consecutive rejected fixes the next one is '
+          'accepted anyway (the filter is then assumed lost); 0 = never override the gate',
+          range=(0, 1000)),
+    Param('min_fix_std', 0.01, 'floor on the standard deviation of a fix (m), used when a fix message '
+          'reports a zero or tiny covariance', range=(1e-6, 100.0)),
+    Param('max_dt', 1.0, 'odometry gaps longer than this are integrated in steps of at most this '
+          'length (s)', range=(1e-3, 100.0)),
+    Param('second_order_mean', True, 'shrink each predicted displacement by exp(-var(yaw)/2), the exact '
+          'expected displacement under Gaussian heading uncertainty (removes the along-track bias of a '
+          'first-order EKF on long straight drives)'),
+    Param('unobserved_variance', 1e6, 'variance reported for the unobserved z, roll and pitch in the 6x6 '
+          'pose covariance (m², rad²); large but finite', range=(1.0, 1e12)),
+]
+
+
+class PlanarEKF(ExtendedKalmanFilter):
+    """EKF over the planar pose ``x = (x, y, yaw)`` (m, m, rad), map frame.
+
+    Args:
+        params: values for ``EKF_PARAMS`` (missing names take defaults; a live dict is read at use time).
+        x0: initial state (3,) overriding ``initial_x/y/yaw``.
+        P0: initial covariance (3, 3) overriding ``initial_xy_std/initial_yaw_std``.
+        t0: filter time (s) of the initial state.
+
+    Attributes:
+        t: time (s) of the current estimate.
+        n_fixes_accepted, n_fixes_rejected: counters of the outlier gate.
+        last_fix_mahalanobis: Mahalanobis distance of the last fix considered (None before the first).
+    """
+
+    def __init__(self, params: Mapping[str, Any] | None = None, x0=None, P0=None, t0: float = 0.0):
+        super().__init__(dim_x=3, dim_z=2)
+        self.params = _ensure(params, EKF_PARAMS)
+        p = self.params
+        if x0 is None:
+            x0 = (p['initial_x'], p['initial_y'], p['initial_yaw'])
+        if P0 is None:
+            P0 = np.diag([p['initial_xy_std'] ** 2, p['initial_xy_std'] ** 2, p['initial_yaw_std'] ** 2])
+        self.x = np.array(x0, dtype=float).reshape(3, 1)
+        self.x[2, 0] = wrap_angle(self.x[2, 0])
+        self.P = np.array(P0, dtype=float).reshape(3, 3)
+        self.t = float(t0)
+        self._u = (0.0, 0.0, 0.0, 0.0)  # (v, vy, w, dt) for predict_x
+        self._pending: list[tuple[float, np.ndarray, np.ndarray]] = []
+        self._consecutive_rejections = 0
+        self.n_fixes_accepted = 0
+        self.n_fixes_rejected = 0
+        self.last_fix_mahalanobis: float | None = None
+
+    # ------------------------------------------------------------------ state access
+    @property
+    def pose(self) -> np.ndarray:
+        """Current estimate ``(x, y, yaw)`` (3,)."""
+        return self.x[:, 0].copy()
+
+    @property
+    def xy(self) -> np.ndarray:
+        """Current position estimate (2,), metres."""
+        return self.x[:2, 0].copy()
+
+    @property
+    def cov_xy(self) -> np.ndarray:
+        """Position covariance (2, 2), m²: the location distribution is ``N(xy, cov_xy)``."""
+        return self.P[:2, :2].copy()
+
+    def pose_covariance_6x6(self) -> np.ndarray:
+        """6x6 pose covariance over (x, y, z, roll, pitch, yaw) as in ROS messages (row-major when flattened).
+
+        x, y, yaw blocks come from the filter; z, roll and pitch are not estimated and get the large but
+        finite ``unobserved_variance`` (never 1e308-style sentinels, which turn into inf/NaN downstream).
+        """
+        c = np.zeros((6, 6))
+        idx = [0, 1, 5]
+        P = 0.5 * (self.P + self.P.T)
+        c[np.ix_(idx, idx)] = P
+        v = self.params['unobserved_variance']
+        c[2, 2] = c[3, 3] = c[4, 4] = v
+        return c
+
+    # ------------------------------------------------------------------ filterpy hooks
+    def predict_x(self, u=0):
+        """Nonlinear propagation (filterpy hook): constant body twist over ``dt`` from ``self._u``."""
+        v, vy, w, dt = self._u
+        x, y, th = self.x[:, 0]
+        if abs(w * dt) < 1e-9:
+            c, s = math.cos(th), math.sin(th)
+            nx, ny = x + (v * c - vy * s) * dt, y + (v * s + vy * c) * dt
+        else:
+            th2 = th + w * dt
+            nx = x + (v * (math.sin(th2) - math.sin(th)) + vy * (math.cos(th2) - math.cos(th))) / w
+            ny = y + (v * (math.cos(th) - math.cos(th2)) + vy * (math.sin(th2) - math.sin(th))) / w
+        # Second-order mean correction for heading uncertainty: for yaw ~ N(th, P_yaw),
+        # E[cos(yaw)] = cos(th) exp(-P_yaw / 2) (same for sin), so the expected displacement shrinks.
+        shrink = math.exp(-0.5 * max(float(self.P[2, 2]), 0.0)) if self.params['second_order_mean'] else 1.0
+        nx, ny = x + shrink * (nx - x), y + shrink * (ny - y)
+        self.x = np.array([[nx], [ny], [wrap_angle(th + w * dt)]])
+
+    # ------------------------------------------------------------------ predict / update
+    def predict_odometry(self, v: float, w: float, dt: float, vel_cov: np.ndarray | None = None,
+                         vy: float = 0.0) -> None:
+        """Propagate with a measured body twist held for ``dt`` seconds.
+
+        Args:
+            v, w: measured forward speed (m/s) and yaw rate (rad/s).
+            dt: duration (s, >= 0); zero does nothing.
+            vel_cov: covariance of the measured (v, vy, w), (3, 3), or of (v, w), (2, 2); None uses the
+                ``min_*_std`` floors. It is scaled by ``process_noise_scale`` and floored by the
+                ``min_*_std`` parameters.
+            vy: measured sideways speed (m/s), 0 for a diff-drive rover.
+
+        Raises:
+            ValueError: negative or non-finite ``dt``, non-finite twist or covariance.
+        """
+        if not (math.isfinite(dt) and dt >= 0):
+            raise ValueError(f'dt must be a finite non-negative number of seconds, got {dt!r}')
+        if not all(math.isfinite(a) for a in (v, w, vy)):
+            raise ValueError(f'odometry twist must be finite, got v={v!r}, vy={vy!r}, w={w!r}')
+        if dt == 0.0:
+            return
+        p = self.params
+        S = np.zeros((3, 3))
+        if vel_cov is not None:
+            c = np.asarray(vel_cov, dtype=float)
+            if not np.all(np.isfinite(c)):
+                raise ValueError('odometry covariance must be finite')
+            if c.shape == (2, 2):
+                S[np.ix_([0, 2], [0, 2])] = c
+            elif c.shape == (3, 3):
+                S = c.copy()
+            else:
+                raise ValueError(f'vel_cov must be (2, 2) over (v, w) or (3, 3) over (v, vy, w), got {c.shape}')
+        S *= p['process_noise_scale']
+        S[0, 0] = max(S[0, 0], p['min_linear_vel_std'] ** 2)
+        S[2, 2] = max(S[2, 2], p['min_angular_vel_std'] ** 2)
+        n = max(1, int(math.ceil(dt / p['max_dt'] - 1e-9)))
+        h = dt / n
+        for _ in range(n):
+            self._predict_once(v, vy, w, h, S)
+        self.t += dt
+
+    def _predict_once(self, v, vy, w, dt, S):
+        th = float(self.x[2, 0])
+        th2 = th + w * dt
+        # Jacobians of the exact motion; for small w*dt use the straight-line limit (midpoint heading).
+        if abs(w * dt) < 1e-6:
+            thm = th + 0.5 * w * dt
+            c, s = math.cos(thm), math.sin(thm)
+            F = np.array([[1.0, 0.0, (-v * s - vy * c) * dt],
+                          [0.0, 1.0, (v * c - vy * s) * dt],
+                          [0.0, 0.0, 1.0]])
+            G = np.array([[c * dt, -s * dt, 0.5 * dt * dt * (-v * s - vy * c)],
+                          [s * dt, c * dt, 0.5 * dt * dt * (v * c - vy * s)],
+                          [0.0, 0.0, dt]])
+        else:
+            s1, c1, s2, c2 = math.sin(th), math.cos(th), math.sin(th2), math.cos(th2)
+            dx = (v * (s2 - s1) + vy * (c2 - c1)) / w
+            dy = (v * (c1 - c2) + vy * (s2 - s1)) / w
+            F = np.array([[1.0, 0.0, (v * (c2 - c1) - vy * (s2 - s1)) / w],
+                          [0.0, 1.0, (v * (s2 - s1) + vy * (c2 - c1)) / w],
+                          [0.0, 0.0, 1.0]])
+            # d(dx)/dw = (dt*(v c2 - vy s2) - dx)/w ; d(dy)/dw = (dt*(v s2 + vy c2) - dy)/w
+            G = np.array([[(s2 - s1) / w, (c2 - c1) / w, (dt * (v * c2 - vy * s2) - dx) / w],
+                          [(c1 - c2) / w, (s2 - s1) / w, (dt * (v * s2 + vy * c2) - dy) / w],
+                          [0.0, 0.0, dt]])
+        self.F = F
+        self.Q = G @ S @ G.T
+        self._u = (v, vy, w, dt)
+        self.predict()
+        self.P = 0.5 * (self.P + self.P.T)
+
+    def update_fix(self, xy: np.ndarray, cov: np.ndarray) -> bool:
+        """Fuse an absolute position fix at the current filter time.
+
+        Args:
+            xy: measured position (2,), metres, map frame.
+            cov: its covariance (2, 2), m² (floored at ``min_fix_std²`` on the diagonal).
+
+        Returns:
+            True if the fix was fused, False if the outlier gate rejected it.
+
+        Raises:
+            ValueError: non-finite fix or covariance.
+        """
+        z = np.asarray(xy, dtype=float).reshape(2, 1)
+        R = np.array(cov, dtype=float).reshape(2, 2)
+        if not (np.all(np.isfinite(z)) and np.all(np.isfinite(R))):
+            raise ValueError('position fix and its covariance must be finite')
+        p = self.params
+        R = 0.5 * (R + R.T)
+        floor = p['min_fix_std'] ** 2
+        R[0, 0], R[1, 1] = max(R[0, 0], floor), max(R[1, 1], floor)
+        innov = z - self.x[:2]
+        S = self.P[:2, :2] + R
+        d = float(math.sqrt(max(0.0, (innov.T @ np.linalg.solve(S, innov)).item())))
+        self.last_fix_mahalanobis = d
+        gate = p['fix_gate_mahalanobis']
+        override = (p['fix_gate_max_rejections'] > 0
+                    and self._consecutive_rejections >= p['fix_gate_max_rejections'])
+        if gate > 0 and d > gate and not override:
+            self._consecutive_rejections += 1
+            self.n_fixes_rejected += 1
+            return False
+        self._consecutive_rejections = 0
+        self.n_fixes_accepted += 1
+        self.update(z, HJacobian=_h_jacobian, Hx=_hx, R=R)
+        self.x[2, 0] = wrap_angle(self.x[2, 0])
+        self.P = 0.5 * (self.P + self.P.T)
+        return True
+
+    # ------------------------------------------------------------------ time-stamped streams
+    def add_odometry(self, stamp: float, v: float, w: float, vel_cov: np.ndarray | None = None,
+                     vy: float = 0.0) -> list[bool]:
+        """Propagate to ``stamp`` (s) with an odometry twist, fusing pending fixes stamped up to it.
+
+        The twist is taken as held since the filter time (a message covering the last interval). Fixes
+        stamped inside the interval are fused at their own time. A stamp at or before the filter time
+        (duplicate or reordered message) propagates nothing.
+
+        Returns:
+            For each pending fix fused by this call, whether the gate accepted it.
+        """
+        results = []
+        self._pending.sort(key=lambda f: f[0])
+        while self._pending and self._pending[0][0] <= stamp:
+            t_fix, z, R = self._pending.pop(0)
+            if t_fix > self.t:
+                self.predict_odometry(v, w, t_fix - self.t, vel_cov, vy)
+            results.append(self.update_fix(z, R))
+        if stamp > self.t:
+            self.predict_odometry(v, w, stamp - self.t, vel_cov, vy)
+        return results
+
+    def add_fix(self, stamp: float, xy: np.ndarray, cov: np.ndarray) -> bool | None:
+        """Fuse a fix stamped ``stamp`` (s) now if it is not newer than the filter time, else hold it.
+
+        Returns:
+            Gate result if fused now, None if held until odometry reaches ``stamp``.
+        """
+        if stamp <= self.t + 1e-9:
+            return self.update_fix(xy, cov)
+        self._pending.append((float(stamp), np.asarray(xy, dtype=float), np.asarray(cov, dtype=float)))
+        return None
+
+
+def _h_jacobian(x):
+    return np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+
+
+def _hx(x):
+    return x[:2]
