@@ -79,3 +79,6 @@ register(Method(
                 '(Oliveira et al. 2019)',
     train_on='location', robust_candidates=True,
     make_acquisition=lambda model, candidates, beta: UpperConfidenceBound(model, candidates, beta)))
+
+from . import igp_ucb  # noqa: E402,F401  (registers 'igp_ucb')
+from . import uei  # noqa: E402,F401  (registers 'uei')

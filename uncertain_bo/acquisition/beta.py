@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+from torch import Tensor
 
 from ..models import DistributionGP
 
-__all__ = ['FixedBeta', 'TheoryBeta', 'make_beta']
+__all__ = ['FixedBeta', 'TheoryBeta', 'make_beta', 'se_lipschitz_constant', 'prop3_sigma_f',
+           'effective_noise_std']
 
 
 @dataclass(frozen=True)
@@ -57,3 +62,44 @@ def make_beta(beta: float | FixedBeta | TheoryBeta):
     if isinstance(beta, (FixedBeta, TheoryBeta)):
         return beta
     return FixedBeta(float(beta))
+
+
+def se_lipschitz_constant(lengthscale: float | Sequence[float], outputscale: float = 1.0) -> float:
+    r""":math:`\ell_k` of Proposition 3 for the SE kernel :math:`\sigma_f^2 \exp(-\tfrac12\|(x - x')/\ell\|^2)`.
+
+    :math:`\partial^2 k / \partial x_i \partial x'_i` at :math:`x = x'` equals :math:`\sigma_f^2/\ell_i^2`, so
+    :math:`\ell_k = \sigma_f / \min_i \ell_i`; every :math:`f \in \mathcal H_k` is
+    :math:`\|f\|_k \ell_k`-Lipschitz.
+
+    Args:
+        lengthscale: scalar or per-axis lengthscales (same units as the covariances used with it).
+        outputscale: signal variance :math:`\sigma_f^2`.
+    """
+    ell = torch.as_tensor(lengthscale, dtype=torch.float64).reshape(-1)
+    if (ell <= 0).any() or outputscale <= 0:
+        raise ValueError('lengthscale and outputscale must be positive')
+    return math.sqrt(outputscale) / float(ell.min())
+
+
+def prop3_sigma_f(norm_bound: float, covariance: Tensor, *, lengthscale: float | Sequence[float],
+                  outputscale: float = 1.0) -> float:
+    r"""Sub-Gaussian parameter of :math:`f(\tilde x) - \mathbb E_P[f]` for Gaussian :math:`P` (paper Prop. 3.1).
+
+    .. math:: \sigma_F = \|f\|_k\, \ell_k\, \mathrm{tr}(\Sigma)^{1/2}.
+
+    Args:
+        norm_bound: :math:`b \ge \|f\|_k`.
+        covariance: ``(d, d)`` covariance :math:`\Sigma` of :math:`P` (e.g. the execution-noise model
+            :math:`\hat\Sigma`, or a localisation covariance).
+        lengthscale: SE lengthscale(s) in the covariance's units.
+        outputscale: signal variance :math:`\sigma_f^2`.
+    """
+    cov = torch.as_tensor(covariance, dtype=torch.float64)
+    return float(norm_bound) * se_lipschitz_constant(lengthscale, outputscale) * math.sqrt(
+        float(torch.diagonal(cov, dim1=-2, dim2=-1).sum()))
+
+
+def effective_noise_std(sigma_zeta: float, sigma_f: float = 0.0) -> float:
+    r""":math:`\sigma_\nu = \sqrt{\sigma_F^2 + \sigma_\zeta^2}` (Theorem 2: output noise plus input-noise
+    induced noise; ``sigma_f = 0`` gives the output noise alone)."""
+    return math.sqrt(sigma_f ** 2 + sigma_zeta ** 2)
