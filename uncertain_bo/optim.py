@@ -47,7 +47,8 @@ def maximize(acquisition, bounds: Tensor, settings: OptimizerSettings = Optimize
         x, value = optimize_acqf(
             acquisition, bounds=bounds, q=1, num_restarts=settings.num_restarts,
             raw_samples=settings.raw_samples, options={'maxiter': settings.maxiter, 'seed': seed,
-                                                       'batch_limit': settings.num_restarts})
+                                                       'batch_limit': settings.num_restarts,
+                                                       'init_batch_limit': settings.raw_samples})
     x = x.detach().reshape(-1)
     x = torch.minimum(torch.maximum(x, bounds[0]), bounds[1])
     return x, float(value)
