@@ -1,0 +1,300 @@
+"""ROS 2 message <-> NumPy conversions (stateless; shared by every node of the package).
+
+Conventions: SI units, ``map``-frame positions in metres, yaw in radians counter-clockwise from +x (REP-103);
+6x6 covariances are row-major over (x, y, z, roll, pitch, yaw) for poses and (vx, vy, vz, wx, wy, wz) for
+twists, as in ``nav_msgs/Odometry`` and ``geometry_msgs/PoseWithCovariance``. Times are float seconds.
+
+Nothing here holds node state; every function is safe to call from any callback.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import (Pose, PoseStamped, PoseWithCovarianceStamped, Quaternion, Twist,
+                               TwistStamped)
+from nav_msgs.msg import Odometry, Path
+from sensor_msgs.msg import FluidPressure, Illuminance, RelativeHumidity, Temperature
+from std_msgs.msg import Float64, Header
+
+__all__ = [
+    'StampedPose', 'READING_TYPES', 'XY_INDICES',
+    'ros_covariance_to_xy', 'xy_covariance_to_ros', 'validate_position_covariance',
+    'odometry_to_pose', 'pose_with_covariance_to_pose', 'pose_stamped_to_xy_yaw', 'path_to_points',
+    'reading_from_msg', 'make_reading', 'twist_from_msg', 'make_twist',
+    'make_odometry', 'make_pose_stamped', 'make_path', 'make_pose_with_covariance',
+    'to_time_msg', 'from_time_msg', 'yaw_to_quaternion', 'quaternion_to_yaw', 'make_header',
+]
+
+#: flat indices of the (x, y) block in a row-major 6x6 covariance: xx, xy, yx, yy
+XY_INDICES = (0, 1, 6, 7)
+
+#: reading type name -> (message class, value field); Float64 has no header (no stamp).
+READING_TYPES = {
+    'temperature': (Temperature, 'temperature'),
+    'fluid_pressure': (FluidPressure, 'fluid_pressure'),
+    'illuminance': (Illuminance, 'illuminance'),
+    'relative_humidity': (RelativeHumidity, 'relative_humidity'),
+    'float64': (Float64, 'data'),
+}
+
+
+@dataclass
+class StampedPose:
+    """A planar location distribution from a localisation message.
+
+    Attributes:
+        stamp: time of the estimate (s).
+        frame_id: frame of the position (e.g. ``map``).
+        xy: (2,) position mean, metres.
+        yaw: heading, rad.
+        cov_xy: (2, 2) position covariance, m² (zero = exactly known).
+    """
+
+    stamp: float
+    frame_id: str
+    xy: np.ndarray
+    yaw: float
+    cov_xy: np.ndarray = field(default_factory=lambda: np.zeros((2, 2)))
+
+
+# ---------------------------------------------------------------------------------------- time
+def to_time_msg(seconds: float) -> Time:
+    """``builtin_interfaces/Time`` for ``seconds`` >= 0 (rounded to the nanosecond).
+
+    Raises:
+        ValueError: negative or non-finite time.
+    """
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise ValueError(f'time must be a finite non-negative number of seconds, got {seconds!r}')
+    ns = int(round(seconds * 1e9))
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def from_time_msg(msg: Time) -> float:
+    """Seconds (float) of a ``builtin_interfaces/Time``."""
+    return msg.sec + msg.nanosec * 1e-9
+
+
+def make_header(stamp: float, frame_id: str) -> Header:
+    """``std_msgs/Header`` with ``stamp`` (s) and ``frame_id``."""
+    return Header(stamp=to_time_msg(stamp), frame_id=frame_id)
+
+
+# ---------------------------------------------------------------------------------------- angles
+def yaw_to_quaternion(yaw: float) -> Quaternion:
+    """Quaternion of a rotation by ``yaw`` (rad) about +z."""
+    return Quaternion(x=0.0, y=0.0, z=math.sin(0.5 * yaw), w=math.cos(0.5 * yaw))
+
+
+def quaternion_to_yaw(q: Quaternion) -> float:
+    """Yaw (rad, in [-pi, pi]) of a quaternion (roll and pitch ignored); the quaternion need not be unit.
+
+    Raises:
+        ValueError: zero or non-finite quaternion.
+    """
+    vals = (q.x, q.y, q.z, q.w)
+    if not all(math.isfinite(v) for v in vals) or all(v == 0.0 for v in vals):
+        raise ValueError(f'invalid orientation quaternion {vals}')
+    # homogeneous form: both arguments scale with |q|², so non-unit quaternions work too
+    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), q.w * q.w + q.x * q.x - q.y * q.y - q.z * q.z)
+
+
+# ---------------------------------------------------------------------------------------- covariance
+def ros_covariance_to_xy(cov36: Sequence[float]) -> np.ndarray:
+    """(2, 2) position block (x, y) of a row-major 6x6 ROS covariance (flat indices 0, 1, 6, 7).
+
+    Raises:
+        ValueError: ``cov36`` does not have 36 entries.
+    """
+    c = np.asarray(cov36, dtype=float).reshape(-1)
+    if c.size != 36:
+        raise ValueError(f'a ROS pose covariance has 36 entries (row-major 6x6), got {c.size}')
+    return np.array([[c[0], c[1]], [c[6], c[7]]])
+
+
+def xy_covariance_to_ros(cov_xy: np.ndarray, yaw_var: float = 0.0, other_var: float = 0.0) -> np.ndarray:
+    """Flat (36,) row-major 6x6 covariance with the (x, y) block ``cov_xy`` (2, 2), yaw variance
+    ``yaw_var`` and ``other_var`` on z, roll, pitch."""
+    c = np.zeros((6, 6))
+    c[:2, :2] = np.asarray(cov_xy, dtype=float).reshape(2, 2)
+    c[5, 5] = yaw_var
+    c[2, 2] = c[3, 3] = c[4, 4] = other_var
+    return c.reshape(36)
+
+
+def validate_position_covariance(cov2: np.ndarray, atol: float = 1e-9) -> str | None:
+    """Check a (2, 2) position covariance.
+
+    Args:
+        cov2: covariance in m².
+        atol: absolute tolerance (m²) for symmetry and for negative eigenvalues from round-off
+            (relative tolerance 1e-9 of the largest entry is added).
+
+    Returns:
+        None if usable (the zero matrix is valid: an exactly known position, a Dirac distribution), else
+        a reason: ``'non-finite ...'``, ``'negative variance ...'``, ``'asymmetric ...'`` or
+        ``'not positive semi-definite ...'``.
+    """
+    c = np.asarray(cov2, dtype=float)
+    if c.shape != (2, 2):
+        return f'wrong shape {c.shape}, expected (2, 2)'
+    if not np.all(np.isfinite(c)):
+        return f'non-finite entries (NaN/inf, e.g. a 1e308-style sentinel overflowed): {c.tolist()}'
+    tol = atol + 1e-9 * float(np.max(np.abs(c)))
+    if c[0, 0] < -tol or c[1, 1] < -tol:
+        return f'negative variance on the diagonal: {np.diag(c).tolist()}'
+    if abs(c[0, 1] - c[1, 0]) > tol:
+        return f'asymmetric: xy={c[0, 1]!r} but yx={c[1, 0]!r}'
+    ev = np.linalg.eigvalsh(0.5 * (c + c.T))
+    if ev[0] < -tol:
+        return f'not positive semi-definite: eigenvalues {ev.tolist()}'
+    return None
+
+
+# ---------------------------------------------------------------------------------------- poses
+def _pose_xy_yaw(pose: Pose) -> tuple[np.ndarray, float]:
+    return np.array([pose.position.x, pose.position.y]), quaternion_to_yaw(pose.orientation)
+
+
+def odometry_to_pose(msg: Odometry) -> StampedPose:
+    """Location distribution from ``nav_msgs/Odometry`` (header stamp and frame, pose mean, (x, y) block
+    of ``pose.covariance``). No validation; see :func:`validate_position_covariance`."""
+    xy, yaw = _pose_xy_yaw(msg.pose.pose)
+    return StampedPose(from_time_msg(msg.header.stamp), msg.header.frame_id, xy, yaw,
+                       ros_covariance_to_xy(msg.pose.covariance))
+
+
+def pose_with_covariance_to_pose(msg: PoseWithCovarianceStamped) -> StampedPose:
+    """Location distribution from ``geometry_msgs/PoseWithCovarianceStamped`` (e.g. AMCL)."""
+    xy, yaw = _pose_xy_yaw(msg.pose.pose)
+    return StampedPose(from_time_msg(msg.header.stamp), msg.header.frame_id, xy, yaw,
+                       ros_covariance_to_xy(msg.pose.covariance))
+
+
+def pose_stamped_to_xy_yaw(msg: PoseStamped) -> tuple[float, str, np.ndarray, float]:
+    """``(stamp s, frame_id, xy (2,), yaw)`` of a ``geometry_msgs/PoseStamped`` (e.g. a goal)."""
+    xy, yaw = _pose_xy_yaw(msg.pose)
+    return from_time_msg(msg.header.stamp), msg.header.frame_id, xy, yaw
+
+
+def path_to_points(msg: Path) -> tuple[float, str, np.ndarray]:
+    """``(stamp s, frame_id, points (m, 2))`` of a ``nav_msgs/Path``; pose frames are assumed equal to
+    the path's frame (as in Nav2)."""
+    pts = np.array([[p.pose.position.x, p.pose.position.y] for p in msg.poses], dtype=float)
+    return from_time_msg(msg.header.stamp), msg.header.frame_id, pts.reshape(-1, 2)
+
+
+def make_pose_stamped(stamp: float, frame: str, xy: Sequence[float], yaw: float = 0.0) -> PoseStamped:
+    """``geometry_msgs/PoseStamped`` at ``xy`` (2,) metres with heading ``yaw`` rad."""
+    msg = PoseStamped(header=make_header(stamp, frame))
+    msg.pose.position.x, msg.pose.position.y = float(xy[0]), float(xy[1])
+    msg.pose.orientation = yaw_to_quaternion(yaw)
+    return msg
+
+
+def make_path(stamp: float, frame: str, points: np.ndarray) -> Path:
+    """``nav_msgs/Path`` through ``points`` (m, 2) metres; each pose faces the next point (the last one
+    keeps the previous heading)."""
+    pts = np.asarray(points, dtype=float).reshape(-1, 2)
+    msg = Path(header=make_header(stamp, frame))
+    yaw = 0.0
+    for i, p in enumerate(pts):
+        if i + 1 < len(pts):
+            d = pts[i + 1] - p
+            if np.hypot(*d) > 0:
+                yaw = math.atan2(d[1], d[0])
+        msg.poses.append(make_pose_stamped(stamp, frame, p, yaw))
+    return msg
+
+
+def make_pose_with_covariance(stamp: float, frame: str, xy: Sequence[float], yaw: float = 0.0,
+                              cov6x6: np.ndarray | None = None) -> PoseWithCovarianceStamped:
+    """``geometry_msgs/PoseWithCovarianceStamped`` with a (6, 6) or flat (36,) covariance (default 0)."""
+    msg = PoseWithCovarianceStamped(header=make_header(stamp, frame))
+    msg.pose.pose.position.x, msg.pose.pose.position.y = float(xy[0]), float(xy[1])
+    msg.pose.pose.orientation = yaw_to_quaternion(yaw)
+    if cov6x6 is not None:
+        msg.pose.covariance = _flat36(cov6x6)
+    return msg
+
+
+def make_odometry(stamp: float, frame: str, child: str, xy: Sequence[float], yaw: float,
+                  cov6x6: np.ndarray | None = None, v: float = 0.0, w: float = 0.0, vy: float = 0.0,
+                  twist_cov6x6: np.ndarray | None = None) -> Odometry:
+    """``nav_msgs/Odometry``: pose (``xy`` m, ``yaw`` rad, covariance (6, 6)/(36,) in ``frame``) and
+    body twist (``v`` forward, ``vy`` left m/s, ``w`` rad/s, covariance in ``child``)."""
+    msg = Odometry(header=make_header(stamp, frame), child_frame_id=child)
+    msg.pose.pose.position.x, msg.pose.pose.position.y = float(xy[0]), float(xy[1])
+    msg.pose.pose.orientation = yaw_to_quaternion(yaw)
+    if cov6x6 is not None:
+        msg.pose.covariance = _flat36(cov6x6)
+    msg.twist.twist.linear.x, msg.twist.twist.linear.y = float(v), float(vy)
+    msg.twist.twist.angular.z = float(w)
+    if twist_cov6x6 is not None:
+        msg.twist.covariance = _flat36(twist_cov6x6)
+    return msg
+
+
+def _flat36(c) -> np.ndarray:
+    a = np.asarray(c, dtype=float).reshape(-1)
+    if a.size != 36:
+        raise ValueError(f'covariance must be 6x6 (36 entries), got {a.size}')
+    return a
+
+
+# ---------------------------------------------------------------------------------------- twists
+def make_twist(v: float, w: float, stamped: bool = False, stamp: float = 0.0,
+               frame: str = 'base_link') -> Twist | TwistStamped:
+    """Velocity command ``v`` (m/s forward), ``w`` (rad/s) as ``Twist`` or ``TwistStamped``."""
+    t = Twist()
+    t.linear.x, t.angular.z = float(v), float(w)
+    if stamped:
+        return TwistStamped(header=make_header(stamp, frame), twist=t)
+    return t
+
+
+def twist_from_msg(msg: Twist | TwistStamped) -> tuple[float, float]:
+    """``(v, w)`` (m/s, rad/s) of a ``Twist`` or ``TwistStamped``."""
+    t = msg.twist if isinstance(msg, TwistStamped) else msg
+    return float(t.linear.x), float(t.angular.z)
+
+
+# ---------------------------------------------------------------------------------------- readings
+def _reading_type(reading_type: str):
+    try:
+        return READING_TYPES[reading_type]
+    except KeyError:
+        raise ValueError(f'unknown reading_type {reading_type!r}; one of {", ".join(READING_TYPES)}') from None
+
+
+def reading_from_msg(msg, reading_type: str) -> tuple[float | None, float, float]:
+    """``(stamp s or None, value, variance)`` of a scalar reading message.
+
+    ``std_msgs/Float64`` has no header: stamp None and variance 0 (unknown). For the sensor_msgs types a
+    variance of 0 means unknown (as the message definitions say).
+
+    Raises:
+        ValueError: unknown ``reading_type`` or a message of another type.
+    """
+    cls, attr = _reading_type(reading_type)
+    if not isinstance(msg, cls):
+        raise ValueError(f'reading_type {reading_type!r} expects {cls.__name__}, got {type(msg).__name__}')
+    value = float(getattr(msg, attr))
+    if cls is Float64:
+        return None, value, 0.0
+    return from_time_msg(msg.header.stamp), value, float(msg.variance)
+
+
+def make_reading(reading_type: str, stamp: float, frame: str, value: float, variance: float = 0.0):
+    """Reading message of ``reading_type`` (see :data:`READING_TYPES`); Float64 drops stamp and variance."""
+    cls, attr = _reading_type(reading_type)
+    if cls is Float64:
+        return Float64(data=float(value))
+    msg = cls(header=make_header(stamp, frame))
+    setattr(msg, attr, float(value))
+    msg.variance = float(variance)
+    return msg
