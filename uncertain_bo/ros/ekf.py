@@ -1,0 +1,159 @@
+"""``ekf`` node: planar EKF fusing wheel odometry and absolute position fixes (simulation stand-in for
+robot_localization).
+
+Thin wrapper around :class:`uncertain_bo.sim.ekf.PlanarEKF`:
+
+* subscribes ``wheel/odometry`` (``nav_msgs/Odometry``; the twist and its covariance drive the prediction)
+  and ``position_fix`` (``geometry_msgs/PoseWithCovarianceStamped``; x, y and their covariance block);
+* publishes ``odometry/filtered`` (``nav_msgs/Odometry``, frame ``map_frame``, child ``base_frame``, 6x6
+  pose covariance row-major over (x, y, z, roll, pitch, yaw), twist copied from the wheel odometry)
+  **once per wheel-odometry message**, stamped with that message's stamp, so the lockstep control loop
+  of the simulation closes.
+
+The filter runs on message stamps (sim time with ``use_sim_time: true``). The first odometry message sets
+the filter time; a stamp jumping back by more than ``time_jump_reset`` seconds (restarted simulation,
+looping bag) resets the filter to its initial state.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import rclpy
+from geometry_msgs.msg import PoseWithCovarianceStamped
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+from uncertain_bo.parameters import Param
+from uncertain_bo.ros import conversions as cv
+from uncertain_bo.ros.params import declare_parameters
+from uncertain_bo.sim.ekf import EKF_PARAMS, PlanarEKF
+
+__all__ = ['EKF_NODE_PARAMS', 'EKF_ALL_PARAMS', 'EkfNode', 'main']
+
+EKF_NODE_PARAMS = [
+    Param('map_frame', 'map', 'world frame of the estimate (header.frame_id of odometry/filtered)',
+          read_only=True),
+    Param('base_frame', 'base_link', 'rover body frame (child_frame_id of odometry/filtered)',
+          read_only=True),
+    Param('use_odometry_covariance', True, "use the wheel odometry's twist covariance as process noise "
+          '(else only the min_*_vel_std floors)'),
+    Param('max_odometry_gap', 10.0, 'an odometry gap longer than this is not integrated: the filter jumps '
+          'to the new stamp, inflating the position variance by (max_linear_vel_for_gaps x gap)² (s)',
+          range=(0.001, 1e6)),
+    Param('max_linear_vel_for_gaps', 1.0, 'speed bound used to inflate the position variance over an '
+          'odometry gap (m/s)', range=(0.0, 100.0)),
+    Param('time_jump_reset', 1.0, 'reset the filter when a message stamp is this many seconds older than '
+          'the filter time (s)', range=(0.0, 1e6)),
+]
+
+#: all parameters of the ekf node
+EKF_ALL_PARAMS = EKF_PARAMS + EKF_NODE_PARAMS
+
+_RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+_RELIABLE_50 = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+
+
+class EkfNode(Node):
+    """Planar EKF node (see the module docstring).
+
+    Args:
+        node_name: ROS node name.
+        **kwargs: passed to ``rclpy.node.Node`` (``parameter_overrides``, ``context``, ...).
+
+    Raises:
+        ParameterError: an invalid parameter value.
+    """
+
+    def __init__(self, node_name: str = 'ekf', **kwargs: Any):
+        super().__init__(node_name, **kwargs)
+        try:
+            self.p = declare_parameters(self, EKF_ALL_PARAMS)
+        except Exception:
+            self.destroy_node()   # do not leave a half-built node in the graph
+            raise
+        self.ekf = PlanarEKF(self.p)
+        self._started = False
+        self._pub = self.create_publisher(Odometry, 'odometry/filtered', _RELIABLE_10)
+        self.create_subscription(Odometry, 'wheel/odometry', self._on_odometry, _RELIABLE_50)
+        self.create_subscription(PoseWithCovarianceStamped, 'position_fix', self._on_fix, _RELIABLE_10)
+        self.n_published = 0
+
+    def reset(self, stamp: float | None = None) -> None:
+        """Reset the filter to its initial state (at ``stamp`` s if given)."""
+        self.ekf = PlanarEKF(self.p, t0=0.0 if stamp is None else stamp)
+        self._started = stamp is not None
+
+    def _on_fix(self, msg: PoseWithCovarianceStamped) -> None:
+        pose = cv.pose_with_covariance_to_pose(msg)
+        if pose.frame_id and pose.frame_id != self.p['map_frame']:
+            self.get_logger().warning(f"position fix in frame '{pose.frame_id}', expected "
+                                      f"'{self.p['map_frame']}'; ignored", throttle_duration_sec=10.0)
+            return
+        reason = cv.validate_position_covariance(pose.cov_xy)
+        if reason is not None or not np.all(np.isfinite(pose.xy)):
+            self.get_logger().warning(f'position fix rejected: {reason or "non-finite position"}',
+                                      throttle_duration_sec=10.0)
+            return
+        if self._started and pose.stamp < self.ekf.t - self.p['time_jump_reset']:
+            self.get_logger().warning('position fix older than the filter by more than time_jump_reset; '
+                                      'ignored', throttle_duration_sec=10.0)
+            return
+        accepted = self.ekf.add_fix(pose.stamp, pose.xy, pose.cov_xy)
+        if accepted is False:
+            self.get_logger().info(f'position fix gated out (Mahalanobis distance '
+                                   f'{self.ekf.last_fix_mahalanobis:.1f})', throttle_duration_sec=5.0)
+
+    def _on_odometry(self, msg: Odometry) -> None:
+        stamp = cv.from_time_msg(msg.header.stamp)
+        v, w = float(msg.twist.twist.linear.x), float(msg.twist.twist.angular.z)
+        vy = float(msg.twist.twist.linear.y)
+        if not all(math.isfinite(a) for a in (v, w, vy)):
+            self.get_logger().warning('non-finite wheel odometry twist ignored', throttle_duration_sec=10.0)
+            return
+        tc = np.asarray(msg.twist.covariance, dtype=float).reshape(6, 6)
+        vel_cov = tc[np.ix_([0, 1, 5], [0, 1, 5])] if self.p['use_odometry_covariance'] else None
+        if vel_cov is not None and not np.all(np.isfinite(vel_cov)):
+            vel_cov = None
+        if not self._started:
+            self.ekf.t = stamp
+            self._started = True
+        elif stamp < self.ekf.t - self.p['time_jump_reset']:
+            self.get_logger().warning(f'time jumped back from {self.ekf.t:.3f} s to {stamp:.3f} s; '
+                                      'resetting the filter')
+            self.reset(stamp)
+        gap = stamp - self.ekf.t
+        if gap > self.p['max_odometry_gap']:
+            self.get_logger().warning(f'wheel odometry gap of {gap:.1f} s; not integrating it')
+            infl = (self.p['max_linear_vel_for_gaps'] * gap) ** 2
+            self.ekf.P[0, 0] += infl
+            self.ekf.P[1, 1] += infl
+            self.ekf.P[2, 2] += math.pi ** 2
+            self.ekf.t = stamp
+        self.ekf.add_odometry(stamp, v, w, vel_cov, vy=vy)
+        self._pub.publish(cv.make_odometry(
+            stamp, self.p['map_frame'], self.p['base_frame'], self.ekf.xy, float(self.ekf.x[2, 0]),
+            self.ekf.pose_covariance_6x6(), v=v, w=w, vy=vy, twist_cov6x6=msg.twist.covariance))
+        self.n_published += 1
+
+
+def main(args=None) -> None:
+    """Entry point ``ekf`` (``--ros-args --params-file config/sim.yaml``)."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = EkfNode()
+        rclpy.spin(node)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,236 @@
+"""``sim_rover`` node: the simulated rover, its sensors and the simulation clock.
+
+Thin wrapper around :class:`uncertain_bo.sim.world.SimWorld`:
+
+* subscribes ``cmd_vel`` (``geometry_msgs/Twist``, or ``TwistStamped`` with ``stamped_cmd_vel``);
+* publishes ``/clock`` (``rosgraph_msgs/Clock``), ``wheel/odometry`` (``nav_msgs/Odometry``: dead-reckoned
+  pose in ``odom`` and the measured twist with its covariance), ``position_fix``
+  (``geometry_msgs/PoseWithCovarianceStamped`` in ``map``, at ``fix_rate``), ``ground_truth``
+  (``nav_msgs/Odometry`` in ``map``) and ``reading`` (``reading_type``, default ``sensor_msgs/Temperature``
+  used as a generic stamped scalar, with ``variance`` = reading noise variance, at ``reading_rate``).
+
+**Simulated time.** The node owns ``/clock``; every other node runs with ``use_sim_time: true``.
+``real_time_factor > 0`` paces the steps to that multiple of wall time. ``real_time_factor = 0`` is
+**lockstep**: after publishing step k the node waits for the next ``cmd_vel`` (the control loop
+ekf -> ``odometry/filtered`` -> pure_pursuit -> ``cmd_vel`` has closed) and then steps at once, or steps
+anyway after ``lockstep_timeout`` wall seconds, so it never deadlocks without a controller. Steps are
+taken inside callbacks (the ``cmd_vel`` subscription or a steady-clock timer), never in a waiting loop, so
+the node shares an executor (e.g. all nodes in one process on a ``MultiThreadedExecutor``) without
+starving the others.
+
+Within a step the position fix and reading are published before the wheel odometry, whose arrival makes
+the EKF publish its estimate.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import rclpy
+from geometry_msgs.msg import PoseWithCovarianceStamped, Twist, TwistStamped
+from nav_msgs.msg import Odometry
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock as ClockMsg
+
+from uncertain_bo.parameters import Param
+from uncertain_bo.ros import conversions as cv
+from uncertain_bo.ros.params import declare_parameters
+from uncertain_bo.sim.ekf import PlanarEKF
+from uncertain_bo.sim.world import WORLD_PARAMS, SimStep, SimWorld
+
+__all__ = ['SIM_ROVER_PARAMS', 'SIM_ROVER_NODE_PARAMS', 'SimRoverNode', 'main']
+
+SIM_ROVER_NODE_PARAMS = [
+    Param('real_time_factor', 0.0, 'simulated seconds per wall second; 0 = lockstep with the control loop '
+          'as fast as the machine allows (dimensionless)', range=(0.0, 1000.0)),
+    Param('lockstep_timeout', 0.2, 'in lockstep, step anyway when no cmd_vel arrived within this many wall '
+          'seconds after publishing a step (s)', range=(0.001, 60.0)),
+    Param('cmd_vel_timeout', 0.5, 'a velocity command older than this many simulated seconds is replaced '
+          'by zero (rover stops) (s)', range=(0.0, 1e6)),
+    Param('stamped_cmd_vel', False, 'subscribe cmd_vel as geometry_msgs/TwistStamped instead of Twist',
+          read_only=True),
+    Param('reading_type', 'temperature', 'message type of the reading topic; sensor_msgs/Temperature is '
+          'used as a generic stamped scalar', choices=tuple(cv.READING_TYPES), read_only=True),
+    Param('map_frame', 'map', 'world frame of position fixes and ground truth', read_only=True),
+    Param('odom_frame', 'odom', 'frame of the dead-reckoned wheel-odometry pose', read_only=True),
+    Param('base_frame', 'base_link', 'rover body frame (child frame of the odometry messages)',
+          read_only=True),
+    Param('sensor_frame', 'base_link', 'frame_id of the reading messages (sensor mounted at the rover '
+          'origin)', read_only=True),
+    Param('status_period', 10.0, 'log the simulation speed (steps/s, real-time factor) every this many wall '
+          'seconds; 0 disables (s)', range=(0.0, 3600.0)),
+]
+
+#: all parameters of the sim_rover node
+SIM_ROVER_PARAMS = WORLD_PARAMS + SIM_ROVER_NODE_PARAMS
+
+_RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+#: variance (m², rad²) reported for what a position fix does not measure (z, roll, pitch, yaw)
+_UNOBSERVED = 1e6
+
+
+class SimRoverNode(Node):
+    """Simulated rover node (see the module docstring for topics and timing).
+
+    Args:
+        node_name: ROS node name.
+        **kwargs: passed to ``rclpy.node.Node`` (``parameter_overrides``, ``context``, ``namespace``...).
+
+    Raises:
+        ParameterError: an invalid parameter value.
+        FieldError: the ``field`` cannot be loaded.
+    """
+
+    def __init__(self, node_name: str = 'sim_rover', **kwargs: Any):
+        super().__init__(node_name, **kwargs)
+        if self.get_parameter('use_sim_time').value:
+            self.get_logger().warning('sim_rover owns /clock and runs on wall time; ignoring use_sim_time')
+            self.set_parameters([Parameter('use_sim_time', value=False)])
+        try:
+            self.p = declare_parameters(self, SIM_ROVER_PARAMS)
+            self.world = SimWorld.from_params(self.p)
+        except Exception:
+            self.destroy_node()   # do not leave a half-built node in the graph
+            raise
+        p = self.p
+        self.get_logger().info(f'field {self.world.field!r}')
+        # dead-reckoned odom-frame pose and covariance (odometry only; grows without bound by design)
+        self._odom_pose = PlanarEKF({'initial_x': 0.0, 'initial_y': 0.0, 'initial_yaw': 0.0,
+                                     'initial_xy_std': 1e-4, 'initial_yaw_std': 1e-4,
+                                     'second_order_mean': False})
+        self._group = MutuallyExclusiveCallbackGroup()
+        self._lock = threading.Lock()
+        self._pub_clock = self.create_publisher(ClockMsg, '/clock', _RELIABLE_10)
+        self._pub_odom = self.create_publisher(Odometry, 'wheel/odometry', _RELIABLE_10)
+        self._pub_fix = self.create_publisher(PoseWithCovarianceStamped, 'position_fix', _RELIABLE_10)
+        self._pub_truth = self.create_publisher(Odometry, 'ground_truth', _RELIABLE_10)
+        msg_cls, _ = cv.READING_TYPES[p['reading_type']]
+        self._pub_reading = self.create_publisher(msg_cls, 'reading', _RELIABLE_10)
+        cmd_cls = TwistStamped if p['stamped_cmd_vel'] else Twist
+        self.create_subscription(cmd_cls, 'cmd_vel', self._on_cmd_vel, _RELIABLE_10,
+                                 callback_group=self._group)
+        self._cmd = (0.0, 0.0)
+        self._cmd_time = -float('inf')      # sim time at which the last command arrived
+        self._awaiting_cmd = False
+        self._published_wall = time.monotonic()
+        self.steps = 0
+        self.timeout_steps = 0              # lockstep steps taken because no cmd_vel came in time
+        self._wall_start = time.monotonic()
+        self._status_wall, self._status_steps, self._status_t = self._wall_start, 0, 0.0
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self._timer = None
+        self._make_timer()
+        self.add_post_set_parameters_callback(self._on_params_set)
+        self._publish(self.world.initial_step())
+
+    # ------------------------------------------------------------------ timing
+    def _make_timer(self) -> None:
+        if self._timer is not None:
+            self.destroy_timer(self._timer)
+        rtf = self.p['real_time_factor']
+        period = (self.world.dt / rtf) if rtf > 0 else min(0.25 * self.p['lockstep_timeout'], 0.05)
+        self._timer = self.create_timer(period, self._on_timer, callback_group=self._group,
+                                        clock=self._steady)
+
+    def _on_params_set(self, params) -> None:
+        if any(q.name in ('real_time_factor', 'lockstep_timeout') for q in params):
+            self._make_timer()
+
+    def _on_timer(self) -> None:
+        if self.p['real_time_factor'] > 0:
+            self._step()
+        elif self._awaiting_cmd and time.monotonic() - self._published_wall >= self.p['lockstep_timeout']:
+            self.timeout_steps += 1
+            self._step()
+        self._maybe_log_status()
+
+    def _on_cmd_vel(self, msg) -> None:
+        with self._lock:
+            self._cmd = cv.twist_from_msg(msg)
+            self._cmd_time = self.world.t
+        if self.p['real_time_factor'] == 0 and self._awaiting_cmd:
+            self._step()
+
+    # ------------------------------------------------------------------ stepping
+    def _step(self) -> None:
+        with self._lock:
+            v, w = self._cmd
+            if not (np.isfinite(v) and np.isfinite(w)):
+                self.get_logger().warning(f'ignoring non-finite cmd_vel ({v}, {w})', throttle_duration_sec=5.0)
+                v, w = 0.0, 0.0
+            if self.world.t - self._cmd_time > self.p['cmd_vel_timeout']:
+                v, w = 0.0, 0.0
+            self._awaiting_cmd = False
+            s = self.world.step(v, w)
+            self.steps += 1
+        self._publish(s)
+
+    def _publish(self, s: SimStep) -> None:
+        p = self.p
+        stamp = cv.to_time_msg(s.t)
+        self._pub_clock.publish(ClockMsg(clock=stamp))
+        if s.fix is not None:
+            cov = cv.xy_covariance_to_ros(s.fix.cov, yaw_var=_UNOBSERVED, other_var=_UNOBSERVED)
+            self._pub_fix.publish(cv.make_pose_with_covariance(s.t, p['map_frame'], s.fix.xy, 0.0, cov))
+        if s.reading is not None:
+            self._pub_reading.publish(cv.make_reading(p['reading_type'], s.t, p['sensor_frame'],
+                                                      s.reading.value, s.reading.variance))
+        truth = s.truth
+        self._pub_truth.publish(cv.make_odometry(
+            s.t, p['map_frame'], p['base_frame'], truth.pose[:2], truth.pose[2], np.zeros(36),
+            v=truth.v, w=truth.w, vy=truth.vy, twist_cov6x6=np.zeros(36)))
+        o = s.odometry
+        self._odom_pose.add_odometry(s.t, o.v, o.w, o.vel_cov)
+        self._pub_odom.publish(cv.make_odometry(
+            s.t, p['odom_frame'], p['base_frame'], self._odom_pose.xy, float(self._odom_pose.x[2, 0]),
+            self._odom_pose.pose_covariance_6x6(), v=o.v, w=o.w, twist_cov6x6=o.twist_cov))
+        self._published_wall = time.monotonic()
+        self._awaiting_cmd = True
+
+    # ------------------------------------------------------------------ status
+    def stats(self) -> dict[str, float]:
+        """Simulation speed since start: ``steps``, ``timeout_steps`` (lockstep steps taken after
+        ``lockstep_timeout`` because no cmd_vel came), ``sim_time`` (s), ``wall_time`` (s),
+        ``steps_per_s``, ``real_time_factor`` (sim s per wall s)."""
+        wall = time.monotonic() - self._wall_start
+        return {'steps': self.steps, 'timeout_steps': self.timeout_steps, 'sim_time': self.world.t,
+                'wall_time': wall,
+                'steps_per_s': self.steps / wall if wall > 0 else 0.0,
+                'real_time_factor': self.world.t / wall if wall > 0 else 0.0}
+
+    def _maybe_log_status(self) -> None:
+        period = self.p['status_period']
+        now = time.monotonic()
+        if period <= 0 or now - self._status_wall < period:
+            return
+        dw = now - self._status_wall
+        steps, dt_sim = self.steps - self._status_steps, self.world.t - self._status_t
+        self.get_logger().info(f'sim t={self.world.t:.1f} s: {steps / dw:.0f} steps/s, '
+                               f'{dt_sim / dw:.1f}x real time')
+        self._status_wall, self._status_steps, self._status_t = now, self.steps, self.world.t
+
+
+def main(args=None) -> None:
+    """Entry point ``sim_rover`` (``--ros-args --params-file config/sim.yaml``)."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = SimRoverNode()
+        rclpy.spin(node)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+
+
+if __name__ == '__main__':
+    main()
