@@ -101,6 +101,10 @@ class ExpectedRBFKernel(DistributionKernel):
         outer = inv_ell.unsqueeze(-1) * inv_ell.unsqueeze(-2)  # (*batch, 1, d, d)
         s1, s2 = s1 * outer, s2 * outer
         eye = torch.eye(self.dim, dtype=x1.dtype, device=x1.device)
+        if not diag and m1.ndim == 2 and m2.ndim == 2:
+            fast = _shared_covariance_kernel(m1, s1, m2, s2, eye)
+            if fast is not None:
+                return fast
         if diag:
             a = eye + s1 + s2
             delta = m1 - m2
@@ -109,6 +113,68 @@ class ExpectedRBFKernel(DistributionKernel):
             delta = m1.unsqueeze(-2) - m2.unsqueeze(-3)   # (..., n1, n2, d)
         quad, half_logdet = gaussian_quadratic_and_logdet(a, delta)
         return torch.exp(-0.5 * quad - half_logdet)
+
+
+def _common(s: Tensor) -> Tensor | None:
+    """The covariance shared by every row of ``s`` ``(n, d, d)``, or None if they differ."""
+    return s[0] if s.shape[0] > 0 and bool((s == s[:1]).all()) else None
+
+
+def _shared_covariance_kernel(m1: Tensor, s1: Tensor, m2: Tensor, s2: Tensor, eye: Tensor) -> Tensor | None:
+    r"""Eq. 80 (lengthscale units, unbatched ``(n, d)`` / ``(n, d, d)`` inputs) when at least one side's
+    covariances are all equal — e.g. candidates from one execution-noise model — or None otherwise.
+
+    Same values as the pairwise path, fewer operations: with both sides shared every pair has the same
+    :math:`A = I + \tilde\Sigma_1 + \tilde\Sigma_2`, so both means are whitened by one Cholesky factor and the
+    kernel is an SE kernel of the whitened means; with one side shared, :math:`A_j` depends on the other
+    side's row only and is factored once per row instead of once per pair. Gradients w.r.t. means,
+    lengthscales and a covariance parameter shared by the rows are those of the pairwise path; rows whose
+    covariances are equal but are separate leaf tensors get their covariance gradient lumped into row 0
+    (covariances are data here, never per-row optimisation variables).
+    """
+    c1, c2 = _common(s1), _common(s2)
+    if c1 is not None and c2 is not None:
+        chol = torch.linalg.cholesky(eye + c1 + c2)
+        w1 = torch.linalg.solve_triangular(chol, m1.T, upper=False).T
+        w2 = torch.linalg.solve_triangular(chol, m2.T, upper=False).T
+        sq = (w1.unsqueeze(-2) - w2.unsqueeze(-3)).pow(2).sum(-1)
+        return torch.exp(-0.5 * sq - torch.diagonal(chol).log().sum())
+    if c1 is None and c2 is None or m1.shape[-1] > _UNROLL_MAX_DIM:
+        return None
+    if c1 is not None:  # factors indexed by the rows of x2: broadcast over x1's rows
+        lower = _unrolled_cholesky(eye + c1 + s2)
+    else:               # factors indexed by the rows of x1: broadcast over x2's rows
+        lower = [[None if v is None else v.unsqueeze(-1) for v in row] for row in _unrolled_cholesky(eye + s1 + c2)]
+    delta = m1.unsqueeze(-2) - m2.unsqueeze(-3)  # (n1, n2, d)
+    quad, half_logdet = None, None
+    z: list[Tensor] = []
+    for j in range(len(lower)):
+        r = delta[..., j]
+        for k in range(j):
+            r = r - lower[j][k] * z[k]
+        zj = r / lower[j][j]
+        z.append(zj)
+        quad = zj * zj if quad is None else quad + zj * zj
+        ljj = lower[j][j].log()
+        half_logdet = ljj if half_logdet is None else half_logdet + ljj
+    return torch.exp(-0.5 * quad - half_logdet)
+
+
+def _unrolled_cholesky(a: Tensor) -> list[list[Tensor | None]]:
+    """Lower Cholesky entries of ``(..., d, d)`` SPD matrices as a nested list of ``(...)`` tensors."""
+    d = a.shape[-1]
+    lower: list[list[Tensor | None]] = [[None] * d for _ in range(d)]
+    for j in range(d):
+        s = a[..., j, j]
+        for k in range(j):
+            s = s - lower[j][k] * lower[j][k]
+        lower[j][j] = s.sqrt()
+        for i in range(j + 1, d):
+            s = a[..., i, j]
+            for k in range(j):
+                s = s - lower[i][k] * lower[j][k]
+            lower[i][j] = s / lower[j][j]
+    return lower
 
 
 def gaussian_quadratic_and_logdet(a: Tensor, delta: Tensor) -> tuple[Tensor, Tensor]:
