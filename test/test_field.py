@@ -207,7 +207,8 @@ def test_npz_errors_name_file_and_key(tmp_path):
         Field.from_npz(p, key='c')
     q = tmp_path / 'nocoords.npz'
     np.savez(q, z=np.zeros((3, 3)), xmin=0.0)
-    with pytest.raises(FieldError, match=r"nocoords.npz is missing coordinate key\(s\) \['xmax', 'ymin', 'ymax'\]"):
+    with pytest.raises(FieldError,
+                       match=r"nocoords.npz is missing coordinate key\(s\) \['xmax', 'ymin', 'ymax'\]"):
         Field.from_npz(q)
     assert Field.from_npz(q, extent=(0, 1, 0, 1)).bounds == (0.0, 1.0, 0.0, 1.0)
     with pytest.raises(FieldError, match='non-finite'):

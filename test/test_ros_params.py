@@ -69,7 +69,8 @@ def test_defaults_and_overrides(context):
     ('rate', 11.0, r"'rate' = 11.0 is invalid: out of range; allowed: a float in \[0, 10\]"),
     ('rate', 'high', r"'rate' = 'high' is invalid: expected a number"),
     ('count', 9, r"'count' = 9 is invalid: out of range; allowed: a int in \[1, 5\]"),
-    ('mode', 'medium', r"'mode' = 'medium' is invalid: not an allowed choice; allowed: one of 'fast', 'slow'"),
+    ('mode', 'medium',
+     r"'mode' = 'medium' is invalid: not an allowed choice; allowed: one of 'fast', 'slow'"),
     ('extent', [0.0, 1.0, 0.0], r"'extent' .* expected 4 elements"),
     ('extent', [0.0, 1.0, 0.0, 99.0], r"'extent' .* out of range"),
 ])

@@ -268,7 +268,8 @@ def _reading_type(reading_type: str):
     try:
         return READING_TYPES[reading_type]
     except KeyError:
-        raise ValueError(f'unknown reading_type {reading_type!r}; one of {", ".join(READING_TYPES)}') from None
+        raise ValueError(f'unknown reading_type {reading_type!r}; '
+                         f'one of {", ".join(READING_TYPES)}') from None
 
 
 def reading_from_msg(msg, reading_type: str) -> tuple[float | None, float, float]:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import rclpy
+from rclpy.executors import ExternalShutdownException
 from geometry_msgs.msg import PoseWithCovarianceStamped, Twist, TwistStamped
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -162,7 +163,8 @@ class SimRoverNode(Node):
         with self._lock:
             v, w = self._cmd
             if not (np.isfinite(v) and np.isfinite(w)):
-                self.get_logger().warning(f'ignoring non-finite cmd_vel ({v}, {w})', throttle_duration_sec=5.0)
+                self.get_logger().warning(f'ignoring non-finite cmd_vel ({v}, {w})',
+                                          throttle_duration_sec=5.0)
                 v, w = 0.0, 0.0
             if self.world.t - self._cmd_time > self.p['cmd_vel_timeout']:
                 v, w = 0.0, 0.0
@@ -223,7 +225,7 @@ def main(args=None) -> None:
     try:
         node = SimRoverNode()
         rclpy.spin(node)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         if node is not None:

@@ -179,7 +179,8 @@ class PlanarEKF(ExtendedKalmanFilter):
             elif c.shape == (3, 3):
                 S = c.copy()
             else:
-                raise ValueError(f'vel_cov must be (2, 2) over (v, w) or (3, 3) over (v, vy, w), got {c.shape}')
+                raise ValueError(f'vel_cov must be (2, 2) over (v, w) or (3, 3) over (v, vy, w), '
+                                 f'got {c.shape}')
         S *= p['process_noise_scale']
         S[0, 0] = max(S[0, 0], p['min_linear_vel_std'] ** 2)
         S[2, 2] = max(S[2, 2], p['min_angular_vel_std'] ** 2)
