@@ -106,18 +106,40 @@ def test_backwards_stamp_resets_buffers():
 
 
 def test_reading_without_pose_nearby_is_dropped_and_not_stored():
-    ex, host = make(max_pose_age=0.2)
+    ex, host = make(max_pose_age=0.2, reading_timeout=2.0)
     ex.on_pose(pose(0.0, [1.0, 1.0]))
     ex.tick(0.0)
     goal = host.goals[0]
     ex.on_pose(pose(1.0, goal))
     ex.tick(1.0)            # arrived -> dwell until 2.0
     ex.tick(2.0)            # measuring from 2.0
-    ex.on_reading(Reading(2.5, 7.0))  # poses stopped arriving at 1.0: nearest is 1.5 s away
+    ex.on_reading(Reading(2.5, 7.0))  # poses stopped arriving at 1.0
     ex.tick(2.6)
-    assert ex.planner.n == 0
-    ex.tick(2.8)
+    assert ex.planner.n == 0 and not ex.rejected   # held: poses may lag the sensor
+    ex.tick(4.6)            # reading_timeout after the reading: the pose stream is stale
+    assert ex.planner.n == 0 and any('no pose estimate newer' in k for k in ex.rejected)
+    assert 'pose stream stale' in ex.last_reason
+    ex.on_reading(Reading(4.7, 7.0))
+    ex.on_pose(pose(5.5, goal))  # poses resume, but none within 0.2 s of 4.7
+    ex.tick(5.5)
     assert ex.planner.n == 0 and any('no pose within max_pose_age' in k for k in ex.rejected)
+
+
+def test_reading_held_while_localisation_lags():
+    ex, host = make(max_pose_age=0.2)
+    ex.on_pose(pose(0.0, [1.0, 1.0]))
+    ex.tick(0.0)
+    goal = host.goals[0]
+    ex.on_pose(pose(1.0, goal))
+    ex.tick(1.0)
+    ex.tick(2.0)
+    ex.on_reading(Reading(3.0, 7.0))
+    ex.tick(4.5)            # clock is 1.5 s past the reading, poses still at 1.0: hold, don't drop
+    assert ex.planner.n == 0 and not ex.rejected
+    for t in (2.9, 3.05, 3.2):  # the lagging EKF output catches up
+        ex.on_pose(pose(t, goal))
+    ex.tick(4.6)
+    assert ex.planner.n == 1 and host.measurements[0].pose.stamp == pytest.approx(3.05)
 
 
 def test_reading_waits_for_a_closer_pose():

@@ -8,9 +8,10 @@ and sends the rover to the planner's targets (DESIGN.md, measurement cycle)::
                                        | goal_timeout: stop and measure where the rover is
                                                                  | reading_timeout: retry, then skip
 
-- A reading is paired with the buffered pose estimate **nearest in time**; if that pose is more than
-  ``max_pose_age`` away, the reading waits for a newer pose (up to ``max_pose_age``) and is otherwise
-  dropped with a warning.
+- A reading is paired with the pose estimate **nearest in time**. While no pose newer than the reading
+  has arrived (the localisation output lags the sensor, or has stopped), the reading is held, for at most
+  ``reading_timeout``; once newer poses exist the nearest one is final, and if it is more than
+  ``max_pose_age`` away the reading is dropped with a warning.
 - Poses with NaN/inf, negative variances or non-PSD covariances, in the wrong frame, or stamped before
   the newest buffered pose by more than ``max_pose_age`` (bag replay, simulation reset: the buffer is
   reset) never reach the buffer; each rejection is logged with its reason and counted.
@@ -244,17 +245,21 @@ class Explorer:
             if stamp < self._measure_start:
                 self._readings.popleft()  # taken while still moving/settling
                 continue
-            pose, gap = self._nearest_pose(stamp)
             newest = self._poses[-1].stamp if self._poses else -math.inf
-            if pose is not None and gap <= max_age:
-                if newest < stamp and gap > 0 and now < stamp + max_age:
-                    return  # a closer pose may still arrive
+            if newest < stamp:
+                # The localisation output lags the sensor (or has stopped): a closer pose may still come.
+                if now - stamp <= self.params['reading_timeout']:
+                    return
                 self._readings.popleft()
+                self._reject('reading', f'no pose estimate newer than the reading arrived within '
+                             f'reading_timeout = {self.params["reading_timeout"]} s (pose stream stale or '
+                             'stopped): dropped')
+                continue
+            pose, gap = self._nearest_pose(stamp)  # final: later poses are further away
+            self._readings.popleft()
+            if gap <= max_age:
                 self._store(pose, reading)
                 return
-            if now < stamp + max_age:
-                return  # hold the reading until a pose near its stamp arrives
-            self._readings.popleft()
             self._reject('reading', f'no pose within max_pose_age = {max_age} s of its stamp (nearest '
                          f'{gap:.3f} s away): dropped')
         if now - self._measure_start > self.params['reading_timeout']:

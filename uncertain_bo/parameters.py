@@ -232,3 +232,31 @@ def _flatten(params: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
         else:
             out[key] = v
     return out
+
+
+def config_path(name: str) -> Path:
+    """Path of a shipped parameter file (``config/<name>``).
+
+    Looks in the installed package share directory (``ament_index`` on a colcon/apt install, or
+    ``<prefix>/share/uncertain_bo`` after ``pip install``) and then in the source tree.
+
+    Raises:
+        FileNotFoundError: the file is in none of them; the message lists where it looked.
+    """
+    import sys
+
+    candidates = []
+    try:
+        from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+        try:
+            candidates.append(Path(get_package_share_directory('uncertain_bo')) / 'config' / name)
+        except (PackageNotFoundError, ValueError, LookupError, OSError):  # OSError: no AMENT_PREFIX_PATH
+            pass
+    except ImportError:
+        pass
+    candidates.append(Path(sys.prefix) / 'share' / 'uncertain_bo' / 'config' / name)
+    candidates.append(Path(__file__).resolve().parent.parent / 'config' / name)
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise FileNotFoundError(f'config file {name!r} not found; looked in: ' + ', '.join(map(str, candidates)))

@@ -1,0 +1,51 @@
+"""The ``uncertain-bo`` command.
+
+Subcommands live next to what they run; each module in :data:`COMMANDS` exposes
+``add_parser(subparsers)`` which registers its sub-parser and sets ``func`` (args -> exit code).
+Imports are lazy so ``uncertain-bo --help`` stays fast and works without ROS.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+__all__ = ['main', 'COMMANDS']
+
+#: modules providing subcommands (``add_parser(subparsers)``)
+COMMANDS = [
+    'uncertain_bo.ros.graph',       # demo / sim: the simulated rover graph over real ROS 2 topics
+    'uncertain_bo.sim.report_cli',  # report: summary.json + PNG of an existing run
+    'uncertain_bo.benchmarks.cli',  # bench / plot: benchmark problems with robust-regret oracles
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='uncertain-bo',
+        description='Bayesian optimisation under uncertain inputs: simulated exploration, benchmarks, reports.')
+    parser.add_argument('-v', '--verbose', action='store_true', help='debug logging')
+    sub = parser.add_subparsers(dest='command', metavar='COMMAND')
+    for name in COMMANDS:
+        importlib.import_module(name).add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format='%(levelname)s %(name)s: %(message)s')
+    if not getattr(args, 'func', None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print('interrupted', file=sys.stderr)
+        return 130
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,289 @@
+"""The simulated exploration graph in one process, without ``ros2 launch``.
+
+``uncertain-bo demo`` (alias ``sim``) starts the same four nodes as ``launch/sim.launch.py`` —
+``sim_rover``, ``ekf``, ``pure_pursuit`` and ``explorer`` — from the same YAML files
+(``config/sim.yaml``, ``config/explorer.yaml``, plus any ``--params`` files), on one executor. They talk
+over real ROS 2 topics (DDS), exactly as separate processes would.
+
+A ``SingleThreadedExecutor`` is used, not a ``MultiThreadedExecutor``: measured on 2 cores it runs the
+lockstep simulation about twice as fast (rclpy's executor overhead, not computation, is the bottleneck,
+and the GIL serialises Python callbacks anyway), and callbacks run in arrival order. While the explorer
+decides, simulated time stands still (the lockstep clock waits for the control loop), so the decision
+latency costs no simulated rover time; on a real rover it does, and it is reported in summary.json.
+A recorder node keeps the true and estimated trajectory for the report. When the explorer has made its
+last measurement the run is scored against the field (``summary.json``) and drawn (``run.png``).
+"""
+from __future__ import annotations
+
+import bisect
+import datetime as _dt
+import json
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..parameters import ParameterError, config_path, node_parameters, validate
+
+__all__ = ['add_parser', 'run_demo', 'NODES']
+
+log = logging.getLogger(__name__)
+
+#: node name -> (module, class, spec attribute, use_sim_time)
+NODES = {
+    'sim_rover': ('uncertain_bo.ros.sim_rover', 'SimRoverNode', 'SIM_ROVER_PARAMS', False),
+    'ekf': ('uncertain_bo.ros.ekf', 'EkfNode', 'EKF_ALL_PARAMS', True),
+    'pure_pursuit': ('uncertain_bo.ros.pure_pursuit', 'PurePursuitNode', 'PURE_PURSUIT_ALL_PARAMS', True),
+    'explorer': ('uncertain_bo.ros.explorer', 'ExplorerNode', 'EXPLORER_NODE_PARAMS', True),
+}
+
+
+def add_parser(sub) -> None:
+    for name in ('demo', 'sim'):
+        p = sub.add_parser(
+            name, help='simulated rover explores a real field over ROS 2 topics (uGP-UCB explorer)'
+            if name == 'demo' else 'alias of demo',
+            description='Start sim_rover, ekf, pure_pursuit and explorer in one process (real DDS topics, '
+                        'simulated time), run the exploration, then write summary.json and run.png.')
+        p.add_argument('--field', default=None,
+                       help="field: 'jacksboro' (default: real USGS elevation grid from matplotlib) or a "
+                            '.npz grid / .csv of x,y,value')
+        p.add_argument('--out', type=Path, default=None, help='run folder (default runs/demo-<date-time>); '
+                       'an existing journal there is resumed')
+        p.add_argument('--seed', type=int, default=None, help='seed of simulation noise and explorer')
+        p.add_argument('--measurements', type=int, default=None, help='number of measurements (default 30)')
+        p.add_argument('--params', type=Path, action='append', default=[],
+                       help='extra ROS 2 parameter YAML file(s), applied after the shipped ones')
+        p.add_argument('--timeout', type=float, default=1800.0, help='wall-clock limit, s')
+        p.set_defaults(func=_cli)
+
+
+def _cli(args) -> int:
+    overrides: dict[str, dict[str, Any]] = {n: {} for n in NODES}
+    if args.field is not None:
+        overrides['sim_rover']['field'] = args.field
+    if args.seed is not None:
+        overrides['sim_rover']['seed'] = args.seed
+        overrides['explorer']['seed'] = args.seed
+    if args.measurements is not None:
+        overrides['explorer']['max_measurements'] = args.measurements
+    out = args.out or Path('runs') / ('demo-' + _dt.datetime.now().strftime('%Y%m%d-%H%M%S'))
+    try:
+        summary = run_demo(out, overrides, extra_files=args.params, timeout=args.timeout)
+    except ParameterError as exc:
+        print(f'error: {exc}')
+        return 2
+    return 0 if summary.get('completed') else 1
+
+
+def load_graph_parameters(extra_files: list[Path] | None = None,
+                          overrides: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+    """Validated parameters of every node: shipped YAML, then ``extra_files``, then ``overrides``.
+
+    Raises:
+        ParameterError: a value is invalid or a file is malformed (before any node starts).
+    """
+    import importlib
+
+    files = [config_path('sim.yaml'), config_path('explorer.yaml'), *(extra_files or [])]
+    out = {}
+    for name, (module, _, spec_attr, sim_time) in NODES.items():
+        specs = getattr(importlib.import_module(module), spec_attr)
+        values = {**node_parameters(files, name), **(overrides or {}).get(name, {})}
+        values['use_sim_time'] = sim_time
+        out[name] = validate(specs, values)
+    return out
+
+
+def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, *,
+             extra_files: list[Path] | None = None, timeout: float = 1800.0) -> dict[str, Any]:
+    """Run the simulated exploration graph until the explorer is done; write the report.
+
+    Args:
+        run_dir: output folder (journal, trajectory, summary.json, run.png).
+        overrides: node name -> parameter values applied last.
+        extra_files: extra parameter files.
+        timeout: wall-clock limit, s.
+
+    Returns:
+        The summary dict (``completed`` False if the run timed out).
+
+    Raises:
+        ParameterError: invalid parameters (nothing is started).
+    """
+    import importlib
+
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    from ..explorer import State
+    from ..sim.field import Field
+    from ..sim.report import plot_run, summarize, write_trajectory
+    from .params import parameter_overrides
+
+    run_dir = Path(run_dir)
+    params = load_graph_parameters(extra_files, overrides)
+    sim = params['sim_rover']
+    params['explorer']['search_bounds'] = list(sim['field_extent'])
+    params['explorer']['run_dir'] = str(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / 'parameters.json').write_text(json.dumps(params, indent=2))
+
+    rclpy.init()
+    nodes = {}
+    executor = None
+    wall0 = time.monotonic()
+    try:
+        for name, (module, cls_name, spec_attr, _) in NODES.items():
+            cls = getattr(importlib.import_module(module), cls_name)
+            specs = getattr(importlib.import_module(module), spec_attr)
+            nodes[name] = cls(parameter_overrides=parameter_overrides(params[name], specs))
+        recorder = _recorder_node()
+        executor = SingleThreadedExecutor()
+        for n in [*nodes.values(), recorder]:
+            executor.add_node(n)
+        errors: list[BaseException] = []
+
+        def spin():
+            try:
+                executor.spin()
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        thread = threading.Thread(target=spin, daemon=True)
+        thread.start()
+        explorer = nodes['explorer'].explorer
+        completed = False
+        while thread.is_alive() and time.monotonic() - wall0 < timeout:
+            if nodes['explorer'].explorer.state is State.DONE:
+                completed = True
+                break
+            time.sleep(0.1)
+        if errors:
+            raise errors[0]
+        if not completed:
+            log.error('demo stopped after %.0f s wall time with %d/%d measurements (state: %s)',
+                      time.monotonic() - wall0, explorer.planner.n, params['explorer']['max_measurements'],
+                      explorer.state.value)
+        sim_stats = nodes['sim_rover'].stats()
+        trajectory = recorder.rows()
+        truth_at = recorder.truth_at
+    finally:
+        if executor is not None:
+            executor.shutdown(timeout_sec=1.0)
+        for n in nodes.values():
+            n.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    wall = time.monotonic() - wall0
+
+    write_trajectory(run_dir / 'trajectory.csv', trajectory)
+    field = Field.load(sim['field'], extent=sim['field_extent'])
+    cov = np.diag(np.square(params['explorer']['execution_noise_std']))
+    extra = {'completed': completed, 'wall_time_s': wall, 'simulation': sim_stats,
+             **_execution_scatter(explorer.planner.journal_file, truth_at)}
+    summary = summarize(run_dir, field, cov, extra=extra)
+    png = plot_run(run_dir, field, cov, title=f'uGP-UCB exploration, {summary["measurements"]} measurements')
+    _print_result(summary, run_dir, png)
+    return summary
+
+
+def _execution_scatter(journal, truth_at) -> dict[str, Any]:
+    """Where the rover really was when reading vs target (execution noise) and vs estimate (EKF error)."""
+    exec_err, loc_err = [], []
+    for r in journal.observations:
+        stamp = r.get('reading_stamp')
+        true_xy = truth_at(stamp) if stamp is not None else None
+        if true_xy is None:
+            continue
+        exec_err.append(true_xy - np.asarray(r['target']))
+        loc_err.append(true_xy - np.asarray(r['location']['mean']))
+    if not exec_err:
+        return {}
+    e, l_ = np.array(exec_err), np.array(loc_err)
+    return {'measured_execution_std': e.std(0, ddof=1).tolist() if len(e) > 1 else None,
+            'measured_execution_mean': e.mean(0).tolist(),
+            'localisation_rms_error': float(np.sqrt((l_ ** 2).sum(1).mean()))}
+
+
+def _print_result(summary: dict[str, Any], run_dir: Path, png: Path) -> None:
+    rec = summary.get('recommended_target')
+    opt = summary['robust_optimum']
+    lines = ['', '=' * 78]
+    if rec:
+        lines.append(f"robust peak believed at ({rec[0]:.1f}, {rec[1]:.1f}) m: predicted E[f] = "
+                     f"{summary['predicted_robust_value']:.1f}, true g = {summary['recommended_robust_value']:.1f}")
+    lines.append(f"field's robust optimum g* = {opt['value']:.1f} at ({opt['target'][0]:.1f}, "
+                 f"{opt['target'][1]:.1f}) m (median of g: {opt['field_median_of_g']:.1f})")
+    if summary.get('final_normalised_regret') is not None:
+        lines.append(f"regret g* - g(x_rec) = {summary['final_regret']:.1f}  (normalised "
+                     f"{summary['final_normalised_regret']:.3f})")
+    if summary.get('decision_seconds_median_acquisition') is not None:
+        lines.append(f"median decision time {summary['decision_seconds_median_acquisition']:.3f} s; "
+                     f"simulation {summary['simulation']['real_time_factor']:.0f}x real time; "
+                     f"wall time {summary['wall_time_s']:.0f} s")
+    lines += [f'run folder: {run_dir}  (journal.jsonl, summary.json, {png.name})', '=' * 78]
+    print('\n'.join(lines), flush=True)
+
+
+class _TruthBuffer:
+    """Ground-truth positions by stamp (downsampled) for looking up where a reading was really taken."""
+
+    def __init__(self, period: float = 0.1):
+        self.period = period
+        self.t: list[float] = []
+        self.xy: list[np.ndarray] = []
+
+    def add(self, t: float, xy: np.ndarray) -> None:
+        if not self.t or t - self.t[-1] >= self.period or t < self.t[-1]:
+            if self.t and t < self.t[-1]:  # time went backwards: simulation restarted
+                self.t.clear()
+                self.xy.clear()
+            self.t.append(t)
+            self.xy.append(xy)
+
+    def at(self, t: float) -> np.ndarray | None:
+        if not self.t:
+            return None
+        i = bisect.bisect_left(self.t, t)
+        cands = [j for j in (i - 1, i) if 0 <= j < len(self.t)]
+        j = min(cands, key=lambda k: abs(self.t[k] - t))
+        return self.xy[j] if abs(self.t[j] - t) <= 1.0 else None
+
+
+def _recorder_node():
+    from nav_msgs.msg import Odometry
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+
+    from .conversions import odometry_to_pose
+
+    class Recorder(Node):
+        def __init__(self):
+            super().__init__('run_recorder', parameter_overrides=[Parameter('use_sim_time', value=True)])
+            self.truth = _TruthBuffer()
+            self._rows: list[tuple[float, float, float, float, float]] = []
+            self._est = None
+            self.create_subscription(Odometry, 'ground_truth', self._on_truth, 50)
+            self.create_subscription(Odometry, 'odometry/filtered', self._on_est, 50)
+
+        def _on_est(self, msg):
+            self._est = odometry_to_pose(msg).xy
+
+        def _on_truth(self, msg):
+            p = odometry_to_pose(msg)
+            self.truth.add(p.stamp, p.xy)
+            if self._est is not None and (not self._rows or p.stamp - self._rows[-1][0] >= 1.0):
+                self._rows.append((p.stamp, *map(float, p.xy), *map(float, self._est)))
+
+        def rows(self):
+            return list(self._rows)
+
+        def truth_at(self, t):
+            return self.truth.at(t)
+
+    return Recorder()
+

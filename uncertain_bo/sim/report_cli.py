@@ -1,0 +1,40 @@
+"""``uncertain-bo report RUN_DIR``: summary.json and run.png of an existing simulated run."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ['add_parser']
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser('report', help='score a simulated run against the field and plot it',
+                       description='Recompute summary.json (robust optimum by grid convolution, regret per '
+                                   'measurement) and run.png for a run folder written by the explorer.')
+    p.add_argument('run_dir', type=Path, help='folder with journal.jsonl')
+    p.add_argument('--field', default='jacksboro', help="field: 'jacksboro' or a .npz/.csv path")
+    p.add_argument('--extent', type=float, nargs=4, metavar=('XMIN', 'XMAX', 'YMIN', 'YMAX'),
+                   help='field rectangle in m (default: the field file\'s, or 0 200 0 200)')
+    p.add_argument('--execution-std', type=float, nargs=2, default=None, metavar=('SX', 'SY'),
+                   help='execution-noise std of the robust objective, m (default: the explorer\'s '
+                        'execution_noise_std recorded in the journal header)')
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..journal import Journal
+    from .field import Field
+    from .report import plot_run, summarize
+
+    journal = Journal(args.run_dir / 'journal.jsonl')
+    std = args.execution_std or journal.header.get('parameters', {}).get('execution_noise_std', [2.0, 2.0])
+    cov = np.diag(np.square(std))
+    field = Field.load(args.field, extent=args.extent)
+    summary = summarize(args.run_dir, field, cov)
+    png = plot_run(args.run_dir, field, cov)
+    print(json.dumps({k: summary[k] for k in ('measurements', 'recommended_target', 'final_regret',
+                                                'final_normalised_regret')}, indent=2))
+    print(f'wrote {args.run_dir / "summary.json"} and {png}')
+    return 0
