@@ -111,8 +111,8 @@ class PurePursuit:
         seg = pts[1:] - pts[:-1]
         seg_len = np.hypot(seg[:, 0], seg[:, 1])
         # closest point on each segment
-        denom = np.where(seg_len > 0, seg_len ** 2, 1.0)
-        tt = np.clip(np.einsum('ij,ij->i', xy - pts[:-1], seg) / denom, 0.0, 1.0)
+        sq = np.einsum('ij,ij->i', seg, seg)
+        tt = np.clip(np.einsum('ij,ij->i', xy - pts[:-1], seg) / np.where(sq > 0, sq, 1.0), 0.0, 1.0)
         proj = pts[:-1] + tt[:, None] * seg
         k = int(np.argmin(np.hypot(*(proj - xy).T)))
         cum = np.concatenate([[0.0], np.cumsum(seg_len)])
