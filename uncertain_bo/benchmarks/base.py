@@ -1,0 +1,211 @@
+r"""What a benchmark problem supplies to the runner.
+
+A :class:`Problem` draws one :class:`Instance` per seed (the objective; common to every method run with
+that seed). An instance knows
+
+- its **exact robust objective** :math:`g(\mathbf x) = \mathbb E[f(\tilde{\mathbf x}) | \mathbf x]` under the
+  *true* execution noise and its maximum :math:`g^*` (the regret oracle, paper Eq. 4);
+- its **world**: how a commanded target turns into an executed position, a location distribution
+  :math:`P^L_t` and a reading (:class:`World`). Synthetic problems use :class:`GaussianInputWorld`; a
+  simulated rover mission can supply its own world;
+- how to configure the shared :class:`~uncertain_bo.planner.Planner` for a method
+  (:meth:`Instance.planner_config`): execution-noise model :math:`\hat P_{\mathbf x}`, :math:`\beta_t`,
+  GP hyperparameters or their fitting schedule.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..acquisition import Method
+from ..distributions import DTYPE, Gaussian, LocationDistributions
+from ..optim import OptimizerSettings
+
+__all__ = ['BenchSettings', 'Measurement', 'World', 'GaussianInputWorld', 'Instance', 'Problem',
+           'PROBLEMS', 'register_problem', 'get_problem', 'theory_noise_source']
+
+NoiseSource = Literal['output', 'location', 'execution']
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """Knobs of one benchmark configuration (everything but method and seed).
+
+    Attributes:
+        beta: ``'theory'`` (paper Eq. 20 with the current information gain) or a fixed :math:`\\beta_t`;
+            None = the problem's default.
+        mismatch: ratio :math:`\\hat\\sigma_x / \\sigma_x` of the execution-noise model to the true
+            execution noise (paper §6.1 model-mismatch study).
+        ugp_noise: which noise :math:`\\sigma_\\nu` the theory assigns to methods trained on location
+            distributions (uGP-UCB): ``'output'`` = :math:`\\sigma_\\zeta` (default), ``'location'`` = Prop. 3
+            on the localisation covariance, ``'execution'`` = Prop. 3 on :math:`\\hat\\Sigma` (Theorem 5 read
+            literally). Methods trained on targets always use ``'execution'`` (Theorem 2).
+        refit_every: GP refit schedule (None = problem default; 0 = fixed hyperparameters).
+        n_initial: initial space-filling targets (None = problem default).
+        optimizer: acquisition maximiser settings.
+    """
+
+    beta: str | float | None = None
+    mismatch: float = 1.0
+    ugp_noise: NoiseSource = 'output'
+    refit_every: int | None = None
+    n_initial: int | None = None
+    optimizer: OptimizerSettings = field(default_factory=OptimizerSettings)
+
+    def beta_label(self, uses_beta: bool) -> str:
+        if not uses_beta:
+            return '-'
+        return 'theory' if self.beta == 'theory' else ('default' if self.beta is None else f'{float(self.beta):g}')
+
+
+def theory_noise_source(method: Method, settings: BenchSettings) -> NoiseSource:
+    """Source of :math:`\\sigma_\\nu` for ``method``: Theorem 2 (input noise as output noise) for GPs on targets,
+    ``settings.ugp_noise`` for GPs on location distributions."""
+    return 'execution' if method.train_on == 'target' else settings.ugp_noise
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What one query returns.
+
+    Attributes:
+        executed: ``(d,)`` where the query really happened, :math:`\\tilde{\\mathbf x}_t`.
+        location: the location distribution :math:`P^L_t` (batch of 1) handed to the planner.
+        y: the reading :math:`y_t`.
+        extra: JSON-able extras recorded with the iteration.
+    """
+
+    executed: Tensor
+    location: LocationDistributions
+    y: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class World(ABC):
+    """Turns commanded targets into measurements (one stochastic stream per run).
+
+    Attributes:
+        start: optional ``(d,)`` start position given to the planner (orders the initial design).
+    """
+
+    start: Tensor | None = None
+
+    @abstractmethod
+    def measure(self, target: Tensor) -> Measurement:
+        """Execute a query at ``target`` ``(d,)``."""
+
+    def close(self) -> None:
+        """Release resources (simulators); called once after the run."""
+
+
+class GaussianInputWorld(World):
+    r"""Synthetic world of paper §6.1: Gaussian execution noise, Gaussian localisation, Gaussian output noise.
+
+    .. math::
+        \tilde{\mathbf x} = \mathbf x + \boldsymbol\epsilon, \ \boldsymbol\epsilon \sim \mathcal N(0, \sigma_x^2 I);
+        \quad \hat{\mathbf x} = \tilde{\mathbf x} + \boldsymbol\eta, \ \boldsymbol\eta \sim \mathcal N(0, \sigma_L^2 I);
+        \quad P^L = \mathcal N(\hat{\mathbf x}, \sigma_L^2 I); \quad y = f(\tilde{\mathbf x}) + \zeta,
+        \ \zeta \sim \mathcal N(0, \sigma_\zeta^2).
+
+    Args:
+        f: objective on ``(n, d)`` numpy arrays -> ``(n,)``.
+        sigma_x, sigma_l, sigma_zeta: execution, localisation and output noise standard deviations.
+        rng: the run's random stream.
+    """
+
+    def __init__(self, f: Callable[[np.ndarray], np.ndarray], sigma_x: float, sigma_l: float,
+                 sigma_zeta: float, rng: np.random.Generator):
+        self.f, self.sigma_x, self.sigma_l, self.sigma_zeta, self.rng = f, sigma_x, sigma_l, sigma_zeta, rng
+
+    def measure(self, target: Tensor) -> Measurement:
+        x = np.asarray(target, dtype=float).reshape(-1)
+        d = x.size
+        executed = x + self.sigma_x * self.rng.standard_normal(d)
+        estimate = executed + self.sigma_l * self.rng.standard_normal(d)
+        y = float(self.f(executed[None])[0]) + self.sigma_zeta * float(self.rng.standard_normal())
+        cov = torch.eye(d, dtype=DTYPE) * self.sigma_l ** 2
+        location = Gaussian(torch.as_tensor(estimate, dtype=DTYPE).reshape(1, d), cov)
+        return Measurement(torch.as_tensor(executed, dtype=DTYPE), location, y)
+
+
+class Instance(ABC):
+    """One objective of a problem (drawn for one seed)."""
+
+    bounds: Tensor
+
+    @property
+    def dim(self) -> int:
+        return self.bounds.shape[1]
+
+    @abstractmethod
+    def robust_value(self, targets: Tensor) -> Tensor:
+        """Exact robust objective :math:`g` at ``targets`` ``(q, d)`` -> ``(q,)`` (true execution noise)."""
+
+    @property
+    @abstractmethod
+    def optimum(self) -> tuple[Tensor, float]:
+        """``(x*, g*)``: robust maximiser over the bounds and its value."""
+
+    @abstractmethod
+    def world(self, seed: int) -> World:
+        """A fresh world (random stream) for one run."""
+
+    @abstractmethod
+    def planner_config(self, method: Method, settings: BenchSettings) -> dict[str, Any]:
+        """Keyword arguments for :class:`~uncertain_bo.planner.Planner` (everything but bounds, method, seed)."""
+
+    def info(self) -> dict[str, Any]:
+        """JSON-able facts about the instance (recorded with each run)."""
+        x, g = self.optimum
+        return {'optimum': x.tolist(), 'optimum_value': g}
+
+
+class Problem(ABC):
+    """A benchmark problem: a family of instances plus its paper defaults."""
+
+    name: str = ''
+    description: str = ''
+    default_iterations: int = 100
+    default_seeds: int = 10
+    default_beta: str | float = 3.0
+
+    @abstractmethod
+    def instance(self, seed: int) -> Instance:
+        """The objective for ``seed`` (identical for every method)."""
+
+    def uses_beta(self, method: Method) -> bool:
+        """Whether ``method``'s acquisition uses :math:`\\beta_t` (all but the EI-type methods)."""
+        return not method.name.startswith(BETA_FREE_PREFIXES)
+
+
+#: method-name prefixes of acquisitions without a :math:`\\beta_t` (β variants of a sweep collapse to one run)
+BETA_FREE_PREFIXES = ('uei',)
+
+PROBLEMS: dict[str, Callable[[], Problem]] = {}
+
+
+def register_problem(name: str, factory: Callable[[], Problem]) -> None:
+    """Register a problem factory under ``name`` (e.g. a simulated rover mission)."""
+    PROBLEMS[name] = factory
+
+
+def get_problem(name: str) -> Problem:
+    """Instantiate a registered problem.
+
+    Raises:
+        KeyError: unknown name (the message lists the known problems).
+    """
+    try:
+        return PROBLEMS[name]()
+    except KeyError:
+        raise KeyError(f'unknown problem {name!r}; known: {", ".join(sorted(PROBLEMS))}') from None
+
+
+def seeded_rng(*keys: int) -> np.random.Generator:
+    """Independent numpy stream for a tuple of integer keys (e.g. ``(seed, stream_id)``)."""
+    return np.random.default_rng(np.random.SeedSequence([int(k) for k in keys]))

@@ -1,0 +1,276 @@
+"""Benchmark runner: one run = one problem instance x one method x one seed, driven through the shared
+:class:`~uncertain_bo.planner.Planner` (suggest -> world.measure -> observe -> recommend).
+
+:func:`run` returns per-iteration records; :func:`run_many` runs a grid of configurations in parallel over
+seeds with joblib (one torch thread per worker), prints one progress line per finished run, and writes
+
+- ``DIR/runs/<key>.json`` — one file per run (config, instance facts, records), written as soon as the run
+  ends, so an interrupted sweep resumes where it stopped (existing files with the same configuration are
+  reused);
+- ``DIR/records.csv`` — every iteration of every run, long format;
+- ``DIR/summary.json`` and ``DIR/summary.csv`` — the command's configuration, per-run finals and
+  per-configuration aggregates (see :mod:`~uncertain_bo.benchmarks.metrics`).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable, Sequence, TextIO
+
+import torch
+
+from ..acquisition import get_method
+from ..planner import Planner
+from .base import BenchSettings, Problem, get_problem
+
+__all__ = ['RunSpec', 'run', 'run_many', 'write_tables', 'load_runs', 'RECORD_FIELDS']
+
+#: scalar fields of one iteration record (vectors are flattened to ``name_0 .. name_{d-1}`` in the CSV)
+RECORD_FIELDS = ['t', 'phase', 'y', 'robust_value', 'regret', 'mean_regret', 'rec_index', 'rec_value',
+                 'rec_regret', 'rec_predicted', 'seconds', 'fit_seconds', 'beta_t', 'acquisition_value']
+VECTOR_FIELDS = ['target', 'executed', 'location_mean', 'rec_target']
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of the grid."""
+
+    problem: str
+    method: str
+    seed: int
+    iterations: int
+    settings: BenchSettings = field(default_factory=BenchSettings)
+
+    @property
+    def variant(self) -> str:
+        """Configuration label shared by all seeds, e.g. ``beta=theory_mismatch=1``."""
+        uses_beta = get_problem(self.problem).uses_beta(get_method(self.method))
+        label = f'beta={self.settings.beta_label(uses_beta)}_mismatch={self.settings.mismatch:g}'
+        if self.settings.ugp_noise != 'output':
+            label += f'_ugpnoise={self.settings.ugp_noise}'
+        return label
+
+    @property
+    def key(self) -> str:
+        return f'{self.problem}__{self.method}__{self.variant}__seed{self.seed}'
+
+    def to_json(self) -> dict[str, Any]:
+        s = asdict(self.settings)
+        return {'problem': self.problem, 'method': self.method, 'seed': self.seed, 'iterations': self.iterations,
+                'variant': self.variant, 'settings': s}
+
+
+def _vec(x) -> list[float]:
+    return [float(v) for v in torch.as_tensor(x).reshape(-1)]
+
+
+def _num(v: float) -> float | None:
+    return float(v) if v is not None and math.isfinite(v) else None
+
+
+def run(problem: str | Problem, method: str, seed: int, iterations: int,
+        settings: BenchSettings = BenchSettings()) -> dict[str, Any]:
+    """One benchmark run.
+
+    Args:
+        problem: registered problem name or a :class:`~uncertain_bo.benchmarks.base.Problem`.
+        method: registered method name.
+        seed: selects the instance (objective), the world's noise stream and the planner's seed; the same
+            seed gives every method the same objective and noise stream.
+        iterations: number of queries ``T``.
+        settings: β, model mismatch, schedules (``beta=None`` = the problem's default).
+
+    Returns:
+        ``{'spec', 'instance', 'records', 'final', 'wall_seconds'}``; ``records`` holds one dict per iteration
+        with ``t`` (1-based), ``target``, ``executed``, ``location_mean``, ``y``, ``robust_value``
+        :math:`g(\\mathbf x_t)`, ``regret`` :math:`\\hat r_t = g^* - g(\\mathbf x_t)`, ``mean_regret``
+        :math:`\\hat R_t / t`, the recommendation after the query (``rec_target``, its true robust value
+        ``rec_value``, ``rec_regret``, the model's ``rec_predicted``), the decision's ``seconds`` and
+        ``fit_seconds``, ``beta_t`` and ``acquisition_value``.
+    """
+    prob = get_problem(problem) if isinstance(problem, str) else problem
+    if settings.beta is None:
+        settings = replace(settings, beta=prob.default_beta)
+    meth = get_method(method)
+    inst = prob.instance(seed)
+    x_star, g_star = inst.optimum
+    world = inst.world(seed)
+    cfg = inst.planner_config(meth, settings)
+    planner = Planner(inst.bounds, method=method, seed=seed, start=world.start, **cfg)
+    records: list[dict[str, Any]] = []
+    cum = 0.0
+    t_start = time.perf_counter()
+    try:
+        for t in range(1, iterations + 1):
+            target = planner.suggest()
+            decision = planner.decisions[-1]
+            m = world.measure(target)
+            planner.observe(target, m.location, m.y)
+            rec = planner.recommend()
+            g_t = float(inst.robust_value(target.reshape(1, -1))[0])
+            g_rec = float(inst.robust_value(rec.target.reshape(1, -1))[0])
+            regret = g_star - g_t
+            cum += regret
+            records.append({
+                't': t, 'phase': decision.phase, 'target': _vec(target), 'executed': _vec(m.executed),
+                'location_mean': _vec(m.location.mean), 'y': m.y, 'robust_value': g_t, 'regret': regret,
+                'mean_regret': cum / t, 'rec_index': rec.index, 'rec_target': _vec(rec.target),
+                'rec_value': g_rec, 'rec_regret': g_star - g_rec, 'rec_predicted': rec.mean,
+                'seconds': decision.seconds, 'fit_seconds': decision.fit_seconds,
+                'beta_t': _num(decision.beta), 'acquisition_value': _num(decision.acquisition_value),
+                **m.extra})
+    finally:
+        world.close()
+    spec = RunSpec(prob.name, method, seed, iterations, settings)
+    last = records[-1] if records else {}
+    acq = [r['seconds'] for r in records if r['phase'] == 'acquisition']
+    final = {'mean_regret': last.get('mean_regret'), 'rec_regret': last.get('rec_regret'),
+             'min_regret': min((r['regret'] for r in records), default=None),
+             'median_decision_seconds': float(torch.tensor(acq).median()) if acq else None}
+    return {'spec': spec.to_json(), 'instance': {**inst.info(), 'optimum_value': g_star,
+                                                 'optimum': _vec(x_star)},
+            'planner': {'n_initial': planner.n_initial, 'refit_every': planner.refit_every,
+                        'execution_noise': repr(planner.execution_noise), 'beta': repr(planner.beta),
+                        'hyperparameters': planner.model.hyperparameters()},
+            'records': records, 'final': final, 'wall_seconds': time.perf_counter() - t_start}
+
+
+def _job(spec: RunSpec, out_dir: str | None) -> dict[str, Any]:
+    """Worker: one run with one torch thread; writes ``runs/<key>.json`` and returns the result."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        result = run(spec.problem, spec.method, spec.seed, spec.iterations, spec.settings)
+    finally:
+        torch.set_num_threads(threads)
+    result['key'] = spec.key
+    if out_dir is not None:
+        path = Path(out_dir) / 'runs' / f'{spec.key}.json'
+        tmp = path.with_suffix('.json.tmp')
+        tmp.write_text(json.dumps(result))
+        os.replace(tmp, path)
+    return result
+
+
+def _existing(spec: RunSpec, out_dir: str | None) -> dict[str, Any] | None:
+    if out_dir is None:
+        return None
+    path = Path(out_dir) / 'runs' / f'{spec.key}.json'
+    if not path.exists():
+        return None
+    try:
+        result = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return result if result.get('spec') == spec.to_json() else None
+
+
+def expand(problem: str, methods: Sequence[str], seeds: Iterable[int], iterations: int,
+           settings: Sequence[BenchSettings]) -> list[RunSpec]:
+    """The grid of runs; configurations a method cannot tell apart (β values for a method without β)
+    collapse to one."""
+    specs, seen = [], set()
+    prob = get_problem(problem)
+    for s in settings:
+        s = s if s.beta is not None else replace(s, beta=prob.default_beta)
+        for method in methods:
+            meth = get_method(method)
+            canon = s if prob.uses_beta(meth) else replace(s, beta=prob.default_beta)
+            canon = canon if meth.train_on == 'location' else replace(canon, ugp_noise='output')
+            for seed in seeds:
+                spec = RunSpec(problem, method, seed, iterations, canon)
+                if spec.key in seen:
+                    continue
+                seen.add(spec.key)
+                specs.append(spec)
+    return specs
+
+
+def run_many(specs: Sequence[RunSpec], out_dir: str | Path | None = None, n_jobs: int = 2,
+             force: bool = False, progress: TextIO | bool = True) -> list[dict[str, Any]]:
+    """Run ``specs`` in parallel over ``n_jobs`` worker processes (joblib/loky, one torch thread each).
+
+    Finished runs are written to ``out_dir/runs`` at once; with ``force=False`` runs already there with the
+    same configuration are loaded instead of recomputed. Prints one line per finished run to ``progress``
+    (a text stream; True = standard error, False = silent).
+    Returns the results in ``specs`` order and writes the tables (:func:`write_tables`).
+    """
+    from joblib import Parallel, delayed
+
+    if progress is True:
+        progress = sys.stderr
+    out = str(out_dir) if out_dir is not None else None
+    if out is not None:
+        (Path(out) / 'runs').mkdir(parents=True, exist_ok=True)
+    results: dict[str, dict[str, Any]] = {}
+    todo = []
+    for spec in specs:
+        old = None if force else _existing(spec, out)
+        if old is not None:
+            results[spec.key] = old
+        else:
+            todo.append(spec)
+    total, done = len(specs), len(results)
+    if done and progress:
+        print(f'reusing {done} finished run(s) from {out}/runs', file=progress, flush=True)
+    t0 = time.perf_counter()
+    if todo:
+        jobs = Parallel(n_jobs=min(n_jobs, len(todo)), return_as='generator_unordered')(
+            delayed(_job)(spec, out) for spec in todo)
+        for result in jobs:
+            results[result['key']] = result
+            done += 1
+            if progress:
+                f = result['final']
+                print(f'[{done}/{total}] {result["key"]}: mean regret {f["mean_regret"]:.4f}, '
+                      f'recommendation regret {f["rec_regret"]:.4f}, {result["wall_seconds"]:.0f} s '
+                      f'(elapsed {time.perf_counter() - t0:.0f} s)', file=progress, flush=True)
+    ordered = [results[s.key] for s in specs]
+    if out is not None:
+        write_tables(ordered, out)
+    return ordered
+
+
+def load_runs(out_dir: str | Path) -> list[dict[str, Any]]:
+    """All run results in ``out_dir/runs`` (sorted by key)."""
+    return [json.loads(p.read_text()) for p in sorted((Path(out_dir) / 'runs').glob('*.json'))]
+
+
+def write_tables(results: Sequence[dict[str, Any]], out_dir: str | Path,
+                 command: dict[str, Any] | None = None) -> None:
+    """``records.csv`` (every iteration), ``summary.json`` and ``summary.csv`` (aggregates) in ``out_dir``."""
+    from .metrics import summarize
+
+    out = Path(out_dir)
+    dims = {len(r['records'][0]['target']) for r in results if r['records']}
+    d = max(dims) if dims else 0
+    head = ['problem', 'method', 'variant', 'beta', 'mismatch', 'seed']
+    cols = head + RECORD_FIELDS + [f'{v}_{i}' for v in VECTOR_FIELDS for i in range(d)]
+    with open(out / 'records.csv', 'w', newline='') as fh:
+        w = csv.writer(fh)
+        w.writerow(cols)
+        for res in results:
+            s = res['spec']
+            for rec in res['records']:
+                row = [s['problem'], s['method'], s['variant'], s['settings']['beta'], s['settings']['mismatch'],
+                       s['seed']] + [rec.get(k) for k in RECORD_FIELDS]
+                for v in VECTOR_FIELDS:
+                    row += list(rec[v]) + [None] * (d - len(rec[v]))
+                w.writerow(row)
+    summary = summarize(results)
+    if command is not None:
+        summary['command'] = command
+    (out / 'summary.json').write_text(json.dumps(summary, indent=1))
+    keys = ['problem', 'method', 'variant', 'beta', 'mismatch', 'n_runs', 'iterations', 'mean_regret_mean',
+            'mean_regret_std', 'rec_regret_mean', 'rec_regret_std', 'median_decision_seconds']
+    with open(out / 'summary.csv', 'w', newline='') as fh:
+        w = csv.DictWriter(fh, keys, extrasaction='ignore')
+        w.writeheader()
+        for g in summary['groups']:
+            w.writerow(g)
