@@ -1,0 +1,195 @@
+"""Benchmark problems (exact robust oracles), the world, the runner and the bench/plot commands at smoke size.
+
+Oracles are checked against independent computations: the closed-form Gaussian convolution of the RKHS
+function against Monte Carlo, its RKHS norm against the minimum-norm interpolant, the Michalewicz
+quadrature against adaptive quadrature and Monte Carlo.
+"""
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.integrate import quad
+
+from uncertain_bo.acquisition import get_method
+from uncertain_bo.benchmarks import BenchSettings, expand, get_problem, run
+from uncertain_bo.benchmarks.cli import main as bench_cli
+from uncertain_bo.benchmarks.michalewicz import MichalewiczInstance, michalewicz, smoothed_terms
+from uncertain_bo.benchmarks.rkhs2d import RKHSFunction, RKHSInstance
+
+
+# ------------------------------------------------------------------ rkhs2d oracle
+@pytest.fixture(scope='module')
+def rkhs():
+    return get_problem('rkhs2d').instance(3)
+
+
+def test_rkhs_convolution_matches_monte_carlo(rkhs):
+    rng = np.random.default_rng(0)
+    f, s = rkhs.f, rkhs.sigma_x
+    x = rng.uniform(0, 1, (5, 2))
+    eps = s * rng.standard_normal((100_000, 2))
+    for xi, exact in zip(x, rkhs.robust_value(torch.tensor(x)).numpy()):
+        vals = f(xi + eps)
+        mc, se = vals.mean(), vals.std() / math.sqrt(len(vals))
+        assert abs(exact - mc) < 4 * se, (exact, mc, se)
+    np.testing.assert_allclose(f.smoothed(x, 0.0), f(x))  # zero noise: f itself
+
+
+def test_rkhs_norm_and_gradient(rkhs):
+    f = rkhs.f
+    c = f.centres
+    vals = f(c)                                              # f at its own centres = K α
+    k = np.exp(-0.5 * ((c[:, None] - c[None]) ** 2).sum(-1) / f.lengthscale ** 2)
+    assert f.norm ** 2 == pytest.approx(vals @ np.linalg.solve(k, vals), rel=1e-6)  # min-norm interpolant
+    x = np.array([[0.3, 0.7]])
+    num = [(f.smoothed(x + h, 0.01) - f.smoothed(x - h, 0.01))[0] / 2e-6 for h in np.eye(2) * 1e-6]
+    np.testing.assert_allclose(f.smoothed_grad(x, 0.01)[0], num, rtol=1e-5, atol=1e-7)
+
+
+def test_rkhs_optimum_dominates_a_dense_sample(rkhs):
+    x_star, g_star = rkhs.optimum
+    assert ((x_star >= 0) & (x_star <= 1)).all()
+    assert float(rkhs.robust_value(x_star.reshape(1, 2))[0]) == pytest.approx(g_star, abs=1e-12)
+    grid = torch.rand(20_000, 2, generator=torch.Generator().manual_seed(1))
+    assert float(rkhs.robust_value(grid).max()) <= g_star + 1e-9
+
+
+def test_rkhs_theory_configuration(rkhs):
+    """λ = σ_ν² and β_t from Eq. 20; IGP-UCB's σ_ν from Prop. 3 on Σ̂ = (ratio σ_x)² I, uGP-UCB's = σ_ζ."""
+    b, ell = rkhs.f.norm, 0.1
+    for ratio in (1.0, 2.0):
+        cfg = rkhs.planner_config(get_method('igp_ucb'), BenchSettings(beta='theory', mismatch=ratio))
+        sigma_nu = math.sqrt((b * (1 / ell) * math.sqrt(2) * 0.1 * ratio) ** 2 + 0.1 ** 2)
+        assert cfg['beta'].sigma_nu == pytest.approx(sigma_nu) and cfg['beta'].b == b
+        assert cfg['beta'].delta == 0.4 and cfg['refit_every'] == 0
+        gp = cfg['model_factory'](rkhs.bounds, None)
+        hp = gp.hyperparameters()
+        assert hp['noise'] == pytest.approx(sigma_nu ** 2) and hp['outputscale'] == pytest.approx(1.0)
+        assert hp['lengthscale'] == pytest.approx([0.1, 0.1])
+        assert float(cfg['execution_noise'].covariance[0, 0]) == pytest.approx((0.1 * ratio) ** 2)
+    ugp = rkhs.planner_config(get_method('ugp_ucb'), BenchSettings(beta='theory'))
+    assert ugp['beta'].sigma_nu == pytest.approx(0.1)
+    loc = rkhs.planner_config(get_method('ugp_ucb'), BenchSettings(beta='theory', ugp_noise='location'))
+    assert loc['beta'].sigma_nu == pytest.approx(math.sqrt((b * 10 * math.sqrt(2) * 0.05) ** 2 + 0.01))
+    assert rkhs.planner_config(get_method('ugp_ucb'), BenchSettings(beta=2.0))['beta'] == 2.0
+
+
+def test_gaussian_input_world_statistics():
+    inst = RKHSInstance(RKHSFunction.random(np.random.default_rng(0)))
+    world = inst.world(0)
+    target = torch.tensor([0.4, 0.6])
+    ms = [world.measure(target) for _ in range(3000)]
+    executed = torch.stack([m.executed for m in ms])
+    est = torch.cat([m.location.mean for m in ms])
+    torch.testing.assert_close(executed.mean(0), target, atol=0.01, rtol=0)
+    assert executed.std(0).tolist() == pytest.approx([0.1, 0.1], rel=0.06)
+    assert (est - executed).std(0).tolist() == pytest.approx([0.05, 0.05], rel=0.06)
+    torch.testing.assert_close(ms[0].location.covariance[0], torch.eye(2, dtype=torch.float64) * 0.05 ** 2)
+    resid = np.array([m.y for m in ms]) - inst.f(executed.numpy())
+    assert resid.std() == pytest.approx(0.1, rel=0.06)
+    # same seed, same stream (common random numbers across methods)
+    assert inst.world(0).measure(target).y == ms[0].y
+
+
+# ------------------------------------------------------------------ michalewicz oracle
+def test_michalewicz_quadrature_against_adaptive_quadrature_and_monte_carlo():
+    s = 0.1
+    pts = np.array([[0.4, 1.2, 2.2, 2.9], [2.2, 1.57, 1.28, 1.11]])
+    terms = smoothed_terms(pts, s)
+    for n in range(2):
+        for i in range(4):
+            exact = quad(lambda e: math.exp(-0.5 * (e / s) ** 2) / (s * math.sqrt(2 * math.pi))
+                         * math.sin(pts[n, i] + e) * math.sin((i + 1) * (pts[n, i] + e) ** 2 / math.pi) ** 20,
+                         -1.0, 1.0, epsabs=1e-14, epsrel=1e-13, limit=500)[0]
+            assert abs(terms[n, i] - exact) < 1e-12
+    rng = np.random.default_rng(0)
+    x = pts[1]
+    vals = michalewicz(x + s * rng.standard_normal((200_000, 4)))
+    g = float(MichalewiczInstance().robust_value(torch.tensor(x).reshape(1, 4))[0])
+    assert abs(g - vals.mean()) < 4 * vals.std() / math.sqrt(len(vals))
+
+
+def test_michalewicz_known_values_and_robust_optimum():
+    assert michalewicz(np.array([[2.20290552, 1.57079633]]))[0] == pytest.approx(1.8013, abs=1e-4)  # 2-D optimum
+    inst = MichalewiczInstance()
+    x_star, g_star = inst.optimum
+    assert float(inst.robust_value(x_star.reshape(1, 4))[0]) == pytest.approx(g_star, abs=1e-12)
+    grid = torch.rand(1000, 4, generator=torch.Generator().manual_seed(2), dtype=torch.float64) * math.pi
+    assert float(inst.robust_value(grid).max()) < g_star
+    # the robust optimum is not the nominal one (4th axis): the nominal maximiser scores lower in g
+    nominal = torch.tensor([[2.20290552, 1.57079633, 1.28499157, 1.92305846]])
+    assert michalewicz(nominal.numpy())[0] == pytest.approx(3.698857, abs=1e-5)
+    assert float(inst.robust_value(nominal)[0]) < g_star - 0.1
+
+
+# ------------------------------------------------------------------ runner and commands
+def test_run_records_are_consistent_with_the_oracle():
+    result = run('rkhs2d', 'ugp_ucb', seed=1, iterations=7, settings=BenchSettings(n_initial=3))
+    recs = result['records']
+    inst = get_problem('rkhs2d').instance(1)
+    g_star = inst.optimum[1]
+    assert result['instance']['optimum_value'] == pytest.approx(g_star)
+    assert [r['t'] for r in recs] == list(range(1, 8))
+    assert [r['phase'] for r in recs] == ['initial'] * 3 + ['acquisition'] * 4
+    targets = torch.tensor([r['target'] for r in recs], dtype=torch.float64)
+    g = inst.robust_value(targets).numpy()
+    np.testing.assert_allclose([r['regret'] for r in recs], g_star - g, atol=1e-12)
+    np.testing.assert_allclose([r['mean_regret'] for r in recs], np.cumsum(g_star - g) / np.arange(1, 8), atol=1e-12)
+    for r in recs:
+        assert r['regret'] >= -1e-9 and r['rec_regret'] >= -1e-9 and math.isfinite(r['seconds'])
+        assert r['rec_target'] in [x['target'] for x in recs[:r['t']]]   # recommends a past target
+    assert all(r['beta_t'] > 0 for r in recs[3:])
+
+
+def test_expand_collapses_beta_for_ei_methods():
+    specs = expand('michalewicz4d', ['ugp_ucb', 'uei'], range(2), 5,
+                   [BenchSettings(beta=b) for b in (1.0, 3.0, 10.0)])
+    assert sum(s.method == 'ugp_ucb' for s in specs) == 6
+    assert sum(s.method == 'uei' for s in specs) == 2
+    assert {s.variant for s in specs if s.method == 'uei'} == {'beta=-_mismatch=1'}
+
+
+def _read_csv(path):
+    with open(path) as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.mark.parametrize('problem,iterations,extra', [
+    ('rkhs2d', 6, ['--mismatch', '1,2', '--n-jobs', '2', '--n-initial', '3']),
+    ('michalewicz4d', 12, ['--n-jobs', '1', '--raw-samples', '128', '--refit-every', '5']),
+])
+def test_bench_and_plot_commands_smoke(problem, iterations, extra, tmp_path, capsys):
+    out = tmp_path / problem
+    args = ['bench', '--problem', problem, '--method', 'ugp_ucb,igp_ucb,uei', '--seeds', '2',
+            '--iterations', str(iterations), '--out', str(out)] + extra
+    assert bench_cli(args) == 0
+    n_configs = 2 if '--mismatch' in extra else 1
+    runs = sorted((out / 'runs').glob('*.json'))
+    assert len(runs) == 3 * 2 * n_configs
+    rows = _read_csv(out / 'records.csv')
+    assert len(rows) == 3 * 2 * n_configs * iterations
+    inst = get_problem(problem).instance(0)
+    g_star = inst.optimum[1]
+    d = inst.dim
+    for row in rows:
+        regret, g = float(row['regret']), float(row['robust_value'])
+        assert math.isfinite(regret) and regret >= -1e-9 and float(row['rec_regret']) >= -1e-9
+        if row['seed'] == '0':
+            target = torch.tensor([[float(row[f'target_{i}']) for i in range(d)]], dtype=torch.float64)
+            assert float(inst.robust_value(target)[0]) == pytest.approx(g, abs=1e-9)
+            assert regret == pytest.approx(g_star - g, abs=1e-9)
+    summary = json.loads((out / 'summary.json').read_text())
+    assert len(summary['groups']) == 3 * n_configs and summary['command']['problem'] == problem
+    assert all(g['n_runs'] == 2 and math.isfinite(g['mean_regret_mean']) for g in summary['groups'])
+    assert len(_read_csv(out / 'summary.csv')) == 3 * n_configs
+    # a second invocation reuses the finished runs
+    capsys.readouterr()
+    assert bench_cli(args) == 0
+    assert f'reusing {3 * 2 * n_configs} finished run(s)' in capsys.readouterr().err
+    assert bench_cli(['plot', str(out)]) == 0
+    pngs = {p.name for p in out.glob('*.png')}
+    assert {f'{problem}_mean_regret.png', f'{problem}_recommendation_regret.png'} <= pngs
+    assert (f'{problem}_mismatch.png' in pngs) == (n_configs == 2)

@@ -1,0 +1,148 @@
+"""Figures like the paper's (Oliveira et al. 2019, Figs. 2-3) from a benchmark output directory.
+
+- ``<problem>_mean_regret.png`` — mean uncertain-inputs regret :math:`\\hat R_t/t` against ``t``, mean ± k std
+  over seeds, one curve per method, one panel per configuration (β, mismatch);
+- ``<problem>_recommendation_regret.png`` — regret of the recommendation :math:`g^* - g(\\mathbf x^*_t)`;
+- ``<problem>_mismatch.png`` — final mean regret against :math:`\\hat\\sigma_x/\\sigma_x` (log axis), when the
+  directory holds more than one mismatch ratio (Fig. 2 right);
+- ``<problem>_beta.png`` — final mean regret against β, when it holds more than one fixed β (Fig. 3 right).
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .metrics import curves, group_runs
+
+__all__ = ['plot_directory']
+
+COLORS = {'ugp_ucb': 'tab:blue', 'igp_ucb': 'tab:orange', 'uei': 'tab:green'}
+LABELS = {'ugp_ucb': 'uGP-UCB', 'igp_ucb': 'IGP-UCB', 'uei': 'UEI'}
+
+
+def _label(method: str) -> str:
+    return LABELS.get(method, method)
+
+
+def _color(method: str, i: int) -> str:
+    return COLORS.get(method, f'C{3 + i % 7}')
+
+
+def _panel_key(run: dict[str, Any]) -> tuple[str, float, str]:
+    s = run['spec']['settings']
+    return str(s['beta']), float(s['mismatch']), s['ugp_noise']
+
+
+def _finals(runs: Sequence[dict[str, Any]], key: str = 'mean_regret') -> np.ndarray:
+    return np.array([r['final'][key] for r in runs], dtype=float)
+
+
+def plot_directory(results: Sequence[dict[str, Any]], out_dir: str | Path, std_mult: float = 1.0) -> list[Path]:
+    """Draw every applicable figure for ``results`` into ``out_dir``; returns the written files."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    written: list[Path] = []
+    by_problem: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in results:
+        by_problem[r['spec']['problem']].append(r)
+    for problem, runs in by_problem.items():
+        # panels: one per (β, mismatch) configuration; β-free methods (variant 'beta=-') join every panel
+        panels: dict[tuple[str, float, str], list[dict[str, Any]]] = defaultdict(list)
+        free = [r for r in runs if r['spec']['variant'].startswith('beta=-')]
+        for r in runs:
+            if not r['spec']['variant'].startswith('beta=-'):
+                panels[_panel_key(r)].append(r)
+        for r in free:
+            keys = [k for k in panels if k[1] == float(r['spec']['settings']['mismatch'])] or [_panel_key(r)]
+            for k in keys:
+                panels[k].append(r)
+        keys = sorted(panels, key=lambda k: (k[1], k[2], _beta_sort(k[0])))
+        for metric, fname, ylabel in [('mean_regret', 'mean_regret', r'mean regret $\hat R_t / t$'),
+                                      ('rec_regret', 'recommendation_regret', r'recommendation regret')]:
+            cols = min(3, len(keys))
+            rows = math.ceil(len(keys) / cols)
+            fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
+            for ax, key in zip(axes.flat, keys):
+                for i, ((_, method, variant), rs) in enumerate(group_runs(panels[key]).items()):
+                    t, mean, std = curves(rs, metric)
+                    c = _color(method, i)
+                    ax.plot(t, mean, color=c, label=f'{_label(method)} (n={len(rs)})')
+                    ax.fill_between(t, mean - std_mult * std, mean + std_mult * std, color=c, alpha=0.2, lw=0)
+                beta, mismatch, noise = key
+                title = f'{problem}: beta={beta}, ' + r'$\hat\sigma_x/\sigma_x$' + f'={mismatch:g}'
+                ax.set_title(title + ('' if noise == 'output' else f', uGP noise={noise}'), fontsize=9)
+                ax.set_xlabel('iteration t')
+                ax.set_ylabel(ylabel)
+                ax.set_yscale('log')
+                ax.grid(alpha=0.3, which='both')
+                ax.legend(fontsize=8)
+            for ax in list(axes.flat)[len(keys):]:
+                ax.axis('off')
+            fig.suptitle(f'shaded: mean ± {std_mult:g} std over seeds', fontsize=8)
+            fig.tight_layout()
+            path = out / f'{problem}_{fname}.png'
+            fig.savefig(path, dpi=120)
+            plt.close(fig)
+            written.append(path)
+        written += _sweep_plot(plt, runs, problem, out, 'mismatch', std_mult)
+        written += _sweep_plot(plt, runs, problem, out, 'beta', std_mult)
+    return written
+
+
+def _beta_sort(b: str) -> float:
+    try:
+        return float(b)
+    except ValueError:
+        return -1.0
+
+
+def _sweep_plot(plt, runs, problem: str, out: Path, axis: str, std_mult: float) -> list[Path]:
+    """Final mean regret against the mismatch ratio or against fixed β (one line per method)."""
+    series: dict[str, dict[float, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for r in runs:
+        s = r['spec']['settings']
+        if s['ugp_noise'] != 'output':
+            continue
+        if axis == 'mismatch':
+            x = float(s['mismatch'])
+        else:
+            if r['spec']['variant'].startswith('beta=-') or float(s['mismatch']) != 1.0:
+                continue
+            try:
+                x = float(s['beta'])
+            except (TypeError, ValueError):
+                continue
+        series[r['spec']['method']][x].append(r)
+    xs = {x for d in series.values() for x in d}
+    if len(xs) < 2:
+        return []
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for i, (method, pts) in enumerate(series.items()):
+        x = np.array(sorted(pts))
+        finals = [_finals(pts[v]) for v in x]
+        mean = np.array([f.mean() for f in finals])
+        std = np.array([f.std(ddof=1) if f.size > 1 else 0.0 for f in finals])
+        ax.errorbar(x, mean, yerr=std_mult * std, marker='o', capsize=3, color=_color(method, i),
+                    label=_label(method))
+    if axis == 'mismatch':
+        ax.set_xscale('log')
+        ax.set_xlabel(r'$\hat\sigma_x / \sigma_x$')
+    else:
+        ax.set_xlabel(r'$\beta$')
+    iters = max(r['spec']['iterations'] for r in runs)
+    ax.set_ylabel(f'mean regret after {iters} iterations')
+    ax.set_title(f'{problem}: error bars ± {std_mult:g} std', fontsize=9)
+    ax.grid(alpha=0.3, which='both')
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = out / f'{problem}_{axis}.png'
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return [path]
