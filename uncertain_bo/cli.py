@@ -32,11 +32,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _single_threaded_torch() -> None:
+    """One intra-op thread: our GPs are small (n <= a few hundred), where torch's thread pool costs more
+    than it saves; on a loaded 2-core machine 2 threads made decisions 3-7x slower (spin-waiting).
+    ``UNCERTAIN_BO_TORCH_THREADS`` overrides."""
+    import os
+
+    import torch
+    torch.set_num_threads(int(os.environ.get('UNCERTAIN_BO_TORCH_THREADS', '1')))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format='%(levelname)s %(name)s: %(message)s')
+    _single_threaded_torch()
     if not getattr(args, 'func', None):
         parser.print_help()
         return 2

@@ -162,6 +162,8 @@ class ExplorerNode(Node):
 
 def main(args=None) -> None:
     """Entry point ``ros2 run uncertain_bo explorer``."""
+    from ..cli import _single_threaded_torch
+    _single_threaded_torch()
     rclpy.init(args=args)
     node = ExplorerNode()
     try:
