@@ -135,7 +135,7 @@ def test_parameters_validated_with_units_in_descriptions():
 
 def test_live_parameter_dict_is_read_at_each_step():
     params = {p.name: p.default for p in ROVER_PARAMS}
-    params.update(NO_SLIP)
+    params.update(NO_SLIP, max_linear_vel=1.0)
     r = DiffDriveRover(params)
     rng = np.random.default_rng(0)
     for _ in range(40):

@@ -27,9 +27,9 @@ from uncertain_bo.sim.rover import _ensure, wrap_angle
 __all__ = ['PURE_PURSUIT_PARAMS', 'PurePursuit']
 
 PURE_PURSUIT_PARAMS = [
-    Param('lookahead_dist', 1.5, 'distance along the plan from the closest point to the carrot the rover '
+    Param('lookahead_dist', 2.0, 'distance along the plan from the closest point to the carrot the rover '
           'steers to (m); larger is smoother, smaller tracks tighter', range=(0.05, 100.0)),
-    Param('desired_linear_vel', 0.8, 'cruise forward speed (m/s)', range=(0.01, 20.0)),
+    Param('desired_linear_vel', 1.5, 'cruise forward speed (m/s)', range=(0.01, 20.0)),
     Param('max_angular_vel', 1.0, 'largest commanded yaw rate while driving (rad/s)', range=(0.01, 20.0)),
     Param('rotate_to_heading_angular_vel', 1.0, 'yaw rate of an in-place rotation (rad/s)',
           range=(0.01, 20.0)),

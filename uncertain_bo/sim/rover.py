@@ -31,7 +31,7 @@ __all__ = ['ROVER_PARAMS', 'ODOMETRY_PARAMS', 'FIX_PARAMS', 'RoverState', 'DiffD
            'WheelOdometry', 'PositionFix', 'wrap_angle']
 
 ROVER_PARAMS = [
-    Param('max_linear_vel', 1.0, 'largest forward/backward speed the rover executes (m/s); commands '
+    Param('max_linear_vel', 2.0, 'largest forward/backward speed the rover executes (m/s); commands '
           'beyond it are clipped', range=(0.01, 20.0)),
     Param('max_angular_vel', 1.0, 'largest yaw rate the rover executes (rad/s); commands beyond it are '
           'clipped', range=(0.01, 20.0)),

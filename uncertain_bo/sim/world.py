@@ -31,7 +31,7 @@ SIM_PARAMS = [
     Param('field_extent', list(DEFAULT_EXTENT), 'rectangle [xmin, xmax, ymin, ymax] (m, map frame) the '
           'field is mapped onto (built-in and .npz fields) or gridded over (.csv)', range=(-1e7, 1e7),
           length=4, read_only=True),
-    Param('sim_rate', 20.0, 'simulation steps per simulated second (Hz); one wheel-odometry message and '
+    Param('sim_rate', 10.0, 'simulation steps per simulated second (Hz); one wheel-odometry message and '
           'one control cycle per step', range=(1.0, 1000.0), read_only=True),
     Param('initial_x', 100.0, 'true initial x of the rover (m, map frame)', range=(-1e7, 1e7),
           read_only=True),
