@@ -49,7 +49,7 @@ EXPLORER_PARAMS = [
     Param('frame_id', 'map', 'world-fixed frame of poses and goals (a map-frame estimate with absolute '
           'corrections: an odom-frame covariance grows without bound)', read_only=True),
     Param('method', 'ugp_ucb', 'BO method (registry name)', choices=('ugp_ucb',)),
-    Param('execution_noise_std', [2.0, 2.0],
+    Param('execution_noise_std', [0.75, 0.75],
           'std of the execution-noise model P̂_x = N(x, diag(std²)) along x and y, m', range=(0.0, 1000.0),
           length=2),
     Param('beta', 3.0, 'UCB exploration weight β (μ + β σ), dimensionless', range=(0.0, 100.0)),

@@ -114,11 +114,14 @@ def _median(values: list[float]) -> float | None:
 
 
 def plot_run(run_dir: str | Path, field: Field, execution_cov: np.ndarray, *,
-             title: str = '', grid_points: int = 60) -> Path:
+             title: str = '', grid_points: int = 60, ellipse_scale: float | None = None) -> Path:
     """Draw the run: field + trajectory + targets + 2σ location ellipses + recommendation; GP mean of the
     robust objective; regret per measurement. Writes ``run_dir/run.png``.
 
-    The GP panel refits the run's planner from its journal (the same model the explorer used).
+    The GP panel refits the run's planner from its journal (the same model the explorer used). Location
+    ellipses of a few decimetres are invisible on a field of hundreds of metres, so they are magnified by
+    ``ellipse_scale`` (default: so that the median ellipse is about 5 % of the field width; the legend says by
+    how much).
     """
     import matplotlib
     matplotlib.use('Agg')
@@ -136,22 +139,27 @@ def plot_run(run_dir: str | Path, field: Field, execution_cov: np.ndarray, *,
     locs = [location_from_record(r['location']) for r in obs]
     traj = read_trajectory(run_dir / 'trajectory.csv')
 
-    fig, axes = plt.subplots(1, 3, figsize=(17, 5.4), gridspec_kw={'width_ratios': [1, 1, 0.8]})
+    fig, axes = plt.subplots(1, 3, figsize=(17, 6.0), gridspec_kw={'width_ratios': [1, 1, 0.8]})
     ax = axes[0]
     im = ax.imshow(z, origin='lower', extent=(xmin, xmax, ymin, ymax), cmap='terrain', aspect='equal')
     fig.colorbar(im, ax=ax, shrink=0.8, label='field f')
     if traj is not None:
         ax.plot(traj[:, 1], traj[:, 2], '-', color='k', lw=0.8, alpha=0.7, label='true trajectory')
     if len(targets):
+        if ellipse_scale is None:
+            sd = np.median([np.sqrt(max(float(np.linalg.eigvalsh(loc.covariance[0].numpy()).max()), 0.0))
+                            for loc in locs])
+            ellipse_scale = max(1.0, round(0.05 * (xmax - xmin) / (2 * 2 * sd))) if sd > 0 else 1.0
         ax.scatter(targets[:, 0], targets[:, 1], marker='x', color='crimson', s=30, label='targets', zorder=4)
         for i, (t, loc) in enumerate(zip(targets, locs)):
             ax.annotate(str(i + 1), t, textcoords='offset points', xytext=(3, 3), fontsize=7, color='crimson')
             mean, cov = loc.mean[0].numpy(), loc.covariance[0].numpy()
             evals, evecs = np.linalg.eigh(cov)
             angle = math.degrees(math.atan2(evecs[1, 1], evecs[0, 1]))
-            w, h = 2 * 2 * np.sqrt(np.maximum(evals[::-1], 0))  # 2σ ellipse
-            ax.add_patch(Ellipse(mean, max(w, 0.5), max(h, 0.5), angle=angle, fill=False, color='blue', lw=0.8))
-        ax.plot([], [], color='blue', lw=0.8, label='location 2σ (EKF)')
+            w, h = ellipse_scale * 2 * 2 * np.sqrt(np.maximum(evals[::-1], 0))  # 2σ ellipse, magnified
+            ax.add_patch(Ellipse(mean, w, h, angle=angle, fill=False, color='blue', lw=0.9))
+        scale_txt = f' ×{ellipse_scale:g}' if ellipse_scale != 1 else ''
+        ax.plot([], [], color='blue', lw=0.9, label=f'location 2σ{scale_txt} (EKF)')
     if summary and summary.get('recommended_target'):
         r = summary['recommended_target']
         ax.scatter([r[0]], [r[1]], marker='*', s=260, color='gold', edgecolor='k', label='recommendation',
@@ -160,7 +168,7 @@ def plot_run(run_dir: str | Path, field: Field, execution_cov: np.ndarray, *,
         ax.scatter([o[0]], [o[1]], marker='P', s=120, color='white', edgecolor='k', label='robust optimum g*',
                    zorder=5)
     ax.set(xlim=(xmin, xmax), ylim=(ymin, ymax), xlabel='x (m)', ylabel='y (m)', title='field, path, samples')
-    ax.legend(loc='lower left', fontsize=7, framealpha=0.8)
+    ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.13), ncol=3, fontsize=7, frameon=False)
 
     ax = axes[1]
     if len(obs) >= 2:
