@@ -1,0 +1,191 @@
+"""Simulated exploration graph: a simulated rover explores a field while the explorer chooses targets.
+
+Starts the four nodes of the package's simulation (DESIGN.md, "ROS 2 contract")::
+
+    sim_rover     owns /clock; wheel/odometry, position_fix, ground_truth, reading  <- cmd_vel
+    ekf           wheel/odometry + position_fix -> odometry/filtered (map frame, 6x6 covariance)
+    pure_pursuit  plan / goal_pose + odometry/filtered -> cmd_vel
+    explorer      odometry/filtered + reading -> goal_pose, plan   (uGP-UCB; journal.jsonl in run_dir)
+
+and optionally rviz2. Parameters come from the installed ``config/sim.yaml`` and
+``config/explorer.yaml``, then ``params_file`` (if given), then the launch arguments below. The explorer's
+``search_bounds`` follow sim_rover's ``field_extent`` (as in ``uncertain-bo demo``) unless ``params_file``
+sets the explorer's ``search_bounds`` itself.
+
+When the explorer exits (after its last measurement with ``exit_when_done:=true``, or on an error) the
+whole launch shuts down, so ``ros2 launch`` ends with the exploration.
+
+Usage::
+
+    ros2 launch uncertain_bo sim.launch.py
+    ros2 launch uncertain_bo sim.launch.py measurements:=10 seed:=3 run_dir:=/tmp/run1
+    ros2 launch uncertain_bo sim.launch.py params_file:=/path/my_noise.yaml rviz:=true
+    ros2 launch uncertain_bo sim.launch.py --show-args
+
+Without ``ros2 launch`` (launch/launch_ros are not on PyPI) the same graph, from the same YAML files, runs
+in one process with ``uncertain-bo demo [--field F] [--seed S] [--measurements N] [--params FILE]
+[--out DIR]``, which also writes ``summary.json`` and ``run.png``; for a run folder written by this launch
+file use ``uncertain-bo report RUN_DIR`` to get them.
+"""
+import os
+
+import yaml
+from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import (DeclareLaunchArgument, EmitEvent, LogInfo, OpaqueFunction,
+                            RegisterEventHandler)
+from launch.conditions import IfCondition
+from launch.event_handlers import OnProcessExit
+from launch.events import Shutdown
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+PACKAGE = 'uncertain_bo'
+
+#: (name, default, description) of every launch argument, in ``--show-args`` order.
+ARGUMENTS = [
+    ('params_file', '',
+     'extra ROS 2 parameter YAML applied after the shipped config/sim.yaml and config/explorer.yaml '
+     '(sections sim_rover, ekf, pure_pursuit, explorer); empty = none'),
+    ('field', '',
+     "ground-truth field of sim_rover: 'jacksboro' (real USGS elevation) or a path to a .npz grid / .csv "
+     'of x,y,value; empty = as in the parameter files (shipped: jacksboro)'),
+    ('seed', '', 'seed of the simulation noise and of the explorer (integer); empty = as in the parameter '
+     'files (shipped: 0)'),
+    ('measurements', '', "the explorer's max_measurements (integer >= 1); empty = as in the parameter files "
+     '(shipped: 30)'),
+    ('run_dir', '', 'output folder of the explorer (journal.jsonl, explorer_result.json); an existing '
+     'journal there is resumed; empty = as in the parameter files (shipped: runs/<date-time>)'),
+    ('use_sim_time', 'true', 'ekf, pure_pursuit, explorer (and rviz2) run on the /clock published by '
+     'sim_rover (sim_rover itself always runs on wall time)'),
+    ('exit_when_done', 'true', 'the explorer exits after its last measurement, which shuts the launch down'),
+    ('rviz', 'false', 'also start rviz2 (with config/explorer.rviz when installed)'),
+]
+
+
+def share_directory():
+    """Installed share directory of the package, else the source tree this file lies in."""
+    try:
+        return get_package_share_directory(PACKAGE)
+    except (PackageNotFoundError, LookupError, ValueError, OSError):  # OSError: no AMENT_PREFIX_PATH
+        source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        if os.path.isfile(os.path.join(source, 'config', 'sim.yaml')):
+            return source
+        raise
+
+
+def flag(value, name):
+    """A launch-argument boolean ('true'/'false'/'1'/'0', any case)."""
+    v = str(value).strip().lower()
+    if v in ('true', '1', 'yes', 'on'):
+        return True
+    if v in ('false', '0', 'no', 'off'):
+        return False
+    raise RuntimeError(f"launch argument {name}:={value!r} is not a boolean (true or false)")
+
+
+def integer(value, name, low):
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        n = None
+    if n is None or n < low:
+        raise RuntimeError(f'launch argument {name}:={value!r} must be an integer >= {low}')
+    return n
+
+
+def file_section(path, node):
+    """``ros__parameters`` of ``node`` in a ROS 2 parameter file: the ``/**`` section, then ``node`` or
+    ``/node`` (later keys override earlier ones, as rcl applies them)."""
+    with open(path) as f:
+        data = yaml.safe_load(f) or {}
+    out = {}
+    for key in ('/**', node, '/' + node):
+        section = data.get(key)
+        if isinstance(section, dict):
+            out.update(section.get('ros__parameters') or {})
+    return out
+
+
+def graph_parameters(args, share):
+    """Parameter lists of the four nodes for launch-argument values ``args`` (name -> string).
+
+    Returns:
+        dict node name -> list for ``Node(parameters=...)``: the shipped files, ``params_file`` if given,
+        then one dict of overrides from the launch arguments (applied last).
+
+    Raises:
+        RuntimeError: a launch argument is invalid or ``params_file`` does not exist.
+    """
+    files = [os.path.join(share, 'config', 'sim.yaml'), os.path.join(share, 'config', 'explorer.yaml')]
+    user_file = args.get('params_file', '').strip()
+    if user_file:
+        user_file = os.path.abspath(os.path.expanduser(user_file))
+        if not os.path.isfile(user_file):
+            raise RuntimeError(f'launch argument params_file:={user_file!r}: no such file')
+        files.append(user_file)
+    sim_time = flag(args.get('use_sim_time', 'true'), 'use_sim_time')
+    over = {'sim_rover': {'use_sim_time': False}, 'ekf': {'use_sim_time': sim_time},
+            'pure_pursuit': {'use_sim_time': sim_time},
+            'explorer': {'use_sim_time': sim_time,
+                         'exit_when_done': flag(args.get('exit_when_done', 'true'), 'exit_when_done')}}
+    if args.get('field', '').strip():
+        over['sim_rover']['field'] = args['field'].strip()
+    if args.get('seed', '').strip():
+        over['sim_rover']['seed'] = over['explorer']['seed'] = integer(args['seed'], 'seed', 0)
+    if args.get('measurements', '').strip():
+        over['explorer']['max_measurements'] = integer(args['measurements'], 'measurements', 1)
+    if args.get('run_dir', '').strip():
+        over['explorer']['run_dir'] = os.path.abspath(os.path.expanduser(args['run_dir'].strip()))
+    # The explorer searches the simulated field, as in `uncertain-bo demo`, unless told otherwise.
+    extent = {}
+    for f in files:
+        extent.update(file_section(f, 'sim_rover'))
+    own_bounds = bool(user_file) and 'search_bounds' in file_section(user_file, 'explorer')
+    if 'field_extent' in extent and not own_bounds:
+        over['explorer']['search_bounds'] = [float(v) for v in extent['field_extent']]
+    return {node: [*files, over[node]] for node in ('sim_rover', 'ekf', 'pure_pursuit', 'explorer')}
+
+
+def launch_setup(context):
+    """Nodes of the graph, built once the launch-argument values are known."""
+    args = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
+    params = graph_parameters(args, share_directory())
+    sim_rover = Node(package='uncertain_bo', executable='sim_rover', name='sim_rover', output='screen',
+                     parameters=params['sim_rover'])
+    ekf = Node(package='uncertain_bo', executable='ekf', name='ekf', output='screen',
+               parameters=params['ekf'])
+    pure_pursuit = Node(package='uncertain_bo', executable='pure_pursuit', name='pure_pursuit',
+                        output='screen', parameters=params['pure_pursuit'])
+    explorer = Node(package='uncertain_bo', executable='explorer', name='explorer', output='screen',
+                    parameters=params['explorer'])
+
+    def on_explorer_exit(event, _context):
+        why = 'done' if event.returncode == 0 else f'exit code {event.returncode}'
+        return [LogInfo(msg=f'explorer exited ({why}): shutting the simulation down'),
+                EmitEvent(event=Shutdown(reason=f'explorer exited ({why})'))]
+
+    run_dir = params['explorer'][-1].get('run_dir')
+    return [
+        LogInfo(msg='uncertain_bo simulation: parameters from ' + ', '.join(params['explorer'][:-1])
+            + (f'; journal in {run_dir}' if run_dir else '')),
+        sim_rover, ekf, pure_pursuit, explorer,
+        RegisterEventHandler(OnProcessExit(target_action=explorer, on_exit=on_explorer_exit)),
+    ]
+
+
+def generate_launch_description():
+    rviz_config = os.path.join(share_directory(), 'config', 'explorer.rviz')
+    has_rviz_config = os.path.isfile(rviz_config)
+    return LaunchDescription([
+        *[DeclareLaunchArgument(name, default_value=default, description=description)
+          for name, default, description in ARGUMENTS],
+        LogInfo(msg=f'rviz2 configuration: {rviz_config}' if has_rviz_config else
+                f'{rviz_config} is not installed: rviz2 starts with its default configuration',
+                condition=IfCondition(LaunchConfiguration('rviz'))),
+        Node(package='rviz2', executable='rviz2', name='rviz2', output='screen',
+             arguments=['-d', rviz_config] if has_rviz_config else [],
+             parameters=[{'use_sim_time': LaunchConfiguration('use_sim_time')}],
+             condition=IfCondition(LaunchConfiguration('rviz'))),
+        OpaqueFunction(function=launch_setup),
+    ])
