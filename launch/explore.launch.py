@@ -1,0 +1,226 @@
+"""Exploration on a real rover: the explorer (and optionally our pure-pursuit follower) on its localisation.
+
+Starts::
+
+    explorer      <odom_topic> (nav_msgs/Odometry) or <pose_topic> (PoseWithCovarianceStamped)
+                  + <reading_topic>  ->  goal_pose (PoseStamped), plan (nav_msgs/Path)
+    pure_pursuit  plan / goal_pose + <odom_topic>  ->  <cmd_vel_topic>      (unless use_pure_pursuit:=false)
+
+Parameters come from the installed ``config/explorer.yaml`` and ``config/sim.yaml`` (only its
+``pure_pursuit`` section applies here; the simulation sections name other nodes), then ``params_file``
+(if given), then the launch arguments. Put your field's ``search_bounds``, ``execution_noise_std``,
+``reading_type`` and your rover's follower tuning (``desired_linear_vel``, ``lookahead_dist``, ...; the
+shipped values are the fast simulated rover's) in ``params_file``. Sections are keyed by the bare node
+names ``explorer:`` / ``pure_pursuit:``; with ``namespace:=NS`` they are re-keyed to ``/NS/explorer`` and
+``/NS/pure_pursuit`` (as nav2_common's ``RewrittenYaml(root_key=...)`` does), so the same files apply.
+
+When the explorer exits (after its last measurement with ``exit_when_done:=true``, or on an error) the
+launch shuts down, which also stops pure_pursuit.
+
+**The explorer needs a map-frame pose estimate with absolute corrections.** An odom-frame filter that
+fuses only wheel odometry / IMU reports a covariance that grows without bound, so every location
+distribution becomes uninformative. The explorer rejects poses whose ``header.frame_id`` differs from its
+``frame_id`` parameter (default ``map``); goals are published in that frame.
+
+With robot_localization
+    Fuse GNSS (navsat_transform_node -> ``odometry/gps``), UWB, or another absolute source in an EKF with
+    ``world_frame: map``. In the usual dual-EKF setup (dual_ekf_navsat_example) the map-frame filter's
+    output is remapped to ``odometry/global``::
+
+        ros2 launch uncertain_bo explore.launch.py odom_topic:=odometry/global \\
+            reading_topic:=/soil/temperature params_file:=$HOME/field.yaml run_dir:=$HOME/runs/field1
+
+    A single EKF with ``world_frame: map`` publishes ``odometry/filtered`` (the default odom_topic).
+    pure_pursuit follows the same estimate (map frame, like the goals) and publishes ``cmd_vel``
+    (``geometry_msgs/Twist``; ``stamped_cmd_vel: true`` in params_file for TwistStamped, e.g.
+    diff_drive_controller since Jazzy): ``cmd_vel_topic:=/diff_drive_controller/cmd_vel``.
+
+With Nav2
+    bt_navigator subscribes ``goal_pose`` (what RViz's "2D Goal Pose" publishes) and navigates to each
+    new goal, preempting the previous one, so do not start our follower::
+
+        ros2 launch uncertain_bo explore.launch.py use_pure_pursuit:=false \\
+            pose_source:=pose_with_covariance pose_topic:=/amcl_pose reading_topic:=/air_pressure
+
+    With ``use_pure_pursuit:=false`` the explorer's ``plan`` (a straight segment, for display) is remapped
+    to ``explorer/plan`` so it does not mix with the planner_server's ``plan``. Keep the explorer's
+    ``arrival_tolerance`` above Nav2's goal checker ``xy_goal_tolerance``. AMCL publishes ``amcl_pose``
+    only after the rover moved (``update_min_d``/``update_min_a``), so while the rover dwells no new pose
+    arrives: raise the explorer's ``max_pose_age`` (e.g. 30.0 s) or pair readings with a map-frame
+    robot_localization estimate (``pose_source:=odometry odom_topic:=...``) instead.
+
+In a Gazebo simulation add ``use_sim_time:=true``; to replay a bag use ``ros2 bag play BAG --clock`` and
+``use_sim_time:=true``. Launch arguments: ``ros2 launch uncertain_bo explore.launch.py --show-args``.
+"""
+import os
+import tempfile
+
+import yaml
+from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, EmitEvent, LogInfo, OpaqueFunction, RegisterEventHandler
+from launch.event_handlers import OnProcessExit
+from launch.events import Shutdown
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+PACKAGE = 'uncertain_bo'
+
+#: (name, default, description) of every launch argument, in ``--show-args`` order.
+ARGUMENTS = [
+    ('namespace', '', 'namespace of explorer and pure_pursuit (relative topic names resolve inside it)'),
+    ('params_file', '',
+     'extra ROS 2 parameter YAML applied after the shipped config/explorer.yaml and the pure_pursuit '
+     'section of config/sim.yaml (sections explorer, pure_pursuit); empty = none'),
+    ('use_sim_time', 'false', 'run on /clock (Gazebo, ros2 bag play --clock) instead of wall time'),
+    ('odom_topic', 'odometry/filtered',
+     'nav_msgs/Odometry pose estimate in the map frame (robot_localization: odometry/filtered or '
+     'odometry/global); used by pure_pursuit, and by the explorer with pose_source odometry'),
+    ('pose_source', '', "explorer pose input: 'odometry' (odom_topic) or 'pose_with_covariance' "
+     '(pose_topic); empty = as in the parameter files (shipped: odometry)'),
+    ('pose_topic', 'pose', 'geometry_msgs/PoseWithCovarianceStamped estimate for '
+     'pose_source:=pose_with_covariance, e.g. amcl_pose'),
+    ('reading_topic', 'reading', 'scalar sensor readings (message type: the explorer parameter '
+     'reading_type)'),
+    ('cmd_vel_topic', 'cmd_vel', 'velocity commands of pure_pursuit'),
+    ('use_pure_pursuit', 'true', 'start our pure_pursuit follower; false when Nav2 (bt_navigator on '
+     'goal_pose) drives the rover'),
+    ('run_dir', '', 'output folder of the explorer (journal.jsonl, explorer_result.json); an existing '
+     'journal there is resumed; empty = as in the parameter files (shipped: runs/<date-time>)'),
+    ('measurements', '', "the explorer's max_measurements (integer >= 1); empty = as in the parameter "
+     'files (shipped: 30)'),
+    ('exit_when_done', 'true', 'the explorer exits after its last measurement, which shuts the launch '
+     'down'),
+]
+
+NODES = ('explorer', 'pure_pursuit')
+
+
+def share_directory():
+    """Installed share directory of the package, else the source tree this file lies in."""
+    try:
+        return get_package_share_directory(PACKAGE)
+    except (PackageNotFoundError, LookupError, ValueError, OSError):  # OSError: no AMENT_PREFIX_PATH
+        source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        if os.path.isfile(os.path.join(source, 'config', 'explorer.yaml')):
+            return source
+        raise
+
+
+def flag(value, name):
+    """A launch-argument boolean ('true'/'false'/'1'/'0', any case)."""
+    v = str(value).strip().lower()
+    if v in ('true', '1', 'yes', 'on'):
+        return True
+    if v in ('false', '0', 'no', 'off'):
+        return False
+    raise RuntimeError(f"launch argument {name}:={value!r} is not a boolean (true or false)")
+
+
+def namespaced_file(path, namespace):
+    """``path`` with its ``explorer``/``pure_pursuit`` sections re-keyed to ``/<namespace>/<node>``.
+
+    rcl matches a section key against the node's fully qualified name, so a section ``explorer:`` does
+    not reach ``/rover1/explorer``. Other sections (``/**``, already qualified names, other nodes) are kept.
+    Returns ``path`` itself when there is no namespace or nothing to re-key.
+    """
+    ns = namespace.strip('/')
+    if not ns:
+        return path
+    with open(path) as f:
+        data = yaml.safe_load(f) or {}
+    out, changed = {}, False
+    for key, section in data.items():
+        bare = key.lstrip('/') if isinstance(key, str) else key
+        if bare in NODES:
+            out[f'/{ns}/{bare}'] = section
+            changed = True
+        else:
+            out[key] = section
+    if not changed:
+        return path
+    with tempfile.NamedTemporaryFile('w', prefix=f'{PACKAGE}_{os.path.basename(path)}_', suffix='.yaml',
+                                     delete=False) as f:
+        yaml.safe_dump(out, f, default_flow_style=None, sort_keys=False)
+        return f.name
+
+
+def node_configuration(args, share):
+    """Parameters and remappings of explorer and pure_pursuit for launch-argument values ``args``.
+
+    Returns:
+        dict node name -> ``{'parameters': [...], 'remappings': [...]}`` for ``Node(...)``: the shipped
+        files, ``params_file`` if given (namespaced if needed), then a dict of overrides (applied last).
+
+    Raises:
+        RuntimeError: a launch argument is invalid or ``params_file`` does not exist.
+    """
+    files = [os.path.join(share, 'config', 'explorer.yaml'), os.path.join(share, 'config', 'sim.yaml')]
+    user_file = args.get('params_file', '').strip()
+    if user_file:
+        user_file = os.path.abspath(os.path.expanduser(user_file))
+        if not os.path.isfile(user_file):
+            raise RuntimeError(f'launch argument params_file:={user_file!r}: no such file')
+        files.append(user_file)
+    files = [namespaced_file(f, args.get('namespace', '')) for f in files]
+    sim_time = flag(args.get('use_sim_time', 'false'), 'use_sim_time')
+    explorer = {'use_sim_time': sim_time,
+                'exit_when_done': flag(args.get('exit_when_done', 'true'), 'exit_when_done')}
+    source = args.get('pose_source', '').strip()
+    if source:
+        if source not in ('odometry', 'pose_with_covariance'):
+            raise RuntimeError(f"launch argument pose_source:={source!r} must be 'odometry' or "
+                               "'pose_with_covariance'")
+        explorer['pose_source'] = source
+    if args.get('run_dir', '').strip():
+        explorer['run_dir'] = os.path.abspath(os.path.expanduser(args['run_dir'].strip()))
+    if args.get('measurements', '').strip():
+        try:
+            n = int(args['measurements'])
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise RuntimeError(f"launch argument measurements:={args['measurements']!r} must be an "
+                               'integer >= 1')
+        explorer['max_measurements'] = n
+    odom = args.get('odom_topic', 'odometry/filtered')
+    with_follower = flag(args.get('use_pure_pursuit', 'true'), 'use_pure_pursuit')
+    explorer_remap = [('odometry/filtered', odom), ('pose', args.get('pose_topic', 'pose')),
+                      ('reading', args.get('reading_topic', 'reading'))]
+    if not with_follower:
+        explorer_remap.append(('plan', 'explorer/plan'))  # Nav2's planner_server publishes `plan`
+    return {
+        'explorer': {'parameters': [*files, explorer], 'remappings': explorer_remap},
+        'pure_pursuit': {'parameters': [*files, {'use_sim_time': sim_time}],
+                         'remappings': [('odometry/filtered', odom),
+                                        ('cmd_vel', args.get('cmd_vel_topic', 'cmd_vel'))]},
+    }
+
+
+def launch_setup(context):
+    """Nodes, built once the launch-argument values are known."""
+    args = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
+    conf = node_configuration(args, share_directory())
+    namespace = args['namespace'].strip()
+    explorer = Node(package='uncertain_bo', executable='explorer', name='explorer', namespace=namespace,
+                    output='screen', **conf['explorer'])
+    actions = [explorer]
+    if flag(args['use_pure_pursuit'], 'use_pure_pursuit'):
+        actions.append(Node(package='uncertain_bo', executable='pure_pursuit', name='pure_pursuit',
+                            namespace=namespace, output='screen', **conf['pure_pursuit']))
+
+    def on_explorer_exit(event, _context):
+        why = 'done' if event.returncode == 0 else f'exit code {event.returncode}'
+        return [LogInfo(msg=f'explorer exited ({why}): shutting down'),
+                EmitEvent(event=Shutdown(reason=f'explorer exited ({why})'))]
+
+    actions.append(RegisterEventHandler(OnProcessExit(target_action=explorer, on_exit=on_explorer_exit)))
+    return actions
+
+
+def generate_launch_description():
+    return LaunchDescription([
+        *[DeclareLaunchArgument(name, default_value=default, description=description)
+          for name, default, description in ARGUMENTS],
+        OpaqueFunction(function=launch_setup),
+    ])
