@@ -1,0 +1,306 @@
+"""The ROS 2 launch files launch/sim.launch.py and launch/explore.launch.py.
+
+Part 1 always runs (no ``launch`` import): the files are valid Python, declare the documented launch
+arguments, start only executables that setup.py installs and read only config files that exist.
+
+Part 2 needs ``launch``/``launch_ros`` (not on PyPI; present on a colcon/apt ROS 2 install) and skips with a
+reason where they are absent: it builds the LaunchDescription, runs the OpaqueFunction that creates the nodes
+and checks their parameters and remappings; with rclpy it also checks that a namespaced node reads the
+re-keyed parameter files.
+"""
+import ast
+import importlib.util
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+LAUNCH = ROOT / 'launch'
+CONFIG = ROOT / 'config'
+PACKAGE = 'uncertain_bo'
+
+#: file -> {argument: documented default}
+DOCUMENTED = {
+    'sim.launch.py': {'params_file': '', 'field': '', 'seed': '', 'measurements': '', 'run_dir': '',
+                      'use_sim_time': 'true', 'exit_when_done': 'true', 'rviz': 'false'},
+    'explore.launch.py': {'namespace': '', 'params_file': '', 'use_sim_time': 'false',
+                          'odom_topic': 'odometry/filtered', 'pose_source': '', 'pose_topic': 'pose',
+                          'reading_topic': 'reading', 'cmd_vel_topic': 'cmd_vel', 'use_pure_pursuit': 'true',
+                          'run_dir': '', 'measurements': '', 'exit_when_done': 'true'},
+}
+#: file -> executables of this package it starts
+EXECUTABLES = {'sim.launch.py': {'sim_rover', 'ekf', 'pure_pursuit', 'explorer'},
+               'explore.launch.py': {'explorer', 'pure_pursuit'}}
+
+
+def _tree(name):
+    return ast.parse((LAUNCH / name).read_text(), filename=name)
+
+
+def _arguments(tree):
+    """The module-level ``ARGUMENTS = [(name, default, description), ...]`` table."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, 'id', None) == 'ARGUMENTS' for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise AssertionError('no module-level ARGUMENTS table')
+
+
+def _calls(tree, func_name):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if name == func_name:
+                yield node
+
+
+def _keyword(call, name):
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def _console_scripts():
+    tree = ast.parse((ROOT / 'setup.py').read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values):
+                if isinstance(k, ast.Constant) and k.value == 'console_scripts':
+                    return {entry.split('=')[0].strip() for entry in ast.literal_eval(v)}
+    raise AssertionError('no console_scripts in setup.py')
+
+
+# ------------------------------------------------------------------ part 1: no launch needed
+@pytest.mark.parametrize('name', sorted(DOCUMENTED))
+def test_valid_python_with_generate_launch_description(name):
+    tree = _tree(name)
+    compile(tree, name, 'exec')
+    functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert 'generate_launch_description' in functions
+    assert ast.get_docstring(tree), f'{name}: no module docstring'
+
+
+def test_installed_by_setup_py():
+    # setup.py installs launch/*.launch.py into share/uncertain_bo/launch
+    assert "glob('launch/*.launch.py')" in (ROOT / 'setup.py').read_text()
+    assert {p.name for p in LAUNCH.glob('*.launch.py')} >= set(DOCUMENTED)
+
+
+@pytest.mark.parametrize('name', sorted(DOCUMENTED))
+def test_declares_the_documented_arguments(name):
+    tree = _tree(name)
+    table = _arguments(tree)
+    names = [row[0] for row in table]
+    assert len(names) == len(set(names)), f'{name}: duplicate launch argument'
+    assert {row[0]: row[1] for row in table} == DOCUMENTED[name]
+    for arg, default, description in table:
+        assert isinstance(default, str), f'{name}: {arg} default must be a string'
+        assert len(description) > 20, f'{name}: {arg} needs a description'
+        assert re.fullmatch(r'[a-z_]+', arg)
+    # the table is what is declared, and every argument is read back
+    assert list(_calls(tree, 'DeclareLaunchArgument')), f'{name}: no DeclareLaunchArgument'
+    assert 'LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS' in (LAUNCH / name).read_text()
+
+
+@pytest.mark.parametrize('name', sorted(DOCUMENTED))
+def test_starts_only_installed_executables(name):
+    scripts = _console_scripts()
+    started = set()
+    for call in _calls(_tree(name), 'Node'):
+        package = ast.literal_eval(_keyword(call, 'package'))
+        executable = ast.literal_eval(_keyword(call, 'executable'))
+        if package == PACKAGE:
+            assert executable in scripts, f'{name}: {executable!r} is not a console_script of setup.py'
+            started.add(executable)
+        else:
+            assert (package, executable) == ('rviz2', 'rviz2'), f'{name}: unexpected node {package}/{executable}'
+    assert started == EXECUTABLES[name]
+
+
+@pytest.mark.parametrize('name', sorted(DOCUMENTED))
+def test_reads_only_existing_config_files(name):
+    text = (LAUNCH / name).read_text()
+    referenced = set()
+    for node in ast.walk(_tree(name)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                re.fullmatch(r'[\w.-]+\.(yaml|rviz)', node.value):
+            referenced.add(node.value)
+    assert {'sim.yaml', 'explorer.yaml'} <= referenced
+    for f in referenced:
+        if f.endswith('.yaml'):
+            assert (CONFIG / f).is_file(), f'{name} reads config/{f}, which does not exist'
+        else:   # an optional RViz configuration: used only when installed
+            assert (CONFIG / f).is_file() or 'os.path.isfile(rviz_config)' in text
+
+
+def test_docstrings_name_the_alternatives():
+    sim = ast.get_docstring(_tree('sim.launch.py'))
+    assert 'uncertain-bo demo' in sim and 'exit_when_done' in sim
+    explore = ast.get_docstring(_tree('explore.launch.py'))
+    for needle in ('robot_localization', 'Nav2', 'goal_pose', 'use_pure_pursuit:=false', 'map'):
+        assert needle in explore
+
+
+# ------------------------------------------------------------------ part 2: with launch / launch_ros
+@pytest.fixture(scope='module')
+def launch_api():
+    # launch_ros imports the real `launch` (the repo's launch/ folder alone would import as a namespace package)
+    pytest.importorskip('launch_ros', reason='ROS 2 `launch_ros` is not importable (not on PyPI; comes with a '
+                        'colcon/apt ROS 2 install): launch description tests skipped')
+    import launch
+    import launch_ros
+    return launch, launch_ros
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name.replace('.', '_'), LAUNCH / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run_opaque(module, overrides=None):
+    """Declare the arguments (defaults + overrides) and run the node-creating OpaqueFunction."""
+    from launch import LaunchContext
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
+
+    ld = module.generate_launch_description()
+    context = LaunchContext()
+    context.launch_configurations.update(overrides or {})
+    opaque = []
+    for entity in ld.entities:
+        if isinstance(entity, DeclareLaunchArgument):
+            entity.execute(context)
+        elif isinstance(entity, OpaqueFunction):
+            opaque.append(entity)
+    assert len(opaque) == 1
+    return ld, opaque[0].execute(context)
+
+
+def _nodes(actions):
+    from launch_ros.actions import Node
+    return {a.node_executable: a for a in actions if isinstance(a, Node)}
+
+
+@pytest.mark.parametrize('name', sorted(DOCUMENTED))
+def test_launch_description_arguments(launch_api, name):
+    ld = _load(name).generate_launch_description()
+    declared = {a.name: ''.join(s.perform(None) for s in a.default_value) for a in ld.get_launch_arguments()}
+    assert declared == DOCUMENTED[name]
+
+
+def test_sim_launch_nodes_and_shutdown_handler(launch_api):
+    from launch.actions import RegisterEventHandler
+    from launch_ros.actions import Node
+
+    module = _load('sim.launch.py')
+    ld, actions = _run_opaque(module, {'measurements': '3'})
+    nodes = _nodes(actions)
+    assert set(nodes) == EXECUTABLES['sim.launch.py']
+    assert all(n.node_package == PACKAGE for n in nodes.values())
+    assert any(isinstance(a, RegisterEventHandler) for a in actions), 'no shutdown on explorer exit'
+    rviz = [e for e in ld.entities if isinstance(e, Node) and e.node_executable == 'rviz2']
+    assert len(rviz) == 1 and rviz[0].condition is not None
+
+
+def test_sim_launch_parameters(launch_api, tmp_path):
+    module = _load('sim.launch.py')
+    files = [str(CONFIG / 'sim.yaml'), str(CONFIG / 'explorer.yaml')]
+    default = module.graph_parameters({name: d for name, d, _ in module.ARGUMENTS}, str(ROOT))
+    for node in ('sim_rover', 'ekf', 'pure_pursuit', 'explorer'):
+        assert default[node][:-1] == files
+    assert default['sim_rover'][-1] == {'use_sim_time': False}
+    assert default['ekf'][-1] == default['pure_pursuit'][-1] == {'use_sim_time': True}
+    extent = yaml.safe_load((CONFIG / 'sim.yaml').read_text())['sim_rover']['ros__parameters']['field_extent']
+    assert default['explorer'][-1] == {'use_sim_time': True, 'exit_when_done': True, 'search_bounds': extent}
+
+    user = tmp_path / 'mine.yaml'
+    user.write_text('sim_rover:\n  ros__parameters:\n    field_extent: [0.0, 50.0, 0.0, 60.0]\n')
+    args = {'params_file': str(user), 'field': 'my.csv', 'seed': '7', 'measurements': '3',
+            'run_dir': 'rel/run', 'use_sim_time': 'false', 'exit_when_done': 'False'}
+    p = module.graph_parameters(args, str(ROOT))
+    assert p['explorer'][:-1] == [*files, str(user)]
+    assert p['sim_rover'][-1] == {'use_sim_time': False, 'field': 'my.csv', 'seed': 7}
+    assert p['ekf'][-1] == {'use_sim_time': False}
+    assert p['explorer'][-1] == {'use_sim_time': False, 'exit_when_done': False, 'seed': 7, 'max_measurements': 3,
+                                 'run_dir': os.path.abspath('rel/run'), 'search_bounds': [0.0, 50.0, 0.0, 60.0]}
+    # the user's own explorer search_bounds win over the field extent
+    user.write_text('explorer:\n  ros__parameters:\n    search_bounds: [10.0, 20.0, 10.0, 20.0]\n')
+    assert 'search_bounds' not in module.graph_parameters({'params_file': str(user)}, str(ROOT))['explorer'][-1]
+
+    for bad in ({'params_file': str(tmp_path / 'missing.yaml')}, {'measurements': '0'}, {'seed': 'x'},
+                {'use_sim_time': 'maybe'}):
+        with pytest.raises(RuntimeError, match=next(iter(bad))):
+            module.graph_parameters(bad, str(ROOT))
+
+
+def test_explore_launch_nodes_and_remappings(launch_api):
+    from launch.actions import RegisterEventHandler
+
+    module = _load('explore.launch.py')
+    _, actions = _run_opaque(module, {'odom_topic': 'odometry/global', 'reading_topic': '/soil/temperature',
+                                      'cmd_vel_topic': '/diff_drive_controller/cmd_vel'})
+    assert set(_nodes(actions)) == {'explorer', 'pure_pursuit'}
+    assert any(isinstance(a, RegisterEventHandler) for a in actions)
+
+    conf = module.node_configuration({'odom_topic': 'odometry/global', 'pose_topic': 'amcl_pose',
+                                      'reading_topic': '/soil/temperature', 'cmd_vel_topic': 'cmd_vel_nav',
+                                      'pose_source': 'pose_with_covariance', 'measurements': '4'}, str(ROOT))
+    assert conf['explorer']['parameters'][:-1] == [str(CONFIG / 'explorer.yaml'), str(CONFIG / 'sim.yaml')]
+    assert conf['explorer']['parameters'][-1] == {'use_sim_time': False, 'exit_when_done': True,
+                                                  'pose_source': 'pose_with_covariance', 'max_measurements': 4}
+    assert dict(conf['explorer']['remappings']) == {'odometry/filtered': 'odometry/global', 'pose': 'amcl_pose',
+                                                    'reading': '/soil/temperature'}
+    assert dict(conf['pure_pursuit']['remappings']) == {'odometry/filtered': 'odometry/global',
+                                                        'cmd_vel': 'cmd_vel_nav'}
+    assert conf['pure_pursuit']['parameters'][-1] == {'use_sim_time': False}
+    with pytest.raises(RuntimeError, match='pose_source'):
+        module.node_configuration({'pose_source': 'amcl'}, str(ROOT))
+
+
+def test_explore_launch_with_nav2(launch_api):
+    module = _load('explore.launch.py')
+    _, actions = _run_opaque(module, {'use_pure_pursuit': 'false'})
+    assert set(_nodes(actions)) == {'explorer'}
+    conf = module.node_configuration({'use_pure_pursuit': 'false'}, str(ROOT))
+    assert ('plan', 'explorer/plan') in conf['explorer']['remappings']   # not Nav2's `plan`
+
+
+def test_explore_launch_namespace_rekeys_parameter_files(launch_api, tmp_path):
+    module = _load('explore.launch.py')
+    user = tmp_path / 'mine.yaml'
+    user.write_text('explorer:\n  ros__parameters:\n    dwell_time: 1.5\n'
+                    '/**:\n  ros__parameters:\n    use_sim_time: false\n')
+    conf = module.node_configuration({'namespace': '/rover1', 'params_file': str(user)}, str(ROOT))
+    files = conf['explorer']['parameters'][:-1]
+    assert len(files) == 3 and conf['pure_pursuit']['parameters'][:-1] == files
+    shipped_explorer, shipped_sim, mine = (yaml.safe_load(Path(f).read_text()) for f in files)
+    assert set(shipped_explorer) == {'/rover1/explorer'}
+    assert set(shipped_sim) == {'sim_rover', 'ekf', '/rover1/pure_pursuit'}
+    assert mine == {'/rover1/explorer': {'ros__parameters': {'dwell_time': 1.5}},
+                    '/**': {'ros__parameters': {'use_sim_time': False}}}
+    # without a namespace the files are used as they are
+    plain = module.node_configuration({'params_file': str(user)}, str(ROOT))['explorer']['parameters'][:-1]
+    assert plain == [str(CONFIG / 'explorer.yaml'), str(CONFIG / 'sim.yaml'), str(user)]
+
+    # rcl applies the re-keyed sections to the namespaced node (a bare `explorer:` key would not reach it)
+    rclpy = pytest.importorskip('rclpy')
+    from rclpy.node import Node
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        for path, expected in ((files[0], True), (str(CONFIG / 'explorer.yaml'), False)):
+            node = Node('explorer', namespace='rover1', context=context,
+                        cli_args=['--ros-args', '--params-file', path],
+                        automatically_declare_parameters_from_overrides=True)
+            try:
+                assert node.has_parameter('max_measurements') is expected
+            finally:
+                node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
