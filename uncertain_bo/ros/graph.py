@@ -95,7 +95,8 @@ def load_graph_parameters(extra_files: list[Path] | None = None,
         values = {**node_parameters(files, name), **(overrides or {}).get(name, {})}
         values['use_sim_time'] = sim_time
         out[name] = validate(specs, values)
-    return out
+    from ..sim.mission import search_whole_field
+    return search_whole_field(out)
 
 
 def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, *,
@@ -127,7 +128,6 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
     run_dir = Path(run_dir)
     params = load_graph_parameters(extra_files, overrides)
     sim = params['sim_rover']
-    params['explorer']['search_bounds'] = list(sim['field_extent'])
     params['explorer']['run_dir'] = str(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / 'parameters.json').write_text(json.dumps(params, indent=2))

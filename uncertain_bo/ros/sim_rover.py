@@ -50,7 +50,7 @@ __all__ = ['SIM_ROVER_PARAMS', 'SIM_ROVER_NODE_PARAMS', 'SimRoverNode', 'main']
 SIM_ROVER_NODE_PARAMS = [
     Param('real_time_factor', 0.0, 'simulated seconds per wall second; 0 = lockstep with the control loop '
           'as fast as the machine allows (dimensionless)', range=(0.0, 1000.0)),
-    Param('lockstep_timeout', 0.2, 'in lockstep, step anyway when no cmd_vel arrived within this many wall '
+    Param('lockstep_timeout', 1.0, 'in lockstep, step anyway when no cmd_vel arrived within this many wall '
           'seconds after publishing a step (s)', range=(0.001, 60.0)),
     Param('cmd_vel_timeout', 0.5, 'a velocity command older than this many simulated seconds is replaced '
           'by zero (rover stops) (s)', range=(0.0, 1e6)),

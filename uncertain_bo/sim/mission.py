@@ -28,7 +28,7 @@ from .field import Field
 from .pure_pursuit import PURE_PURSUIT_PARAMS, PurePursuit
 from .world import WORLD_PARAMS, SimWorld
 
-__all__ = ['Mission', 'MissionResult', 'mission_parameters']
+__all__ = ['Mission', 'MissionResult', 'mission_parameters', 'search_whole_field']
 
 
 def mission_parameters(overrides: dict[str, dict[str, Any]] | None = None,
@@ -50,7 +50,13 @@ def mission_parameters(overrides: dict[str, dict[str, Any]] | None = None,
         values = {k: v for k, v in node_parameters(paths, node).items() if k in names}
         values.update((overrides or {}).get(node, {}))
         out[node] = validate(spec, values)
-    return out
+    return search_whole_field(out)
+
+
+def search_whole_field(params: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """In simulation the explorer searches the simulated field: ``search_bounds`` := ``field_extent``."""
+    params['explorer']['search_bounds'] = list(params['sim_rover']['field_extent'])
+    return params
 
 
 @dataclass
