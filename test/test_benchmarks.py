@@ -157,20 +157,22 @@ def _read_csv(path):
         return list(csv.DictReader(fh))
 
 
-@pytest.mark.parametrize('problem,iterations,extra', [
-    ('rkhs2d', 6, ['--mismatch', '1,2', '--n-jobs', '2', '--n-initial', '3']),
-    ('michalewicz4d', 12, ['--n-jobs', '1', '--raw-samples', '128', '--refit-every', '5']),
+@pytest.mark.parametrize('problem,methods,iterations,extra', [
+    ('rkhs2d', 'ugp_ucb,igp_ucb,uei', 6, ['--mismatch', '1,2', '--n-jobs', '2', '--n-initial', '3']),
+    ('michalewicz4d', 'ugp_ucb,igp_ucb,uei', 12, ['--n-jobs', '1', '--raw-samples', '128', '--refit-every', '5']),
+    ('rover', 'ugp_ucb,uei', 6, ['--n-jobs', '2', '--raw-samples', '128']),  # simulated missions: 2 methods
 ])
-def test_bench_and_plot_commands_smoke(problem, iterations, extra, tmp_path, capsys):
+def test_bench_and_plot_commands_smoke(problem, methods, iterations, extra, tmp_path, capsys):
     out = tmp_path / problem
-    args = ['bench', '--problem', problem, '--method', 'ugp_ucb,igp_ucb,uei', '--seeds', '2',
+    args = ['bench', '--problem', problem, '--method', methods, '--seeds', '2',
             '--iterations', str(iterations), '--out', str(out)] + extra
     assert bench_cli(args) == 0
+    n_methods = len(methods.split(','))
     n_configs = 2 if '--mismatch' in extra else 1
     runs = sorted((out / 'runs').glob('*.json'))
-    assert len(runs) == 3 * 2 * n_configs
+    assert len(runs) == n_methods * 2 * n_configs
     rows = _read_csv(out / 'records.csv')
-    assert len(rows) == 3 * 2 * n_configs * iterations
+    assert len(rows) == n_methods * 2 * n_configs * iterations
     inst = get_problem(problem).instance(0)
     g_star = inst.optimum[1]
     d = inst.dim
@@ -182,13 +184,13 @@ def test_bench_and_plot_commands_smoke(problem, iterations, extra, tmp_path, cap
             assert float(inst.robust_value(target)[0]) == pytest.approx(g, abs=1e-9)
             assert regret == pytest.approx(g_star - g, abs=1e-9)
     summary = json.loads((out / 'summary.json').read_text())
-    assert len(summary['groups']) == 3 * n_configs and summary['command']['problem'] == problem
+    assert len(summary['groups']) == n_methods * n_configs and summary['command']['problem'] == problem
     assert all(g['n_runs'] == 2 and math.isfinite(g['mean_regret_mean']) for g in summary['groups'])
-    assert len(_read_csv(out / 'summary.csv')) == 3 * n_configs
+    assert len(_read_csv(out / 'summary.csv')) == n_methods * n_configs
     # a second invocation reuses the finished runs
     capsys.readouterr()
     assert bench_cli(args) == 0
-    assert f'reusing {3 * 2 * n_configs} finished run(s)' in capsys.readouterr().err
+    assert f'reusing {n_methods * 2 * n_configs} finished run(s)' in capsys.readouterr().err
     assert bench_cli(['plot', str(out)]) == 0
     pngs = {p.name for p in out.glob('*.png')}
     assert {f'{problem}_mean_regret.png', f'{problem}_recommendation_regret.png'} <= pngs

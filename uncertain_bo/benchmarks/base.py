@@ -25,6 +25,7 @@ from torch import Tensor
 from ..acquisition import Method
 from ..distributions import DTYPE, Gaussian, LocationDistributions
 from ..optim import OptimizerSettings
+from ..planner import Planner
 
 __all__ = ['BenchSettings', 'Measurement', 'World', 'GaussianInputWorld', 'Instance', 'Problem',
            'PROBLEMS', 'register_problem', 'get_problem', 'theory_noise_source']
@@ -163,6 +164,39 @@ class Instance(ABC):
         """JSON-able facts about the instance (recorded with each run)."""
         x, g = self.optimum
         return {'optimum': x.tolist(), 'optimum_value': g}
+
+    def drive(self, method: Method, settings: BenchSettings, seed: int, iterations: int,
+              record: Callable[..., None]) -> Planner:
+        """Run the measurement loop and report every stored measurement.
+
+        The default loop is the ask/tell cycle ``suggest -> world.measure -> observe -> recommend`` on a
+        :class:`~uncertain_bo.planner.Planner` configured by :meth:`planner_config`. Instances whose world
+        drives the planner itself (a simulated mission with its own measurement cycle) override this.
+
+        Args:
+            method: the method.
+            settings: the run's settings (β resolved).
+            seed: the run's seed (planner seed and world stream).
+            iterations: number of measurements.
+            record: called after each stored measurement as
+                ``record(planner, target, measurement, decision, recommendation)``.
+
+        Returns:
+            The planner after the run.
+        """
+        world = self.world(seed)
+        planner = Planner(self.bounds, method=method.name, seed=seed, start=world.start,
+                          **self.planner_config(method, settings))
+        try:
+            for _ in range(iterations):
+                target = planner.suggest()
+                decision = planner.decisions[-1]
+                m = world.measure(target)
+                planner.observe(target, m.location, m.y)
+                record(planner, target, m, decision, planner.recommend())
+        finally:
+            world.close()
+        return planner
 
 
 class Problem(ABC):

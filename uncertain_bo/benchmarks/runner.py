@@ -26,7 +26,6 @@ from typing import Any, Iterable, Sequence, TextIO
 import torch
 
 from ..acquisition import get_method
-from ..planner import Planner
 from .base import BenchSettings, Problem, get_problem
 
 __all__ = ['RunSpec', 'run', 'run_many', 'write_tables', 'load_runs', 'RECORD_FIELDS']
@@ -100,33 +99,27 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
     meth = get_method(method)
     inst = prob.instance(seed)
     x_star, g_star = inst.optimum
-    world = inst.world(seed)
-    cfg = inst.planner_config(meth, settings)
-    planner = Planner(inst.bounds, method=method, seed=seed, start=world.start, **cfg)
     records: list[dict[str, Any]] = []
     cum = 0.0
+
+    def record(planner, target, m, decision, rec) -> None:
+        nonlocal cum
+        t = len(records) + 1
+        g_t = float(inst.robust_value(target.reshape(1, -1))[0])
+        g_rec = float(inst.robust_value(rec.target.reshape(1, -1))[0])
+        regret = g_star - g_t
+        cum += regret
+        records.append({
+            't': t, 'phase': decision.phase, 'target': _vec(target), 'executed': _vec(m.executed),
+            'location_mean': _vec(m.location.mean), 'y': m.y, 'robust_value': g_t, 'regret': regret,
+            'mean_regret': cum / t, 'rec_index': rec.index, 'rec_target': _vec(rec.target),
+            'rec_value': g_rec, 'rec_regret': g_star - g_rec, 'rec_predicted': rec.mean,
+            'seconds': decision.seconds, 'fit_seconds': decision.fit_seconds,
+            'beta_t': _num(decision.beta), 'acquisition_value': _num(decision.acquisition_value),
+            **m.extra})
+
     t_start = time.perf_counter()
-    try:
-        for t in range(1, iterations + 1):
-            target = planner.suggest()
-            decision = planner.decisions[-1]
-            m = world.measure(target)
-            planner.observe(target, m.location, m.y)
-            rec = planner.recommend()
-            g_t = float(inst.robust_value(target.reshape(1, -1))[0])
-            g_rec = float(inst.robust_value(rec.target.reshape(1, -1))[0])
-            regret = g_star - g_t
-            cum += regret
-            records.append({
-                't': t, 'phase': decision.phase, 'target': _vec(target), 'executed': _vec(m.executed),
-                'location_mean': _vec(m.location.mean), 'y': m.y, 'robust_value': g_t, 'regret': regret,
-                'mean_regret': cum / t, 'rec_index': rec.index, 'rec_target': _vec(rec.target),
-                'rec_value': g_rec, 'rec_regret': g_star - g_rec, 'rec_predicted': rec.mean,
-                'seconds': decision.seconds, 'fit_seconds': decision.fit_seconds,
-                'beta_t': _num(decision.beta), 'acquisition_value': _num(decision.acquisition_value),
-                **m.extra})
-    finally:
-        world.close()
+    planner = inst.drive(meth, settings, seed, iterations, record)
     spec = RunSpec(prob.name, method, seed, iterations, settings)
     last = records[-1] if records else {}
     acq = [r['seconds'] for r in records if r['phase'] == 'acquisition']
