@@ -148,8 +148,9 @@ def main(argv=None) -> int:
     print(f'uGP-UCB (uncertain_bo) iteration: median {m_ours:.4f} s  (min {min(t_ours):.4f}, max {max(t_ours):.4f})')
     print(f'BoTorch SingleTaskGP+UCB iteration: median {m_theirs:.4f} s  (min {min(t_theirs):.4f}, '
           f'max {max(t_theirs):.4f})')
+    verdict = 'PASS' if ratio <= RATIO_TARGET and m_ours <= ABSOLUTE_TARGET else 'MISS'
     print(f'ratio ours / BoTorch: {ratio:.2f}  (target <= {RATIO_TARGET}); absolute median {m_ours:.3f} s '
-          f'(target <= {ABSOLUTE_TARGET} s): {"PASS" if ratio <= RATIO_TARGET and m_ours <= ABSOLUTE_TARGET else "MISS"}')
+          f'(target <= {ABSOLUTE_TARGET} s): {verdict}')
     if args.json:
         with open(args.json, 'w') as fh:
             json.dump({'n': args.n, 'ours_s': t_ours, 'botorch_s': t_theirs, 'median_ours_s': m_ours,

@@ -168,7 +168,7 @@ def launch_setup(context):
     run_dir = params['explorer'][-1].get('run_dir')
     return [
         LogInfo(msg='uncertain_bo simulation: parameters from ' + ', '.join(params['explorer'][:-1])
-            + (f'; journal in {run_dir}' if run_dir else '')),
+                + (f'; journal in {run_dir}' if run_dir else '')),
         sim_rover, ekf, pure_pursuit, explorer,
         RegisterEventHandler(OnProcessExit(target_action=explorer, on_exit=on_explorer_exit)),
     ]

@@ -80,7 +80,7 @@ def test_pose_and_reading_in_goal_out(context, tmp_path):
     ex.add_node(probe.node)
     try:
         assert spin_until(ex, lambda: bool(probe.goals and probe.plans),
-                           every=lambda: probe.publish_pose([10.0, 10.0]))
+                          every=lambda: probe.publish_pose([10.0, 10.0]))
         goal = probe.goals[-1]
         target = np.array([goal.pose.position.x, goal.pose.position.y])
         assert goal.header.frame_id == 'map'
@@ -110,10 +110,10 @@ def test_malformed_poses_are_rejected_over_topics(context, tmp_path):
     ex.add_node(node)
     ex.add_node(probe.node)
     bad = [
-        dict(xy=[1.0, 1.0], cov=np.array([[np.nan, 0], [0, 1.0]])),
-        dict(xy=[1.0, 1.0], cov=np.array([[1.0, 3.0], [3.0, 1.0]])),
-        dict(xy=[1.0, 1.0], cov=np.array([[-1.0, 0], [0, 1.0]])),
-        dict(xy=[1.0, 1.0], frame='odom'),
+        {'xy': [1.0, 1.0], 'cov': np.array([[np.nan, 0], [0, 1.0]])},
+        {'xy': [1.0, 1.0], 'cov': np.array([[1.0, 3.0], [3.0, 1.0]])},
+        {'xy': [1.0, 1.0], 'cov': np.array([[-1.0, 0], [0, 1.0]])},
+        {'xy': [1.0, 1.0], 'frame': 'odom'},
     ]
     try:
         for b in bad:

@@ -29,7 +29,8 @@ def eq80_direct(p, q, ell):
             s = p.covariance[i] + q.covariance[j]
             diff = p.mean[i] - q.mean[j]
             quad = diff @ torch.linalg.inv(w + s) @ diff
-            out[i, j] = torch.exp(-0.5 * quad) / torch.sqrt(torch.linalg.det(torch.eye(len(ell)) + torch.linalg.inv(w) @ s))
+            det = torch.linalg.det(torch.eye(len(ell)) + torch.linalg.inv(w) @ s)
+            out[i, j] = torch.exp(-0.5 * quad) / torch.sqrt(det)
     return out
 
 

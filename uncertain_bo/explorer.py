@@ -322,4 +322,3 @@ class Explorer:
         n = self.rejected[key]
         if n <= 3 or n % 100 == 0:  # throttle floods of the same problem
             log.warning('%s rejected (%d so far): %s', what, n, reason)
-

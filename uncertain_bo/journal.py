@@ -197,4 +197,3 @@ def _csv_value(v: Any) -> Any:
     if isinstance(v, float) and not math.isfinite(v):
         return ''
     return v
-

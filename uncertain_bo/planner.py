@@ -350,4 +350,3 @@ class Planner:
 
 def _finite_or_none(v: float) -> float | None:
     return v if math.isfinite(v) else None
-

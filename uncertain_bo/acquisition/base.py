@@ -43,5 +43,3 @@ class TargetAcquisition(AcquisitionFunction):
     @abstractmethod
     def score(self, targets: Tensor) -> Tensor:
         """Scores of ``targets`` with shape ``(q, d)`` -> ``(q,)``."""
-
-

@@ -20,8 +20,6 @@ import math
 from typing import Any
 
 import numpy as np
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from geometry_msgs.msg import PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
@@ -30,6 +28,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from uncertain_bo.parameters import Param
 from uncertain_bo.ros import conversions as cv
 from uncertain_bo.ros.params import declare_parameters
+from uncertain_bo.ros.spin import run_node
 from uncertain_bo.sim.ekf import EKF_PARAMS, PlanarEKF
 
 __all__ = ['EKF_NODE_PARAMS', 'EKF_ALL_PARAMS', 'EkfNode', 'main']
@@ -142,18 +141,7 @@ class EkfNode(Node):
 
 def main(args=None) -> None:
     """Entry point ``ekf`` (``--ros-args --params-file config/sim.yaml``)."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = EkfNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    run_node(EkfNode, args)
 
 
 if __name__ == '__main__':

@@ -20,7 +20,6 @@ import math
 from pathlib import Path
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry, Path as PathMsg
 from rclpy.node import Node
@@ -34,6 +33,7 @@ from ..planner import Planner, Recommendation
 from .conversions import (READING_TYPES, make_path, make_pose_stamped, odometry_to_pose,
                           pose_with_covariance_to_pose, reading_from_msg)
 from .params import declare_parameters
+from .spin import run_node
 
 __all__ = ['ExplorerNode', 'EXPLORER_NODE_PARAMS', 'main']
 
@@ -161,17 +161,7 @@ class ExplorerNode(Node):
 
 
 def main(args=None) -> None:
-    """Entry point ``ros2 run uncertain_bo explorer``."""
+    """Entry point ``explorer`` (``--ros-args --params-file config/explorer.yaml``)."""
     from ..cli import _single_threaded_torch
     _single_threaded_torch()
-    rclpy.init(args=args)
-    node = ExplorerNode()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, SystemExit):
-        pass
-    finally:
-        node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-
+    run_node(ExplorerNode, args)

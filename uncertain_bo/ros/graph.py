@@ -286,4 +286,3 @@ def _recorder_node():
             return self.truth.at(t)
 
     return Recorder()
-

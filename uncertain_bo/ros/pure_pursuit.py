@@ -17,8 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from geometry_msgs.msg import PoseStamped, Twist, TwistStamped
 from nav_msgs.msg import Odometry, Path
 from rclpy.node import Node
@@ -27,6 +25,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from uncertain_bo.parameters import Param
 from uncertain_bo.ros import conversions as cv
 from uncertain_bo.ros.params import declare_parameters
+from uncertain_bo.ros.spin import run_node
 from uncertain_bo.sim.pure_pursuit import PURE_PURSUIT_PARAMS, PurePursuit
 
 __all__ = ['PURE_PURSUIT_NODE_PARAMS', 'PURE_PURSUIT_ALL_PARAMS', 'PurePursuitNode', 'main']
@@ -101,6 +100,9 @@ class PurePursuitNode(Node):
             self.get_logger().warning(f"plan in frame '{frame}' but the pose estimate is in "
                                       f"'{self._pose.frame_id}'; following it as if they were the same",
                                       throttle_duration_sec=10.0)
+        if (self.path is not None and not self.arrived and frame == self.frame_id
+                and np.allclose(pts[-1], self.path[-1], atol=1e-6)):
+            return  # the same goal again (e.g. as both plan and goal_pose): keep following it
         self.path, self.frame_id, self.arrived = pts, frame, False
         self.get_logger().info(f'new plan: {len(pts)} points to ({pts[-1, 0]:.2f}, {pts[-1, 1]:.2f})')
 
@@ -118,18 +120,7 @@ class PurePursuitNode(Node):
 
 def main(args=None) -> None:
     """Entry point ``pure_pursuit`` (``--ros-args --params-file config/sim.yaml``)."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = PurePursuitNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    run_node(PurePursuitNode, args)
 
 
 if __name__ == '__main__':

@@ -28,8 +28,6 @@ import time
 from typing import Any
 
 import numpy as np
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from geometry_msgs.msg import PoseWithCovarianceStamped, Twist, TwistStamped
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -42,6 +40,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from uncertain_bo.parameters import Param
 from uncertain_bo.ros import conversions as cv
 from uncertain_bo.ros.params import declare_parameters
+from uncertain_bo.ros.spin import run_node
 from uncertain_bo.sim.ekf import PlanarEKF
 from uncertain_bo.sim.world import WORLD_PARAMS, SimStep, SimWorld
 
@@ -220,18 +219,7 @@ class SimRoverNode(Node):
 
 def main(args=None) -> None:
     """Entry point ``sim_rover`` (``--ros-args --params-file config/sim.yaml``)."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = SimRoverNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+    run_node(SimRoverNode, args)
 
 
 if __name__ == '__main__':

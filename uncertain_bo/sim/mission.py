@@ -138,9 +138,9 @@ class Mission:
         self.field = self.world.field
         xmin, xmax, ymin, ymax = ex['search_bounds']
         noise = execution_noise or GaussianExecutionNoise.isotropic(ex['execution_noise_std'])
-        kwargs = dict(method=method or ex['method'], beta=ex['beta'], n_initial=ex['n_initial'],
-                      refit_every=ex['refit_every'], seed=ex['seed'],
-                      optimizer=OptimizerSettings(ex['num_restarts'], ex['raw_samples']), journal=journal)
+        kwargs = {'method': method or ex['method'], 'beta': ex['beta'], 'n_initial': ex['n_initial'],
+                  'refit_every': ex['refit_every'], 'seed': ex['seed'],
+                  'optimizer': OptimizerSettings(ex['num_restarts'], ex['raw_samples']), 'journal': journal}
         kwargs.update(planner_kwargs or {})
         self.planner = Planner(torch.tensor([[xmin, ymin], [xmax, ymax]], dtype=DTYPE), noise, **kwargs)
         self.ekf = PlanarEKF(params['ekf'])

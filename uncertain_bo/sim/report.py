@@ -100,8 +100,8 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
         'final_normalised_regret': final.get('normalised_regret'),
         'mean_uncertain_inputs_regret': float(np.mean(regrets)) if regrets else None,
         'decision_seconds': [d['seconds'] for d in decisions],
-        'decision_seconds_median_acquisition': _median([d['seconds'] for d in decisions
-                                                         if d.get('phase') == 'acquisition']),
+        'decision_seconds_median_acquisition': _median(
+            [d['seconds'] for d in decisions if d.get('phase') == 'acquisition']),
         'per_measurement': per,
         **(extra or {}),
     }

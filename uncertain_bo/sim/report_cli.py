@@ -34,7 +34,7 @@ def run(args) -> int:
     field = Field.load(args.field, extent=args.extent)
     summary = summarize(args.run_dir, field, cov)
     png = plot_run(args.run_dir, field, cov)
-    print(json.dumps({k: summary[k] for k in ('measurements', 'recommended_target', 'final_regret',
-                                                'final_normalised_regret')}, indent=2))
+    keys = ('measurements', 'recommended_target', 'final_regret', 'final_normalised_regret')
+    print(json.dumps({k: summary[k] for k in keys}, indent=2))
     print(f'wrote {args.run_dir / "summary.json"} and {png}')
     return 0
