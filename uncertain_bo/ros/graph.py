@@ -89,6 +89,8 @@ def load_graph_parameters(extra_files: list[Path] | None = None,
     import importlib
 
     files = [config_path('sim.yaml'), config_path('explorer.yaml'), *(extra_files or [])]
+    user_bounds = 'search_bounds' in {**node_parameters(extra_files or [], 'explorer'),
+                                      **(overrides or {}).get('explorer', {})}
     out = {}
     for name, (module, _, spec_attr, sim_time) in NODES.items():
         specs = getattr(importlib.import_module(module), spec_attr)
@@ -96,7 +98,7 @@ def load_graph_parameters(extra_files: list[Path] | None = None,
         values['use_sim_time'] = sim_time
         out[name] = validate(specs, values)
     from ..sim.mission import search_whole_field
-    return search_whole_field(out)
+    return out if user_bounds else search_whole_field(out)
 
 
 def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, *,

@@ -42,6 +42,8 @@ def mission_parameters(overrides: dict[str, dict[str, Any]] | None = None,
     from ..parameters import config_path, node_parameters
 
     paths = [config_path('sim.yaml'), config_path('explorer.yaml'), *(files or [])]
+    user_bounds = 'search_bounds' in {**node_parameters(files or [], 'explorer'),
+                                      **(overrides or {}).get('explorer', {})}
     specs = {'sim_rover': WORLD_PARAMS, 'ekf': EKF_PARAMS, 'pure_pursuit': PURE_PURSUIT_PARAMS,
              'explorer': EXPLORER_PARAMS}
     out = {}
@@ -50,11 +52,13 @@ def mission_parameters(overrides: dict[str, dict[str, Any]] | None = None,
         values = {k: v for k, v in node_parameters(paths, node).items() if k in names}
         values.update((overrides or {}).get(node, {}))
         out[node] = validate(spec, values)
-    return search_whole_field(out)
+    return out if user_bounds else search_whole_field(out)
 
 
 def search_whole_field(params: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """In simulation the explorer searches the simulated field: ``search_bounds`` := ``field_extent``."""
+    """In simulation the explorer searches the simulated field: ``search_bounds`` := ``field_extent``
+    (applied unless the user's own parameter file or overrides set ``search_bounds``; the launch file does
+    the same)."""
     params['explorer']['search_bounds'] = list(params['sim_rover']['field_extent'])
     return params
 
