@@ -21,6 +21,7 @@ import torch
 
 from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
 from uncertain_bo.planner import Planner
+from uncertain_bo.cli import configure_torch_threads
 from uncertain_bo.sim.field import Field
 
 
@@ -57,6 +58,7 @@ def main() -> None:
     ap.add_argument('--repeats', type=int, default=10)
     ap.add_argument('--json', help='also write results to this file')
     args = ap.parse_args()
+    configure_torch_threads()  # as the explorer runs: one intra-op thread (see cli.configure_torch_threads)
     targets = {30: 0.5, 300: 2.0}
     results = []
     print(f'torch threads: {torch.get_num_threads()}')

@@ -11,7 +11,7 @@ import importlib
 import logging
 import sys
 
-__all__ = ['main', 'COMMANDS']
+__all__ = ['main', 'COMMANDS', 'configure_torch_threads']
 
 #: modules providing subcommands (``add_parser(subparsers)``)
 COMMANDS = [
@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _single_threaded_torch() -> None:
+def configure_torch_threads() -> None:
     """One intra-op thread: our GPs are small (n <= a few hundred), where torch's thread pool costs more
     than it saves; on a loaded 2-core machine 2 threads made decisions 3-7x slower (spin-waiting).
     ``UNCERTAIN_BO_TORCH_THREADS`` overrides."""
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format='%(levelname)s %(name)s: %(message)s')
-    _single_threaded_torch()
+    configure_torch_threads()
     if not getattr(args, 'func', None):
         parser.print_help()
         return 2
@@ -60,3 +60,6 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == '__main__':
     sys.exit(main())
+
+
+_single_threaded_torch = configure_torch_threads  # TODO(lead): drop once ros/explorer.py imports the new name
