@@ -337,11 +337,26 @@ def test_skl_adapter_matches_formula(gen):
 def test_skl_median_init_once(gen):
     p = beta_clouds(10, 50, gen)
     k = SymmetrizedKLKernel(1)
-    k.train()
     enc = k.encode(p)
-    k(enc).to_dense()
     ell = float(k.lengthscale)
     assert ell > 5  # SKL between these inputs is O(100); GPyTorch's default would be 0.69
     k.lengthscale = 3.0
-    k(enc).to_dense()
+    k.encode(beta_clouds(10, 50, gen))
     assert float(k.lengthscale) == pytest.approx(3.0)
+    k.encode(p[:1])  # a single distribution never initialises
+    assert SymmetrizedKLKernel(1).lengthscale.item() == pytest.approx(math.log(2))
+    assert k(enc).to_dense().shape == (10, 10)
+
+
+def test_skl_fit_moves_away_from_initial_values(gen):
+    """Regression: a median init inside forward made BoTorch's L-BFGS-B stop at its first step."""
+    from uncertain_bo.models import DistributionGP
+    noise = BetaNoise(0.4, 0.2, 0.1)
+    x = torch.rand(15, 1, generator=gen)
+    y = torch.sin(6 * x[:, 0]) + 0.05 * torch.randn(15, generator=gen)
+    gp = DistributionGP(torch.tensor([[0.0], [1.0]]), SymmetrizedKLKernel(1))
+    gp.set_data(noise(x), y)
+    before = float(gp.kernel.lengthscale)
+    assert gp.fit()
+    assert abs(float(gp.kernel.lengthscale) - before) > 1e-3 * before
+    assert float(gp.likelihood.noise) < 0.5  # a smooth signal is not explained as noise

@@ -756,13 +756,16 @@ class SymmetrizedKLKernel(DistributionKernel):
 
     The SKL between neighbouring inputs is of order :math:`(\Delta\mu/\sigma)^2`, often hundreds in
     unit-cube units, where GPyTorch's initial :math:`\ell \approx 0.69` makes the kernel matrix the identity
-    and the likelihood flat in :math:`\ell`. With ``median_init`` (default) the first training-mode call on
-    a data set sets :math:`\ell` to the median off-diagonal SKL (median heuristic), once.
+    and the likelihood flat in :math:`\ell`. With ``median_init`` (default) the first batch of two or more
+    distributions passed to :meth:`encode` (in :class:`~uncertain_bo.models.DistributionGP`: the first
+    training set, before any fit) sets :math:`\ell` to the median off-diagonal SKL of that batch (median
+    heuristic), once; setting ``lengthscale`` explicitly switches it off. (Doing this inside ``forward``
+    would change a parameter under the running L-BFGS-B, which then stops at its first step.)
 
     Args:
         dim: input dimension ``d``.
         variance_floor: smallest variance used (input units squared, after normalisation).
-        median_init: initialise :math:`\ell` by the median heuristic on the first training call.
+        median_init: initialise :math:`\ell` by the median heuristic on the first encoded batch.
         **kwargs: passed to ``GaussianSymmetrizedKLKernel`` (``lengthscale_prior``, ...).
     """
 
@@ -788,7 +791,15 @@ class SymmetrizedKLKernel(DistributionKernel):
             raise InvalidDistributionError(
                 f'kernel expects distributions over R^{self.dim}, got R^{distributions.dim}')
         var = torch.diagonal(distributions.covariance, dim1=-2, dim2=-1)
-        return torch.cat([distributions.mean, var.clamp_min(self.variance_floor).log()], dim=-1)
+        enc = torch.cat([distributions.mean, var.clamp_min(self.variance_floor).log()], dim=-1)
+        if self.median_init and not bool(self.lengthscale_initialized) and enc.shape[0] > 1:
+            with torch.no_grad():
+                x = enc.detach()
+                skl = self.skl.distance_function(x, x)
+                off = skl[~torch.eye(x.shape[0], dtype=torch.bool, device=x.device)]
+                self.skl.lengthscale = off.median().clamp_min(1e-6)
+                self.lengthscale_initialized.fill_(True)
+        return enc
 
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, last_dim_is_batch: bool = False,
                 **params) -> Tensor:
@@ -798,11 +809,4 @@ class SymmetrizedKLKernel(DistributionKernel):
             raise InvalidDistributionError(
                 f'SymmetrizedKLKernel(dim={self.dim}) expects encoded inputs of width {2 * self.dim} '
                 f'(mean, log variance), got {x1.shape[-1]}; encode distributions with kernel.encode()')
-        if (self.median_init and self.training and not bool(self.lengthscale_initialized)
-                and x1.ndim == 2 and x1.shape[0] > 1 and torch.equal(x1, x2)):
-            with torch.no_grad():
-                skl = self.skl.distance_function(x1, x1)
-                off = skl[~torch.eye(x1.shape[0], dtype=torch.bool)]
-                self.skl.lengthscale = off.median().clamp_min(1e-6)
-                self.lengthscale_initialized.fill_(True)
         return self.skl.forward(x1, x2, diag=diag)
