@@ -82,3 +82,4 @@ register(Method(
 
 from . import igp_ucb  # noqa: E402,F401  (registers 'igp_ucb')
 from . import uei  # noqa: E402,F401  (registers 'uei')
+from . import airbo  # noqa: E402,F401  (registers 'airbo', 'airbo_empirical', 'ugp_kme', 'skl', 'erbf', 'gp_ucb')
