@@ -134,11 +134,7 @@ class DistributionGP(ExactGP):
         Raises:
             ValueError: length mismatch or non-finite ``y``.
         """
-        y = torch.as_tensor(y, dtype=DTYPE).reshape(-1)
-        if len(locations) != y.numel():
-            raise ValueError(f'{len(locations)} locations but {y.numel()} observations')
-        if not torch.isfinite(y).all():
-            raise ValueError('observations contain NaN or inf')
+        y = _checked_targets(locations, y)
         self._locations, self._y = locations, y
         self._update_standardization()
         self._sync_train_data()
@@ -153,11 +149,7 @@ class DistributionGP(ExactGP):
         Raises:
             ValueError: length mismatch or non-finite ``y``.
         """
-        y = torch.as_tensor(y, dtype=DTYPE).reshape(-1)
-        if len(locations) != y.numel():
-            raise ValueError(f'{len(locations)} locations but {y.numel()} observations')
-        if not torch.isfinite(y).all():
-            raise ValueError('observations contain NaN or inf')
+        y = _checked_targets(locations, y)
         if self._locations is None:
             self.set_data(locations, y)
             return
@@ -301,6 +293,16 @@ class DistributionGP(ExactGP):
             with torch.no_grad():
                 self._cache = _PosteriorCache.build(self)
         return self._cache
+
+
+def _checked_targets(locations: LocationDistributions, y: Tensor) -> Tensor:
+    """``y`` as a float64 ``(n,)`` tensor matching ``locations``; ValueError otherwise."""
+    y = torch.as_tensor(y, dtype=DTYPE).reshape(-1)
+    if len(locations) != y.numel():
+        raise ValueError(f'{len(locations)} locations but {y.numel()} observations')
+    if not torch.isfinite(y).all():
+        raise ValueError('observations contain NaN or inf')
+    return y
 
 
 class _PosteriorCache:
