@@ -8,6 +8,8 @@ import torch
 os.environ.setdefault('ROS_DOMAIN_ID', str(100 + os.getpid() % 100))
 os.environ.setdefault('ROS_LOCALHOST_ONLY', '1')
 torch.set_default_dtype(torch.float64)
+# as the explorer and the CLI run (uncertain_bo.cli.configure_torch_threads): small GPs, one thread
+torch.set_num_threads(1)
 
 
 @pytest.fixture

@@ -49,7 +49,8 @@ def test_finds_robust_not_nominal_optimum(seed):
     # the nominal peak (0.2, 0.2) has higher f but much lower g; it must not be recommended
     assert (rec.target - torch.tensor([0.2, 0.2])).norm() > 0.2
     assert len(planner.decisions) == 25
-    assert all(d.seconds < 5 for d in planner.decisions)
+    assert [d.phase for d in planner.decisions] == ['initial'] * 5 + ['acquisition'] * 20
+    assert all(d.seconds > 0 and d.beta == 3.0 for d in planner.decisions[5:])
 
 
 def test_invalid_observations_store_nothing(tmp_path):
