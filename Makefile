@@ -15,7 +15,7 @@ venv: $(STAMP)
 
 $(STAMP): requirements.txt setup.py
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --disable-pip-version-check -q --upgrade pip
+	$(BIN)/pip install --disable-pip-version-check -q --upgrade pip setuptools wheel
 	# torch first, pinned: pip takes the local CPU wheel (no multi-GB CUDA download)
 	$(BIN)/pip install --disable-pip-version-check -q torch==2.13.0
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements.txt
