@@ -24,6 +24,10 @@ COLORS = {'ugp_ucb': 'tab:blue', 'igp_ucb': 'tab:orange', 'uei': 'tab:green'}
 LABELS = {'ugp_ucb': 'uGP-UCB', 'igp_ucb': 'IGP-UCB', 'uei': 'UEI'}
 
 
+def _order(method: str) -> tuple[int, str]:
+    return (list(LABELS).index(method) if method in LABELS else len(LABELS), method)
+
+
 def _label(method: str) -> str:
     return LABELS.get(method, method)
 
@@ -70,7 +74,8 @@ def plot_directory(results: Sequence[dict[str, Any]], out_dir: str | Path, std_m
             rows = math.ceil(len(keys) / cols)
             fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
             for ax, key in zip(axes.flat, keys):
-                for i, ((_, method, variant), rs) in enumerate(group_runs(panels[key]).items()):
+                groups = sorted(group_runs(panels[key]).items(), key=lambda kv: _order(kv[0][1]))
+                for i, ((_, method, variant), rs) in enumerate(groups):
                     t, mean, std = curves(rs, metric)
                     c = _color(method, i)
                     ax.plot(t, mean, color=c, label=f'{_label(method)} (n={len(rs)})')
@@ -124,7 +129,7 @@ def _sweep_plot(plt, runs, problem: str, out: Path, axis: str, std_mult: float) 
     if len(xs) < 2:
         return []
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    for i, (method, pts) in enumerate(series.items()):
+    for i, (method, pts) in enumerate(sorted(series.items(), key=lambda kv: _order(kv[0]))):
         x = np.array(sorted(pts))
         finals = [_finals(pts[v]) for v in x]
         mean = np.array([f.mean() for f in finals])
