@@ -360,3 +360,16 @@ def test_skl_fit_moves_away_from_initial_values(gen):
     assert gp.fit()
     assert abs(float(gp.kernel.lengthscale) - before) > 1e-3 * before
     assert float(gp.likelihood.noise) < 0.5  # a smooth signal is not explained as noise
+
+
+def test_symmetric_blocks_equal_full_computation(gen):
+    from uncertain_bo.kernels import embedding_inner_products
+    p = beta_clouds(11, 7, gen, weighted=True)
+    base = AdditiveRQKernel(lengthscale=0.3)
+    u, w = p.samples, p.weights
+    full = embedding_inner_products(u, w, u, w, base.forward, max_block=10 ** 6)
+    for mb in (49, 200, 10 ** 6):  # 1x1, 2x2 (ragged) and a single block
+        sym = embedding_inner_products(u, w, u, w, base.forward, max_block=mb, symmetric=True)
+        assert torch.allclose(sym, full, atol=1e-13)
+        if mb == 49:  # 1x1 blocks: every off-diagonal entry is mirrored exactly
+            assert torch.equal(sym, sym.T)

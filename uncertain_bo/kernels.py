@@ -228,6 +228,8 @@ _UNROLL_MAX_DIM = 6
 # Sample-based kernels: kernel mean embedding (uGP), MMD (AIRBO) and the symmetrised-KL baseline.
 # =====================================================================================================
 
+import math  # noqa: E402
+
 from gpytorch.constraints import Interval, Positive  # noqa: E402
 from gpytorch.kernels import GaussianSymmetrizedKLKernel  # noqa: E402
 from gpytorch.priors import Prior  # noqa: E402
@@ -391,7 +393,7 @@ def _chunks(n: int, size: int):
 
 
 def embedding_inner_products(u: Tensor, w: Tensor, v: Tensor, z: Tensor, kernel_fn,
-                             max_block: int = DEFAULT_MAX_BLOCK) -> Tensor:
+                             max_block: int = DEFAULT_MAX_BLOCK, symmetric: bool = False) -> Tensor:
     r"""Inner products of (weighted) kernel mean embeddings, :math:`\langle\hat\mu_P, \hat\mu_Q\rangle =
     \sum_{i,j} w_i z_j\, k(u_i, v_j)`, for all pairs.
 
@@ -402,6 +404,8 @@ def embedding_inner_products(u: Tensor, w: Tensor, v: Tensor, z: Tensor, kernel_
         kernel_fn: base kernel ``(..., N, d), (..., M, d) -> (..., N, M)``.
         max_block: largest kernel block materialised at once (entries); pairs are processed in blocks of
             distributions, so memory is bounded whatever ``n1``, ``n2``.
+        symmetric: the two batches are the same (``u is v``, ``w is z``): compute the blocks on and above
+            the diagonal only and mirror them (half the cost).
 
     Returns:
         ``(n1, n2)`` matrix. Cost :math:`O(n_1 n_2 m_1 m_2)` kernel evaluations.
@@ -409,19 +413,21 @@ def embedding_inner_products(u: Tensor, w: Tensor, v: Tensor, z: Tensor, kernel_
     n1, m1, d = u.shape
     n2, m2, _ = v.shape
     per_block = max(1, max_block // max(1, m1 * m2))  # distribution pairs per block
+
+    def block(i0, i1, j0, j1):
+        k = kernel_fn(u[i0:i1].reshape(-1, d), v[j0:j1].reshape(-1, d))  # (c1 m1, c2 m2)
+        t = (w[i0:i1].unsqueeze(1) @ k.reshape(i1 - i0, m1, (j1 - j0) * m2)).reshape(i1 - i0, j1 - j0, m2)
+        return (t * z[j0:j1]).sum(-1)
+
+    if symmetric:
+        chunks = _chunks(n1, max(1, math.isqrt(per_block)))
+        upper = {(a, b): block(*chunks[a], *chunks[b]) for a in range(len(chunks)) for b in range(a, len(chunks))}
+        return torch.cat([torch.cat([upper[(a, b)] if b >= a else upper[(b, a)].transpose(-1, -2)
+                                     for b in range(len(chunks))], dim=-1) for a in range(len(chunks))], dim=0)
     c2 = min(n2, per_block)
     c1 = max(1, per_block // c2)
-    rows = []
-    for i0, i1 in _chunks(n1, c1):
-        a = u[i0:i1].reshape(-1, d)
-        wi = w[i0:i1].unsqueeze(1)  # (c1, 1, m1)
-        cols = []
-        for j0, j1 in _chunks(n2, c2):
-            k = kernel_fn(a, v[j0:j1].reshape(-1, d))  # (c1 m1, c2 m2)
-            t = (wi @ k.reshape(i1 - i0, m1, (j1 - j0) * m2)).reshape(i1 - i0, j1 - j0, m2)
-            cols.append((t * z[j0:j1]).sum(-1))
-        rows.append(torch.cat(cols, dim=-1))
-    return torch.cat(rows, dim=0)
+    return torch.cat([torch.cat([block(i0, i1, j0, j1) for j0, j1 in _chunks(n2, c2)], dim=-1)
+                      for i0, i1 in _chunks(n1, c1)], dim=0)
 
 
 def embedding_paired_inner_products(u: Tensor, w: Tensor, v: Tensor, z: Tensor, kernel_fn,
@@ -585,7 +591,8 @@ class KernelMeanEmbeddingKernel(SampleDistributionKernel):
 
         if diag:
             return embedding_paired_inner_products(u, w, v, z, se, self.max_block)
-        return embedding_inner_products(u, w, v, z, se, self.max_block)
+        same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
+        return embedding_inner_products(u, w, v, z, se, self.max_block, symmetric=same)
 
 
 class MMDKernel(SampleDistributionKernel):
@@ -724,7 +731,7 @@ class MMDKernel(SampleDistributionKernel):
             cross = embedding_paired_inner_products(p1, c1, p2, c2, self._base, self.max_block)
             dist = s1 + s2 - 2.0 * cross
         else:
-            cross = embedding_inner_products(p1, c1, p2, c2, self._base, self.max_block)
+            cross = embedding_inner_products(p1, c1, p2, c2, self._base, self.max_block, symmetric=same)
             dist = s1.unsqueeze(-1) + s2.unsqueeze(-2) - 2.0 * cross
             if same:
                 dist = 0.5 * (dist + dist.transpose(-1, -2))
