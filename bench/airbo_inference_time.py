@@ -1,0 +1,136 @@
+"""AIRBO Table 1 on this CPU: posterior inference time of the MMD-GP for 512 test distributions.
+
+Setting (AIRBO §5.2, Table 1; digest notes/airbo.md §3.2): 1-D inputs on [0, 1] with execution noise
+beta(0.4, 0.2, scale 0.1) (one-sided), 50 training distributions, 512 test distributions, each given by
+``m`` samples; the MMD kernel with the additive-RQ base kernel (Eq. 32), empirical (Eq. 8) or Nyström
+(Eq. 12) estimator. Timed: ``DistributionGP.set_data`` + ``posterior`` (mean and variance of all 512 test
+distributions) under ``torch.no_grad()``, i.e. the training kernel matrix and its Cholesky factor are
+rebuilt in every repeat. Hyperparameters are the initial ones (inference only, no fitting).
+
+Usage::
+
+    .venv/bin/python bench/airbo_inference_time.py [--repeats 5] [--threads 2] [--with-m1000]
+
+The empirical estimator with m = 1000 needs 512 x 50 x 10^6 base-kernel evaluations (tens of minutes here):
+by default its row is extrapolated from ``--subset`` test distributions (our cost is linear in their
+number, see :func:`estimate_ours`); ``--with-m1000`` times it in full (one repeat). The paper's GPU times
+are printed beside ours for reference (its GPU is not named). ``--threads 1`` is much faster than 2 when
+other processes load the 2 cores (OpenMP threads then wait for each other).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+
+from uncertain_bo.benchmarks.functions_airbo import double_peak  # noqa: E402
+from uncertain_bo.distributions import DTYPE, Empirical  # noqa: E402
+from uncertain_bo.kernels import MMDKernel  # noqa: E402
+from uncertain_bo.models import DistributionGP  # noqa: E402
+from uncertain_bo.noise import BetaNoise  # noqa: E402
+
+N_TRAIN, N_TEST = 50, 512
+
+# (estimator, m, h, paper GPU seconds (mean, std), paper batch size)
+TABLE1 = [
+    ('empirical', 20, None, (1.143, 0.083), 512),
+    ('empirical', 100, None, (8.117, 0.040), 128),
+    ('empirical', 1000, None, (840.715, 2.182), 1),
+    ('nystrom', 100, 10, (0.780, 0.001), 512),
+    ('nystrom', 1000, 100, (21.473, 0.984), 128),
+]
+
+
+def make_data(m: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Training/test targets and their beta(0.4, 0.2, 0.1) sample clouds.
+
+    Returns:
+        ``(train_samples (50, m, 1), train_y (50,), test_samples (512, m, 1), test_targets (512, 1))``.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    noise = BetaNoise(0.4, 0.2, 0.1)
+    x_train = torch.rand(N_TRAIN, 1, dtype=DTYPE, generator=gen)
+    x_test = torch.linspace(0, 1, N_TEST, dtype=DTYPE).unsqueeze(-1)
+    train = noise.sample_locations(x_train, m, gen)
+    executed = noise.sample_executed(x_train, gen)
+    y = double_peak(executed) + 0.01 * torch.randn(N_TRAIN, dtype=DTYPE, generator=gen)
+    test = noise.sample_locations(x_test, m, gen)
+    return train, y, test, x_test
+
+
+def make_model(estimator: str, h: int | None) -> DistributionGP:
+    """MMD-GP with initial hyperparameters (RQ lengthscales 1, MMD lengthscale GPyTorch's default)."""
+    kernel = MMDKernel(1, estimator=estimator, n_landmarks=h or 1)
+    return DistributionGP(torch.tensor([[0.0], [1.0]], dtype=DTYPE), kernel)
+
+
+def time_ours(estimator: str, m: int, h: int | None, repeats: int, seed: int = 0) -> tuple[list[float], tuple]:
+    """Wall times (s) of ``repeats`` posterior inferences, and the last ``(mean, variance)``."""
+    train, y, test, _ = make_data(m, seed)
+    model = make_model(estimator, h)
+    times, out = [], None
+    with torch.no_grad():
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            model.set_data(Empirical(train), y)
+            out = model.posterior(Empirical(test))
+            times.append(time.perf_counter() - t0)
+    return times, out
+
+
+def estimate_ours(estimator: str, m: int, h: int | None, n_sub: int, seed: int = 0) -> float:
+    """Extrapolated wall time (s) for all 512 test distributions from a run on ``n_sub`` of them.
+
+    Our posterior is linear in the number of test distributions (no test-test kernel block), so
+    ``T(512) = T_train + 512 / n_sub * T_test(n_sub)``, with the training-side cost (kernel matrix, Cholesky)
+    timed separately.
+    """
+    train, y, test, _ = make_data(m, seed)
+    model = make_model(estimator, h)
+    with torch.no_grad():
+        t0 = time.perf_counter()
+        model.set_data(Empirical(train), y)
+        model.posterior(Empirical(test[:1]))  # builds the training cache (+ one test distribution)
+        t1 = time.perf_counter()
+        model.posterior(Empirical(test[1:1 + n_sub]))
+        t2 = time.perf_counter()
+    return (t1 - t0) + (t2 - t1) * (N_TEST - 1) / n_sub
+
+
+def fmt(times: list[float]) -> str:
+    if len(times) == 1:
+        return f'{times[0]:.3f} (1 run)'
+    return f'{statistics.mean(times):.3f} ± {statistics.stdev(times):.3f}'
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument('--repeats', type=int, default=5)
+    p.add_argument('--threads', type=int, default=torch.get_num_threads())
+    p.add_argument('--with-m1000', action='store_true', help='time the empirical estimator with m = 1000 in full')
+    p.add_argument('--subset', type=int, default=8,
+                   help='without --with-m1000: test distributions timed for the extrapolated m = 1000 row')
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    print(f'torch {torch.__version__}, {torch.get_num_threads()} threads, float64, '
+          f'load average {os.getloadavg()[0]:.2f}')
+    print(f'{"estimator":<10} {"m":>5} {"h":>4} | {"ours, this CPU (s)":>22} | {"paper GPU (s)":>18}')
+    for estimator, m, h, (pm, ps), _ in TABLE1:
+        if estimator == 'empirical' and m == 1000 and not args.with_m1000:
+            est = estimate_ours(estimator, m, h, args.subset)
+            label = f'~{est:.0f} (extrapolated)'
+            print(f'{estimator:<10} {m:>5} {"-":>4} | {label:>22} | {pm:>9.3f} ± {ps:.3f}', flush=True)
+            continue
+        reps = 1 if m * (h or m) >= 10 ** 6 else args.repeats
+        times, _ = time_ours(estimator, m, h, reps)
+        print(f'{estimator:<10} {m:>5} {h or "-":>4} | {fmt(times):>22} | {pm:>9.3f} ± {ps:.3f}', flush=True)
+
+
+if __name__ == '__main__':
+    main()
