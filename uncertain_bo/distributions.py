@@ -27,6 +27,8 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
+from .covariance import covariance_problem
+
 __all__ = [
     'InvalidDistributionError', 'LocationDistributions', 'Dirac', 'Gaussian', 'Empirical',
     'ExecutionNoise', 'GaussianExecutionNoise', 'check_covariance', 'ros_covariance_to_xy', 'cat',
@@ -50,25 +52,12 @@ def check_covariance(cov: Tensor, *, atol: float = 1e-9) -> str | None:
     Returns:
         None when every matrix is finite, symmetric and positive semi-definite (the zero matrix is valid:
         a Dirac location); otherwise a short reason such as ``'not positive semi-definite (min eigenvalue
-        -3.1)'``.
+        -3.1)'``. (The work is done by the torch-free :func:`uncertain_bo.covariance.covariance_problem`,
+        which the ROS message layer uses too.)
     """
-    cov = torch.as_tensor(cov, dtype=DTYPE)
-    if cov.ndim < 2 or cov.shape[-1] != cov.shape[-2]:
-        return f'expected square (..., d, d) matrices, got shape {tuple(cov.shape)}'
-    if not torch.isfinite(cov).all():
-        return 'contains NaN or inf'
-    scale = float(cov.abs().amax()) if cov.numel() else 0.0
-    tol = atol * max(scale, 1.0)
-    diag = torch.diagonal(cov, dim1=-2, dim2=-1)
-    if (diag < -tol).any():
-        return f'negative variance ({float(diag.min()):.3g})'
-    if ((cov - cov.transpose(-1, -2)).abs() > tol).any():
-        return 'not symmetric'
-    if cov.numel():
-        emin = float(torch.linalg.eigvalsh(cov).min())
-        if emin < -tol:
-            return f'not positive semi-definite (min eigenvalue {emin:.3g})'
-    return None
+    if isinstance(cov, Tensor):
+        cov = cov.detach().to(device='cpu', dtype=DTYPE).numpy()
+    return covariance_problem(cov, atol=atol)
 
 
 def ros_covariance_to_xy(cov36: Sequence[float]) -> Tensor:

@@ -14,16 +14,19 @@ from typing import Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import (Pose, PoseStamped, PoseWithCovarianceStamped, Quaternion, Twist,
-                               TwistStamped)
+from geometry_msgs.msg import (Pose, PoseArray, PoseStamped, PoseWithCovarianceStamped, Quaternion,
+                               Twist, TwistStamped)
 from nav_msgs.msg import Odometry, Path
 from sensor_msgs.msg import FluidPressure, Illuminance, RelativeHumidity, Temperature
 from std_msgs.msg import Float64, Header
 
+from ..covariance import covariance_problem
+
 __all__ = [
-    'StampedPose', 'READING_TYPES', 'XY_INDICES',
+    'StampedPose', 'StampedParticles', 'READING_TYPES', 'XY_INDICES',
     'ros_covariance_to_xy', 'xy_covariance_to_ros', 'validate_position_covariance',
-    'odometry_to_pose', 'pose_with_covariance_to_pose', 'pose_stamped_to_xy_yaw', 'path_to_points',
+    'odometry_to_pose', 'pose_with_covariance_to_pose', 'pose_array_to_particles', 'particles_to_pose',
+    'make_pose_array', 'pose_stamped_to_xy_yaw', 'path_to_points',
     'reading_from_msg', 'make_reading', 'twist_from_msg', 'make_twist',
     'make_odometry', 'make_pose_stamped', 'make_path', 'make_pose_with_covariance',
     'to_time_msg', 'from_time_msg', 'yaw_to_quaternion', 'quaternion_to_yaw', 'make_header',
@@ -127,32 +130,32 @@ def xy_covariance_to_ros(cov_xy: np.ndarray, yaw_var: float = 0.0, other_var: fl
 
 
 def validate_position_covariance(cov2: np.ndarray, atol: float = 1e-9) -> str | None:
-    """Check a (2, 2) position covariance.
+    """Check a (2, 2) position covariance (the message-level face of
+    :func:`uncertain_bo.covariance.covariance_problem`, which does the work; torch-free).
 
     Args:
         cov2: covariance in m².
-        atol: absolute tolerance (m²) for symmetry and for negative eigenvalues from round-off
-            (relative tolerance 1e-9 of the largest entry is added).
+        atol: tolerance for asymmetry and for negative eigenvalues from round-off, relative to the largest
+            absolute entry (absolute below 1 m²).
 
     Returns:
         None if usable (the zero matrix is valid: an exactly known position, a Dirac distribution), else
-        a reason: ``'non-finite ...'``, ``'negative variance ...'``, ``'asymmetric ...'`` or
-        ``'not positive semi-definite ...'``.
+        a reason: ``'non-finite ...'``, ``'negative variance ...'``, ``'asymmetric ...'``,
+        ``'not positive semi-definite ...'`` or ``'wrong shape ...'``.
     """
     c = np.asarray(cov2, dtype=float)
     if c.shape != (2, 2):
         return f'wrong shape {c.shape}, expected (2, 2)'
-    if not np.all(np.isfinite(c)):
+    reason = covariance_problem(c, atol=atol)
+    if reason is None:
+        return None
+    if reason.startswith('contains NaN or inf'):
         return f'non-finite entries (NaN/inf, e.g. a 1e308-style sentinel overflowed): {c.tolist()}'
-    tol = atol + 1e-9 * float(np.max(np.abs(c)))
-    if c[0, 0] < -tol or c[1, 1] < -tol:
+    if reason.startswith('negative variance'):
         return f'negative variance on the diagonal: {np.diag(c).tolist()}'
-    if abs(c[0, 1] - c[1, 0]) > tol:
+    if reason.startswith('not symmetric'):
         return f'asymmetric: xy={c[0, 1]!r} but yx={c[1, 0]!r}'
-    ev = np.linalg.eigvalsh(0.5 * (c + c.T))
-    if ev[0] < -tol:
-        return f'not positive semi-definite: eigenvalues {ev.tolist()}'
-    return None
+    return reason
 
 
 # ---------------------------------------------------------------------------------------- poses
@@ -173,6 +176,66 @@ def pose_with_covariance_to_pose(msg: PoseWithCovarianceStamped) -> StampedPose:
     xy, yaw = _pose_xy_yaw(msg.pose.pose)
     return StampedPose(from_time_msg(msg.header.stamp), msg.header.frame_id, xy, yaw,
                        ros_covariance_to_xy(msg.pose.covariance))
+
+
+@dataclass
+class StampedParticles:
+    """A particle cloud (e.g. AMCL's ``particle_cloud`` as ``geometry_msgs/PoseArray``).
+
+    Attributes:
+        stamp: time of the cloud (s).
+        frame_id: frame of the particles.
+        samples: (m, 2) particle positions, metres.
+        weights: (m,) normalised weights, or None for equal weights (PoseArray carries none).
+    """
+
+    stamp: float
+    frame_id: str
+    samples: np.ndarray
+    weights: np.ndarray | None = None
+
+
+def pose_array_to_particles(msg: PoseArray) -> StampedParticles:
+    """Particle positions of a ``geometry_msgs/PoseArray`` (orientations are ignored). No validation."""
+    pts = np.array([[p.position.x, p.position.y] for p in msg.poses], dtype=float).reshape(-1, 2)
+    return StampedParticles(from_time_msg(msg.header.stamp), msg.header.frame_id, pts)
+
+
+def particles_to_pose(cloud: StampedParticles) -> StampedPose:
+    """Moment-matched location distribution of a particle cloud: weighted mean and (population)
+    covariance of the positions (one particle: zero covariance, a Dirac). The GP methods that take
+    Gaussian inputs (uGP-UCB) use it this way; the result is validated by the caller like any pose.
+
+    Raises:
+        ValueError: an empty cloud, or weights that are not finite, non-negative with a positive sum.
+    """
+    x = np.asarray(cloud.samples, dtype=float).reshape(-1, 2)
+    if x.shape[0] == 0:
+        raise ValueError('empty particle cloud')
+    if cloud.weights is None:
+        w = np.full(x.shape[0], 1.0 / x.shape[0])
+    else:
+        w = np.asarray(cloud.weights, dtype=float).reshape(-1)
+        if w.shape[0] != x.shape[0] or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
+            raise ValueError('particle weights must be finite, non-negative, one per particle, with a '
+                             'positive sum')
+        w = w / w.sum()
+    with np.errstate(over='ignore', invalid='ignore'):
+        mean = w @ x
+        d = x - mean
+        cov = (w[:, None] * d).T @ d
+    return StampedPose(cloud.stamp, cloud.frame_id, mean, 0.0, cov)
+
+
+def make_pose_array(stamp: float, frame: str, points: np.ndarray) -> PoseArray:
+    """``geometry_msgs/PoseArray`` with a pose at each of ``points`` (m, 2) metres (identity orientation)."""
+    msg = PoseArray(header=make_header(stamp, frame))
+    for x, y in np.asarray(points, dtype=float).reshape(-1, 2):
+        p = Pose()
+        p.position.x, p.position.y = float(x), float(y)
+        p.orientation.w = 1.0
+        msg.poses.append(p)
+    return msg
 
 
 def pose_stamped_to_xy_yaw(msg: PoseStamped) -> tuple[float, str, np.ndarray, float]:
