@@ -18,6 +18,7 @@ COMMANDS = [
     'uncertain_bo.ros.graph',       # demo / sim: the simulated rover graph over real ROS 2 topics
     'uncertain_bo.sim.report_cli',  # report: summary.json + PNG of an existing run
     'uncertain_bo.benchmarks.cli',  # bench / plot: benchmark problems with robust-regret oracles
+    'uncertain_bo.export_cli',      # export: a run's observations journal as CSV
 ]
 
 

@@ -79,30 +79,44 @@ class Journal:
     Opening an existing file resumes it: its records are loaded (a torn last line is skipped with a
     warning and truncated away so new records start on a clean line).
 
+    A file holding nothing but a torn header (the process was killed while creating it) is started
+    afresh: nothing had been recorded yet.
+
     Args:
         path: journal file (created with its parent directories if missing).
         metadata: extra header fields for a new journal (run id, parameters, ...).
+        read_only: only read (for export or inspection while a run may still be writing it): a torn last
+            line is skipped but not truncated, a missing file is an error, and :meth:`append` refuses.
 
     Raises:
         JournalError: the file is not an ``uncertain_bo`` journal, was written by a newer version, or is
-            damaged before its last line.
+            damaged before its last line (or, read-only, does not exist).
     """
 
     path: Path
     metadata: dict[str, Any] = field(default_factory=dict)
+    read_only: bool = False
     header: dict[str, Any] = field(init=False)
     records: list[dict[str, Any]] = field(init=False, default_factory=list)
     skipped: int = field(init=False, default=0)
 
     def __post_init__(self):
         self.path = Path(self.path)
+        if self.read_only:
+            if not self.path.is_file():
+                raise JournalError(f'no journal at {self.path}')
+            self._load()
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.exists() and self.path.stat().st_size > 0:
             self._load()
         else:
-            self.header = {'type': 'header', 'format': FORMAT, 'version': VERSION,
-                           'created': time.time(), **self.metadata}
-            self._write(self.header)
+            self._new_header()
+
+    def _new_header(self) -> None:
+        self.header = {'type': 'header', 'format': FORMAT, 'version': VERSION,
+                       'created': time.time(), **self.metadata}
+        self._write(self.header)
 
     @property
     def observations(self) -> list[dict[str, Any]]:
@@ -116,6 +130,8 @@ class Journal:
             ValueError: the record has no ``type`` or holds values JSON cannot represent exactly
                 (NaN/inf).
         """
+        if self.read_only:
+            raise JournalError(f'journal {self.path} was opened read-only')
         if 'type' not in record:
             raise ValueError('journal records need a "type"')
         self._write(record)
@@ -155,11 +171,15 @@ class Journal:
                                    'refusing to guess: repair or move the file') from exc
             parsed.append(rec)
             good_bytes += len(line) + 1
-        if self.skipped:
+        if self.skipped and not self.read_only:
             with open(self.path, 'r+b') as fh:  # drop the torn bytes so appends start on a clean line
                 fh.truncate(min(good_bytes, len(raw)))
                 fh.flush()
                 os.fsync(fh.fileno())
+            if not parsed:  # killed while writing the header: nothing was recorded yet
+                log.warning('journal %s held only a torn header: starting it afresh', self.path)
+                self._new_header()
+                return
         if not parsed or parsed[0].get('type') != 'header' or parsed[0].get('format') != FORMAT:
             raise JournalError(f'{self.path} is not an {FORMAT} file (no header line)')
         if int(parsed[0].get('version', 0)) > VERSION:

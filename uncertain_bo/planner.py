@@ -144,6 +144,7 @@ class Planner:
         self._fitted = False
         self.decisions: list[Decision] = []
         self._design = self._initial_design()
+        self._resumed_target: Tensor | None = None
         self._journal: Journal | None = None
         if self.journal is not None:
             self._journal = Journal(Path(self.journal), metadata={
@@ -189,6 +190,55 @@ class Planner:
             raise RuntimeError('set_start() must be called before the first observation')
         self.start = torch.as_tensor(position, dtype=DTYPE).reshape(-1)
         self._design = self._initial_design()
+        if self._journal is not None:  # a resumed run orders its initial design the same way
+            self._journal.append({'type': 'start', 'position': self.start.tolist(), 'wall_time': time.time()})
+
+    def set_beta(self, beta: Any) -> None:
+        """Change :math:`\\beta_t` (a number or a schedule) from the next decision on."""
+        self.beta = beta
+        self._beta = make_beta(beta)
+
+    def set_bounds(self, bounds: Tensor) -> None:
+        """Change the search box from the next decision on (e.g. an operator narrows the area).
+
+        The GP is rebuilt on all observations in the new box (hyperparameters are refitted at the next
+        decision) and the remaining initial-design targets are redrawn in it. The change is journaled
+        for the record; a resumed run uses the bounds it is constructed with.
+
+        Raises:
+            ValueError: not ``(2, d)`` with upper > lower, or a different dimension.
+        """
+        bounds = torch.as_tensor(bounds, dtype=DTYPE)
+        if bounds.shape != self.bounds.shape or not (bounds[1] > bounds[0]).all():
+            raise ValueError(f'bounds must be {tuple(self.bounds.shape)} with upper > lower, '
+                             f'got {bounds.tolist()}')
+        self.bounds = bounds
+        kernel = self._method.make_kernel(self.dim) if self._method.make_kernel else None
+        factory = self.model_factory or (lambda bounds, kernel: DistributionGP(bounds, kernel))
+        self.model = factory(self.bounds, kernel)
+        self._pending = [(self._gp_input(t, loc), y) for t, loc, y in zip(self._targets, self._inputs, self._y)]
+        self._since_fit = 0
+        self._fitted = False
+        self._design = self._initial_design()
+        if self._journal is not None:
+            self._journal.append({'type': 'bounds', 'bounds': bounds.tolist(), 'index': self.n,
+                                  'wall_time': time.time()})
+
+    @property
+    def resumed_target(self) -> Tensor | None:
+        """The journal's pending target (see :meth:`take_resumed_target`) without taking it."""
+        return self._resumed_target
+
+    def take_resumed_target(self) -> Tensor | None:
+        """The target of the journal's pending decision, once (None otherwise).
+
+        A run resumed from a journal whose last decision has no observation yet (the process stopped while
+        the rover drove there) should send the rover to that target again instead of deciding anew: the
+        decision is already journaled, and the initial design or the acquisition would choose it again
+        anyway. Returns ``(d,)`` and forgets it; later calls (and :meth:`suggest`) decide as usual.
+        """
+        target, self._resumed_target = self._resumed_target, None
+        return target
 
     def candidates(self, targets: Tensor) -> LocationDistributions:
         """Location distributions the method scores for ``targets`` (``(q, d)``)."""
@@ -292,10 +342,21 @@ class Planner:
         self._targets = torch.cat([self._targets, target.reshape(1, -1)])
         self._inputs.append(location)
         self._y.append(y)
-        gp_input = location if self._method.train_on == 'location' else Dirac(target.reshape(1, -1))
-        self._pending.append((gp_input, y))
+        self._pending.append((self._gp_input(target, location), y))
+
+    def _gp_input(self, target: Tensor, location: LocationDistributions) -> LocationDistributions:
+        return location if self._method.train_on == 'location' else Dirac(target.reshape(1, -1))
 
     def _replay(self, journal: Journal) -> None:
+        starts = [r for r in journal.records if r.get('type') == 'start' and 'position' in r]
+        if starts:
+            try:
+                start = torch.tensor(starts[-1]['position'], dtype=DTYPE).reshape(-1)
+                if start.numel() == self.dim and torch.isfinite(start).all():
+                    self.start = start
+                    self._design = self._initial_design()
+            except (TypeError, ValueError) as exc:
+                log.warning('journal %s: ignoring invalid start record: %s', journal.path, exc)
         for rec in journal.observations:
             try:
                 loc = location_from_record(rec['location'])
@@ -306,8 +367,30 @@ class Planner:
                             rec.get('index'), exc)
                 continue
             self._store(target, loc, float(rec['y']))
-        if self.n:
-            log.info('resumed %d observations from %s', self.n, journal.path)
+        for rec in journal.records:
+            if rec.get('type') != 'decision':
+                continue
+            try:
+                target = torch.tensor(rec['target'], dtype=DTYPE).reshape(-1)
+                decision = Decision(int(rec['index']), target, str(rec.get('phase', '')),
+                                    float(rec.get('seconds') or 0.0), _nan_if_none(rec.get('acquisition_value')),
+                                    _nan_if_none(rec.get('beta')), float(rec.get('fit_seconds') or 0.0))
+            except (KeyError, TypeError, ValueError) as exc:
+                log.warning('journal %s: skipping invalid decision record: %s', journal.path, exc)
+                continue
+            self.decisions.append(decision)
+        pending = [d for d in self.decisions if d.index == self.n]
+        if pending:
+            t = pending[-1].target
+            if (t.numel() == self.dim and torch.isfinite(t).all()
+                    and bool(((t >= self.bounds[0]) & (t <= self.bounds[1])).all())):
+                self._resumed_target = t.clone()
+            else:
+                log.warning('journal %s: pending target %s is outside the search bounds: deciding anew',
+                            journal.path, t.tolist())
+        if self.n or pending:
+            log.info('resumed %d observations from %s%s', self.n, journal.path,
+                     ' (with a pending target)' if self._resumed_target is not None else '')
 
     def _update_model(self, refit: bool = True) -> float:
         """Move pending observations into the GP; refit hyperparameters when due (always if never fitted,
@@ -350,3 +433,7 @@ class Planner:
 
 def _finite_or_none(v: float) -> float | None:
     return v if math.isfinite(v) else None
+
+
+def _nan_if_none(v: Any) -> float:
+    return math.nan if v is None else float(v)
