@@ -191,3 +191,177 @@ def test_silent_sensor_retries_then_skips_target():
     assert len(host.goals) == 2 and np.allclose(host.goals[1], host.goals[0])  # same target retried
     assert 4.0 < t < 5.5  # dwell 1 s + 3 x reading_timeout 1 s
     assert any('sensor silent' in k for k in ex.rejected)
+
+
+def at_goal_until(ex, host, t, cond, *, cov=None, readings=True, limit=60.0, dt=0.1):
+    """10 Hz poses at the current goal (+ 2 Hz readings) until ``cond()``; returns the time."""
+    end = t + limit
+    while t < end and not cond():
+        t = round(t + dt, 6)
+        goal = host.goals[-1] if host.goals else np.array([1.0, 1.0])
+        ex.on_pose(pose(t, goal + 0.1, cov=cov), now=t)
+        if readings and abs(t * 2 - round(t * 2)) < 1e-9:
+            ex.on_reading(Reading(t, 5.0))
+        ex.tick(t)
+    return t
+
+
+def test_stale_pose_is_rejected_relative_to_the_clock():
+    ex, _ = make(max_pose_age=0.5)
+    assert not ex.on_pose(pose(10.0, [1, 1]), now=11.0)
+    assert ex.latest_pose is None and ex.rejected['pose: stale stamp'] == 1
+    assert 'older than the clock' in ex.last_reason
+    assert ex.on_pose(pose(10.7, [1, 1]), now=11.0)
+    assert ex.on_pose(pose(11.2, [1, 1]), now=11.0)  # slightly ahead of a lagging clock: fine
+
+
+def test_rejection_categories_stay_bounded_under_arbitrary_frames():
+    ex, _ = make()
+    for i in range(500):
+        ex.on_pose(pose(float(i), [1, 1], frame=f'frame_{i}'))
+        ex.on_pose(pose(float(i), [1, 1], cov=[[-float(i) - 1, 0], [0, 1]]))
+    assert set(ex.rejected) == {'pose: wrong frame_id', 'pose: covariance negative variance'}
+    assert sum(ex.rejected.values()) == 1000
+
+
+def test_divergence_pauses_stops_and_resumes_to_the_same_target():
+    ex, host = make(max_covariance_trace=4.0, goal_timeout=20.0)
+    ex.on_pose(pose(0.0, [1.0, 1.0]), now=0.0)
+    ex.tick(0.0)
+    target = host.goals[0].copy()
+    far = target + np.array([15.0, 0.0])
+    t = 0.0
+    for _ in range(5):  # driving, far from the target
+        t = round(t + 0.1, 6)
+        ex.on_pose(pose(t, far), now=t)
+        ex.tick(t)
+    assert ex.state is State.DRIVING
+    # covariance blows up (trace 2 x 3 = 6 > 4): stop and pause
+    t = round(t + 0.1, 6)
+    ex.on_pose(pose(t, far, cov=np.eye(2) * 3.0), now=t)
+    ex.tick(t)
+    assert ex.state is State.PAUSED and len(host.stops) == 1 and np.allclose(host.stops[0], far)
+    assert 'localisation diverged' in ex.paused_reason
+    # still high (3.5 > 0.8 x 4 = 3.2): stays paused for longer than goal_timeout, readings are ignored
+    for _ in range(300):
+        t = round(t + 0.1, 6)
+        ex.on_pose(pose(t, target, cov=np.eye(2) * 1.75), now=t)
+        ex.on_reading(Reading(t, 9.0))
+        ex.tick(t)
+    assert ex.state is State.PAUSED and ex.planner.n == 0 and len(host.goals) == 1
+    # recovered (trace 2 < 3.2): the same target again, with a fresh goal clock
+    t = round(t + 0.1, 6)
+    ex.on_pose(pose(t, far), now=t)
+    ex.tick(t)
+    assert ex.state is State.DRIVING and ex.goal_reason == 'after pause'
+    assert len(host.goals) == 2 and np.allclose(host.goals[1], target)
+    t = at_goal_until(ex, host, t, lambda: ex.planner.n == 1)
+    assert not host.measurements[0].timed_out
+
+
+def test_divergence_before_the_first_pose_keeps_waiting_then_starts():
+    ex, host = make(max_covariance_trace=4.0)
+    ex.on_pose(pose(0.0, [1.0, 1.0], cov=np.eye(2) * 10.0), now=0.0)
+    ex.tick(0.0)
+    assert ex.state is State.PAUSED and not host.goals and not host.stops
+    ex.on_pose(pose(0.1, [1.0, 1.0]), now=0.1)
+    ex.tick(0.1)
+    ex.tick(0.2)
+    assert ex.state is State.DRIVING and len(host.goals) == 1
+
+
+def test_reading_paired_with_a_diverged_pose_is_dropped():
+    ex, host = make(max_covariance_trace=4.0, max_pose_age=0.2)
+    ex.on_pose(pose(0.0, [1.0, 1.0]), now=0.0)
+    ex.tick(0.0)
+    goal = host.goals[0]
+    ex.on_pose(pose(1.0, goal), now=1.0)
+    ex.tick(1.0)
+    ex.tick(3.1)                                                # dwell over: measuring
+    ex.on_pose(pose(3.2, goal, cov=np.eye(2) * 2.5), now=3.2)   # trace 5 > 4 ...
+    ex.on_reading(Reading(3.21, 7.0))
+    ex.on_pose(pose(3.3, goal), now=3.3)                       # ... the newest pose is fine again
+    ex.tick(3.3)
+    assert ex.planner.n == 0 and ex.rejected['reading: paired pose over max_covariance_trace'] == 1
+
+
+def test_clock_jump_backwards_restarts_the_stage_timers():
+    ex, host = make(goal_timeout=5.0)
+    ex.on_pose(pose(100.0, [1.0, 1.0]), now=100.0)
+    ex.tick(100.0)
+    far = host.goals[0] + np.array([20.0, 0.0])
+    ex.on_pose(pose(103.0, far), now=103.0)
+    ex.tick(103.0)
+    # simulation reset: the clock restarts at 0; the goal must not time out at once, nor never
+    ex.on_pose(pose(0.0, far), now=0.0)
+    ex.tick(0.0)
+    assert ex.state is State.DRIVING
+    t = 0.0
+    while ex.state is State.DRIVING and t < 10:
+        t = round(t + 0.1, 6)
+        ex.on_pose(pose(t, far), now=t)
+        ex.tick(t)
+    assert ex.state is not State.DRIVING and 1.5 < t < 2.5  # 5 s after the goal, 3 s of which before the jump
+
+
+def test_high_rate_streams_keep_buffers_bounded():
+    """500 Hz poses + 100 Hz readings for 60 s of stream time: buffers stay at their bounds."""
+    ex, host = make(pose_buffer_size=200, max_measurements=30, dwell_time=0.5, reading_timeout=1.0)
+    ex.planner = Planner(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
+                         n_initial=30)   # space-filling targets only: this test is about the input path
+    ex.on_pose(pose(0.0, [1.0, 1.0]), now=0.0)
+    ex.tick(0.0)
+    peak = (0, 0)
+    for k in range(1, 30001):   # 2 ms steps
+        t = k * 0.002
+        ex.on_pose(pose(t, host.goals[-1] + 0.05), now=t)
+        if k % 5 == 0:
+            ex.on_reading(Reading(t - 0.001, 1.0 + (k % 7)))
+        if k % 50 == 0:
+            ex.tick(t)
+        peak = tuple(max(a, b) for a, b in zip(peak, ex.buffered))
+    assert peak[0] == 200 and peak[1] <= 64
+    assert ex.received['poses'] == 30001 and ex.received['readings'] == 6000
+    assert ex.planner.n == 30 and ex.state is State.DONE   # measured everything while flooded
+    assert not ex.rejected
+
+
+def test_runtime_parameter_changes_take_effect(tmp_path):
+    ex, host = make(tmp_path, max_measurements=5)
+    ex.on_pose(pose(0.0, [1.0, 1.0]), now=0.0)
+    ex.tick(0.0)
+    ex.params.update(beta=1.5, pose_buffer_size=20, search_bounds=[10.0, 20.0, 10.0, 20.0],
+                     execution_noise_std=[0.0, 0.0])
+    ex.apply_parameters({'beta': 1.5, 'pose_buffer_size': 20, 'search_bounds': None,
+                         'execution_noise_std': None})
+    assert ex.planner._beta(0, None) == 1.5
+    assert ex._poses.maxlen == 20
+    assert ex.planner.bounds.tolist() == [[10.0, 10.0], [20.0, 20.0]]
+    t = at_goal_until(ex, host, 0.0, lambda: ex.planner.n == 2)
+    assert all((10 <= g).all() and (g <= 20).all() for g in host.goals[1:])  # next decisions in the new box
+    # lowering max_measurements below what is done finishes at once; raising it again continues
+    ex.params['max_measurements'] = 2
+    t = at_goal_until(ex, host, t, lambda: ex.state is State.DONE, limit=1.0)
+    assert ex.state is State.DONE and host.done is not None
+    ex.params['max_measurements'] = 3
+    at_goal_until(ex, host, t, lambda: ex.planner.n == 3)
+    assert ex.planner.n == 3 and ex.state is State.DONE
+
+
+def test_stored_covariances_are_exactly_psd(tmp_path):
+    ex, host = make(tmp_path, max_measurements=1)
+    ex.on_pose(pose(0.0, [1.0, 1.0]), now=0.0)
+    ex.tick(0.0)
+    nearly = [[1e-3, 1e-3 + 1e-13], [1e-3, 1e-3 - 1e-12]]  # round-off: asymmetric, slightly indefinite
+    at_goal_until(ex, host, 0.0, lambda: ex.planner.n == 1, cov=nearly)
+    cov = np.array(ex.planner.journal_file.observations[0]['location']['covariance'])
+    assert np.array_equal(cov, cov.T) and np.linalg.eigvalsh(cov).min() >= 0
+
+
+def test_invalid_reading_variance_and_huge_values_are_rejected():
+    ex, _ = make()
+    assert not ex.on_reading(Reading(1.0, 5.0, float('nan')))
+    assert not ex.on_reading(Reading(1.0, 5.0, -1.0))
+    assert not ex.on_reading(Reading(1.0, 1e300))
+    assert ex.on_reading(Reading(1.0, 5.0, 0.0))
+    assert set(ex.rejected) == {'reading: invalid variance', 'reading: value out of range'}

@@ -7,14 +7,24 @@ and sends the rover to the planner's targets (DESIGN.md, measurement cycle)::
     WAITING_FOR_POSE -> DECIDING -> DRIVING -> DWELLING -> MEASURING -> DECIDING ... -> DONE
                                        | goal_timeout: stop and measure where the rover is
                                                                  | reading_timeout: retry, then skip
+    any state but DONE -> PAUSED (localisation diverged: stop) -> DRIVING to the same target (recovered)
 
 - A reading is paired with the pose estimate **nearest in time**. While no pose newer than the reading
   has arrived (the localisation output lags the sensor, or has stopped), the reading is held, for at most
   ``reading_timeout``; once newer poses exist the nearest one is final, and if it is more than
   ``max_pose_age`` away the reading is dropped with a warning.
-- Poses with NaN/inf, negative variances or non-PSD covariances, in the wrong frame, or stamped before
-  the newest buffered pose by more than ``max_pose_age`` (bag replay, simulation reset: the buffer is
-  reset) never reach the buffer; each rejection is logged with its reason and counted.
+- Poses with NaN/inf, negative variances or non-PSD covariances, in the wrong frame, or stamped more than
+  ``max_pose_age`` before the host's clock (stale: the localisation lags, or a bag is replayed without
+  simulated time) never reach the buffer. A pose stamped before the newest buffered pose by more than
+  ``max_pose_age`` (bag loop, simulation reset) clears the pose and reading buffers. Each rejection is
+  logged with its reason (floods are throttled) and counted by category in :attr:`Explorer.rejected`.
+  A zero covariance is valid: an exactly known position (a Dirac location).
+- **Localisation divergence:** when the trace of the newest pose's position covariance exceeds
+  ``max_covariance_trace`` the explorer stops the rover and pauses (no measurement is taken); it resumes
+  towards the same target once the trace is back below ``RESUME_FRACTION`` of the threshold.
+- **Restarts:** a planner resumed from a journal whose last decision has no observation yet hands that
+  target back (:meth:`~uncertain_bo.planner.Planner.take_resumed_target`); the explorer re-sends it as the
+  goal instead of deciding again, so a crash mid-drive costs neither a measurement nor a decision.
 - Targets come from the planner, which keeps them in the search bounds.
 
 The ROS node (:mod:`uncertain_bo.ros.explorer`) and the in-process simulation runner drive the same
@@ -26,34 +36,49 @@ from __future__ import annotations
 import enum
 import logging
 import math
+import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 import numpy as np
 import torch
 
-from .distributions import DTYPE, Gaussian, check_covariance
+from .covariance import covariance_problem
+from .distributions import DTYPE, Gaussian, GaussianExecutionNoise, InvalidDistributionError
+from .optim import OptimizerSettings
 from .parameters import Param
 from .planner import InvalidObservationError, Planner, Recommendation
 
 __all__ = ['Explorer', 'ExplorerOutputs', 'State', 'PoseEstimate', 'Reading', 'Measurement',
-           'EXPLORER_PARAMS']
+           'EXPLORER_PARAMS', 'RESUME_FRACTION', 'READING_QUEUE', 'MAX_ABS_COORDINATE', 'MAX_ABS_READING',
+           'check_explorer_parameters', 'psd_projection']
 
 log = logging.getLogger(__name__)
 
+#: after a divergence pause, resume when the covariance trace is below this fraction of the threshold
+RESUME_FRACTION = 0.8
+#: poses with a coordinate beyond this (m) are rejected: sentinels/overflow, not a place on Earth's surface
+MAX_ABS_COORDINATE = 1e7
+#: readings beyond this magnitude are rejected (no physical sensor in SI units; keeps the GP's
+#: standardisation of the readings from overflowing)
+MAX_ABS_READING = 1e12
+#: readings queued while measuring (the oldest are dropped beyond this: bounded memory at any rate)
+READING_QUEUE = 64
+
 EXPLORER_PARAMS = [
     Param('search_bounds', [0.0, 200.0, 0.0, 200.0],
-          'search area [xmin, xmax, ymin, ymax] in the map frame, m; targets never leave it',
-          range=(-1e7, 1e7), length=4),
+          'search area [xmin, xmax, ymin, ymax] in the map frame, m; targets never leave it (a change at '
+          'run time applies from the next decision)', range=(-1e7, 1e7), length=4),
     Param('frame_id', 'map', 'world-fixed frame of poses and goals (a map-frame estimate with absolute '
           'corrections: an odom-frame covariance grows without bound)', read_only=True),
-    Param('method', 'ugp_ucb', 'BO method (registry name)', choices=('ugp_ucb',)),
+    Param('method', 'ugp_ucb', 'BO method (registry name)', choices=('ugp_ucb',), read_only=True),
     Param('execution_noise_std', [0.75, 0.75],
           'std of the execution-noise model P̂_x = N(x, diag(std²)) along x and y, m', range=(0.0, 1000.0),
           length=2),
     Param('beta', 3.0, 'UCB exploration weight β (μ + β σ), dimensionless', range=(0.0, 100.0)),
-    Param('n_initial', 5, 'space-filling targets before the acquisition takes over', range=(1, 10000)),
+    Param('n_initial', 5, 'space-filling targets before the acquisition takes over', range=(1, 10000),
+          read_only=True),
     Param('max_measurements', 30, 'stop after this many measurements', range=(1, 1000000)),
     Param('refit_every', 1, 'refit GP hyperparameters every N measurements (0 = never)', range=(0, 1000000)),
     Param('num_restarts', 10, 'L-BFGS-B restarts of the acquisition maximiser', range=(1, 1000)),
@@ -64,17 +89,49 @@ EXPLORER_PARAMS = [
           range=(1.0, 1e6)),
     Param('dwell_time', 2.0, 'wait after arrival before taking the reading (rover settles), s',
           range=(0.0, 3600.0)),
-    Param('max_pose_age', 0.5, 'largest |t_reading - t_pose| for pairing a reading with a pose, s',
+    Param('max_pose_age', 0.5, 'largest |t_reading - t_pose| for pairing a reading with a pose, and largest '
+          'age of an arriving pose relative to the node clock (older ones are stale and rejected), s',
           range=(0.001, 60.0)),
     Param('reading_timeout', 10.0, 'wait this long for a reading before retrying, s', range=(0.1, 3600.0)),
     Param('reading_retries', 2, 'retries when the sensor is silent before skipping the target',
           range=(0, 100)),
     Param('pose_buffer_size', 500, 'pose estimates kept for pairing (bounds memory at any input rate)',
           range=(10, 1000000)),
-    Param('seed', 0, 'seed of the initial design and the acquisition maximiser', range=(0, 2 ** 31 - 1)),
+    Param('max_covariance_trace', 25.0, 'localisation divergence: when the trace of the position covariance '
+          f'exceeds this the rover is stopped and the explorer pauses; it resumes below '
+          f'{RESUME_FRACTION:g} x this, m²', range=(1e-6, 1e12)),
+    Param('seed', 0, 'seed of the initial design and the acquisition maximiser', range=(0, 2 ** 31 - 1),
+          read_only=True),
     Param('run_dir', '', 'output folder for the journal (empty: runs/<date-time>); an existing journal '
           'there is resumed', read_only=True),
 ]
+
+
+def check_explorer_parameters(values: Mapping[str, Any]) -> str | None:
+    """Cross-field checks of explorer parameters (each value is already valid on its own).
+
+    Returns:
+        None if consistent, else the reason (names the parameter).
+    """
+    b = values.get('search_bounds')
+    if b is not None:
+        xmin, xmax, ymin, ymax = b
+        if not (xmax > xmin and ymax > ymin):
+            return (f"parameter 'search_bounds' = {list(b)} is invalid: need xmax > xmin and ymax > ymin "
+                    '(order [xmin, xmax, ymin, ymax])')
+    return None
+
+
+def psd_projection(cov: np.ndarray) -> np.ndarray:
+    """Symmetric positive semi-definite version of a covariance that passed
+    :func:`~uncertain_bo.covariance.covariance_problem` (which tolerates round-off asymmetry and tiny
+    negative eigenvalues): symmetrised, negative eigenvalues set to 0. Exact zeros stay zero (a Dirac)."""
+    c = np.asarray(cov, dtype=float)
+    c = 0.5 * (c + c.T)
+    w, v = np.linalg.eigh(c)
+    if w.min() >= 0:
+        return c
+    return (v * np.clip(w, 0.0, None)) @ v.T
 
 
 class State(enum.Enum):
@@ -83,6 +140,7 @@ class State(enum.Enum):
     DRIVING = 'driving'
     DWELLING = 'dwelling'
     MEASURING = 'measuring'
+    PAUSED = 'paused'
     DONE = 'done'
 
 
@@ -139,7 +197,20 @@ class Explorer:
     Args:
         planner: the planner (its journal, if any, receives every measurement).
         outputs: host callbacks.
-        params: validated :data:`EXPLORER_PARAMS` values.
+        params: validated :data:`EXPLORER_PARAMS` values. The dict is read live: a host that updates it
+            (run-time parameter changes) calls :meth:`apply_parameters` for values with derived state.
+
+    Attributes:
+        state: current stage.
+        rejected: rejected inputs by category (``'pose: stale stamp'``, ...); the set of keys is bounded.
+        target: current target ``(2,)`` or None.
+        goal_reason: why the current goal was sent: ``'new'`` (a fresh decision), ``'resumed'`` (the
+            journal's pending decision after a restart) or ``'after pause'``.
+        received: counts of ``'poses'`` and ``'readings'`` handed in.
+        last_reason: the most recent rejection with its detail (None if none).
+        last_decision_wall_time: ``time.time()`` of the last decision (None before the first).
+        paused_reason: why the explorer is paused (None unless :attr:`state` is PAUSED).
+        goal_timeouts: how many goals timed out (measured where the rover was).
     """
 
     planner: Planner
@@ -151,11 +222,18 @@ class Explorer:
 
     def __post_init__(self):
         self._poses: deque[PoseEstimate] = deque(maxlen=int(self.params['pose_buffer_size']))
-        self._readings: deque[Reading] = deque(maxlen=64)
+        self._readings: deque[Reading] = deque(maxlen=READING_QUEUE)
         self._goal_time = self._dwell_end = self._measure_start = 0.0
         self._timed_out = False
         self._retries = 0
+        self._last_now: float | None = None
+        self._paused_from: State | None = None
         self.last_reason: str | None = None
+        self.goal_reason = 'new'
+        self.received: Counter = Counter()
+        self.last_decision_wall_time: float | None = None
+        self.paused_reason: str | None = None
+        self.goal_timeouts = 0
         if self.planner.n >= self.params['max_measurements']:
             self.state = State.DONE
 
@@ -164,16 +242,37 @@ class Explorer:
     def latest_pose(self) -> PoseEstimate | None:
         return self._poses[-1] if self._poses else None
 
-    def on_pose(self, pose: PoseEstimate) -> bool:
-        """Buffer a pose estimate after validation. Returns False (and logs why) if rejected."""
-        reason = self._pose_problem(pose)
-        if reason is not None:
-            self._reject('pose', reason)
+    @property
+    def buffered(self) -> tuple[int, int]:
+        """``(poses, readings)`` currently buffered (bounded by ``pose_buffer_size`` and
+        :data:`READING_QUEUE`)."""
+        return len(self._poses), len(self._readings)
+
+    def on_pose(self, pose: PoseEstimate, now: float | None = None) -> bool:
+        """Buffer a pose estimate after validation. Returns False (and logs why) if rejected.
+
+        Args:
+            pose: the estimate.
+            now: the host's clock (same clock as the stamps), s; when given, a pose stamped more than
+                ``max_pose_age`` before it is stale and rejected. None skips that check (no valid clock yet).
+        """
+        self.received['poses'] += 1
+        problem = self._pose_problem(pose)
+        if problem is not None:
+            self._reject('pose', *problem)
             return False
-        if self._poses and pose.stamp < self._poses[-1].stamp - self.params['max_pose_age']:
+        max_age = self.params['max_pose_age']
+        if now is not None and pose.stamp < now - max_age:
+            self._reject('pose', 'stale stamp',
+                         f'stamp {pose.stamp:.3f} s is {now - pose.stamp:.3f} s older than the clock, more than '
+                         f'max_pose_age = {max_age} s (localisation lagging, or a bag replayed without '
+                         'use_sim_time?)')
+            return False
+        if self._poses and pose.stamp < self._poses[-1].stamp - max_age:
             log.warning('pose stamp jumped backwards by %.3f s (bag replay or simulation reset?): '
                         'clearing the pose and reading buffers', self._poses[-1].stamp - pose.stamp)
             self.rejected['pose: stamp jumped backwards (buffer reset)'] += 1
+            self.last_reason = 'pose stamp jumped backwards: pose and reading buffers reset'
             self._poses.clear()
             self._readings.clear()
         self._poses.append(pose)
@@ -181,11 +280,19 @@ class Explorer:
 
     def on_reading(self, reading: Reading) -> bool:
         """Queue a sensor reading (only used while measuring). Returns False if rejected."""
+        self.received['readings'] += 1
         if not math.isfinite(reading.value):
-            self._reject('reading', f'value is {reading.value}')
+            self._reject('reading', 'non-finite value', f'value is {reading.value}')
+            return False
+        if abs(reading.value) > MAX_ABS_READING:
+            self._reject('reading', 'value out of range', f'|value| = {abs(reading.value):.3g} > '
+                         f'{MAX_ABS_READING:g} (a sentinel or overflowed value)')
             return False
         if reading.stamp is not None and not math.isfinite(reading.stamp):
-            self._reject('reading', 'stamp is not finite')
+            self._reject('reading', 'non-finite stamp', 'stamp is not finite')
+            return False
+        if not math.isfinite(reading.variance) or reading.variance < 0:
+            self._reject('reading', 'invalid variance', f'variance is {reading.variance}')
             return False
         if self.state is State.MEASURING:
             self._readings.append(reading)
@@ -193,6 +300,25 @@ class Explorer:
 
     def tick(self, now: float) -> None:
         """Advance the cycle at time ``now`` (s, same clock as the stamps)."""
+        if self._last_now is not None and now < self._last_now - self.params['max_pose_age']:
+            shift = now - self._last_now
+            log.warning('clock jumped backwards by %.3f s (simulation reset?): restarting the current '
+                        'stage timers', -shift)
+            self._goal_time += shift
+            self._dwell_end += shift
+            self._measure_start += shift
+        self._last_now = now
+        if self.state is State.DONE:
+            if self.planner.n < self.params['max_measurements']:  # max_measurements raised at run time
+                log.info('max_measurements raised to %d: continuing', self.params['max_measurements'])
+                self.state = State.WAITING_FOR_POSE
+            else:
+                return
+        elif self.planner.n >= self.params['max_measurements']:  # lowered at run time
+            self._finish(stop=True)
+            return
+        if self._check_localisation(now):
+            return
         if self.state is State.WAITING_FOR_POSE:
             if self._poses:
                 if self.planner.start is None and self.planner.n == 0:
@@ -210,9 +336,35 @@ class Explorer:
         elif self.state is State.MEASURING:
             self._measure(now)
 
+    def apply_parameters(self, changed: Mapping[str, Any]) -> None:
+        """Make run-time changes of :attr:`params` (already stored there) take effect where they have
+        derived state: the planner's β, refit period, optimiser, execution noise and search bounds, and
+        the pose buffer size. Everything else is read live."""
+        p = self.params
+        if 'beta' in changed:
+            self.planner.set_beta(p['beta'])
+        if 'refit_every' in changed:
+            self.planner.refit_every = int(p['refit_every'])
+        if 'num_restarts' in changed or 'raw_samples' in changed:
+            self.planner.optimizer = OptimizerSettings(p['num_restarts'], p['raw_samples'])
+        if 'execution_noise_std' in changed:
+            self.planner.execution_noise = GaussianExecutionNoise.isotropic(p['execution_noise_std'])
+        if 'search_bounds' in changed:
+            xmin, xmax, ymin, ymax = p['search_bounds']
+            self.planner.set_bounds(torch.tensor([[xmin, ymin], [xmax, ymax]], dtype=DTYPE))
+        if 'pose_buffer_size' in changed:
+            self._poses = deque(self._poses, maxlen=int(p['pose_buffer_size']))
+        log.info('parameters changed at run time: %s', ', '.join(f'{k} = {v}' for k, v in changed.items()))
+
     # ------------------------------------------------------------ stages
     def _decide(self, now: float) -> None:
-        target = self.planner.suggest().numpy()
+        resumed = self.planner.take_resumed_target()
+        if resumed is not None:
+            target, self.goal_reason = resumed.numpy(), 'resumed'
+            log.info('resuming the journal\'s pending target %d: (%.2f, %.2f)', self.planner.n + 1, *target)
+        else:
+            target, self.goal_reason = self.planner.suggest().numpy(), 'new'
+        self.last_decision_wall_time = time.time()
         self.target = target
         self._goal_time = now
         self._timed_out = False
@@ -231,6 +383,7 @@ class Explorer:
                         *self.target, self.params['goal_timeout'], *where)
             self.outputs.stop(where)
             self._timed_out = True
+            self.goal_timeouts += 1
             self._start_dwell(now)
 
     def _start_dwell(self, now: float) -> None:
@@ -251,17 +404,25 @@ class Explorer:
                 if now - stamp <= self.params['reading_timeout']:
                     return
                 self._readings.popleft()
-                self._reject('reading', f'no pose estimate newer than the reading arrived within '
-                             f'reading_timeout = {self.params["reading_timeout"]} s (pose stream stale or '
-                             'stopped): dropped')
+                self._reject('reading', 'no pose estimate newer than the reading',
+                             f'no pose estimate newer than the reading arrived within reading_timeout = '
+                             f'{self.params["reading_timeout"]} s (pose stream stale or stopped): dropped')
                 continue
             pose, gap = self._nearest_pose(stamp)  # final: later poses are further away
             self._readings.popleft()
-            if gap <= max_age:
-                self._store(pose, reading)
-                return
-            self._reject('reading', f'no pose within max_pose_age = {max_age} s of its stamp (nearest '
-                         f'{gap:.3f} s away): dropped')
+            if gap > max_age:
+                self._reject('reading', 'no pose within max_pose_age',
+                             f'no pose within max_pose_age = {max_age} s of its stamp (nearest {gap:.3f} s '
+                             'away): dropped')
+                continue
+            trace = float(np.trace(pose.cov))
+            if trace > self.params['max_covariance_trace']:
+                self._reject('reading', 'paired pose over max_covariance_trace',
+                             f'its pose has covariance trace {trace:.3g} m² > max_covariance_trace = '
+                             f'{self.params["max_covariance_trace"]} m²: dropped')
+                continue
+            self._store(pose, reading)
+            return
         if now - self._measure_start > self.params['reading_timeout']:
             if self._retries < self.params['reading_retries']:
                 self._retries += 1
@@ -272,18 +433,19 @@ class Explorer:
                 log.warning('sensor silent at target (%.2f, %.2f): skipping it after %d retries',
                             *self.target, self._retries)
                 self.rejected['measurement: sensor silent, target skipped'] += 1
+                self.last_reason = f'sensor silent at target ({self.target[0]:.2f}, {self.target[1]:.2f})'
                 self.state = State.DECIDING
 
     def _store(self, pose: PoseEstimate, reading: Reading) -> None:
-        location = Gaussian(torch.as_tensor(pose.xy, dtype=DTYPE).reshape(1, 2),
-                            torch.as_tensor(pose.cov, dtype=DTYPE).reshape(1, 2, 2), validate=False)
         meta = {'reading_stamp': reading.stamp, 'pose_stamp': pose.stamp, 'reading_variance': reading.variance,
                 'frame_id': pose.frame_id, 'goal_timed_out': self._timed_out}
         try:
+            location = Gaussian(torch.as_tensor(pose.xy, dtype=DTYPE).reshape(1, 2),
+                                torch.as_tensor(psd_projection(pose.cov), dtype=DTYPE).reshape(1, 2, 2))
             index = self.planner.observe(torch.as_tensor(self.target, dtype=DTYPE), location,
                                          float(reading.value), **meta)
-        except InvalidObservationError as exc:  # defensive: poses are validated on arrival
-            self._reject('measurement', str(exc))
+        except (InvalidObservationError, InvalidDistributionError) as exc:  # defensive: validated on arrival
+            self._reject('measurement', 'invalid observation', str(exc))
             return
         m = Measurement(index, self.target.copy(), pose, reading, self._timed_out)
         rec = self.planner.recommend()
@@ -293,6 +455,49 @@ class Explorer:
             self.outputs.finished(rec)
         else:
             self.state = State.DECIDING
+
+    def _finish(self, stop: bool) -> None:
+        pose = self.latest_pose
+        if stop and pose is not None and self.state in (State.DRIVING, State.DWELLING, State.MEASURING):
+            self.outputs.stop(pose.xy)
+        self.state = State.DONE
+        log.info('max_measurements = %d reached', self.params['max_measurements'])
+        if self.planner.n:
+            self.outputs.finished(self.planner.recommend())
+
+    def _check_localisation(self, now: float) -> bool:
+        """Pause when the newest pose's covariance trace is over the threshold; resume when it recovers.
+        Returns True while paused."""
+        pose = self.latest_pose
+        if pose is None:
+            return self.state is State.PAUSED
+        trace = float(np.trace(pose.cov))
+        limit = self.params['max_covariance_trace']
+        if self.state is not State.PAUSED:
+            if trace <= limit:
+                return False
+            self._paused_from = self.state
+            self.state = State.PAUSED
+            self.paused_reason = (f'localisation diverged: position covariance trace {trace:.3g} m² > '
+                                  f'max_covariance_trace = {limit:g} m²')
+            log.error('%s: rover stopped, no measurements until it is below %.3g m²', self.paused_reason,
+                      RESUME_FRACTION * limit)
+            if self._paused_from in (State.DRIVING, State.DWELLING, State.MEASURING):
+                self.outputs.stop(pose.xy)
+            return True
+        if trace > RESUME_FRACTION * limit:
+            return True
+        log.warning('localisation recovered (covariance trace %.3g m²): resuming', trace)
+        self.paused_reason = None
+        self._readings.clear()
+        if self.target is not None and self._paused_from in (State.DRIVING, State.DWELLING, State.MEASURING):
+            self.goal_reason = 'after pause'
+            self.state = State.DRIVING
+            self._goal_time = now
+            self.outputs.send_goal(self.target)
+        else:
+            self.state = State.WAITING_FOR_POSE
+        return False
 
     # ----------------------------------------------------------- helpers
     def _nearest_pose(self, stamp: float) -> tuple[PoseEstimate | None, float]:
@@ -305,20 +510,41 @@ class Explorer:
                 break  # stamps are increasing: older poses are further away
         return best, gap
 
-    def _pose_problem(self, pose: PoseEstimate) -> str | None:
+    def _pose_problem(self, pose: PoseEstimate) -> tuple[str, str] | None:
+        """``(category, detail)`` of what is wrong with ``pose``, or None."""
         if pose.frame_id != self.params['frame_id']:
-            return f"frame_id '{pose.frame_id}' is not the configured frame '{self.params['frame_id']}'"
+            return ('wrong frame_id', f"frame_id {pose.frame_id[:64]!r} is not the configured frame "
+                    f"{self.params['frame_id']!r}")
         if not math.isfinite(pose.stamp):
-            return 'stamp is not finite'
-        if not np.all(np.isfinite(pose.xy)):
-            return 'position contains NaN or inf'
-        reason = check_covariance(torch.as_tensor(np.asarray(pose.cov), dtype=DTYPE))
-        return f'covariance {reason}' if reason else None
+            return 'non-finite stamp', 'stamp is not finite'
+        xy = np.asarray(pose.xy, dtype=float)
+        if xy.shape != (2,) or not np.all(np.isfinite(xy)):
+            return 'non-finite position', f'position {xy.tolist()} is not 2 finite numbers (NaN or inf)'
+        if np.any(np.abs(xy) > MAX_ABS_COORDINATE):
+            return ('position out of range', f'position {xy.tolist()} m is beyond ±{MAX_ABS_COORDINATE:g} m '
+                    '(a sentinel or overflowed value)')
+        cov = np.asarray(pose.cov, dtype=float)
+        if cov.shape != (2, 2):
+            return 'covariance wrong shape', f'expected a (2, 2) position covariance, got shape {cov.shape}'
+        reason = covariance_problem(cov)
+        if reason:
+            return f'covariance {reason.split(" (")[0]}', f'covariance {reason}'
+        return None
 
-    def _reject(self, what: str, reason: str) -> None:
-        key = f'{what}: {reason.split(" (")[0]}'
+    def reject(self, what: str, category: str, detail: str) -> None:
+        """Count and log a rejected input (hosts use it for messages they could not even parse).
+
+        Args:
+            what: ``'pose'``, ``'reading'`` or ``'measurement'``.
+            category: short fixed text (the counter key; keep the set of categories bounded).
+            detail: the full reason for the log line and :attr:`last_reason`.
+        """
+        self._reject(what, category, detail)
+
+    def _reject(self, what: str, category: str, detail: str) -> None:
+        key = f'{what}: {category}'
         self.rejected[key] += 1
-        self.last_reason = f'{what} rejected: {reason}'
+        self.last_reason = f'{what} rejected: {detail}'
         n = self.rejected[key]
         if n <= 3 or n % 100 == 0:  # throttle floods of the same problem
-            log.warning('%s rejected (%d so far): %s', what, n, reason)
+            log.warning('%s rejected (%s, %d so far): %s', what, category, n, detail)
