@@ -4,7 +4,7 @@ import torch
 
 from uncertain_bo.acquisition import get_method
 from uncertain_bo.acquisition.airbo import AIRBO_BETA
-from uncertain_bo.benchmarks.functions_airbo import get_problem
+from uncertain_bo.benchmarks.functions_airbo import get_airbo_problem
 from uncertain_bo.distributions import Dirac, Empirical
 from uncertain_bo.kernels import ExpectedRBFKernel, KernelMeanEmbeddingKernel, MMDKernel, SymmetrizedKLKernel
 from uncertain_bo.optim import OptimizerSettings
@@ -40,7 +40,7 @@ def test_airbo_finds_rkhs_robust_optimum(seed, one_thread):
     """rkhs1d-gauss: robust argmax 0.078 (the nominal maximum 0.892 sits among narrow bumps the N(0, 0.01²)
     input noise washes out). 6 initial + 14 UCB steps; measured recommendations for seeds 0-2: 0.073, 0.083,
     0.088 (the 12-seed benchmark belongs to the runner)."""
-    problem = get_problem('rkhs1d-gauss')
+    problem = get_airbo_problem('rkhs1d-gauss')
     planner = run(problem, 'airbo', seed, 6, 20)
     rec = planner.recommend()
     assert abs(float(rec.target) - 0.078) < 0.02, rec
@@ -55,7 +55,7 @@ def test_airbo_finds_rkhs_robust_optimum(seed, one_thread):
     ('ugp_kme', KernelMeanEmbeddingKernel, Empirical), ('skl', SymmetrizedKLKernel, Empirical),
     ('erbf', ExpectedRBFKernel, Empirical), ('gp_ucb', ExpectedRBFKernel, Dirac)])
 def test_every_method_runs_with_sampled_noise(name, kernel_type, train_type, one_thread):
-    problem = get_problem('double-peak-beta')
+    problem = get_airbo_problem('double-peak-beta')
     planner = run(problem, name, 0, 4, 6, n_samples=40)
     assert isinstance(planner.model.kernel, kernel_type)
     assert isinstance(planner.model.train_locations, train_type)
@@ -70,7 +70,7 @@ def test_every_method_runs_with_sampled_noise(name, kernel_type, train_type, one
 
 def test_airbo_decisions_are_reproducible(one_thread):
     """Fixed base samples and landmarks: the same seed gives the same targets (no stochastic acquisition)."""
-    problem = get_problem('double-peak-beta')
+    problem = get_airbo_problem('double-peak-beta')
     a = run(problem, 'airbo', 3, 4, 7, n_samples=60)
     b = run(problem, 'airbo', 3, 4, 7, n_samples=60)
     # equal up to floating-point summation order (vectorised reductions differ by ~1e-10 between runs)
@@ -79,7 +79,7 @@ def test_airbo_decisions_are_reproducible(one_thread):
 
 def test_acquisition_is_smooth_in_the_target(one_thread):
     """With common random numbers the UCB is a smooth function of x: finite differences match autograd."""
-    problem = get_problem('double-peak-beta')
+    problem = get_airbo_problem('double-peak-beta')
     planner = run(problem, 'airbo', 2, 8, 8, n_samples=100)
     planner.suggest()  # fits the model
     acq = get_method('airbo').make_acquisition(planner.model, planner.candidates, AIRBO_BETA)

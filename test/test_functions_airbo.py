@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from uncertain_bo.benchmarks.functions_airbo import (PROBLEMS, bumped_bowl, double_peak, get_problem, rkhs1d,
-                                                     robust_argmax_grid, robust_value)
+from uncertain_bo.benchmarks.functions_airbo import (AIRBO_PROBLEMS, bumped_bowl, double_peak, get_airbo_problem,
+                                                     rkhs1d, robust_argmax_grid, robust_value)
 
 
 def test_function_landmarks():
@@ -20,7 +20,7 @@ def test_function_landmarks():
 @pytest.mark.parametrize('name', ['rkhs1d-gauss', 'double-peak-beta'])
 @pytest.mark.parametrize('seed', [0, 1])
 def test_grid_oracle_reproduces_published_robust_argmax(name, seed):
-    p = get_problem(name)
+    p = get_airbo_problem(name)
     x, g = robust_argmax_grid(p, n_grid=1000, n_samples=500, seed=seed)
     assert x == pytest.approx(p.robust_argmax[0], abs=0.003)
     assert g == pytest.approx(p.robust_optimum, rel=0.01)  # 500-sample Monte Carlo
@@ -28,13 +28,13 @@ def test_grid_oracle_reproduces_published_robust_argmax(name, seed):
 
 def test_double_peak_nominal_and_gaussian_optima_differ():
     """The beta input moves the robust optimum from the tall peak (0.35) to the wide one (0.25)."""
-    p = get_problem('double-peak-beta')
+    p = get_airbo_problem('double-peak-beta')
     g = robust_value(p, torch.tensor([[0.252], [0.350]]), n_samples=2000)
     assert g[0] > g[1] + 1.0
 
 
 def test_bumped_bowl_robust_optimum_at_origin():
-    p = get_problem('bumped-bowl-10d')
+    p = get_airbo_problem('bumped-bowl-10d')
     assert p.minimize and p.dim == 10
     g0 = float(robust_value(p, torch.zeros(1, 10), n_samples=20_000))
     assert g0 == pytest.approx(0.0125, abs=3e-4)
@@ -50,7 +50,7 @@ def test_bumped_bowl_robust_optimum_at_origin():
 
 
 def test_regret_sign_and_zero_at_optimum():
-    for p in PROBLEMS.values():
+    for p in AIRBO_PROBLEMS.values():
         x = torch.tensor([p.robust_argmax])
         assert float(p.robust_regret(x)) == 0.0
         off = x + 0.3
@@ -60,4 +60,4 @@ def test_regret_sign_and_zero_at_optimum():
 
 def test_unknown_problem():
     with pytest.raises(KeyError, match='known'):
-        get_problem('rkhs')
+        get_airbo_problem('rkhs')
