@@ -132,3 +132,347 @@ def test_invalid_parameter_fails_at_startup_naming_it(context, tmp_path):
         make_explorer(context, tmp_path, beta=-1.0)
     with pytest.raises(ParameterError, match='search_bounds'):
         make_explorer(context, tmp_path, search_bounds=[10.0, 0.0, 0.0, 10.0])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Faults and bad input over real topics, on simulated time (the test owns /clock: timeouts are simulated
+# seconds, so a loaded machine makes the test slower, never flaky).
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from geometry_msgs.msg import PoseArray  # noqa: E402
+from nav_msgs.msg import OccupancyGrid  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from rosgraph_msgs.msg import Clock  # noqa: E402
+from visualization_msgs.msg import MarkerArray  # noqa: E402
+
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+class SimProbe(Probe):
+    """Probe on simulated time: publishes /clock, records the operator-view topics."""
+
+    def __init__(self, context, t0=1000.0):
+        super().__init__(context)
+        self.t = t0
+        self.clock = self.node.create_publisher(Clock, '/clock', 10)
+        self.particles = self.node.create_publisher(PoseArray, 'particle_cloud', 10)
+        self.diags, self.markers, self.means, self.stds = [], [], [], []
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', self.diags.append, 50)
+        self.node.create_subscription(MarkerArray, '/explorer/markers', self.markers.append, LATCHED)
+        self.node.create_subscription(OccupancyGrid, '/explorer/gp_mean', self.means.append, LATCHED)
+        self.node.create_subscription(OccupancyGrid, '/explorer/gp_std', self.stds.append, LATCHED)
+
+    def now(self):
+        return self.t
+
+    def advance(self, dt=0.1):
+        self.t = round(self.t + dt, 6)
+        self.clock.publish(Clock(clock=cv.to_time_msg(self.t)))
+
+    def send_pose(self, xy, cov=None, frame='map', stamp=None):
+        cov6 = np.zeros((6, 6))
+        cov6[:2, :2] = np.eye(2) * 0.04 if cov is None else cov
+        msg = cv.make_odometry(self.t if stamp is None else stamp, frame, 'base_link', [0.0, 0.0], 0.0, cov6)
+        msg.pose.pose.position.x, msg.pose.pose.position.y = float(xy[0]), float(xy[1])
+        self.odom.publish(msg)
+
+    def goal_xy(self, i=-1):
+        g = self.goals[i]
+        return np.array([g.pose.position.x, g.pose.position.y])
+
+    def diag(self):
+        """Latest explorer status: (level, message, values)."""
+        for arr in reversed(self.diags):
+            for s in arr.status:
+                if s.name.startswith('explorer'):
+                    return s.level, s.message, {kv.key: kv.value for kv in s.values}
+        return None, '', {}
+
+
+class SimRun:
+    """The explorer node + a SimProbe on one executor; ``run`` advances simulated time."""
+
+    def __init__(self, context, tmp_path, **params):
+        values = {'search_bounds': [0.0, 20.0, 0.0, 20.0], 'max_measurements': 3, 'dwell_time': 0.3,
+                  'run_dir': str(tmp_path), 'n_initial': 5, 'tick_rate': 50.0, 'max_pose_age': 1.0,
+                  'reading_timeout': 2.0, 'goal_timeout': 30.0, 'diagnostics_period': 0.2,
+                  'gp_map_cells': 10, **params}
+        overrides = parameter_overrides(values) + [Parameter('use_sim_time', value=True)]
+        self.node = ExplorerNode(context=context, parameter_overrides=overrides)
+        self.probe = SimProbe(context)
+        self.ex = SingleThreadedExecutor(context=context)
+        self.ex.add_node(self.node)
+        self.ex.add_node(self.probe.node)
+        self.explorer = self.node.explorer
+
+    def run(self, cond, each=None, timeout=30.0, dt=0.1):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            self.probe.advance(dt)
+            if each is not None:
+                each()
+            for _ in range(8):
+                self.ex.spin_once(timeout_sec=0.002)
+            if cond():
+                return True
+        return False
+
+    def spin(self, seconds=0.3):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.ex.spin_once(timeout_sec=0.01)
+
+    def close(self):
+        self.ex.shutdown()
+        self.node.destroy_node()
+        self.probe.node.destroy_node()
+
+    def journal(self):
+        return [json.loads(s) for s in (self.node.run_dir / 'journal.jsonl').read_text().splitlines()]
+
+
+@pytest.fixture
+def sim(context, tmp_path):
+    runs = []
+
+    def make(**params):
+        r = SimRun(context, tmp_path, **params)
+        runs.append(r)
+        return r
+    yield make
+    for r in runs:
+        try:
+            r.close()
+        except Exception:  # noqa: BLE001 - already closed by the test
+            pass
+
+
+BAD_POSES = [  # (what is published, rejection counter key)
+    (dict(xy=[5.0, 5.0], cov=np.array([[np.nan, 0], [0, 1.0]])), 'pose: covariance contains NaN or inf'),
+    (dict(xy=[5.0, 5.0], cov=np.array([[np.inf, 0], [0, 1.0]])), 'pose: covariance contains NaN or inf'),
+    (dict(xy=[np.nan, 5.0]), 'pose: non-finite position'),
+    (dict(xy=[5.0, -np.inf]), 'pose: non-finite position'),
+    (dict(xy=[5.0, 5.0], cov=np.array([[1.0, 3.0], [3.0, 1.0]])), 'pose: covariance not positive semi-definite'),
+    (dict(xy=[5.0, 5.0], cov=np.array([[-1.0, 0], [0, 1.0]])), 'pose: covariance negative variance'),
+    (dict(xy=[5.0, 5.0], frame='odom'), 'pose: wrong frame_id'),
+    (dict(xy=[5.0, 5.0], stamp_offset=-5.0), 'pose: stale stamp'),       # older than max_pose_age = 1 s
+]
+
+
+def test_every_malformed_pose_class_is_rejected_logged_and_reported(sim, caplog):
+    s = sim(max_measurements=1)
+    p = s.probe
+    for kwargs, key in BAD_POSES:
+        kwargs = dict(kwargs)
+        offset = kwargs.pop('stamp_offset', 0.0)
+        before = s.explorer.rejected[key]
+        n_diag = len(p.diags)
+        assert s.run(lambda: s.explorer.rejected[key] > before and len(p.diags) > n_diag,
+                     each=lambda: p.send_pose(stamp=p.t + offset, **kwargs) if s.explorer.rejected[key] == before
+                     else None), key
+        assert s.explorer.latest_pose is None, key                      # never buffered
+        assert s.run(lambda: p.diag()[2].get(f'rejected {key}') not in (None, '0')), key
+        level, message, values = p.diag()
+        assert level in (DiagnosticStatus.WARN, DiagnosticStatus.ERROR) and values['state'] == 'waiting for pose'
+    assert not p.goals                                                     # nothing valid: never started
+    for _, key in BAD_POSES:
+        assert any(key.split(': ')[1] in r.getMessage() for r in caplog.records), f'no log line for {key}'
+
+    # a valid pose starts the run; at the target, bad poses keep coming around the reading: the stored
+    # location is the valid one (a zero covariance: an exactly known position, a Dirac)
+    assert s.run(lambda: bool(p.goals), each=lambda: p.send_pose([10.0, 10.0]))
+    target = p.goal_xy()
+
+    def at_target_with_noise():
+        for kwargs, _ in BAD_POSES[:7]:
+            p.send_pose(**{**kwargs, 'xy': target + 5.0 if 'frame' in kwargs else kwargs['xy']})
+        p.send_pose(target + 0.2, cov=np.zeros((2, 2)))
+        p.publish_reading(42.0)
+    assert s.run(lambda: s.explorer.planner.n == 1, each=at_target_with_noise)
+    obs = [r for r in s.journal() if r['type'] == 'observation']
+    assert len(obs) == 1 and obs[0]['y'] == 42.0
+    assert np.allclose(obs[0]['location']['mean'], target + 0.2)
+    assert obs[0]['location']['covariance'] == [[0.0, 0.0], [0.0, 0.0]]
+
+
+def test_backwards_stamps_reset_the_buffers(sim, caplog):
+    s = sim()
+    p = s.probe
+    assert s.run(lambda: bool(p.goals), each=lambda: p.send_pose([10.0, 10.0]))
+    assert s.explorer.buffered[0] >= 1
+    p.t -= 100.0          # simulation reset / bag loop: clock and stamps start over
+    key = 'pose: stamp jumped backwards (buffer reset)'
+    assert s.run(lambda: s.explorer.rejected[key] == 1, each=lambda: p.send_pose([10.0, 10.0]))
+    assert 'clearing the pose and reading buffers' in caplog.text
+    assert s.run(lambda: p.diag()[2].get(f'rejected {key}') == '1')
+    assert s.explorer.latest_pose.stamp < 1000.0    # the buffer holds the new timeline only
+
+
+def test_localisation_divergence_pauses_with_error_and_resumes(sim):
+    s = sim(max_covariance_trace=4.0)
+    p = s.probe
+    assert s.run(lambda: bool(p.goals), each=lambda: p.send_pose([1.0, 1.0]))
+    target = p.goal_xy()
+    far = target + np.array([3.0, 3.0]) if target[0] < 15 else target - 3.0
+    n_goals = len(p.goals)
+    assert s.run(lambda: s.explorer.state.value == 'paused', each=lambda: p.send_pose(far, cov=np.eye(2) * 5.0))
+    assert s.run(lambda: p.diag()[0] == DiagnosticStatus.ERROR)
+    level, message, values = p.diag()
+    assert message.startswith('paused: localisation diverged') and values['state'] == 'paused'
+    assert s.run(lambda: len(p.goals) > n_goals)
+    assert np.allclose(p.goal_xy(), far)                           # stop: hold where the rover is
+    s.run(lambda: False, each=lambda: p.send_pose(far, cov=np.eye(2) * 1.8), timeout=1.0)  # 3.6 > 0.8 x 4
+    assert s.explorer.state.value == 'paused'
+    n_goals = len(p.goals)
+    assert s.run(lambda: len(p.goals) > n_goals, each=lambda: p.send_pose(far))   # recovered
+    assert np.allclose(p.goal_xy(), target)                       # the same target again
+    assert s.run(lambda: p.diag()[0] == DiagnosticStatus.OK and p.diag()[2]['state'] == 'driving')
+
+
+def test_controller_never_arrives_measures_at_goal_timeout(sim):
+    s = sim(goal_timeout=5.0)
+    p = s.probe
+    assert s.run(lambda: bool(p.goals), each=lambda: p.send_pose([0.5, 0.5]))
+    t_goal, target = p.t, p.goal_xy()
+    stuck = np.array([0.5, 0.5]) if np.linalg.norm(target - 0.5) > 3 else np.array([19.5, 19.5])
+
+    def stuck_with_sensor():
+        p.send_pose(stuck)
+        p.publish_reading(7.0)
+    assert s.run(lambda: s.explorer.planner.n == 1, each=stuck_with_sensor)
+    stop = [g for g in p.goals if np.allclose([g.pose.position.x, g.pose.position.y], stuck)]
+    assert stop, 'no stop command at the rover position'
+    obs = [r for r in s.journal() if r['type'] == 'observation'][0]
+    assert obs['goal_timed_out'] is True and np.allclose(obs['location']['mean'], stuck)
+    assert np.allclose(obs['target'], target)
+    assert 5.0 <= p.t - t_goal < 9.0      # simulated seconds: goal_timeout + dwell + reading pairing
+
+
+def test_silent_sensor_retries_then_skips(sim, caplog):
+    s = sim(reading_timeout=1.0, reading_retries=2, dwell_time=0.5)
+    p = s.probe
+    assert s.run(lambda: bool(p.goals), each=lambda: p.send_pose([10.0, 10.0]))
+    t0, target = p.t, p.goal_xy()
+    assert s.run(lambda: len(p.goals) >= 2, each=lambda: p.send_pose(target))
+    assert s.explorer.planner.n == 0 and s.explorer.rejected['measurement: sensor silent, target skipped'] == 1
+    assert 3.5 <= p.t - t0 < 6.0          # dwell 0.5 s + 3 x reading_timeout 1 s (simulated)
+    assert 'retry 2/2' in caplog.text and 'skipping it after 2 retries' in caplog.text
+    assert s.run(lambda: p.diag()[2].get('rejected measurement: sensor silent, target skipped') == '1')
+
+
+def test_runtime_parameter_changes_are_validated_and_take_effect(sim):
+    from rclpy.parameter_client import AsyncParameterClient
+
+    s = sim()
+    client = AsyncParameterClient(s.probe.node, 'explorer')
+    assert s.run(lambda: client.services_are_ready(), timeout=10.0)
+
+    def set_params(**values):
+        future = client.set_parameters([Parameter(k, value=v) for k, v in values.items()])
+        assert s.run(lambda: future.done(), timeout=10.0)
+        return future.result().results
+
+    ok = set_params(beta=1.5, goal_timeout=42.0, search_bounds=[5.0, 15.0, 5.0, 15.0], gp_map_cells=8)
+    assert all(r.successful for r in ok)
+    ex = s.explorer
+    assert ex.planner._beta(10, None) == 1.5 and ex.params['goal_timeout'] == 42.0
+    assert ex.planner.bounds.tolist() == [[5.0, 5.0], [15.0, 15.0]]
+    bad = set_params(search_bounds=[15.0, 5.0, 5.0, 15.0])         # cross-field: order
+    assert not bad[0].successful and 'xmax > xmin' in bad[0].reason
+    bad = set_params(max_pose_age=-1.0)                            # range
+    assert not bad[0].successful and 'max_pose_age' in bad[0].reason
+    bad = set_params(seed=3)                                       # read-only
+    assert not bad[0].successful
+    assert ex.planner.bounds.tolist() == [[5.0, 5.0], [15.0, 15.0]] and ex.params['seed'] == 0
+    # the new bounds take effect: the first target lies in them; the grids follow them
+    assert s.run(lambda: bool(s.probe.goals), each=lambda: s.probe.send_pose([10.0, 10.0]))
+    g = s.probe.goal_xy()
+    assert 5.0 <= g[0] <= 15.0 and 5.0 <= g[1] <= 15.0
+    assert s.run(lambda: bool(s.probe.means) and s.probe.means[-1].info.width == 8)
+    assert s.probe.means[-1].info.origin.position.x == 5.0
+    changes = [r for r in s.journal() if r['type'] == 'parameters']
+    assert changes and changes[0]['changed']['beta'] == 1.5
+
+
+def test_restart_mid_drive_resends_the_goal_and_counts_once(context, tmp_path, sim):
+    s = sim(max_measurements=2)
+    p = s.probe
+    assert s.run(lambda: bool(p.goals), each=lambda: p.send_pose([1.0, 1.0]))
+    target = p.goal_xy()
+    s.run(lambda: False, each=lambda: p.send_pose([2.0, 2.0]), timeout=0.3)   # driving ...
+    s.close()                                                             # ... crash
+    s2 = sim(max_measurements=2)
+    p2 = s2.probe
+    assert s2.run(lambda: bool(p2.goals), each=lambda: p2.send_pose([2.5, 2.5]))
+    assert np.allclose(p2.goal_xy(), target) and s2.explorer.goal_reason == 'resumed'
+
+    def at_target():
+        p2.send_pose(target + 0.1)
+        p2.publish_reading(5.0)
+    assert s2.run(lambda: s2.explorer.planner.n == 1, each=at_target)
+    recs = s2.journal()
+    assert [r['index'] for r in recs if r['type'] == 'decision'] == [0]
+    assert [r['index'] for r in recs if r['type'] == 'observation'] == [0]
+    assert s2.run(lambda: len(p2.goals) >= 2, each=at_target)            # then continues with target 2
+    assert [r['index'] for r in s2.journal() if r['type'] == 'decision'] == [0, 1]
+
+
+def test_operator_view_markers_maps_and_diagnostics(sim, context):
+    s = sim(max_measurements=2)
+    p = s.probe
+    assert s.run(lambda: bool(p.goals), each=lambda: p.send_pose([10.0, 10.0]))
+    target = p.goal_xy()
+    cov = np.array([[0.16, 0.0], [0.0, 0.04]])                  # σ = 0.4 m along x, 0.2 m along y
+
+    def at_target():
+        p.send_pose(target + 0.1, cov=cov)
+        p.publish_reading(42.0)
+    assert s.run(lambda: s.explorer.planner.n == 1, each=at_target)
+    assert s.run(lambda: len(p.goals) >= 2 and p.means and p.means[-1].data.tolist().count(-1) == 0,
+                 each=at_target)
+    mean, std = p.means[-1], p.stds[-1]
+    assert mean.header.frame_id == 'map' and (mean.info.width, mean.info.height) == (10, 10)
+    assert mean.info.resolution == pytest.approx(2.0) and mean.info.origin.position.x == 0.0
+    assert 0 <= min(mean.data) and max(mean.data) <= 100 and 0 <= min(std.data) and max(std.data) <= 100
+    assert s.run(lambda: any(m.ns == 'measurements' for m in p.markers[-1].markers) if p.markers else False)
+    ms = {(m.ns, m.id): m for m in p.markers[-1].markers}
+    ell = ms[('measurements', 0)]
+    assert ell.type == ell.CYLINDER and ell.scale.x == pytest.approx(1.6) and ell.scale.y == pytest.approx(0.8)
+    assert ell.pose.position.x == pytest.approx(target[0] + 0.1)
+    assert ('recommendation', 0) in ms and ('goal', 0) in ms and ('targets', 0) in ms
+    assert 'gp_mean' in ms[('status', 0)].text
+    level, message, values = p.diag()
+    assert values['measurements'].startswith('1/') and 'last decision (UTC)' in values
+    assert 'scale ~/gp_mean (robust mean)' in values
+    # a late subscriber (RViz started later) still gets the maps: transient_local
+    late = rclpy.create_node('late_viewer', context=context)
+    got = []
+    late.create_subscription(OccupancyGrid, '/explorer/gp_mean', got.append, LATCHED)
+    s.ex.add_node(late)
+    try:
+        s.spin(0.1)
+        assert s.run(lambda: bool(got), timeout=10.0)
+    finally:
+        s.ex.remove_node(late)
+        late.destroy_node()
+
+
+def test_particle_cloud_pose_source(sim):
+    s = sim(pose_source='particle_cloud', max_measurements=1)
+    p = s.probe
+    pts = np.array([[-0.3, 0.0], [0.3, 0.0], [0.0, -0.1], [0.0, 0.1]])
+
+    def cloud(center):
+        p.particles.publish(cv.make_pose_array(p.t, 'map', center + pts))
+    assert s.run(lambda: bool(p.goals), each=lambda: cloud(np.array([10.0, 10.0])))
+    target = p.goal_xy()
+
+    def at_target():
+        cloud(target)
+        p.publish_reading(3.0)
+    assert s.run(lambda: s.explorer.planner.n == 1, each=at_target)
+    loc = [r for r in s.journal() if r['type'] == 'observation'][0]['location']
+    assert np.allclose(loc['mean'], target) and np.allclose(loc['covariance'], [[0.045, 0.0], [0.0, 0.005]])
+    s.run(lambda: False, each=lambda: p.particles.publish(cv.make_pose_array(p.t, 'map', np.zeros((0, 2)))),
+          timeout=0.5)
+    assert s.explorer.rejected['pose: malformed message'] >= 1          # empty cloud: rejected, no crash

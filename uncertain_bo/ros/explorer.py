@@ -1,52 +1,134 @@
 """Explorer node: pairs location distributions with readings and publishes the next target waypoint.
 
 Subscribes (DESIGN.md contract; every topic remappable):
-    ``odometry/filtered`` (nav_msgs/Odometry) or ``pose`` (geometry_msgs/PoseWithCovarianceStamped),
-    by parameter ``pose_source``; ``reading`` (sensor_msgs Temperature / FluidPressure / Illuminance /
-    RelativeHumidity or std_msgs/Float64, by parameter ``reading_type``).
+    ``odometry/filtered`` (nav_msgs/Odometry), ``pose`` (geometry_msgs/PoseWithCovarianceStamped) or
+    ``particle_cloud`` (geometry_msgs/PoseArray, moment-matched to a Gaussian), by parameter
+    ``pose_source``; ``reading`` (sensor_msgs Temperature / FluidPressure / Illuminance / RelativeHumidity
+    or std_msgs/Float64, by parameter ``reading_type``).
 Publishes:
-    ``goal_pose`` (geometry_msgs/PoseStamped) and ``plan`` (nav_msgs/Path, current estimate -> target).
+    ``goal_pose`` (geometry_msgs/PoseStamped) and ``plan`` (nav_msgs/Path, current estimate -> target);
+    ``~/markers`` (visualization_msgs/MarkerArray: targets, measured locations with 2σ covariance
+    ellipses, current recommendation and goal, status text with the GP maps' scales);
+    ``~/gp_mean`` and ``~/gp_std`` (nav_msgs/OccupancyGrid over the search area: the robust posterior
+    mean μ̂(P̂_x) and its standard deviation, scaled to 0-100; the scales are in the status marker and in
+    the diagnostics; QoS transient_local like maps, updated after each measurement);
+    ``/diagnostics`` (diagnostic_msgs/DiagnosticArray: state, progress, rejected-input counters, last
+    decision; every ``diagnostics_period`` and on changes).
 
-All logic lives in :class:`uncertain_bo.explorer.Explorer`; this node converts messages and runs its
-``tick`` on a timer of the node clock (simulated time under ``use_sim_time``). The explorer needs a
-**map-frame** estimate with absolute corrections (robot_localization with GNSS, AMCL): an odom-frame
-covariance grows without bound and would make every location distribution uninformative.
+All logic lives in :class:`uncertain_bo.explorer.Explorer` and :mod:`uncertain_bo.operator_view`; this node
+converts messages and runs ``tick`` on a timer of the node clock (simulated time under ``use_sim_time``).
+The explorer needs a **map-frame** estimate with absolute corrections (robot_localization with GNSS,
+AMCL): an odom-frame covariance grows without bound and would make every location distribution
+uninformative (and, above ``max_covariance_trace``, pauses the explorer).
+
+**Restarts.** With an existing ``run_dir`` the node resumes its journal: earlier observations are
+reloaded, and a target that was decided but not yet measured is sent again (not decided anew). Parameter
+changes made at run time (``ros2 param set``) are journaled but not persisted: a restarted node uses its
+start-up configuration.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import logging
 import math
+import os
+import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
-from nav_msgs.msg import Odometry, Path as PathMsg
+import torch
+from geometry_msgs.msg import PoseArray, PoseStamped, PoseWithCovarianceStamped
+from nav_msgs.msg import OccupancyGrid, Odometry, Path as PathMsg
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, qos_profile_sensor_data
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from visualization_msgs.msg import MarkerArray
 
-from ..distributions import GaussianExecutionNoise
-from ..explorer import EXPLORER_PARAMS, Explorer, Measurement, PoseEstimate, Reading, State
+from ..distributions import DTYPE, GaussianExecutionNoise
+from ..explorer import (EXPLORER_PARAMS, Explorer, Measurement, PoseEstimate, Reading, State,
+                        check_explorer_parameters)
+from ..operator_view import GridScale, StatusReporter, grid_over, scale_to_occupancy, STATE_TEXT
 from ..optim import OptimizerSettings
 from ..parameters import Param, ParameterError
 from ..planner import Planner, Recommendation
-from .conversions import (READING_TYPES, make_path, make_pose_stamped, odometry_to_pose,
-                          pose_with_covariance_to_pose, reading_from_msg)
+from .conversions import (READING_TYPES, from_time_msg, make_path, make_pose_stamped, particles_to_pose,
+                          pose_array_to_particles, reading_from_msg, ros_covariance_to_xy)
+from .operator_view import (ELLIPSE_SIGMA, MarkerScene, clean_stamp, make_diagnostics, make_markers,
+                            make_occupancy_grid)
 from .params import declare_parameters
 from .spin import run_node
 
-__all__ = ['ExplorerNode', 'EXPLORER_NODE_PARAMS', 'main']
+__all__ = ['ExplorerNode', 'EXPLORER_NODE_PARAMS', 'POSE_SOURCES', 'pose_estimate_from_msg', 'main']
+
+#: pose_source -> (message type, topic)
+POSE_SOURCES = {
+    'odometry': (Odometry, 'odometry/filtered'),
+    'pose_with_covariance': (PoseWithCovarianceStamped, 'pose'),
+    'particle_cloud': (PoseArray, 'particle_cloud'),
+}
 
 EXPLORER_NODE_PARAMS = EXPLORER_PARAMS + [
-    Param('pose_source', 'odometry', 'pose input: nav_msgs/Odometry on odometry/filtered, or '
-          'PoseWithCovarianceStamped on pose', choices=('odometry', 'pose_with_covariance'), read_only=True),
+    Param('pose_source', 'odometry', 'pose input: nav_msgs/Odometry on odometry/filtered, '
+          'PoseWithCovarianceStamped on pose, or a PoseArray particle cloud on particle_cloud (moment-matched '
+          'to a Gaussian)', choices=tuple(POSE_SOURCES), read_only=True),
     Param('reading_type', 'temperature', 'message type on the reading topic (value field and variance)',
           choices=tuple(sorted(READING_TYPES)), read_only=True),
     Param('tick_rate', 10.0, 'rate of the measurement-cycle timer (node clock), Hz', range=(0.1, 1000.0),
           read_only=True),
     Param('exit_when_done', False, 'shut the node down after the last measurement (for launch files that '
           'end with the explorer)', read_only=True),
+    Param('diagnostics_period', 1.0, 'period of /diagnostics and ~/markers (wall clock; also published on '
+          'state changes), s', range=(0.05, 3600.0)),
+    Param('gp_map_cells', 40, 'cells of the ~/gp_mean and ~/gp_std grids along the longer side of the '
+          'search area (computed once per measurement; keep it coarse)', range=(2, 1000)),
 ]
+
+_RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+#: maps and markers: late joiners (RViz started later) get the last message
+_LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+#: least wall time between two state-change diagnostics (rejection floods do not flood /diagnostics), s
+_MIN_STATUS_GAP = 0.2
+
+
+def pose_estimate_from_msg(msg, pose_source: str) -> PoseEstimate:
+    """:class:`~uncertain_bo.explorer.PoseEstimate` of a pose message (not validated: the explorer does).
+
+    Raises:
+        ValueError: the message cannot be read (bad quaternion, empty particle cloud, ...).
+    """
+    if pose_source in ('odometry', 'pose_with_covariance'):
+        # position and covariance only: the orientation is not needed (and often left all-zero by
+        # hand-written publishers, which must not cost the measurement)
+        pos = msg.pose.pose.position
+        return PoseEstimate(from_time_msg(msg.header.stamp), msg.header.frame_id,
+                            np.array([pos.x, pos.y], dtype=float), ros_covariance_to_xy(msg.pose.covariance))
+    if pose_source == 'particle_cloud':
+        p = particles_to_pose(pose_array_to_particles(msg))
+        return PoseEstimate(p.stamp, p.frame_id, np.asarray(p.xy, dtype=float), np.asarray(p.cov_xy, dtype=float))
+    raise ValueError(f'unknown pose_source {pose_source!r}')
+
+
+class _RosLogHandler(logging.Handler):
+    """Forwards the library's Python log records (explorer, planner, journal) to the node's ROS logger."""
+
+    def __init__(self, logger):
+        super().__init__(logging.INFO)
+        self.ros_logger = logger
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            msg = self.format(record)
+            if record.levelno >= logging.ERROR:
+                self.ros_logger.error(msg)
+            elif record.levelno >= logging.WARNING:
+                self.ros_logger.warning(msg)
+            else:
+                self.ros_logger.info(msg)
+        except Exception:  # noqa: BLE001 - logging must never break the node
+            self.handleError(record)
 
 
 class ExplorerNode(Node):
@@ -54,20 +136,39 @@ class ExplorerNode(Node):
 
     Args:
         node_name: ROS node name (default ``explorer``).
+        forward_library_logs: send the library's Python log records (rejections, timeouts, journal
+            warnings) to this node's ROS logger (the entry point does; in-process hosts that configure
+            Python logging themselves do not need it).
         **kwargs: forwarded to ``rclpy.node.Node`` (e.g. ``parameter_overrides``).
 
     Raises:
-        uncertain_bo.parameters.ParameterError: a parameter is out of range (the message names it and the
-            allowed range).
+        uncertain_bo.parameters.ParameterError: a parameter is out of range or inconsistent (the message
+            names it and the allowed range).
+        uncertain_bo.journal.JournalError: the journal in ``run_dir`` cannot be resumed.
     """
 
-    def __init__(self, node_name: str = 'explorer', **kwargs):
+    def __init__(self, node_name: str = 'explorer', *, forward_library_logs: bool = False, **kwargs):
         super().__init__(node_name, **kwargs)
-        self.p = declare_parameters(self, EXPLORER_NODE_PARAMS)
+        self._log_handler = None
+        try:
+            self._setup(forward_library_logs)
+        except Exception:
+            self.destroy_node()   # do not leave a half-built node in the graph
+            raise
+
+    def _setup(self, forward_library_logs: bool) -> None:
+        if forward_library_logs:
+            self._log_handler = _RosLogHandler(self.get_logger())
+            lib = logging.getLogger('uncertain_bo')
+            lib.addHandler(self._log_handler)
+            if lib.getEffectiveLevel() > logging.INFO:
+                lib.setLevel(logging.INFO)
+        self.p = declare_parameters(self, EXPLORER_NODE_PARAMS, on_change=self._on_parameters,
+                                    cross_check=check_explorer_parameters)
+        reason = check_explorer_parameters(self.p)
+        if reason:
+            raise ParameterError(reason)
         xmin, xmax, ymin, ymax = self.p['search_bounds']
-        if not (xmax > xmin and ymax > ymin):
-            raise ParameterError(f"parameter 'search_bounds' = {self.p['search_bounds']} is invalid: "
-                                 'need xmax > xmin and ymax > ymin')
         self.run_dir = Path(self.p['run_dir'] or Path('runs') / _dt.datetime.now().strftime('%Y%m%d-%H%M%S'))
         self.run_dir.mkdir(parents=True, exist_ok=True)
         planner = Planner(
@@ -78,42 +179,136 @@ class ExplorerNode(Node):
             optimizer=OptimizerSettings(self.p['num_restarts'], self.p['raw_samples']),
             journal=self.run_dir / 'journal.jsonl',
             metadata={'node': self.get_fully_qualified_name(), 'parameters': self.p})
-        if planner.n:
-            self.get_logger().info(f'resumed {planner.n} measurements from {self.run_dir / "journal.jsonl"}')
         self.explorer = Explorer(planner, self, self.p)
         self.recommendation: Recommendation | None = None
+        self._resumed_checks(planner)
 
-        self.goal_pub = self.create_publisher(PoseStamped, 'goal_pose', QoSProfile(depth=10))
-        self.plan_pub = self.create_publisher(PathMsg, 'plan', QoSProfile(depth=10))
-        if self.p['pose_source'] == 'odometry':
-            self.create_subscription(Odometry, 'odometry/filtered',
-                                     lambda m: self._on_pose(odometry_to_pose(m)), 50)
-        else:
-            self.create_subscription(PoseWithCovarianceStamped, 'pose',
-                                     lambda m: self._on_pose(pose_with_covariance_to_pose(m)), 50)
+        self.goal_pub = self.create_publisher(PoseStamped, 'goal_pose', _RELIABLE_10)
+        self.plan_pub = self.create_publisher(PathMsg, 'plan', _RELIABLE_10)
+        self.markers_pub = self.create_publisher(MarkerArray, '~/markers', _LATCHED)
+        self.mean_pub = self.create_publisher(OccupancyGrid, '~/gp_mean', _LATCHED)
+        self.std_pub = self.create_publisher(OccupancyGrid, '~/gp_std', _LATCHED)
+        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', _RELIABLE_10)
+        msg_type, topic = POSE_SOURCES[self.p['pose_source']]
+        qos = qos_profile_sensor_data if self.p['pose_source'] == 'particle_cloud' else 50
+        self.create_subscription(msg_type, topic, self._on_pose_msg, qos)
         msg_type = READING_TYPES[self.p['reading_type']][0]
         self.create_subscription(msg_type, 'reading', self._on_reading, qos_profile_sensor_data)
+
+        self._reporter = StatusReporter()
+        self._map_scales: tuple[GridScale, GridScale] | None = None
+        self._map_seconds: float | None = None
+        self._maps_dirty = True
+        self._last_state: State | None = None
+        self._last_rejected = 0
+        self._last_status_wall = -math.inf
+        self._finish_reported = False
         self.timer = self.create_timer(1.0 / self.p['tick_rate'], self._tick)
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic, clock=self._steady)
         self.get_logger().info(
             f"exploring {self.p['search_bounds']} m with {self.p['method']}, "
             f"{self.p['max_measurements']} measurements; journal in {self.run_dir}")
+
+    def _resumed_checks(self, planner: Planner) -> None:
+        journal = planner.journal_file
+        if journal is None or not (planner.n or planner.decisions):
+            return
+        pending = planner.resumed_target
+        self.get_logger().info(
+            f'resumed {planner.n} measurements from {journal.path}'
+            + (f'; target {planner.n + 1} ({pending[0]:.2f}, {pending[1]:.2f}) was decided before the restart '
+               'and is sent again' if pending is not None else ''))
+        before = journal.header.get('parameters') or {}
+        changed = [k for k in ('search_bounds', 'method', 'seed', 'n_initial', 'execution_noise_std')
+                   if k in before and before[k] != self.p[k]]
+        if changed:
+            self.get_logger().warning(
+                'resuming a journal written with different ' + ', '.join(
+                    f'{k} ({before[k]} then, {self.p[k]} now)' for k in changed))
+        if planner.n:
+            self.recommendation = planner.recommend()
+
+    def destroy_node(self) -> None:
+        if self._log_handler is not None:
+            logging.getLogger('uncertain_bo').removeHandler(self._log_handler)
+            self._log_handler = None
+        super().destroy_node()
 
     # ---------------------------------------------------------- callbacks
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def _on_pose(self, pose) -> None:
-        self.explorer.on_pose(PoseEstimate(pose.stamp, pose.frame_id, np.asarray(pose.xy),
-                                           np.asarray(pose.cov_xy)))
+    def _clock_now(self) -> float | None:
+        """Node clock, or None while it is not running yet (simulated time before the first /clock)."""
+        now = self._now()
+        return now if now > 0.0 else None
+
+    def _on_pose_msg(self, msg) -> None:
+        try:
+            pose = pose_estimate_from_msg(msg, self.p['pose_source'])
+        except (ValueError, TypeError, IndexError) as exc:
+            self.explorer.received['poses'] += 1
+            self.explorer.reject('pose', 'malformed message', str(exc))
+            return
+        self.explorer.on_pose(pose, self._clock_now())
 
     def _on_reading(self, msg) -> None:
-        stamp, value, variance = reading_from_msg(msg, self.p['reading_type'])
+        try:
+            stamp, value, variance = reading_from_msg(msg, self.p['reading_type'])
+        except (ValueError, TypeError) as exc:
+            self.explorer.received['readings'] += 1
+            self.explorer.reject('reading', 'malformed message', str(exc))
+            return
         self.explorer.on_reading(Reading(stamp, value, variance))
 
     def _tick(self) -> None:
-        if self.explorer.state is State.DONE:
+        now = self._clock_now()
+        if now is None:
             return
-        self.explorer.tick(self._now())
+        ex = self.explorer
+        if ex.state is State.DONE:
+            if not self._finish_reported and ex.planner.n:  # resumed a journal that was already complete
+                self.finished(self.recommendation or ex.planner.recommend())
+            if ex.planner.n >= self.p['max_measurements']:
+                self._status_on_change()
+                return
+        ex.tick(now)
+        if self._maps_dirty and ex.state is not State.DECIDING:
+            self._update_maps()
+        self._status_on_change()
+
+    def _status_on_change(self) -> None:
+        ex = self.explorer
+        total = sum(ex.rejected.values())
+        state_changed = ex.state is not self._last_state
+        if state_changed or total != self._last_rejected:
+            wall = time.monotonic()
+            if state_changed or wall - self._last_status_wall >= _MIN_STATUS_GAP:
+                self._publish_status()
+                if state_changed:
+                    self._publish_markers()
+
+    def _periodic(self) -> None:
+        self._publish_status()
+        self._publish_markers()
+
+    def _on_parameters(self, changed: dict[str, Any]) -> None:
+        explorer_keys = {p.name for p in EXPLORER_PARAMS}
+        ex_changed = {k: v for k, v in changed.items() if k in explorer_keys}
+        if ex_changed:
+            self.explorer.apply_parameters(ex_changed)
+        journal = self.explorer.planner.journal_file
+        if journal is not None:
+            journal.append({'type': 'parameters', 'changed': changed, 'index': self.explorer.planner.n,
+                            'wall_time': time.time()})
+        if 'diagnostics_period' in changed:
+            self.destroy_timer(self.status_timer)
+            self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic,
+                                                  clock=self._steady)
+        if {'gp_map_cells', 'search_bounds', 'execution_noise_std'} & set(changed):
+            self._maps_dirty = True
+        self.get_logger().info('parameters changed: ' + ', '.join(f'{k} = {v}' for k, v in changed.items()))
 
     # ------------------------------------------------- ExplorerOutputs
     def send_goal(self, target: np.ndarray) -> None:
@@ -124,10 +319,17 @@ class ExplorerNode(Node):
         start = pose.xy if pose is not None else target
         self.plan_pub.publish(make_path(stamp, frame, [start, target]))
         n = self.explorer.planner.n
-        d = self.explorer.planner.decisions[-1]
+        why = self.explorer.goal_reason
+        if why == 'new':
+            d = self.explorer.planner.decisions[-1]
+            how = f'{d.phase}, decided in {d.seconds:.3f} s'
+        elif why == 'resumed':
+            how = 'decided before a restart: sent again'
+        else:
+            how = 'sent again after a localisation pause'
         self.get_logger().info(
-            f"target {n + 1}/{self.p['max_measurements']}: ({target[0]:.2f}, {target[1]:.2f}) m "
-            f"[{d.phase}, decided in {d.seconds:.3f} s]")
+            f"target {n + 1}/{self.p['max_measurements']}: ({target[0]:.2f}, {target[1]:.2f}) m [{how}]")
+        self._publish_markers()
 
     def stop(self, position: np.ndarray) -> None:
         stamp = self._now()
@@ -135,33 +337,110 @@ class ExplorerNode(Node):
 
     def measured(self, m: Measurement, rec: Recommendation) -> None:
         self.recommendation = rec
+        self._maps_dirty = True
         sd = math.sqrt(max(float(np.trace(m.pose.cov)) / 2.0, 0.0))
         journal = self.explorer.planner.journal_file
         if journal is not None:
             journal.append({'type': 'recommendation', 'index': m.index, 'target': rec.target.tolist(),
                             'mean': rec.mean, 'std': rec.std})
         self.get_logger().info(
-            f"measurement {m.index + 1}/{self.p['max_measurements']}: reading {m.reading.value:.2f} at "
+            f"measurement {m.index + 1}/{self.p['max_measurements']}: reading {m.reading.value:.6g} at "
             f"({m.pose.xy[0]:.2f}, {m.pose.xy[1]:.2f}) ± {sd:.2f} m (target ({m.target[0]:.2f}, "
             f"{m.target[1]:.2f}){', goal timed out' if m.timed_out else ''}); best so far "
             f"({rec.target[0]:.2f}, {rec.target[1]:.2f}) μ̂ = {rec.mean:.2f} ± {rec.std:.2f}")
 
     def finished(self, rec: Recommendation) -> None:
         self.recommendation = rec
+        self._finish_reported = True
         result = {'recommended_target': rec.target.tolist(), 'predicted_robust_value': rec.mean,
                   'predicted_std': rec.std, 'measurements': self.explorer.planner.n,
                   'rejected': dict(self.explorer.rejected)}
-        (self.run_dir / 'explorer_result.json').write_text(json.dumps(result, indent=2))
+        path = self.run_dir / 'explorer_result.json'
+        tmp = path.with_suffix('.json.tmp')
+        tmp.write_text(json.dumps(result, indent=2))
+        os.replace(tmp, path)  # atomic: a crash leaves the old file or the new one, never half of one
         self.get_logger().info(
             f'done: robust peak believed at ({rec.target[0]:.2f}, {rec.target[1]:.2f}) m, '
             f'E[f] ≈ {rec.mean:.2f} ± {rec.std:.2f}; journal {self.run_dir / "journal.jsonl"}')
+        self._update_maps()
+        self._publish_status()
+        self._publish_markers()
         if self.p['exit_when_done']:
             self.timer.cancel()
             raise SystemExit(0)
+
+    # ------------------------------------------------- operator view
+    def _update_maps(self) -> None:
+        """Publish ~/gp_mean and ~/gp_std on a coarse grid (after each measurement only)."""
+        self._maps_dirty = False
+        t0 = time.perf_counter()
+        planner = self.explorer.planner
+        spec = grid_over(self.p['search_bounds'], self.p['gp_map_cells'])
+        if planner.n == 0:
+            mean_cells = std_cells = np.full(spec.width * spec.height, -1, dtype=np.int8)
+            self._map_scales = None
+        else:
+            with torch.no_grad():
+                mean, std = planner.predict(torch.as_tensor(spec.centers(), dtype=DTYPE))
+            mean_cells, mean_scale = scale_to_occupancy(mean.numpy())
+            std_cells, std_scale = scale_to_occupancy(std.numpy(), lo=0.0)
+            self._map_scales = (mean_scale, std_scale)
+        stamp = clean_stamp(self._now())
+        frame = self.p['frame_id']
+        self.mean_pub.publish(make_occupancy_grid(spec, mean_cells, frame, stamp))
+        self.std_pub.publish(make_occupancy_grid(spec, std_cells, frame, stamp))
+        self._map_seconds = time.perf_counter() - t0
+
+    def _scale_texts(self) -> list[str]:
+        if self._map_scales is None:
+            return []
+        m, s = self._map_scales
+        return [m.describe('~/gp_mean (robust mean)'), s.describe('~/gp_std')]
+
+    def _publish_status(self) -> None:
+        ex = self.explorer
+        self._last_state = ex.state
+        self._last_rejected = sum(ex.rejected.values())
+        self._last_status_wall = time.monotonic()
+        extra: dict[str, Any] = {'journal': str(self.run_dir / 'journal.jsonl')}
+        extra.update({f'scale {t.split(":")[0]}': t.split(': ', 1)[1] for t in self._scale_texts()})
+        if self._map_seconds is not None:
+            extra['gp map seconds'] = self._map_seconds
+        report = self._reporter.report(ex, self._clock_now(), extra)
+        self.diag_pub.publish(make_diagnostics(report, f'{self.get_name()}: exploration',
+                                               self.get_fully_qualified_name(), clean_stamp(self._now())))
+
+    def _publish_markers(self) -> None:
+        ex, planner = self.explorer, self.explorer.planner
+        scene = MarkerScene(self.p['search_bounds'])
+        if planner.n:
+            loc = planner.locations
+            scene.targets = planner.targets.numpy()
+            scene.means = loc.mean.detach().numpy()
+            scene.covariances = loc.covariance.detach().numpy()
+            scene.readings = planner.y.numpy()
+        if self.recommendation is not None:
+            r = self.recommendation
+            scene.recommendation = (float(r.target[0]), float(r.target[1]), r.mean, r.std)
+        if ex.target is not None and ex.state in (State.DRIVING, State.DWELLING, State.MEASURING, State.PAUSED):
+            scene.goal = ex.target
+        pose = ex.latest_pose
+        scene.rover = pose.xy if pose is not None else None
+        if self._map_scales is not None:
+            scene.reading_scale = self._map_scales[0]
+        text = STATE_TEXT.get(ex.state.value, ex.state.value)
+        scene.status = [f"explorer: {text}, {planner.n}/{self.p['max_measurements']} measurements"
+                        + (f' ({ex.paused_reason})' if ex.paused_reason else ''),
+                        f'ellipses: {ELLIPSE_SIGMA:g} sigma, colour = reading', *self._scale_texts()]
+        self.markers_pub.publish(make_markers(scene, self.p['frame_id'], clean_stamp(self._now())))
 
 
 def main(args=None) -> None:
     """Entry point ``explorer`` (``--ros-args --params-file config/explorer.yaml``)."""
     from ..cli import _single_threaded_torch
     _single_threaded_torch()
-    run_node(ExplorerNode, args)
+    run_node(lambda: ExplorerNode(forward_library_logs=True), args)
+
+
+if __name__ == '__main__':
+    main()

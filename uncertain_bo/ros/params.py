@@ -64,13 +64,17 @@ def _default_value(spec: Param) -> Any:
 
 
 def declare_parameters(node: Node, specs: Sequence[Param],
-                       on_change: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+                       on_change: Callable[[dict[str, Any]], None] | None = None,
+                       cross_check: Callable[[Mapping[str, Any]], str | None] | None = None) -> dict[str, Any]:
     """Declare every spec on ``node`` and return the live, validated values.
 
     Args:
         node: the node.
         specs: parameter specs (names must be unique).
         on_change: called with ``{name: new_value}`` after a run-time change was accepted and applied.
+        cross_check: run-time check across parameters: called with the values as they would be after the
+            change (all of them), returns None or the reason to reject the change (e.g. bounds out of
+            order). Start-up values are not cross-checked here: the node does that once all are declared.
 
     Returns:
         dict name -> validated value (floats as float, float lists as lists of float). The dict is kept up
@@ -95,6 +99,12 @@ def declare_parameters(node: Node, specs: Sequence[Param],
                 spec.check(_plain(p.value))
             except ParameterError as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
+        if cross_check is not None and declared[0]:
+            candidate = dict(values)
+            candidate.update({p.name: by_name[p.name].check(_plain(p.value)) for p in params if p.name in by_name})
+            reason = cross_check(candidate)
+            if reason:
+                return SetParametersResult(successful=False, reason=reason)
         return SetParametersResult(successful=True)
 
     def post_set(params: list[Parameter]) -> None:
