@@ -76,10 +76,13 @@ ARGUMENTS = [
     ('odom_topic', 'odometry/filtered',
      'nav_msgs/Odometry pose estimate in the map frame (robot_localization: odometry/filtered or '
      'odometry/global); used by pure_pursuit, and by the explorer with pose_source odometry'),
-    ('pose_source', '', "explorer pose input: 'odometry' (odom_topic) or 'pose_with_covariance' "
-     '(pose_topic); empty = as in the parameter files (shipped: odometry)'),
+    ('pose_source', '', "explorer pose input: 'odometry' (odom_topic), 'pose_with_covariance' "
+     "(pose_topic) or 'particle_cloud' (particle_topic); empty = as in the parameter files (shipped: "
+     'odometry)'),
     ('pose_topic', 'pose', 'geometry_msgs/PoseWithCovarianceStamped estimate for '
      'pose_source:=pose_with_covariance, e.g. amcl_pose'),
+    ('particle_topic', 'particle_cloud', 'geometry_msgs/PoseArray particle cloud for '
+     'pose_source:=particle_cloud (mean and covariance of the particles are used)'),
     ('reading_topic', 'reading', 'scalar sensor readings (message type: the explorer parameter '
      'reading_type)'),
     ('cmd_vel_topic', 'cmd_vel', 'velocity commands of pure_pursuit'),
@@ -168,9 +171,9 @@ def node_configuration(args, share):
                 'exit_when_done': flag(args.get('exit_when_done', 'true'), 'exit_when_done')}
     source = args.get('pose_source', '').strip()
     if source:
-        if source not in ('odometry', 'pose_with_covariance'):
-            raise RuntimeError(f"launch argument pose_source:={source!r} must be 'odometry' or "
-                               "'pose_with_covariance'")
+        if source not in ('odometry', 'pose_with_covariance', 'particle_cloud'):
+            raise RuntimeError(f"launch argument pose_source:={source!r} must be 'odometry', "
+                               "'pose_with_covariance' or 'particle_cloud'")
         explorer['pose_source'] = source
     if args.get('run_dir', '').strip():
         explorer['run_dir'] = os.path.abspath(os.path.expanduser(args['run_dir'].strip()))
@@ -186,6 +189,7 @@ def node_configuration(args, share):
     odom = args.get('odom_topic', 'odometry/filtered')
     with_follower = flag(args.get('use_pure_pursuit', 'true'), 'use_pure_pursuit')
     explorer_remap = [('odometry/filtered', odom), ('pose', args.get('pose_topic', 'pose')),
+                      ('particle_cloud', args.get('particle_topic', 'particle_cloud')),
                       ('reading', args.get('reading_topic', 'reading'))]
     if not with_follower:
         explorer_remap.append(('plan', 'explorer/plan'))  # Nav2's planner_server publishes `plan`

@@ -28,7 +28,8 @@ DOCUMENTED = {
                       'use_sim_time': 'true', 'exit_when_done': 'true', 'rviz': 'false'},
     'explore.launch.py': {'namespace': '', 'params_file': '', 'use_sim_time': 'false',
                           'odom_topic': 'odometry/filtered', 'pose_source': '', 'pose_topic': 'pose',
-                          'reading_topic': 'reading', 'cmd_vel_topic': 'cmd_vel', 'use_pure_pursuit': 'true',
+                          'particle_topic': 'particle_cloud', 'reading_topic': 'reading',
+                          'cmd_vel_topic': 'cmd_vel', 'use_pure_pursuit': 'true',
                           'run_dir': '', 'measurements': '', 'exit_when_done': 'true'},
 }
 #: file -> executables of this package it starts
@@ -254,6 +255,7 @@ def test_explore_launch_nodes_and_remappings(launch_api):
     assert conf['explorer']['parameters'][-1] == {'use_sim_time': False, 'exit_when_done': True,
                                                   'pose_source': 'pose_with_covariance', 'max_measurements': 4}
     assert dict(conf['explorer']['remappings']) == {'odometry/filtered': 'odometry/global', 'pose': 'amcl_pose',
+                                                    'particle_cloud': 'particle_cloud',
                                                     'reading': '/soil/temperature'}
     assert dict(conf['pure_pursuit']['remappings']) == {'odometry/filtered': 'odometry/global',
                                                         'cmd_vel': 'cmd_vel_nav'}

@@ -389,8 +389,8 @@ class Planner:
                 log.warning('journal %s: pending target %s is outside the search bounds: deciding anew',
                             journal.path, t.tolist())
         if self.n or pending:
-            log.info('resumed %d observations from %s%s', self.n, journal.path,
-                     ' (with a pending target)' if self._resumed_target is not None else '')
+            log.debug('resumed %d observations from %s%s', self.n, journal.path,
+                      ' (with a pending target)' if self._resumed_target is not None else '')
 
     def _update_model(self, refit: bool = True) -> float:
         """Move pending observations into the GP; refit hyperparameters when due (always if never fitted,

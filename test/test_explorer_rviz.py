@@ -1,0 +1,41 @@
+"""config/explorer.rviz: valid YAML for RViz2, Fixed Frame map, and every explorer topic shown."""
+from pathlib import Path
+
+import yaml
+
+RVIZ = Path(__file__).resolve().parent.parent / 'config' / 'explorer.rviz'
+
+
+def test_rviz_config_shows_the_operator_view():
+    cfg = yaml.safe_load(RVIZ.read_text())
+    vm = cfg['Visualization Manager']
+    assert vm['Global Options']['Fixed Frame'] == 'map'
+    displays = {d['Topic']['Value']: d for d in vm['Displays']}
+    assert {'/explorer/markers', '/explorer/gp_mean', '/explorer/gp_std', '/odometry/filtered', '/goal_pose',
+            '/plan'} <= set(displays)
+    for topic in ('/explorer/gp_mean', '/explorer/gp_std'):
+        d = displays[topic]
+        assert d['Class'] == 'rviz_default_plugins/Map'
+        assert d['Topic']['Durability Policy'] == 'Transient Local'   # maps are latched
+    markers = displays['/explorer/markers']
+    assert markers['Class'] == 'rviz_default_plugins/MarkerArray'
+    assert set(markers['Namespaces']) == {'execution', 'goal', 'measurements', 'recommendation',
+                                          'search_bounds', 'status', 'targets'}
+    assert all(d['Class'].startswith('rviz_default_plugins/') for d in vm['Displays'])
+
+
+def test_marker_namespaces_match_the_node():
+    import pytest
+    pytest.importorskip('rclpy')
+    import numpy as np
+
+    from uncertain_bo.ros.operator_view import MarkerScene, make_markers
+    scene = MarkerScene([0.0, 10.0, 0.0, 10.0])
+    scene.targets = np.array([[1.0, 1.0]])
+    scene.means, scene.covariances, scene.readings = np.array([[1.2, 1.0]]), np.eye(2)[None] * 0.1, np.array([3.0])
+    scene.recommendation = (1.0, 1.0, 3.0, 0.5)
+    scene.goal, scene.rover = np.array([5.0, 5.0]), np.array([2.0, 2.0])
+    ns = {m.ns for m in make_markers(scene, 'map', 1.0).markers}
+    shown = yaml.safe_load(RVIZ.read_text())['Visualization Manager']['Displays']
+    listed = next(d for d in shown if d['Class'] == 'rviz_default_plugins/MarkerArray')['Namespaces']
+    assert ns == set(listed)
