@@ -30,6 +30,11 @@ def covariance_problem(cov, *, atol: float = 1e-9) -> str | None:
     c = np.asarray(cov, dtype=np.float64)
     if c.shape == (2, 2):
         return _problem_2x2(*c.ravel().tolist(), atol)
+    with np.errstate(over='ignore', invalid='ignore', under='ignore'):   # extreme values: verdict, no warnings
+        return _problem(c, atol)
+
+
+def _problem(c: np.ndarray, atol: float) -> str | None:
     if c.ndim < 2 or c.shape[-1] != c.shape[-2]:
         return f'expected square (..., d, d) matrices, got shape {tuple(c.shape)}'
     if not np.all(np.isfinite(c)):
@@ -46,7 +51,8 @@ def covariance_problem(cov, *, atol: float = 1e-9) -> str | None:
     if scale == 0.0:
         return None
     # eigenvalues of the matrix scaled to entries <= 1 (no overflow near the float64 limit)
-    emin = float(np.linalg.eigvalsh(0.5 * (c + np.swapaxes(c, -1, -2)) / scale).min())
+    u = c / scale
+    emin = float(np.linalg.eigvalsh(0.5 * (u + np.swapaxes(u, -1, -2))).min())
     if not np.isfinite(emin) or emin < -tol / scale:
         return f'not positive semi-definite (min eigenvalue {emin * scale:.3g})'
     return None
@@ -65,7 +71,7 @@ def _problem_2x2(a: float, b: float, c: float, d: float, atol: float) -> str | N
         return 'not symmetric'
     if scale == 0.0:
         return None
-    a, d, s = a / scale, d / scale, 0.5 * (b + c) / scale   # entries <= 1: no overflow
+    a, d, s = a / scale, d / scale, 0.5 * (b / scale) + 0.5 * (c / scale)   # entries <= 1: no overflow
     emin = 0.5 * (a + d) - math.hypot(0.5 * (a - d), s)
     if emin < -tol / scale:
         return f'not positive semi-definite (min eigenvalue {emin * scale:.3g})'

@@ -52,7 +52,7 @@ from .planner import InvalidObservationError, Planner, Recommendation
 
 __all__ = ['Explorer', 'ExplorerOutputs', 'State', 'PoseEstimate', 'Reading', 'Measurement',
            'EXPLORER_PARAMS', 'RESUME_FRACTION', 'READING_QUEUE', 'MAX_ABS_COORDINATE', 'MAX_ABS_READING',
-           'check_explorer_parameters', 'psd_projection']
+           'check_explorer_parameters', 'psd_projection', 'position_trace']
 
 log = logging.getLogger(__name__)
 
@@ -122,16 +122,28 @@ def check_explorer_parameters(values: Mapping[str, Any]) -> str | None:
     return None
 
 
+def position_trace(cov: np.ndarray) -> float:
+    """``var x + var y`` of a (2, 2) covariance, m² (inf rather than a warning when it overflows)."""
+    return float(cov[0][0]) + float(cov[1][1])
+
+
 def psd_projection(cov: np.ndarray) -> np.ndarray:
-    """Symmetric positive semi-definite version of a covariance that passed
+    """Exactly symmetric, positive semi-definite version of a (2, 2) covariance that passed
     :func:`~uncertain_bo.covariance.covariance_problem` (which tolerates round-off asymmetry and tiny
-    negative eigenvalues): symmetrised, negative eigenvalues set to 0. Exact zeros stay zero (a Dirac)."""
-    c = np.asarray(cov, dtype=float)
-    c = 0.5 * (c + c.T)
-    w, v = np.linalg.eigh(c)
-    if w.min() >= 0:
-        return c
-    return (v * np.clip(w, 0.0, None)) @ v.T
+    negative eigenvalues).
+
+    The off-diagonal becomes the mean of the two, negative variances become 0, and the off-diagonal is
+    clipped to ``|xy| <= sqrt(xx) sqrt(yy)`` (a 2x2 matrix is PSD iff its diagonal and determinant are
+    non-negative): robust where an eigendecomposition of an ill-conditioned matrix (e.g. variances 0 and
+    1e165, off-diagonal 1e-12) is not. Exact zeros stay zero (a Dirac).
+    """
+    c = np.asarray(cov, dtype=float).reshape(2, 2)
+    a, d = max(c[0, 0], 0.0), max(c[1, 1], 0.0)
+    s = 0.5 * c[0, 1] + 0.5 * c[1, 0]
+    bound = math.sqrt(a) * math.sqrt(d)
+    if abs(s) > bound:
+        s = math.copysign(bound, s)
+    return np.array([[a, s], [s, d]])
 
 
 class State(enum.Enum):
@@ -415,7 +427,7 @@ class Explorer:
                              f'no pose within max_pose_age = {max_age} s of its stamp (nearest {gap:.3f} s '
                              'away): dropped')
                 continue
-            trace = float(np.trace(pose.cov))
+            trace = position_trace(pose.cov)
             if trace > self.params['max_covariance_trace']:
                 self._reject('reading', 'paired pose over max_covariance_trace',
                              f'its pose has covariance trace {trace:.3g} m² > max_covariance_trace = '
@@ -471,7 +483,7 @@ class Explorer:
         pose = self.latest_pose
         if pose is None:
             return self.state is State.PAUSED
-        trace = float(np.trace(pose.cov))
+        trace = position_trace(pose.cov)
         limit = self.params['max_covariance_trace']
         if self.state is not State.PAUSED:
             if trace <= limit:

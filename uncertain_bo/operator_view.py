@@ -222,7 +222,7 @@ class StatusReporter:
         n, n_max = ex.planner.n, p['max_measurements']
         pose = ex.latest_pose
         age = (now - pose.stamp) if (pose is not None and now is not None) else None
-        trace = float(np.trace(pose.cov)) if pose is not None else None
+        trace = (float(pose.cov[0][0]) + float(pose.cov[1][1])) if pose is not None else None
         total = sum(ex.rejected.values())
         new_rejections = total - self._rejected_total
         self._rejected_total = total

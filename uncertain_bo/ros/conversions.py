@@ -216,11 +216,13 @@ def particles_to_pose(cloud: StampedParticles) -> StampedPose:
         w = np.full(x.shape[0], 1.0 / x.shape[0])
     else:
         w = np.asarray(cloud.weights, dtype=float).reshape(-1)
-        if w.shape[0] != x.shape[0] or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
+        with np.errstate(over='ignore', invalid='ignore'):
+            total = w.sum() if w.shape[0] == x.shape[0] else 0.0
+        if not (np.all(np.isfinite(w)) and np.all(w >= 0) and 0 < total < np.inf):
             raise ValueError('particle weights must be finite, non-negative, one per particle, with a '
-                             'positive sum')
-        w = w / w.sum()
-    with np.errstate(over='ignore', invalid='ignore'):
+                             'positive finite sum')
+        w = w / total
+    with np.errstate(over='ignore', invalid='ignore', under='ignore'):
         mean = w @ x
         d = x - mean
         cov = (w[:, None] * d).T @ d

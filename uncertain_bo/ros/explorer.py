@@ -49,7 +49,7 @@ from visualization_msgs.msg import MarkerArray
 
 from ..distributions import DTYPE, GaussianExecutionNoise
 from ..explorer import (EXPLORER_PARAMS, Explorer, Measurement, PoseEstimate, Reading, State,
-                        check_explorer_parameters)
+                        check_explorer_parameters, position_trace)
 from ..operator_view import GridScale, StatusReporter, grid_over, scale_to_occupancy, STATE_TEXT
 from ..optim import OptimizerSettings
 from ..parameters import Param, ParameterError
@@ -338,7 +338,7 @@ class ExplorerNode(Node):
     def measured(self, m: Measurement, rec: Recommendation) -> None:
         self.recommendation = rec
         self._maps_dirty = True
-        sd = math.sqrt(max(float(np.trace(m.pose.cov)) / 2.0, 0.0))
+        sd = math.sqrt(max(position_trace(m.pose.cov) / 2.0, 0.0))
         journal = self.explorer.planner.journal_file
         if journal is not None:
             journal.append({'type': 'recommendation', 'index': m.index, 'target': rec.target.tolist(),
