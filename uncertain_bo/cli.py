@@ -61,6 +61,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == '__main__':
     sys.exit(main())
-
-
-_single_threaded_torch = configure_torch_threads  # TODO(lead): drop once ros/explorer.py imports the new name

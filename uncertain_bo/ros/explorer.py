@@ -437,8 +437,8 @@ class ExplorerNode(Node):
 
 def main(args=None) -> None:
     """Entry point ``explorer`` (``--ros-args --params-file config/explorer.yaml``)."""
-    from ..cli import _single_threaded_torch
-    _single_threaded_torch()
+    from ..cli import configure_torch_threads
+    configure_torch_threads()
     run_node(lambda: ExplorerNode(forward_library_logs=True), args)
 
 
