@@ -14,8 +14,9 @@ Usage::
 The empirical estimator with m = 1000 needs 512 x 50 x 10^6 base-kernel evaluations (tens of minutes here):
 by default its row is extrapolated from ``--subset`` test distributions (our cost is linear in their
 number, see :func:`estimate_ours`); ``--with-m1000`` times it in full (one repeat). The paper's GPU times
-are printed beside ours for reference (its GPU is not named). ``--threads 1`` is much faster than 2 when
-other processes load the 2 cores (OpenMP threads then wait for each other).
+are printed beside ours for reference (its GPU is not named). Default ``--threads 1``: with other
+processes on the 2 cores (load average about 3), two OpenMP threads were 10-25x *slower* than one
+(threads wait for each other at every elementwise op); on an idle machine try ``--threads 2``.
 """
 from __future__ import annotations
 
@@ -112,7 +113,7 @@ def fmt(times: list[float]) -> str:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--repeats', type=int, default=5)
-    p.add_argument('--threads', type=int, default=torch.get_num_threads())
+    p.add_argument('--threads', type=int, default=1, help='torch threads (1: see the module docstring)')
     p.add_argument('--with-m1000', action='store_true', help='time the empirical estimator with m = 1000 in full')
     p.add_argument('--subset', type=int, default=8,
                    help='without --with-m1000: test distributions timed for the extrapolated m = 1000 row')

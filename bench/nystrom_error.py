@@ -87,7 +87,7 @@ def estimates(estimator: str, m: int, h: int | None, repeats: int, gen: torch.Ge
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--repeats', type=int, default=30)
-    ap.add_argument('--threads', type=int, default=torch.get_num_threads())
+    ap.add_argument('--threads', type=int, default=1, help='torch threads')
     ap.add_argument('--reference-m', type=int, default=10_000)
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
