@@ -264,7 +264,7 @@ class DistributionGP(ExactGP):
     def information_gain(self) -> float:
         """:math:`\\tfrac12 \\log|I + \\lambda^{-1}\\hat K_n|` of the current data (paper Eq. 18), nats."""
         cache = self._posterior_cache()
-        lam = float(self.likelihood.noise)
+        lam = float(self.likelihood.noise.detach())
         logdet = -2.0 * torch.log(torch.diagonal(cache.linv)).sum()
         return 0.5 * float(logdet - self.n * math.log(lam))
 
