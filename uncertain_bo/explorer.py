@@ -26,6 +26,18 @@ and sends the rover to the planner's targets (DESIGN.md, measurement cycle)::
   target back (:meth:`~uncertain_bo.planner.Planner.take_resumed_target`); the explorer re-sends it as the
   goal instead of deciding again, so a crash mid-drive costs neither a measurement nor a decision.
 - Targets come from the planner, which keeps them in the search bounds.
+- **Location distributions follow the kernel.** A pose estimate may carry the localiser's particle cloud
+  (:meth:`PoseEstimate.from_particles`, e.g. AMCL's or the simulation's particle filter). When the method's
+  GP trains on location distributions through a sample-based kernel
+  (:class:`~uncertain_bo.kernels.SampleDistributionKernel`: ``airbo``, ``airbo_empirical``, ``ugp_kme``)
+  the measurement is stored as an :class:`~uncertain_bo.distributions.Empirical` location distribution of
+  ``max_particles`` particles (systematic resampling of the weighted cloud to uniform weights, in random
+  order, so that any prefix is itself a fair subsample); otherwise as the moment-matched
+  :class:`~uncertain_bo.distributions.Gaussian`. A run keeps one kind: a resumed journal's kind (and
+  particle count) wins over the parameters, and a pose without particles in an empirical run is stored as
+  ``max_particles`` deterministic draws of its Gaussian. Particle clouds are validated like covariances
+  (finite, in range, weights finite, non-negative with a positive finite sum) and reduced to
+  ``max_particles`` on arrival (dropped when not needed), so the pose buffer stays bounded.
 
 The ROS node (:mod:`uncertain_bo.ros.explorer`) and the in-process simulation runner drive the same
 class through :meth:`Explorer.on_pose`, :meth:`Explorer.on_reading` and :meth:`Explorer.tick`, and
@@ -38,21 +50,25 @@ import logging
 import math
 import time
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Protocol
 
 import numpy as np
 import torch
 
 from .covariance import covariance_problem
-from .distributions import DTYPE, Gaussian, GaussianExecutionNoise, InvalidDistributionError
+from .acquisition import METHODS, get_method
+from .distributions import (DTYPE, Empirical, Gaussian, GaussianExecutionNoise, InvalidDistributionError,
+                            LocationDistributions)
+from .kernels import SampleDistributionKernel
 from .optim import OptimizerSettings
 from .parameters import Param
 from .planner import InvalidObservationError, Planner, Recommendation
 
 __all__ = ['Explorer', 'ExplorerOutputs', 'State', 'PoseEstimate', 'Reading', 'Measurement',
            'EXPLORER_PARAMS', 'RESUME_FRACTION', 'READING_QUEUE', 'MAX_ABS_COORDINATE', 'MAX_ABS_READING',
-           'check_explorer_parameters', 'psd_projection', 'position_trace']
+           'check_explorer_parameters', 'psd_projection', 'position_trace', 'resample_particles',
+           'takes_sample_sets']
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +88,9 @@ EXPLORER_PARAMS = [
           'run time applies from the next decision)', range=(-1e7, 1e7), length=4),
     Param('frame_id', 'map', 'world-fixed frame of poses and goals (a map-frame estimate with absolute '
           'corrections: an odom-frame covariance grows without bound)', read_only=True),
-    Param('method', 'ugp_ucb', 'BO method (registry name)', choices=('ugp_ucb',), read_only=True),
+    Param('method', 'ugp_ucb', 'BO method (registry name); the GP kernel follows the input type: sample-based '
+          'kernels (airbo, airbo_empirical, ugp_kme) get empirical location distributions from a particle cloud',
+          choices=tuple(sorted(METHODS)), read_only=True),
     Param('execution_noise_std', [0.75, 0.75],
           'std of the execution-noise model P̂_x = N(x, diag(std²)) along x and y, m', range=(0.0, 1000.0),
           length=2),
@@ -97,6 +115,9 @@ EXPLORER_PARAMS = [
           range=(0, 100)),
     Param('pose_buffer_size', 500, 'pose estimates kept for pairing (bounds memory at any input rate)',
           range=(10, 1000000)),
+    Param('max_particles', 160, 'particles kept per empirical location distribution (particle-cloud poses with '
+          'a sample-based kernel): the cloud is resampled to this many equally weighted particles; bounds '
+          'memory, journal size and kernel cost', range=(1, 100000), read_only=True),
     Param('max_covariance_trace', 25.0, 'localisation divergence: when the trace of the position covariance '
           f'exceeds this the rover is stopped and the explorer pauses; it resumes below '
           f'{RESUME_FRACTION:g} x this, m²', range=(1e-6, 1e12)),
@@ -158,12 +179,106 @@ class State(enum.Enum):
 
 @dataclass(frozen=True)
 class PoseEstimate:
-    """A localisation estimate: stamp (s), frame, position mean ``(2,)`` m, covariance ``(2, 2)`` m²."""
+    """A localisation estimate: stamp (s), frame, position mean ``(2,)`` m, covariance ``(2, 2)`` m², and
+    optionally the particle cloud it summarises: ``samples`` ``(m, 2)`` m with ``weights`` ``(m,)`` (None:
+    equal weights)."""
 
     stamp: float
     frame_id: str
     xy: np.ndarray
     cov: np.ndarray
+    samples: np.ndarray | None = None
+    weights: np.ndarray | None = None
+
+    @classmethod
+    def from_particles(cls, stamp: float, frame_id: str, samples, weights=None) -> 'PoseEstimate':
+        """Estimate of a particle cloud: the cloud plus its moment-matched mean and (population) covariance.
+
+        Not validated beyond what moment matching needs (the explorer validates on arrival); overflow
+        gives non-finite moments, which the explorer rejects.
+
+        Args:
+            stamp: time of the cloud, s.
+            frame_id: frame of the particles.
+            samples: ``(m, 2)`` particle positions, m (``(m, k)`` with ``k > 2``: the first two columns).
+            weights: ``(m,)`` non-negative weights with a positive finite sum (normalised here), or None.
+
+        Raises:
+            ValueError: an empty cloud, samples not ``(m, >= 2)``, or weights that are not finite,
+                non-negative, one per particle with a positive finite sum.
+        """
+        x = np.asarray(samples, dtype=float)
+        if x.ndim != 2 or x.shape[1] < 2:
+            raise ValueError(f'particle samples must be (m, 2), got shape {x.shape}')
+        x = np.ascontiguousarray(x[:, :2])
+        if x.shape[0] == 0:
+            raise ValueError('empty particle cloud')
+        w = None
+        if weights is not None:
+            w = np.asarray(weights, dtype=float).reshape(-1)
+            problem = _weights_problem(w, x.shape[0])
+            if problem:
+                raise ValueError(f'particle weights {problem}')
+            with np.errstate(over='ignore', invalid='ignore', under='ignore'):
+                w = w / w.sum()
+        wn = np.full(x.shape[0], 1.0 / x.shape[0]) if w is None else w
+        with np.errstate(over='ignore', invalid='ignore', under='ignore'):
+            mean = wn @ x
+            d = x - mean
+            cov = (wn[:, None] * d).T @ d
+        return cls(float(stamp), frame_id, mean, cov, x, w)
+
+
+def _weights_problem(w: np.ndarray, m: int) -> str | None:
+    """Why ``w`` are not usable particle weights for ``m`` particles, or None."""
+    if w.shape != (m,):
+        return f'must be one per particle ({m}), got {w.shape[0] if w.ndim == 1 else w.shape}'
+    if not np.all(np.isfinite(w)):
+        return 'contain NaN or inf'
+    if np.any(w < 0):
+        return 'contain negative values'
+    with np.errstate(over='ignore'):
+        total = w.sum()
+    if not 0 < total < np.inf:
+        return f'must have a positive finite sum, got {total}'
+    return None
+
+
+def resample_particles(samples: np.ndarray, weights: np.ndarray | None, m: int,
+                       rng: np.random.Generator) -> np.ndarray:
+    """``m`` equally weighted particles representing a weighted cloud: systematic resampling (one uniform
+    offset, ``m`` evenly spaced positions on the cumulative weights; Douc & Cappé 2005), returned in random
+    order so that any prefix is itself a fair subsample (sample-based kernels may use only the first few).
+
+    filterpy's ``systematic_resample`` draws as many indices as there are weights, hence ``np.searchsorted``.
+
+    Args:
+        samples: ``(N, d)`` particles.
+        weights: ``(N,)`` normalised weights, or None for equal weights.
+        m: number of particles wanted (>= 1).
+        rng: random generator (offset and order).
+
+    Returns:
+        ``(m, d)`` particles (copies of input particles).
+    """
+    x = np.asarray(samples, dtype=float)
+    n = x.shape[0]
+    if weights is None:
+        cum = np.arange(1, n + 1, dtype=float) / n
+    else:
+        cum = np.cumsum(np.asarray(weights, dtype=float))
+        cum /= cum[-1]
+    positions = (rng.random() + np.arange(m)) / m
+    idx = np.minimum(np.searchsorted(cum, positions, side='right'), n - 1)
+    return x[rng.permutation(idx)]
+
+
+def takes_sample_sets(planner: Planner) -> bool:
+    """True when ``planner``'s GP trains on location distributions through a sample-based kernel
+    (:class:`~uncertain_bo.kernels.SampleDistributionKernel`), i.e. an empirical location distribution is
+    used as such rather than moment-matched."""
+    return (get_method(planner.method).train_on == 'location'
+            and isinstance(planner.model.kernel, SampleDistributionKernel))
 
 
 @dataclass(frozen=True)
@@ -246,8 +361,44 @@ class Explorer:
         self.last_decision_wall_time: float | None = None
         self.paused_reason: str | None = None
         self.goal_timeouts = 0
+        self._rng = np.random.default_rng(np.random.SeedSequence([int(self.params['seed']), 0x9A27]))
+        self._sample_kernel = takes_sample_sets(self.planner)
+        self._stored_particles = self._journal_particles()  # None: undecided, 0: Gaussian, m: Empirical
         if self.planner.n >= self.params['max_measurements']:
             self.state = State.DONE
+
+    def _journal_particles(self) -> int | None:
+        """Kind of the planner's existing locations: None (none yet), 0 (parametric) or the particle count."""
+        if not self.planner.n:
+            return None
+        try:
+            locations = self.planner.locations
+        except InvalidDistributionError as exc:  # pragma: no cover - the planner itself refuses mixed kinds
+            log.warning('stored locations cannot be combined (%s): storing Gaussian summaries', exc)
+            return 0
+        if isinstance(locations, Empirical):
+            m = int(locations.samples.shape[1])
+            if m != self.params['max_particles']:
+                log.info('the journal holds empirical locations of %d particles: keeping %d (max_particles = %d '
+                         'applies to new runs)', m, m, self.params['max_particles'])
+            return m
+        if self._sample_kernel:
+            log.info('the journal holds Gaussian locations: storing moment-matched Gaussians in this run too')
+        return 0
+
+    @property
+    def location_particles(self) -> int:
+        """Particles per stored empirical location distribution, 0 when the run stores Gaussians (or has not
+        decided yet and will not use particles)."""
+        m = self._wanted_particles()
+        return m or 0
+
+    def _wanted_particles(self) -> int | None:
+        """Particles to keep per pose: the run's count, ``max_particles`` while undecided with a sample-based
+        kernel, else None (no particles needed)."""
+        if self._stored_particles is None:
+            return int(self.params['max_particles']) if self._sample_kernel else None
+        return self._stored_particles or None
 
     # ------------------------------------------------------------ inputs
     @property
@@ -287,6 +438,10 @@ class Explorer:
             self.last_reason = 'pose stamp jumped backwards: pose and reading buffers reset'
             self._poses.clear()
             self._readings.clear()
+        if pose.samples is not None:
+            m = self._wanted_particles()
+            pose = (replace(pose, samples=None, weights=None) if m is None else
+                    replace(pose, samples=resample_particles(pose.samples, pose.weights, m, self._rng), weights=None))
         self._poses.append(pose)
         return True
 
@@ -452,13 +607,17 @@ class Explorer:
         meta = {'reading_stamp': reading.stamp, 'pose_stamp': pose.stamp, 'reading_variance': reading.variance,
                 'frame_id': pose.frame_id, 'goal_timed_out': self._timed_out}
         try:
-            location = Gaussian(torch.as_tensor(pose.xy, dtype=DTYPE).reshape(1, 2),
-                                torch.as_tensor(psd_projection(pose.cov), dtype=DTYPE).reshape(1, 2, 2))
+            location = self._location(pose)
+            meta['location_source'] = ('particle cloud' if pose.samples is not None else 'pose') + (
+                f' -> empirical ({location.samples.shape[1]} particles)' if isinstance(location, Empirical)
+                else ' -> gaussian')
             index = self.planner.observe(torch.as_tensor(self.target, dtype=DTYPE), location,
                                          float(reading.value), **meta)
         except (InvalidObservationError, InvalidDistributionError) as exc:  # defensive: validated on arrival
             self._reject('measurement', 'invalid observation', str(exc))
             return
+        if self._stored_particles is None:
+            self._stored_particles = location.samples.shape[1] if isinstance(location, Empirical) else 0
         m = Measurement(index, self.target.copy(), pose, reading, self._timed_out)
         rec = self.planner.recommend()
         self.outputs.measured(m, rec)
@@ -467,6 +626,23 @@ class Explorer:
             self.outputs.finished(rec)
         else:
             self.state = State.DECIDING
+
+    def _location(self, pose: PoseEstimate) -> LocationDistributions:
+        """The location distribution stored for ``pose`` (see the module docstring: the kernel and the run's
+        kind decide)."""
+        gaussian = Gaussian(torch.as_tensor(pose.xy, dtype=DTYPE).reshape(1, 2),
+                            torch.as_tensor(psd_projection(pose.cov), dtype=DTYPE).reshape(1, 2, 2))
+        m = self._wanted_particles()
+        if m is None or (self._stored_particles is None and pose.samples is None):
+            return gaussian
+        if pose.samples is not None:
+            x = pose.samples
+            if len(x) != m or pose.weights is not None:   # (poses are reduced on arrival already)
+                x = resample_particles(x, pose.weights, m, self._rng)
+            return Empirical(torch.as_tensor(x, dtype=DTYPE).reshape(1, m, 2))
+        log.warning('pose without a particle cloud in a run of empirical locations: storing %d draws of its '
+                    'Gaussian', m)
+        return Empirical(gaussian.sample(m, torch.Generator().manual_seed(int(self._rng.integers(2 ** 62)))))
 
     def _finish(self, stop: bool) -> None:
         pose = self.latest_pose
@@ -541,6 +717,19 @@ class Explorer:
         reason = covariance_problem(cov)
         if reason:
             return f'covariance {reason.split(" (")[0]}', f'covariance {reason}'
+        if pose.samples is not None:
+            x = np.asarray(pose.samples, dtype=float)
+            if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] != 2:
+                return 'particles wrong shape', f'particle samples must be (m >= 1, 2), got shape {x.shape}'
+            if not np.all(np.isfinite(x)):
+                return 'non-finite particles', 'particle cloud contains NaN or inf positions'
+            if np.any(np.abs(x) > MAX_ABS_COORDINATE):
+                return ('particles out of range', f'a particle is beyond ±{MAX_ABS_COORDINATE:g} m (a sentinel or '
+                        'overflowed value)')
+            if pose.weights is not None:
+                problem = _weights_problem(np.asarray(pose.weights, dtype=float).reshape(-1), x.shape[0])
+                if problem:
+                    return 'invalid particle weights', f'particle weights {problem}'
         return None
 
     def reject(self, what: str, category: str, detail: str) -> None:

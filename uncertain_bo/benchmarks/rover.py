@@ -16,6 +16,14 @@ planner's seed.
 (:meth:`~uncertain_bo.sim.field.Field.convolved`), bilinear between nodes; :math:`g^*` is its largest node.
 The true execution scatter of the simulated rover is close to that model but not exactly Gaussian; the
 regret is measured against this Gaussian-smoothed field, like the demo's ``summary.json``.
+
+**``rover-pf``**: the same missions with the particle-filter localiser
+(:class:`~uncertain_bo.sim.particle_filter.ParticleFilter`, ``sim_rover.localiser: 'pf'``, seeded by the run's
+seed) instead of the EKF. The explorer receives the particle cloud, so the input type follows the method's
+kernel: sample-based kernels (``airbo``, ``ugp_kme``) train on empirical location distributions of
+``max_particles`` particles, ``ugp_ucb`` on the cloud's moment-matched Gaussian, ``igp_ucb`` on the targets.
+Field, robust objective and everything else are those of ``rover``. Any other localiser setting is one more
+:class:`Rover` subclass with its own :attr:`Rover.overrides`.
 """
 from __future__ import annotations
 
@@ -121,8 +129,24 @@ class Rover(Problem):
     default_seeds = 10
     default_beta = 3.0
 
+    #: node parameters applied over the shipped YAML files for every seed (``{node: {name: value}}``)
+    overrides: dict[str, dict[str, Any]] = {}
+
     def instance(self, seed: int) -> RoverInstance:
-        return RoverInstance(seed)
+        over = {node: dict(values) for node, values in self.overrides.items()}
+        if self.overrides.get('sim_rover', {}).get('localiser') == 'pf':
+            over.setdefault('particle_filter', {}).setdefault('seed', seed)
+        return RoverInstance(seed, over or None)
+
+
+class RoverPF(Rover):
+    """``rover`` with the particle-filter localiser: particle clouds as location distributions."""
+
+    name = 'rover-pf'
+    description = ('simulated rover + particle-filter localiser + pure pursuit on the demo field: empirical '
+                   '(particle) location distributions for sample-based kernels, the Gaussian summary otherwise')
+    overrides = {'sim_rover': {'localiser': 'pf'}}
 
 
 register_problem('rover', Rover)
+register_problem('rover-pf', RoverPF)

@@ -28,9 +28,10 @@ import numpy as np
 from filterpy.kalman import ExtendedKalmanFilter
 
 from uncertain_bo.parameters import Param
+from uncertain_bo.sim.localisation import StampedFusion
 from uncertain_bo.sim.rover import _ensure, wrap_angle
 
-__all__ = ['EKF_PARAMS', 'PlanarEKF']
+__all__ = ['EKF_PARAMS', 'PlanarEKF', 'velocity_noise']
 
 EKF_PARAMS = [
     Param('initial_x', 100.0, 'initial estimate of x (m, map frame)', range=(-1e7, 1e7)),
@@ -64,7 +65,7 @@ EKF_PARAMS = [
 ]
 
 
-class PlanarEKF(ExtendedKalmanFilter):
+class PlanarEKF(ExtendedKalmanFilter, StampedFusion):
     """EKF over the planar pose ``x = (x, y, yaw)`` (m, m, rad), map frame.
 
     Args:
@@ -169,21 +170,7 @@ class PlanarEKF(ExtendedKalmanFilter):
         if dt == 0.0:
             return
         p = self.params
-        S = np.zeros((3, 3))
-        if vel_cov is not None:
-            c = np.asarray(vel_cov, dtype=float)
-            if not np.all(np.isfinite(c)):
-                raise ValueError('odometry covariance must be finite')
-            if c.shape == (2, 2):
-                S[np.ix_([0, 2], [0, 2])] = c
-            elif c.shape == (3, 3):
-                S = c.copy()
-            else:
-                raise ValueError(f'vel_cov must be (2, 2) over (v, w) or (3, 3) over (v, vy, w), '
-                                 f'got {c.shape}')
-        S *= p['process_noise_scale']
-        S[0, 0] = max(S[0, 0], p['min_linear_vel_std'] ** 2)
-        S[2, 2] = max(S[2, 2], p['min_angular_vel_std'] ** 2)
+        S = velocity_noise(p, vel_cov)
         n = max(1, int(math.ceil(dt / p['max_dt'] - 1e-9)))
         h = dt / n
         for _ in range(n):
@@ -259,39 +246,40 @@ class PlanarEKF(ExtendedKalmanFilter):
         self.P = 0.5 * (self.P + self.P.T)
         return True
 
-    # ------------------------------------------------------------------ time-stamped streams
-    def add_odometry(self, stamp: float, v: float, w: float, vel_cov: np.ndarray | None = None,
-                     vy: float = 0.0) -> list[bool]:
-        """Propagate to ``stamp`` (s) with an odometry twist, fusing pending fixes stamped up to it.
+    def inflate(self, var_xy: float, var_yaw: float) -> None:
+        """Add ``var_xy`` (m²) to the x and y variances and ``var_yaw`` (rad²) to the heading variance (e.g. over
+        an odometry gap that was not integrated)."""
+        self.P[0, 0] += var_xy
+        self.P[1, 1] += var_xy
+        self.P[2, 2] += var_yaw
 
-        The twist is taken as held since the filter time (a message covering the last interval). Fixes
-        stamped inside the interval are fused at their own time. A stamp at or before the filter time
-        (duplicate or reordered message) propagates nothing.
 
-        Returns:
-            For each pending fix fused by this call, whether the gate accepted it.
-        """
-        results = []
-        self._pending.sort(key=lambda f: f[0])
-        while self._pending and self._pending[0][0] <= stamp:
-            t_fix, z, R = self._pending.pop(0)
-            if t_fix > self.t:
-                self.predict_odometry(v, w, t_fix - self.t, vel_cov, vy)
-            results.append(self.update_fix(z, R))
-        if stamp > self.t:
-            self.predict_odometry(v, w, stamp - self.t, vel_cov, vy)
-        return results
+def velocity_noise(params: Mapping[str, Any], vel_cov: np.ndarray | None) -> np.ndarray:
+    """Process noise over the held body twist ``(v, vy, w)``, (3, 3) in (m/s)², (rad/s)²: the odometry's
+    covariance (``(2, 2)`` over (v, w) or ``(3, 3)`` over (v, vy, w); None = zero) times
+    ``process_noise_scale``, its v and w variances floored by ``min_linear_vel_std²`` and
+    ``min_angular_vel_std²`` (``params``: :data:`EKF_PARAMS` values). The EKF and the particle filter use it
+    alike.
 
-    def add_fix(self, stamp: float, xy: np.ndarray, cov: np.ndarray) -> bool | None:
-        """Fuse a fix stamped ``stamp`` (s) now if it is not newer than the filter time, else hold it.
-
-        Returns:
-            Gate result if fused now, None if held until odometry reaches ``stamp``.
-        """
-        if stamp <= self.t + 1e-9:
-            return self.update_fix(xy, cov)
-        self._pending.append((float(stamp), np.asarray(xy, dtype=float), np.asarray(cov, dtype=float)))
-        return None
+    Raises:
+        ValueError: a non-finite covariance or one of another shape.
+    """
+    S = np.zeros((3, 3))
+    if vel_cov is not None:
+        c = np.asarray(vel_cov, dtype=float)
+        if not np.all(np.isfinite(c)):
+            raise ValueError('odometry covariance must be finite')
+        if c.shape == (2, 2):
+            S[np.ix_([0, 2], [0, 2])] = c
+        elif c.shape == (3, 3):
+            S = c.copy()
+        else:
+            raise ValueError(f'vel_cov must be (2, 2) over (v, w) or (3, 3) over (v, vy, w), '
+                             f'got {c.shape}')
+    S *= params['process_noise_scale']
+    S[0, 0] = max(S[0, 0], params['min_linear_vel_std'] ** 2)
+    S[2, 2] = max(S[2, 2], params['min_angular_vel_std'] ** 2)
+    return S
 
 
 def _h_jacobian(x):

@@ -1,11 +1,13 @@
 """The simulated exploration in one Python loop, without ROS (for benchmarks and fast tests).
 
 Runs the same pieces as the ROS graph — :class:`~uncertain_bo.sim.world.SimWorld` (rover, wheel odometry,
-position fixes, field sensor), :class:`~uncertain_bo.sim.ekf.PlanarEKF`,
+position fixes, field sensor), :class:`~uncertain_bo.sim.ekf.PlanarEKF` (or, with ``localiser: 'pf'``,
+:class:`~uncertain_bo.sim.particle_filter.ParticleFilter`, whose particle cloud reaches the explorer as with
+the explorer node's ``pose_source: particle_cloud``),
 :class:`~uncertain_bo.sim.pure_pursuit.PurePursuit` and the explorer's measurement cycle
 :class:`~uncertain_bo.explorer.Explorer` around a :class:`~uncertain_bo.planner.Planner` — with the same
 parameters (``config/sim.yaml``, ``config/explorer.yaml``), stepping them in the order the lockstep graph
-does: step the world, fuse the fix and the odometry in the EKF, hand pose and reading to the explorer,
+does: step the world, fuse the fix and the odometry in the localiser, hand pose and reading to the explorer,
 tick it, and compute the next velocity command. Only the message passing is gone, so a 30-measurement
 mission takes seconds instead of minutes.
 """
@@ -24,6 +26,7 @@ from ..optim import OptimizerSettings
 from ..parameters import validate
 from ..planner import Planner, Recommendation
 from .ekf import EKF_PARAMS, PlanarEKF
+from .particle_filter import PF_PARAMS, ParticleFilter
 from .field import Field
 from .pure_pursuit import PURE_PURSUIT_PARAMS, PurePursuit
 from .world import WORLD_PARAMS, SimWorld
@@ -33,7 +36,8 @@ __all__ = ['Mission', 'MissionResult', 'mission_parameters', 'search_whole_field
 
 def mission_parameters(overrides: dict[str, dict[str, Any]] | None = None,
                        files: list | None = None) -> dict[str, dict[str, Any]]:
-    """Validated ``{'sim_rover', 'ekf', 'pure_pursuit', 'explorer'}`` parameters from the shipped YAML files
+    """Validated ``{'sim_rover', 'ekf', 'particle_filter', 'pure_pursuit', 'explorer'}`` parameters from the
+    shipped YAML files
     (plus ``files``), then ``overrides``; only the ROS-free parameters of each node are kept.
 
     Raises:
@@ -44,8 +48,8 @@ def mission_parameters(overrides: dict[str, dict[str, Any]] | None = None,
     paths = [config_path('sim.yaml'), config_path('explorer.yaml'), *(files or [])]
     user_bounds = 'search_bounds' in {**node_parameters(files or [], 'explorer'),
                                       **(overrides or {}).get('explorer', {})}
-    specs = {'sim_rover': WORLD_PARAMS, 'ekf': EKF_PARAMS, 'pure_pursuit': PURE_PURSUIT_PARAMS,
-             'explorer': EXPLORER_PARAMS}
+    specs = {'sim_rover': WORLD_PARAMS, 'ekf': EKF_PARAMS, 'particle_filter': PF_PARAMS,
+             'pure_pursuit': PURE_PURSUIT_PARAMS, 'explorer': EXPLORER_PARAMS}
     out = {}
     for node, spec in specs.items():
         names = {p.name for p in spec}
@@ -147,7 +151,11 @@ class Mission:
                   'optimizer': OptimizerSettings(ex['num_restarts'], ex['raw_samples']), 'journal': journal}
         kwargs.update(planner_kwargs or {})
         self.planner = Planner(torch.tensor([[xmin, ymin], [xmax, ymax]], dtype=DTYPE), noise, **kwargs)
-        self.ekf = PlanarEKF(params['ekf'])
+        self.localiser = sim.get('localiser', 'ekf')
+        if self.localiser == 'pf':
+            self.ekf = ParticleFilter(params.get('particle_filter'))
+        else:
+            self.ekf = PlanarEKF(params['ekf'])
         self.law = PurePursuit(params['pure_pursuit'])
 
     def run(self, *, max_sim_time: float = 1e5,
@@ -156,6 +164,7 @@ class Mission:
         host = _Host(on_measurement)
         explorer = Explorer(self.planner, host, self.params['explorer'])
         world, ekf, law = self.world, self.ekf, self.law
+        pf = isinstance(ekf, ParticleFilter)
         frame = self.params['explorer']['frame_id']
         tick_every = max(1, round(1.0 / (world.dt * 10.0)))  # explorer at 10 Hz, like the node's timer
         wall0 = time.perf_counter()
@@ -171,7 +180,10 @@ class Mission:
             host.position = ekf.xy.copy()
             if s.reading is not None:
                 explorer.on_reading(Reading(s.t, s.reading.value, s.reading.variance))
-            explorer.on_pose(PoseEstimate(s.t, frame, ekf.xy.copy(), ekf.cov_xy.copy()))
+            if pf:
+                explorer.on_pose(PoseEstimate.from_particles(s.t, frame, ekf.particles[:, :2], ekf.weights))
+            else:
+                explorer.on_pose(PoseEstimate(s.t, frame, ekf.xy.copy(), ekf.cov_xy.copy()))
             if s.step % tick_every == 0:
                 explorer.tick(s.t)
                 if explorer.state is State.DONE:

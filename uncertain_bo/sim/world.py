@@ -41,6 +41,10 @@ SIM_PARAMS = [
           range=(-math.pi, math.pi), read_only=True),
     Param('seed', 0, 'seed of all simulation noise (slip, odometry, fixes, readings); same seed and '
           'commands give the same run', range=(0, 2 ** 31 - 1), read_only=True),
+    Param('localiser', 'ekf', "localisation filter of the simulated rover: 'ekf' (ekf node: odometry/filtered "
+          "with covariance) or 'pf' (particle_filter node: particle_cloud, pose and odometry/filtered); chosen "
+          'by the graph (uncertain-bo demo, sim.launch.py) and the in-process mission, not used by sim_rover '
+          'itself', choices=('ekf', 'pf'), read_only=True),
 ]
 
 #: every parameter of the simulated world

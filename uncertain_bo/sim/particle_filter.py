@@ -1,0 +1,329 @@
+r"""Particle-filter localiser of the simulated rover: a particle cloud over the planar pose.
+
+:class:`ParticleFilter` is the sequential Monte Carlo alternative to :class:`~uncertain_bo.sim.ekf.PlanarEKF`
+(same inputs, same time-stamp handling, same parameter names where they mean the same thing):
+
+* **predict** each particle with the same noisy wheel odometry the EKF uses: the measured body twist
+  ``(v, vy, w)`` plus a velocity error drawn per particle from ``N(0, S)``, ``S`` the odometry's
+  covariance scaled and floored exactly as the EKF's process noise
+  (:func:`~uncertain_bo.sim.ekf.velocity_noise`), held over the step with the exact constant-twist motion
+  (sub-steps of at most ``max_dt``). Unlike the EKF no linearisation is involved: the cloud keeps the
+  banana shape that heading uncertainty gives the position;
+* **update** on an absolute position fix ``z ~ N(xy, R)``: log-weights += :math:`-\tfrac12 (z - x_i)^\top
+  R^{-1} (z - x_i)`, normalised by log-sum-exp (no underflow however far the fix is). The same outlier
+  gate as the EKF is applied to the fix's Mahalanobis distance from the moment-matched prediction; when
+  ``fix_gate_max_rejections`` fixes in a row were rejected the filter is assumed lost and the cloud is
+  re-initialised around the next fix (``N(z, R)``, headings kept), since re-weighting a cloud that no longer
+  covers the fix would leave a single particle;
+* **resample** with filterpy's systematic resampling (``filterpy.monte_carlo.systematic_resample``) when
+  the effective sample size :math:`N_\mathrm{eff} = 1 / \sum_i w_i^2` drops below
+  ``resample_threshold`` x ``particles``; the weights are then uniform again.
+
+The location distribution it reports is the particle cloud itself (:attr:`ParticleFilter.particles`,
+:attr:`ParticleFilter.weights`), and its moment-matched summary :math:`\mathcal N(\bar{\mathbf x},
+\Sigma)` (:attr:`~ParticleFilter.xy`, :attr:`~ParticleFilter.cov_xy`; circular mean and wrapped spread for
+the heading).
+
+Determinism: all Monte Carlo draws come from a ``numpy.random.Generator`` seeded by ``seed``. filterpy's
+resampling functions draw their random offset from NumPy's *global* legacy random state, so the call is
+made with that state temporarily seeded from the filter's own generator and restored afterwards: same seed
+and inputs give the same cloud, and nobody else's global random stream is disturbed (single-threaded use
+of the global state is assumed during that call). filterpy 2.0's ``systematic_resample`` can index past
+the end when the cumulative weights round to just below 1 (rlabbe/filterpy PR #186, unmerged); the weights
+are passed with their last cumulative sum at or above 1 to rule that out.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import Any, Mapping
+
+import numpy as np
+from filterpy.monte_carlo import systematic_resample
+
+from uncertain_bo.parameters import Param
+from uncertain_bo.sim.ekf import EKF_PARAMS, velocity_noise
+from uncertain_bo.sim.localisation import StampedFusion
+from uncertain_bo.sim.rover import _ensure, wrap_angle
+
+__all__ = ['PF_PARAMS', 'ParticleFilter', 'effective_sample_size', 'moments']
+
+_SHARED = ('initial_x', 'initial_y', 'initial_yaw', 'initial_xy_std', 'initial_yaw_std', 'process_noise_scale',
+           'min_linear_vel_std', 'min_angular_vel_std', 'fix_gate_mahalanobis', 'fix_gate_max_rejections',
+           'min_fix_std', 'max_dt', 'unobserved_variance')
+
+#: parameters of the particle filter: the EKF's (same meaning) plus the Monte Carlo ones
+PF_PARAMS = [p for p in EKF_PARAMS if p.name in _SHARED] + [
+    Param('particles', 500, 'number of particles N (more: smoother cloud, linear cost per step)',
+          range=(10, 1000000), read_only=True),
+    Param('resample_threshold', 0.5, 'resample (systematic) when the effective sample size 1/sum(w²) drops '
+          'below this fraction of the number of particles (dimensionless, 0-1; 1 = after every fix)',
+          range=(0.0, 1.0)),
+    Param('seed', 0, 'seed of the Monte Carlo draws (initial cloud, odometry noise, resampling)',
+          range=(0, 2 ** 31 - 1), read_only=True),
+]
+
+
+def effective_sample_size(weights: np.ndarray) -> float:
+    """Effective sample size :math:`1 / \\sum_i w_i^2` of normalised weights ``(N,)`` (1 to N)."""
+    w = np.asarray(weights, dtype=float)
+    return float(1.0 / np.dot(w, w))
+
+
+def moments(points: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted mean ``(d,)`` and population covariance ``(d, d)`` of ``points`` ``(N, d)``.
+
+    Args:
+        points: samples.
+        weights: ``(N,)`` non-negative weights (normalised here), or None for equal weights.
+    """
+    x = np.asarray(points, dtype=float)
+    w = np.full(len(x), 1.0 / len(x)) if weights is None else np.asarray(weights, dtype=float) / np.sum(weights)
+    mean = w @ x
+    d = x - mean
+    return mean, (w[:, None] * d).T @ d
+
+
+@contextlib.contextmanager
+def _global_numpy_seed(rng: np.random.Generator):
+    """Seed NumPy's legacy global random state from ``rng`` for the duration of the block, then restore it."""
+    state = np.random.get_state()
+    np.random.seed(int(rng.integers(0, 2 ** 32 - 1)))
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
+
+
+class ParticleFilter(StampedFusion):
+    """Particle filter over the planar pose ``(x, y, yaw)`` (m, m, rad), map frame.
+
+    Args:
+        params: values for :data:`PF_PARAMS` (missing names take defaults; a live dict is read at use time).
+        x0: initial pose (3,) overriding ``initial_x/y/yaw``.
+        P0: initial covariance (3, 3) overriding ``initial_xy_std/initial_yaw_std``; the initial cloud is
+            drawn from ``N(x0, P0)``.
+        t0: filter time (s) of the initial cloud.
+
+    Attributes:
+        t: time (s) of the current estimate.
+        n_fixes_accepted, n_fixes_rejected, n_resamples, n_reinitialisations: counters.
+        last_fix_mahalanobis: Mahalanobis distance of the last fix considered (None before the first).
+
+    Raises:
+        ParameterError: an invalid parameter value.
+    """
+
+    def __init__(self, params: Mapping[str, Any] | None = None, x0=None, P0=None, t0: float = 0.0):
+        self.params = _ensure(params, PF_PARAMS)
+        p = self.params
+        self.rng = np.random.default_rng(np.random.SeedSequence(int(p['seed'])))
+        if x0 is None:
+            x0 = (p['initial_x'], p['initial_y'], p['initial_yaw'])
+        if P0 is None:
+            P0 = np.diag([p['initial_xy_std'] ** 2, p['initial_xy_std'] ** 2, p['initial_yaw_std'] ** 2])
+        n = int(p['particles'])
+        self._x = self.rng.multivariate_normal(np.asarray(x0, dtype=float).reshape(3),
+                                               np.asarray(P0, dtype=float).reshape(3, 3), size=n,
+                                               method='eigh')
+        self._x[:, 2] = wrap_angle(self._x[:, 2])
+        self._w = np.full(n, 1.0 / n)
+        self.t = float(t0)
+        self._pending: list[tuple[float, np.ndarray, np.ndarray]] = []
+        self._consecutive_rejections = 0
+        self.n_fixes_accepted = 0
+        self.n_fixes_rejected = 0
+        self.n_resamples = 0
+        self.n_reinitialisations = 0
+        self.last_fix_mahalanobis: float | None = None
+
+    # ------------------------------------------------------------------ the cloud
+    @property
+    def particles(self) -> np.ndarray:
+        """``(N, 3)`` particle poses ``(x, y, yaw)`` (copy), m and rad."""
+        return self._x.copy()
+
+    @property
+    def weights(self) -> np.ndarray:
+        """``(N,)`` normalised particle weights (copy); they sum to 1."""
+        return self._w.copy()
+
+    @property
+    def effective_sample_size(self) -> float:
+        """:math:`1/\\sum_i w_i^2`, between 1 (one particle carries all weight) and N (uniform weights)."""
+        return effective_sample_size(self._w)
+
+    # ------------------------------------------------------------------ moment-matched summary
+    @property
+    def xy(self) -> np.ndarray:
+        """Weighted mean position (2,), m."""
+        return self._w @ self._x[:, :2]
+
+    @property
+    def yaw(self) -> float:
+        """Circular weighted mean heading, rad in ``[-pi, pi]``."""
+        return math.atan2(float(self._w @ np.sin(self._x[:, 2])), float(self._w @ np.cos(self._x[:, 2])))
+
+    @property
+    def pose(self) -> np.ndarray:
+        """Moment-matched pose ``(x, y, yaw)`` (3,)."""
+        return np.array([*self.xy, self.yaw])
+
+    @property
+    def covariance(self) -> np.ndarray:
+        """Weighted covariance (3, 3) of ``(x, y, yaw)``, headings as wrapped deviations from the circular
+        mean (m², m·rad, rad²)."""
+        d = np.empty_like(self._x)
+        d[:, :2] = self._x[:, :2] - self.xy
+        d[:, 2] = wrap_angle(self._x[:, 2] - self.yaw)
+        c = (self._w[:, None] * d).T @ d
+        return 0.5 * (c + c.T)
+
+    @property
+    def cov_xy(self) -> np.ndarray:
+        """Position covariance (2, 2), m²: the moment-matched location distribution is ``N(xy, cov_xy)``."""
+        return self.covariance[:2, :2]
+
+    def pose_covariance_6x6(self) -> np.ndarray:
+        """6x6 pose covariance over (x, y, z, roll, pitch, yaw) as in ROS messages (row-major when flattened);
+        z, roll and pitch get ``unobserved_variance`` (see :meth:`PlanarEKF.pose_covariance_6x6
+        <uncertain_bo.sim.ekf.PlanarEKF.pose_covariance_6x6>`)."""
+        c = np.zeros((6, 6))
+        idx = [0, 1, 5]
+        c[np.ix_(idx, idx)] = self.covariance
+        v = self.params['unobserved_variance']
+        c[2, 2] = c[3, 3] = c[4, 4] = v
+        return c
+
+    # ------------------------------------------------------------------ predict / update
+    def predict_odometry(self, v: float, w: float, dt: float, vel_cov: np.ndarray | None = None,
+                         vy: float = 0.0) -> None:
+        """Move every particle with a measured body twist held for ``dt`` seconds plus its own velocity error.
+
+        Args:
+            v, w: measured forward speed (m/s) and yaw rate (rad/s).
+            dt: duration (s, >= 0); zero does nothing.
+            vel_cov: covariance of the measured (v, vy, w), (3, 3), or of (v, w), (2, 2); None uses the
+                ``min_*_std`` floors (see :func:`~uncertain_bo.sim.ekf.velocity_noise`).
+            vy: measured sideways speed (m/s), 0 for a diff-drive rover.
+
+        Raises:
+            ValueError: negative or non-finite ``dt``, non-finite twist or covariance.
+        """
+        if not (math.isfinite(dt) and dt >= 0):
+            raise ValueError(f'dt must be a finite non-negative number of seconds, got {dt!r}')
+        if not all(math.isfinite(a) for a in (v, w, vy)):
+            raise ValueError(f'odometry twist must be finite, got v={v!r}, vy={vy!r}, w={w!r}')
+        if dt == 0.0:
+            return
+        p = self.params
+        S = velocity_noise(p, vel_cov)
+        root = _psd_root(S)
+        n = max(1, int(math.ceil(dt / p['max_dt'] - 1e-9)))
+        h = dt / n
+        u0 = np.array([v, vy, w])
+        for _ in range(n):
+            u = u0 + self.rng.standard_normal((len(self._x), 3)) @ root.T
+            self._x = _move(self._x, u[:, 0], u[:, 1], u[:, 2], h)
+        self.t += dt
+
+    def update_fix(self, xy: np.ndarray, cov: np.ndarray) -> bool:
+        """Weight the particles by the likelihood of an absolute position fix at the current filter time.
+
+        Args:
+            xy: measured position (2,), metres, map frame.
+            cov: its covariance (2, 2), m² (floored at ``min_fix_std²`` on the diagonal).
+
+        Returns:
+            True if the fix was fused, False if the outlier gate rejected it.
+
+        Raises:
+            ValueError: non-finite fix or covariance, or a covariance that is not positive definite after
+                the floor.
+        """
+        z = np.asarray(xy, dtype=float).reshape(2)
+        R = np.array(cov, dtype=float).reshape(2, 2)
+        if not (np.all(np.isfinite(z)) and np.all(np.isfinite(R))):
+            raise ValueError('position fix and its covariance must be finite')
+        p = self.params
+        R = 0.5 * (R + R.T)
+        floor = p['min_fix_std'] ** 2
+        R[0, 0], R[1, 1] = max(R[0, 0], floor), max(R[1, 1], floor)
+        try:
+            L = np.linalg.cholesky(R)
+        except np.linalg.LinAlgError:
+            raise ValueError(f'position fix covariance is not positive definite: {R.tolist()}') from None
+        innov = z - self.xy
+        S = self.cov_xy + R
+        d = float(math.sqrt(max(0.0, float(innov @ np.linalg.solve(S, innov)))))
+        self.last_fix_mahalanobis = d
+        gate = p['fix_gate_mahalanobis']
+        override = (p['fix_gate_max_rejections'] > 0
+                    and self._consecutive_rejections >= p['fix_gate_max_rejections'])
+        if gate > 0 and d > gate and not override:
+            self._consecutive_rejections += 1
+            self.n_fixes_rejected += 1
+            return False
+        self._consecutive_rejections = 0
+        self.n_fixes_accepted += 1
+        if override and gate > 0 and d > gate:
+            # lost: the cloud no longer covers the fix; start again around it (headings kept)
+            self._x[:, :2] = z + self.rng.standard_normal((len(self._x), 2)) @ L.T
+            self._w = np.full(len(self._x), 1.0 / len(self._x))
+            self.n_reinitialisations += 1
+            return True
+        r = np.linalg.solve(L, (z - self._x[:, :2]).T)           # whitened residuals (2, N)
+        logw = np.log(np.maximum(self._w, np.finfo(float).tiny)) - 0.5 * np.einsum('ij,ij->j', r, r)
+        logw -= logw.max()
+        w = np.exp(logw)
+        self._w = w / w.sum()
+        if self.effective_sample_size < p['resample_threshold'] * len(self._w):
+            self.resample()
+        return True
+
+    def resample(self) -> None:
+        """Systematic resampling (filterpy) to uniform weights; particles are copied, none are perturbed."""
+        w = self._w / self._w.sum()
+        total = np.cumsum(w)[-1]
+        if total < 1.0:             # filterpy PR #186: cumulative sum must reach 1 or the index can overrun
+            w[-1] += 2.0 * (1.0 - total)
+        with _global_numpy_seed(self.rng):
+            idx = systematic_resample(w)
+        self._x = self._x[idx]
+        self._w = np.full(len(self._x), 1.0 / len(self._x))
+        self.n_resamples += 1
+
+    def inflate(self, var_xy: float, var_yaw: float) -> None:
+        """Spread every particle by ``N(0, var_xy)`` in x and y (m²) and ``N(0, var_yaw)`` in heading (rad²),
+        e.g. over an odometry gap that was not integrated."""
+        n = len(self._x)
+        self._x[:, :2] += math.sqrt(max(var_xy, 0.0)) * self.rng.standard_normal((n, 2))
+        self._x[:, 2] = wrap_angle(self._x[:, 2] + math.sqrt(max(var_yaw, 0.0)) * self.rng.standard_normal(n))
+
+
+def _psd_root(S: np.ndarray) -> np.ndarray:
+    """``L`` with ``L Lᵀ = S`` for a symmetric PSD (possibly singular) ``S``."""
+    evals, evecs = np.linalg.eigh(0.5 * (S + S.T))
+    return evecs * np.sqrt(np.clip(evals, 0.0, None))
+
+
+def _move(x: np.ndarray, v: np.ndarray, vy: np.ndarray, w: np.ndarray, dt: float) -> np.ndarray:
+    """Poses ``(N, 3)`` after holding body twists ``(v, vy, w)`` (each ``(N,)``) for ``dt`` s (exact arcs;
+    the straight-line limit for ``|w dt| < 1e-9``), as :meth:`PlanarEKF.predict_x
+    <uncertain_bo.sim.ekf.PlanarEKF.predict_x>` without its second-order mean correction (a cloud
+    represents the heading spread itself)."""
+    th = x[:, 2]
+    th2 = th + w * dt
+    s1, c1 = np.sin(th), np.cos(th)
+    straight = np.abs(w * dt) < 1e-9
+    w_safe = np.where(straight, 1.0, w)
+    s2, c2 = np.sin(th2), np.cos(th2)
+    dx_arc = (v * (s2 - s1) + vy * (c2 - c1)) / w_safe
+    dy_arc = (v * (c1 - c2) + vy * (s2 - s1)) / w_safe
+    dx = np.where(straight, (v * c1 - vy * s1) * dt, dx_arc)
+    dy = np.where(straight, (v * s1 + vy * c1) * dt, dy_arc)
+    out = np.empty_like(x)
+    out[:, 0] = x[:, 0] + dx
+    out[:, 1] = x[:, 1] + dy
+    out[:, 2] = wrap_angle(th2)
+    return out
