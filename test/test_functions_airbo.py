@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from uncertain_bo.benchmarks.functions_airbo import (AIRBO_PROBLEMS, bumped_bowl, double_peak, get_airbo_problem,
+from uncertain_bo.benchmarks.functions_airbo import (AIRBO_BENCHMARKS, bumped_bowl, double_peak, get_airbo_problem,
                                                      rkhs1d, robust_argmax_grid, robust_value)
 
 
@@ -50,7 +50,7 @@ def test_bumped_bowl_robust_optimum_at_origin():
 
 
 def test_regret_sign_and_zero_at_optimum():
-    for p in AIRBO_PROBLEMS.values():
+    for p in AIRBO_BENCHMARKS:
         x = torch.tensor([p.robust_argmax])
         assert float(p.robust_regret(x)) == 0.0
         off = x + 0.3

@@ -1,14 +1,16 @@
 """Benchmarks with exact robust-objective oracles, a parallel runner, metrics and plots
 (``uncertain-bo bench`` / ``uncertain-bo plot``).
 
-Problems (see :data:`PROBLEMS`): ``rkhs2d`` (paper §6.1), ``michalewicz4d`` (paper §6.2) and ``rover`` (§6.3
-analogue: the simulated rover mission of the demo, in-process). A problem
+Problems (see :data:`PROBLEMS`): ``rkhs2d`` (paper §6.1), ``michalewicz4d`` (paper §6.2), ``rover`` (§6.3
+analogue: the simulated rover mission of the demo, in-process), and AIRBO's sampled-noise problems
+``rkhs1d-gauss``, ``double-peak-beta``, ``bumped-bowl-10d`` (:mod:`.functions_airbo` on the generic
+:class:`~uncertain_bo.benchmarks.sampled.SampledNoiseProblem`). A problem
 supplies its own :class:`World` (how a target becomes an executed position, a location distribution and a
 reading), so a simulated rover mission plugs in as one more problem.
 """
 from .base import (PROBLEMS, BenchSettings, GaussianInputWorld, Instance, Measurement, Problem, World,
                    get_problem, register_problem)
-from . import michalewicz, rkhs2d, rover  # noqa: F401  (register the problems)
+from . import functions_airbo, michalewicz, rkhs2d, rover  # noqa: F401  (register the problems)
 from .runner import RunSpec, expand, load_runs, run, run_many
 
 __all__ = ['PROBLEMS', 'BenchSettings', 'GaussianInputWorld', 'Instance', 'Measurement', 'Problem', 'World',

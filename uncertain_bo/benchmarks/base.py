@@ -207,6 +207,8 @@ class Problem(ABC):
     default_iterations: int = 100
     default_seeds: int = 10
     default_beta: str | float = 3.0
+    default_methods: str = 'ugp_ucb,igp_ucb,uei'
+    """comma-separated methods ``uncertain-bo bench`` runs without ``--method``"""
 
     @abstractmethod
     def instance(self, seed: int) -> Instance:

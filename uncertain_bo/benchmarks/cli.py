@@ -6,6 +6,8 @@
         --mismatch 0.25,0.5,1,2,5,10 --out runs/bench/rkhs2d
     uncertain-bo bench --problem michalewicz4d --method ugp_ucb,igp_ucb --seeds 5 --beta 1,2,3,5,10 \\
         --out runs/bench/michalewicz_beta
+    uncertain-bo bench --problem double-peak-beta --method airbo,ugp_kme,skl,erbf,gp_ucb --seeds 12 \\
+        --out runs/bench/double-peak-beta
     uncertain-bo plot runs/bench/rkhs2d
 """
 from __future__ import annotations
@@ -30,8 +32,12 @@ def add_parser(subparsers) -> None:
     b = subparsers.add_parser('bench', help='run benchmark problems (parallel over seeds)',
                               description='Run methods on a benchmark problem over seeds; write per-iteration '
                                           'records (CSV + JSON) and summaries to --out.')
-    b.add_argument('--problem', required=True, help='rkhs2d | michalewicz4d (registered problems)')
-    b.add_argument('--method', default='ugp_ucb,igp_ucb,uei', help='comma-separated methods (default: %(default)s)')
+    b.add_argument('--problem', required=True,
+                   help='rkhs2d | michalewicz4d | rover | rkhs1d-gauss | double-peak-beta | bumped-bowl-10d '
+                        '(registered problems)')
+    b.add_argument('--method', default=None,
+                   help="comma-separated methods (default: the problem's: ugp_ucb,igp_ucb,uei for rkhs2d, "
+                        "michalewicz4d, rover; airbo,ugp_kme,skl,erbf,gp_ucb for AIRBO's problems)")
     b.add_argument('--seeds', type=int, default=None, help='number of seeds 0..N-1 (default: the problem\'s)')
     b.add_argument('--seed-offset', type=int, default=0, help='first seed (default 0)')
     b.add_argument('--iterations', type=int, default=None, help='queries per run (default: the problem\'s)')
@@ -67,7 +73,7 @@ def bench_main(args: argparse.Namespace) -> int:
 
     try:
         problem = get_problem(args.problem)
-        methods = [m.strip() for m in args.method.split(',') if m.strip()]
+        methods = [m.strip() for m in (args.method or problem.default_methods).split(',') if m.strip()]
         for m in methods:
             get_method(m)
     except KeyError as exc:
@@ -94,7 +100,10 @@ def bench_main(args: argparse.Namespace) -> int:
     for g in summarize(results)['groups']:
         print(f'{g["method"]:10s} {g["variant"]:28s} n={g["n_runs"]:2d}  mean regret @{g["iterations"]}: '
               f'{g["mean_regret_mean"]:.4f} ± {g["mean_regret_std"]:.4f}   recommendation regret: '
-              f'{g["rec_regret_mean"]:.4f} ± {g["rec_regret_std"]:.4f}')
+              f'{g["rec_regret_mean"]:.4f} ± {g["rec_regret_std"]:.4f}'
+              + ('' if g.get('n_within_tolerance') is None else
+                 f'   within {g["argmax_tolerance"]:g} of the robust optimiser: '
+                 f'{g["n_within_tolerance"]}/{g["n_runs"]}'))
     if args.plot:
         from .plots import plot_directory
         for path in plot_directory(results, args.out):
