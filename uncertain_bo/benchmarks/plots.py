@@ -2,7 +2,11 @@
 
 - ``<problem>_mean_regret.png`` — mean uncertain-inputs regret :math:`\\hat R_t/t` against ``t``, mean ± k std
   over seeds, one curve per method, one panel per configuration (β, mismatch);
-- ``<problem>_recommendation_regret.png`` — regret of the recommendation :math:`g^* - g(\\mathbf x^*_t)`;
+- ``<problem>_recommendation_regret.png`` — regret of the recommendation :math:`g^* - g(\\mathbf x^*_t)` (AIRBO's
+  robust regret, Eq. 17, on its problems);
+- ``<problem>_recommendation_distance.png`` — distance :math:`\\|\\mathbf x^*_t - \\mathbf x^*\\|` of the
+  recommendation to the robust optimiser, with the problem's ``argmax_tolerance`` as a dashed line (problems
+  that define one: AIRBO's 1-D problems);
 - ``<problem>_mismatch.png`` — final mean regret against :math:`\\hat\\sigma_x/\\sigma_x` (log axis), when the
   directory holds more than one mismatch ratio (Fig. 2 right);
 - ``<problem>_beta.png`` — final mean regret against β, when it holds more than one fixed β (Fig. 3 right).
@@ -20,8 +24,12 @@ from .metrics import curves, group_runs
 
 __all__ = ['plot_directory']
 
-COLORS = {'ugp_ucb': 'tab:blue', 'igp_ucb': 'tab:orange', 'uei': 'tab:green'}
-LABELS = {'ugp_ucb': 'uGP-UCB', 'igp_ucb': 'IGP-UCB', 'uei': 'UEI'}
+COLORS = {'ugp_ucb': 'tab:blue', 'igp_ucb': 'tab:orange', 'uei': 'tab:green', 'airbo': 'tab:red',
+          'airbo_empirical': 'tab:pink', 'ugp_kme': 'tab:blue', 'skl': 'tab:purple', 'erbf': 'tab:brown',
+          'gp_ucb': 'tab:gray'}
+LABELS = {'ugp_ucb': 'uGP-UCB', 'igp_ucb': 'IGP-UCB', 'uei': 'UEI', 'airbo': 'AIRBO',
+          'airbo_empirical': 'AIRBO (empirical MMD)', 'ugp_kme': 'uGP (KME)', 'skl': 'SKL-UCB', 'erbf': 'ERBF-UCB',
+          'gp_ucb': 'GP-UCB'}
 
 
 def _order(method: str) -> tuple[int, str]:
@@ -68,8 +76,13 @@ def plot_directory(results: Sequence[dict[str, Any]], out_dir: str | Path, std_m
             for k in keys:
                 panels[k].append(r)
         keys = sorted(panels, key=lambda k: (k[1], k[2], _beta_sort(k[0])))
-        for metric, fname, ylabel in [('mean_regret', 'mean_regret', r'mean regret $\hat R_t / t$'),
-                                      ('rec_regret', 'recommendation_regret', r'recommendation regret')]:
+        metrics = [('mean_regret', 'mean_regret', r'mean regret $\hat R_t / t$'),
+                   ('rec_regret', 'recommendation_regret', r'recommendation regret')]
+        tols = {r['instance'].get('argmax_tolerance') for r in runs}
+        tol = tols.pop() if len(tols) == 1 else None
+        if tol is not None and all('rec_distance' in rec for r in runs for rec in r['records']):
+            metrics.append(('rec_distance', 'recommendation_distance', 'distance of the recommendation to x*'))
+        for metric, fname, ylabel in metrics:
             cols = min(3, len(keys))
             rows = math.ceil(len(keys) / cols)
             fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
@@ -85,6 +98,8 @@ def plot_directory(results: Sequence[dict[str, Any]], out_dir: str | Path, std_m
                 ax.set_title(title + ('' if noise == 'output' else f', uGP noise={noise}'), fontsize=9)
                 ax.set_xlabel('iteration t')
                 ax.set_ylabel(ylabel)
+                if metric == 'rec_distance':
+                    ax.axhline(tol, color='k', ls='--', lw=0.8, label=f'tolerance {tol:g}')
                 ax.set_yscale('log')
                 ax.grid(alpha=0.3, which='both')
                 ax.legend(fontsize=8)

@@ -32,7 +32,8 @@ __all__ = ['RunSpec', 'run', 'run_many', 'write_tables', 'load_runs', 'RECORD_FI
 
 #: scalar fields of one iteration record (vectors are flattened to ``name_0 .. name_{d-1}`` in the CSV)
 RECORD_FIELDS = ['t', 'phase', 'y', 'robust_value', 'regret', 'mean_regret', 'rec_index', 'rec_value',
-                 'rec_regret', 'rec_predicted', 'seconds', 'fit_seconds', 'beta_t', 'acquisition_value']
+                 'rec_regret', 'rec_predicted', 'rec_distance', 'seconds', 'fit_seconds', 'beta_t',
+                 'acquisition_value']
 VECTOR_FIELDS = ['target', 'executed', 'location_mean', 'rec_target']
 
 
@@ -90,7 +91,9 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
         with ``t`` (1-based), ``target``, ``executed``, ``location_mean``, ``y``, ``robust_value``
         :math:`g(\\mathbf x_t)`, ``regret`` :math:`\\hat r_t = g^* - g(\\mathbf x_t)`, ``mean_regret``
         :math:`\\hat R_t / t`, the recommendation after the query (``rec_target``, its true robust value
-        ``rec_value``, ``rec_regret``, the model's ``rec_predicted``), the decision's ``seconds`` and
+        ``rec_value``, ``rec_regret`` (the robust regret of paper Eq. 17 for AIRBO's problems), the model's
+        ``rec_predicted``, the Euclidean distance ``rec_distance`` to the robust optimiser), the decision's
+        ``seconds`` and
         ``fit_seconds``, ``beta_t`` and ``acquisition_value``.
     """
     prob = get_problem(problem) if isinstance(problem, str) else problem
@@ -114,6 +117,7 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
             'location_mean': _vec(m.location.mean), 'y': m.y, 'robust_value': g_t, 'regret': regret,
             'mean_regret': cum / t, 'rec_index': rec.index, 'rec_target': _vec(rec.target),
             'rec_value': g_rec, 'rec_regret': g_star - g_rec, 'rec_predicted': rec.mean,
+            'rec_distance': float((rec.target.reshape(-1) - x_star.reshape(-1)).norm()),
             'seconds': decision.seconds, 'fit_seconds': decision.fit_seconds,
             'beta_t': _num(decision.beta), 'acquisition_value': _num(decision.acquisition_value),
             **m.extra})
@@ -124,6 +128,7 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
     last = records[-1] if records else {}
     acq = [r['seconds'] for r in records if r['phase'] == 'acquisition']
     final = {'mean_regret': last.get('mean_regret'), 'rec_regret': last.get('rec_regret'),
+             'rec_distance': last.get('rec_distance'),
              'min_regret': min((r['regret'] for r in records), default=None),
              'median_decision_seconds': float(torch.tensor(acq).median()) if acq else None}
     return {'spec': spec.to_json(), 'instance': {**inst.info(), 'optimum_value': g_star,
@@ -261,7 +266,8 @@ def write_tables(results: Sequence[dict[str, Any]], out_dir: str | Path,
         summary['command'] = command
     (out / 'summary.json').write_text(json.dumps(summary, indent=1))
     keys = ['problem', 'method', 'variant', 'beta', 'mismatch', 'n_runs', 'iterations', 'mean_regret_mean',
-            'mean_regret_std', 'rec_regret_mean', 'rec_regret_std', 'median_decision_seconds']
+            'mean_regret_std', 'rec_regret_mean', 'rec_regret_std', 'rec_distance_median', 'argmax_tolerance',
+            'n_within_tolerance', 'median_decision_seconds', 'median_wall_seconds']
     with open(out / 'summary.csv', 'w', newline='') as fh:
         w = csv.DictWriter(fh, keys, extrasaction='ignore')
         w.writeheader()
