@@ -124,9 +124,10 @@ AIRBO_PROTOCOL = {
 r"""Benchmark protocol (AIRBO §5.3 and the reference code, digest ``notes/airbo.md`` §2.9, §3.3):
 
 - 10 uniform initial points and 50 acquisition steps (``compare_robust_optimization.sh``: ``--n_iter 50``
-  after ``--init_samples 10``), i.e. **60 measurements** per run; the initial design is our planner's
-  scrambled Sobol design (space-filling, seeded, the same for every method of a seed) instead of i.i.d.
-  uniform points;
+  after ``--init_samples 10``), i.e. **60 measurements** per run (``--iterations`` counts the initial design);
+  the initial design is our planner's scrambled Sobol design (space-filling, seeded, the same for every
+  method of a seed) instead of i.i.d. uniform points. The 10-D figure (Fig. 9) runs 100 steps; the digest
+  reads the curves at steps 20 and 100 (``notes/robust_bo_landscape.md`` §5.2);
 - **12 seeds** (the paper; the code's default is 10);
 - UCB :math:`\mu + 2\sigma` for every method (App. C.1; the released scripts use EI);
 - :math:`m = 160` samples per input distribution (Nyström :math:`h = 10`; uGP uses 40 of them);
