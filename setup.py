@@ -31,6 +31,7 @@ setup(
             'pure_pursuit = uncertain_bo.ros.pure_pursuit:main',
             'sim_rover = uncertain_bo.ros.sim_rover:main',
             'ekf = uncertain_bo.ros.ekf:main',
+            'particle_filter = uncertain_bo.ros.particle_filter:main',
         ],
     },
 )

@@ -4,6 +4,9 @@ Starts the four nodes of the package's simulation (DESIGN.md, "ROS 2 contract"):
 
     sim_rover     owns /clock; wheel/odometry, position_fix, ground_truth, reading  <- cmd_vel
     ekf           wheel/odometry + position_fix -> odometry/filtered (map frame, 6x6 covariance)
+      or, with localiser:=pf (sim_rover's localiser: 'pf'),
+    particle_filter  wheel/odometry + position_fix -> particle_cloud (PoseArray), pose
+                  (PoseWithCovarianceStamped), odometry/filtered
     pure_pursuit  plan / goal_pose + odometry/filtered -> cmd_vel
     explorer      odometry/filtered + reading -> goal_pose, plan   (uGP-UCB; journal.jsonl in run_dir)
 
@@ -20,6 +23,8 @@ Usage::
     ros2 launch uncertain_bo sim.launch.py
     ros2 launch uncertain_bo sim.launch.py measurements:=10 seed:=3 run_dir:=/tmp/run1
     ros2 launch uncertain_bo sim.launch.py params_file:=/path/my_noise.yaml rviz:=true
+    ros2 launch uncertain_bo sim.launch.py localiser:=pf params_file:=/path/airbo_particles.yaml
+        (with explorer: method: 'airbo', pose_source: 'particle_cloud' in that file: empirical locations)
     ros2 launch uncertain_bo sim.launch.py --show-args
 
 Without ``ros2 launch`` (launch/launch_ros are not on PyPI) the same graph, from the same YAML files, runs
@@ -46,12 +51,14 @@ PACKAGE = 'uncertain_bo'
 ARGUMENTS = [
     ('params_file', '',
      'extra ROS 2 parameter YAML applied after the shipped config/sim.yaml and config/explorer.yaml '
-     '(sections sim_rover, ekf, pure_pursuit, explorer); empty = none'),
+     '(sections sim_rover, ekf, particle_filter, pure_pursuit, explorer); empty = none'),
     ('field', '',
      "ground-truth field of sim_rover: 'jacksboro' (real USGS elevation) or a path to a .npz grid / .csv "
      'of x,y,value; empty = as in the parameter files (shipped: jacksboro)'),
-    ('seed', '', 'seed of the simulation noise and of the explorer (integer); empty = as in the parameter '
-     'files (shipped: 0)'),
+    ('seed', '', 'seed of the simulation noise, of the particle filter and of the explorer (integer); empty = '
+     'as in the parameter files (shipped: 0)'),
+    ('localiser', '', "localisation filter: 'ekf' (ekf node) or 'pf' (particle_filter node); empty = sim_rover's "
+     "localiser in the parameter files (shipped: ekf)"),
     ('measurements', '', "the explorer's max_measurements (integer >= 1); empty = as in the parameter files "
      '(shipped: 30)'),
     ('run_dir', '', 'output folder of the explorer (journal.jsonl, explorer_result.json); an existing '
@@ -94,6 +101,17 @@ def integer(value, name, low):
     return n
 
 
+#: sim_rover's localiser -> node (executable and name)
+LOCALISERS = {'ekf': 'ekf', 'pf': 'particle_filter'}
+
+
+def choice(value, name, allowed):
+    v = str(value).strip()
+    if v not in allowed:
+        raise RuntimeError(f"launch argument {name}:={value!r} must be one of {', '.join(allowed)}")
+    return v
+
+
 def file_section(path, node):
     """``ros__parameters`` of ``node`` in a ROS 2 parameter file: the ``/**`` section, then ``node`` or
     ``/node`` (later keys override earlier ones, as rcl applies them)."""
@@ -126,13 +144,16 @@ def graph_parameters(args, share):
         files.append(user_file)
     sim_time = flag(args.get('use_sim_time', 'true'), 'use_sim_time')
     over = {'sim_rover': {'use_sim_time': False}, 'ekf': {'use_sim_time': sim_time},
-            'pure_pursuit': {'use_sim_time': sim_time},
+            'particle_filter': {'use_sim_time': sim_time}, 'pure_pursuit': {'use_sim_time': sim_time},
             'explorer': {'use_sim_time': sim_time,
                          'exit_when_done': flag(args.get('exit_when_done', 'true'), 'exit_when_done')}}
     if args.get('field', '').strip():
         over['sim_rover']['field'] = args['field'].strip()
     if args.get('seed', '').strip():
         over['sim_rover']['seed'] = over['explorer']['seed'] = integer(args['seed'], 'seed', 0)
+        over['particle_filter']['seed'] = over['sim_rover']['seed']
+    if args.get('localiser', '').strip():
+        over['sim_rover']['localiser'] = choice(args['localiser'], 'localiser', LOCALISERS)
     if args.get('measurements', '').strip():
         over['explorer']['max_measurements'] = integer(args['measurements'], 'measurements', 1)
     if args.get('run_dir', '').strip():
@@ -144,7 +165,20 @@ def graph_parameters(args, share):
     own_bounds = bool(user_file) and 'search_bounds' in file_section(user_file, 'explorer')
     if 'field_extent' in extent and not own_bounds:
         over['explorer']['search_bounds'] = [float(v) for v in extent['field_extent']]
-    return {node: [*files, over[node]] for node in ('sim_rover', 'ekf', 'pure_pursuit', 'explorer')}
+    return {node: [*files, over[node]] for node in ('sim_rover', 'ekf', 'particle_filter', 'pure_pursuit',
+                                                    'explorer')}
+
+
+def localiser_node(params):
+    """Name of the localiser node to start (``ekf`` or ``particle_filter``) for the parameter lists of
+    :func:`graph_parameters`: sim_rover's ``localiser``, later files and the overrides winning."""
+    value = 'ekf'
+    for entry in params['sim_rover']:
+        section = file_section(entry, 'sim_rover') if isinstance(entry, str) else entry
+        value = section.get('localiser', value)
+    if value not in LOCALISERS:
+        raise RuntimeError(f"sim_rover parameter localiser = {value!r}: must be one of {', '.join(LOCALISERS)}")
+    return LOCALISERS[value]
 
 
 def launch_setup(context):
@@ -153,8 +187,12 @@ def launch_setup(context):
     params = graph_parameters(args, share_directory())
     sim_rover = Node(package='uncertain_bo', executable='sim_rover', name='sim_rover', output='screen',
                      parameters=params['sim_rover'])
-    ekf = Node(package='uncertain_bo', executable='ekf', name='ekf', output='screen',
-               parameters=params['ekf'])
+    if localiser_node(params) == 'particle_filter':
+        localiser = Node(package='uncertain_bo', executable='particle_filter', name='particle_filter',
+                         output='screen', parameters=params['particle_filter'])
+    else:
+        localiser = Node(package='uncertain_bo', executable='ekf', name='ekf', output='screen',
+                         parameters=params['ekf'])
     pure_pursuit = Node(package='uncertain_bo', executable='pure_pursuit', name='pure_pursuit',
                         output='screen', parameters=params['pure_pursuit'])
     explorer = Node(package='uncertain_bo', executable='explorer', name='explorer', output='screen',
@@ -169,7 +207,7 @@ def launch_setup(context):
     return [
         LogInfo(msg='uncertain_bo simulation: parameters from ' + ', '.join(params['explorer'][:-1])
                 + (f'; journal in {run_dir}' if run_dir else '')),
-        sim_rover, ekf, pure_pursuit, explorer,
+        sim_rover, localiser, pure_pursuit, explorer,
         RegisterEventHandler(OnProcessExit(target_action=explorer, on_exit=on_explorer_exit)),
     ]
 

@@ -24,7 +24,7 @@ PACKAGE = 'uncertain_bo'
 
 #: file -> {argument: documented default}
 DOCUMENTED = {
-    'sim.launch.py': {'params_file': '', 'field': '', 'seed': '', 'measurements': '', 'run_dir': '',
+    'sim.launch.py': {'params_file': '', 'field': '', 'seed': '', 'localiser': '', 'measurements': '', 'run_dir': '',
                       'use_sim_time': 'true', 'exit_when_done': 'true', 'rviz': 'false'},
     'explore.launch.py': {'namespace': '', 'params_file': '', 'use_sim_time': 'false',
                           'odom_topic': 'odometry/filtered', 'pose_source': '', 'pose_topic': 'pose',
@@ -33,7 +33,7 @@ DOCUMENTED = {
                           'run_dir': '', 'measurements': '', 'exit_when_done': 'true'},
 }
 #: file -> executables of this package it starts
-EXECUTABLES = {'sim.launch.py': {'sim_rover', 'ekf', 'pure_pursuit', 'explorer'},
+EXECUTABLES = {'sim.launch.py': {'sim_rover', 'ekf', 'particle_filter', 'pure_pursuit', 'explorer'},
                'explore.launch.py': {'explorer', 'pure_pursuit'}}
 
 

@@ -13,12 +13,14 @@ from uncertain_bo.parameters import load_param_file, validate
 rclpy = pytest.importorskip('rclpy')
 
 from uncertain_bo.ros.ekf import EKF_ALL_PARAMS, EkfNode  # noqa: E402
+from uncertain_bo.ros.particle_filter import PF_ALL_PARAMS, ParticleFilterNode  # noqa: E402
 from uncertain_bo.ros.params import parameter_overrides  # noqa: E402
 from uncertain_bo.ros.pure_pursuit import PURE_PURSUIT_ALL_PARAMS, PurePursuitNode  # noqa: E402
 from uncertain_bo.ros.sim_rover import SIM_ROVER_PARAMS, SimRoverNode  # noqa: E402
 
 YAML = Path(__file__).resolve().parent.parent / 'config' / 'sim.yaml'
 NODES = {'sim_rover': (SIM_ROVER_PARAMS, SimRoverNode), 'ekf': (EKF_ALL_PARAMS, EkfNode),
+         'particle_filter': (PF_ALL_PARAMS, ParticleFilterNode),
          'pure_pursuit': (PURE_PURSUIT_ALL_PARAMS, PurePursuitNode)}
 
 
@@ -37,7 +39,11 @@ def test_every_parameter_present_and_valid():
     assert data['sim_rover']['use_sim_time'] is False
     # the estimate starts where the rover is
     for k in ('initial_x', 'initial_y', 'initial_yaw'):
-        assert data['ekf'][k] == data['sim_rover'][k]
+        assert data['ekf'][k] == data['particle_filter'][k] == data['sim_rover'][k]
+    assert data['particle_filter']['use_sim_time'] is True
+    # parameters the two localisers share are shipped with the same values
+    for k in set(data['ekf']) & set(data['particle_filter']):
+        assert data['ekf'][k] == data['particle_filter'][k], k
 
 
 def test_every_parameter_has_a_comment():

@@ -13,6 +13,9 @@ Thin wrapper around :class:`uncertain_bo.sim.ekf.PlanarEKF`:
 The filter runs on message stamps (sim time with ``use_sim_time: true``). The first odometry message sets
 the filter time; a stamp jumping back by more than ``time_jump_reset`` seconds (restarted simulation,
 looping bag) resets the filter to its initial state.
+
+The message handling lives in :class:`LocaliserNode`, which the particle-filter node
+(:mod:`uncertain_bo.ros.particle_filter`) shares: a subclass names its filter and may publish more.
 """
 from __future__ import annotations
 
@@ -31,9 +34,10 @@ from uncertain_bo.ros.params import declare_parameters
 from uncertain_bo.ros.spin import run_node
 from uncertain_bo.sim.ekf import EKF_PARAMS, PlanarEKF
 
-__all__ = ['EKF_NODE_PARAMS', 'EKF_ALL_PARAMS', 'EkfNode', 'main']
+__all__ = ['EKF_NODE_PARAMS', 'EKF_ALL_PARAMS', 'LOCALISER_NODE_PARAMS', 'LocaliserNode', 'EkfNode', 'main']
 
-EKF_NODE_PARAMS = [
+#: ROS-side parameters of every localiser node (ekf, particle_filter)
+LOCALISER_NODE_PARAMS = EKF_NODE_PARAMS = [
     Param('map_frame', 'map', 'world frame of the estimate (header.frame_id of odometry/filtered)',
           read_only=True),
     Param('base_frame', 'base_link', 'rover body frame (child_frame_id of odometry/filtered)',
@@ -56,8 +60,15 @@ _RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 _RELIABLE_50 = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
 
 
-class EkfNode(Node):
-    """Planar EKF node (see the module docstring).
+class LocaliserNode(Node):
+    """A localisation filter fusing ``wheel/odometry`` and ``position_fix``, publishing ``odometry/filtered``
+    once per odometry message (see the module docstring). Subclasses set :attr:`PARAMS` and
+    :meth:`make_filter`, and may extend :meth:`publish_estimate`.
+
+    The filter (attribute ``ekf``, kept under that name for both filters) provides ``t``,
+    ``add_odometry``, ``add_fix``, ``xy``, ``pose``, ``pose_covariance_6x6()``, ``inflate(var_xy, var_yaw)``
+    and ``last_fix_mahalanobis`` (:class:`~uncertain_bo.sim.ekf.PlanarEKF`,
+    :class:`~uncertain_bo.sim.particle_filter.ParticleFilter`).
 
     Args:
         node_name: ROS node name.
@@ -67,23 +78,30 @@ class EkfNode(Node):
         ParameterError: an invalid parameter value.
     """
 
-    def __init__(self, node_name: str = 'ekf', **kwargs: Any):
+    #: every parameter of the node
+    PARAMS: list[Param] = []
+
+    def __init__(self, node_name: str, **kwargs: Any):
         super().__init__(node_name, **kwargs)
         try:
-            self.p = declare_parameters(self, EKF_ALL_PARAMS)
+            self.p = declare_parameters(self, self.PARAMS)
         except Exception:
             self.destroy_node()   # do not leave a half-built node in the graph
             raise
-        self.ekf = PlanarEKF(self.p)
+        self.ekf = self.make_filter(0.0)
         self._started = False
         self._pub = self.create_publisher(Odometry, 'odometry/filtered', _RELIABLE_10)
         self.create_subscription(Odometry, 'wheel/odometry', self._on_odometry, _RELIABLE_50)
         self.create_subscription(PoseWithCovarianceStamped, 'position_fix', self._on_fix, _RELIABLE_10)
         self.n_published = 0
 
+    def make_filter(self, t0: float):
+        """A filter in its initial state at time ``t0`` (s)."""
+        raise NotImplementedError
+
     def reset(self, stamp: float | None = None) -> None:
         """Reset the filter to its initial state (at ``stamp`` s if given)."""
-        self.ekf = PlanarEKF(self.p, t0=0.0 if stamp is None else stamp)
+        self.ekf = self.make_filter(0.0 if stamp is None else stamp)
         self._started = stamp is not None
 
     def _on_fix(self, msg: PoseWithCovarianceStamped) -> None:
@@ -127,16 +145,41 @@ class EkfNode(Node):
         gap = stamp - self.ekf.t
         if gap > self.p['max_odometry_gap']:
             self.get_logger().warning(f'wheel odometry gap of {gap:.1f} s; not integrating it')
-            infl = (self.p['max_linear_vel_for_gaps'] * gap) ** 2
-            self.ekf.P[0, 0] += infl
-            self.ekf.P[1, 1] += infl
-            self.ekf.P[2, 2] += math.pi ** 2
+            self.ekf.inflate((self.p['max_linear_vel_for_gaps'] * gap) ** 2, math.pi ** 2)
             self.ekf.t = stamp
         self.ekf.add_odometry(stamp, v, w, vel_cov, vy=vy)
-        self._pub.publish(cv.make_odometry(
-            stamp, self.p['map_frame'], self.p['base_frame'], self.ekf.xy, float(self.ekf.x[2, 0]),
-            self.ekf.pose_covariance_6x6(), v=v, w=w, vy=vy, twist_cov6x6=msg.twist.covariance))
+        self.publish_estimate(stamp, msg)
         self.n_published += 1
+
+    def publish_estimate(self, stamp: float, odom: Odometry) -> None:
+        """Publish ``odometry/filtered`` at ``stamp`` (s): the estimate's pose and 6x6 covariance, the twist
+        (and its covariance) of the wheel-odometry message ``odom``."""
+        t = odom.twist.twist
+        self._pub.publish(cv.make_odometry(
+            stamp, self.p['map_frame'], self.p['base_frame'], self.ekf.xy, float(self.ekf.pose[2]),
+            self.ekf.pose_covariance_6x6(), v=float(t.linear.x), w=float(t.angular.z), vy=float(t.linear.y),
+            twist_cov6x6=odom.twist.covariance))
+
+
+class EkfNode(LocaliserNode):
+    """Planar EKF node (see the module docstring): :class:`LocaliserNode` with
+    :class:`~uncertain_bo.sim.ekf.PlanarEKF`.
+
+    Args:
+        node_name: ROS node name (default ``ekf``).
+        **kwargs: passed to ``rclpy.node.Node`` (``parameter_overrides``, ``context``, ...).
+
+    Raises:
+        ParameterError: an invalid parameter value.
+    """
+
+    PARAMS = EKF_ALL_PARAMS
+
+    def __init__(self, node_name: str = 'ekf', **kwargs: Any):
+        super().__init__(node_name, **kwargs)
+
+    def make_filter(self, t0: float) -> PlanarEKF:
+        return PlanarEKF(self.p, t0=t0)
 
 
 def main(args=None) -> None:

@@ -2,9 +2,12 @@
 
 Subscribes (DESIGN.md contract; every topic remappable):
     ``odometry/filtered`` (nav_msgs/Odometry), ``pose`` (geometry_msgs/PoseWithCovarianceStamped) or
-    ``particle_cloud`` (geometry_msgs/PoseArray, moment-matched to a Gaussian), by parameter
-    ``pose_source``; ``reading`` (sensor_msgs Temperature / FluidPressure / Illuminance / RelativeHumidity
-    or std_msgs/Float64, by parameter ``reading_type``).
+    ``particle_cloud`` (geometry_msgs/PoseArray of equally weighted particles, e.g. AMCL's or the simulated
+    ``particle_filter``'s), by parameter ``pose_source``. A particle cloud is kept as an empirical location
+    distribution (``max_particles`` particles) when the method's kernel takes sample sets (``airbo``,
+    ``airbo_empirical``, ``ugp_kme``), else moment-matched to a Gaussian (the GP kernel follows the input
+    type; see :mod:`uncertain_bo.explorer`); ``reading`` (sensor_msgs Temperature / FluidPressure /
+    Illuminance / RelativeHumidity or std_msgs/Float64, by parameter ``reading_type``).
 Publishes:
     ``goal_pose`` (geometry_msgs/PoseStamped) and ``plan`` (nav_msgs/Path, current estimate -> target);
     ``~/markers`` (visualization_msgs/MarkerArray: targets, measured locations with 2σ covariance
@@ -54,8 +57,8 @@ from ..operator_view import GridScale, StatusReporter, grid_over, scale_to_occup
 from ..optim import OptimizerSettings
 from ..parameters import Param, ParameterError
 from ..planner import Planner, Recommendation
-from .conversions import (READING_TYPES, from_time_msg, make_path, make_pose_stamped, particles_to_pose,
-                          pose_array_to_particles, reading_from_msg, ros_covariance_to_xy)
+from .conversions import (READING_TYPES, from_time_msg, make_path, make_pose_stamped, pose_array_to_particles,
+                          reading_from_msg, ros_covariance_to_xy)
 from .operator_view import (ELLIPSE_SIGMA, MarkerScene, clean_stamp, make_diagnostics, make_markers,
                             make_occupancy_grid)
 from .params import declare_parameters
@@ -72,8 +75,9 @@ POSE_SOURCES = {
 
 EXPLORER_NODE_PARAMS = EXPLORER_PARAMS + [
     Param('pose_source', 'odometry', 'pose input: nav_msgs/Odometry on odometry/filtered, '
-          'PoseWithCovarianceStamped on pose, or a PoseArray particle cloud on particle_cloud (moment-matched '
-          'to a Gaussian)', choices=tuple(POSE_SOURCES), read_only=True),
+          'PoseWithCovarianceStamped on pose, or a PoseArray particle cloud on particle_cloud (empirical '
+          'location distributions for sample-based kernels such as airbo, else moment-matched to a Gaussian)',
+          choices=tuple(POSE_SOURCES), read_only=True),
     Param('reading_type', 'temperature', 'message type on the reading topic (value field and variance)',
           choices=tuple(sorted(READING_TYPES)), read_only=True),
     Param('tick_rate', 10.0, 'rate of the measurement-cycle timer (node clock), Hz', range=(0.1, 1000.0),
@@ -106,8 +110,8 @@ def pose_estimate_from_msg(msg, pose_source: str) -> PoseEstimate:
         return PoseEstimate(from_time_msg(msg.header.stamp), msg.header.frame_id,
                             np.array([pos.x, pos.y], dtype=float), ros_covariance_to_xy(msg.pose.covariance))
     if pose_source == 'particle_cloud':
-        p = particles_to_pose(pose_array_to_particles(msg))
-        return PoseEstimate(p.stamp, p.frame_id, np.asarray(p.xy, dtype=float), np.asarray(p.cov_xy, dtype=float))
+        cloud = pose_array_to_particles(msg)
+        return PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples, cloud.weights)
     raise ValueError(f'unknown pose_source {pose_source!r}')
 
 
@@ -206,8 +210,10 @@ class ExplorerNode(Node):
         self.timer = self.create_timer(1.0 / self.p['tick_rate'], self._tick)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic, clock=self._steady)
+        kind = ('empirical location distributions of the particle cloud' if self.p['pose_source'] == 'particle_cloud'
+                and self.explorer.location_particles else 'Gaussian location distributions')
         self.get_logger().info(
-            f"exploring {self.p['search_bounds']} m with {self.p['method']}, "
+            f"exploring {self.p['search_bounds']} m with {self.p['method']} ({kind}), "
             f"{self.p['max_measurements']} measurements; journal in {self.run_dir}")
 
     def _resumed_checks(self, planner: Planner) -> None:

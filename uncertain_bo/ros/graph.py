@@ -1,7 +1,8 @@
 """The simulated exploration graph in one process, without ``ros2 launch``.
 
 ``uncertain-bo demo`` (alias ``sim``) starts the same four nodes as ``launch/sim.launch.py`` —
-``sim_rover``, ``ekf``, ``pure_pursuit`` and ``explorer`` — from the same YAML files
+``sim_rover``, ``ekf`` (or ``particle_filter`` when sim_rover's ``localiser`` is ``'pf'``), ``pure_pursuit``
+and ``explorer`` — from the same YAML files
 (``config/sim.yaml``, ``config/explorer.yaml``, plus any ``--params`` files), on one executor. They talk
 over real ROS 2 topics (DDS), exactly as separate processes would.
 
@@ -28,7 +29,7 @@ import numpy as np
 
 from ..parameters import ParameterError, config_path, node_parameters, validate
 
-__all__ = ['add_parser', 'run_demo', 'NODES']
+__all__ = ['add_parser', 'run_demo', 'NODES', 'LOCALISER_NODES', 'graph_nodes']
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +37,21 @@ log = logging.getLogger(__name__)
 NODES = {
     'sim_rover': ('uncertain_bo.ros.sim_rover', 'SimRoverNode', 'SIM_ROVER_PARAMS', False),
     'ekf': ('uncertain_bo.ros.ekf', 'EkfNode', 'EKF_ALL_PARAMS', True),
+    'particle_filter': ('uncertain_bo.ros.particle_filter', 'ParticleFilterNode', 'PF_ALL_PARAMS', True),
     'pure_pursuit': ('uncertain_bo.ros.pure_pursuit', 'PurePursuitNode', 'PURE_PURSUIT_ALL_PARAMS', True),
     'explorer': ('uncertain_bo.ros.explorer', 'ExplorerNode', 'EXPLORER_NODE_PARAMS', True),
 }
+
+
+#: sim_rover's ``localiser`` -> the node that runs it
+LOCALISER_NODES = {'ekf': 'ekf', 'pf': 'particle_filter'}
+
+
+def graph_nodes(params: dict[str, dict[str, Any]]) -> list[str]:
+    """Names of the nodes to start for validated ``params``: one localiser node, chosen by sim_rover's
+    ``localiser``, and the others."""
+    skip = set(LOCALISER_NODES.values()) - {LOCALISER_NODES[params['sim_rover']['localiser']]}
+    return [n for n in NODES if n not in skip]
 
 
 def add_parser(sub) -> None:
@@ -139,7 +152,8 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
     executor = None
     wall0 = time.monotonic()
     try:
-        for name, (module, cls_name, spec_attr, _) in NODES.items():
+        for name in graph_nodes(params):
+            module, cls_name, spec_attr, _ = NODES[name]
             cls = getattr(importlib.import_module(module), cls_name)
             specs = getattr(importlib.import_module(module), spec_attr)
             nodes[name] = cls(parameter_overrides=parameter_overrides(params[name], specs))
@@ -194,7 +208,10 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
 
 
 def _execution_scatter(journal, truth_at) -> dict[str, Any]:
-    """Where the rover really was when reading vs target (execution noise) and vs estimate (EKF error)."""
+    """Where the rover really was when reading vs target (execution noise) and vs estimate (localisation
+    error of the location distribution's mean)."""
+    from ..journal import location_from_record
+
     exec_err, loc_err = [], []
     for r in journal.observations:
         stamp = r.get('reading_stamp')
@@ -202,7 +219,7 @@ def _execution_scatter(journal, truth_at) -> dict[str, Any]:
         if true_xy is None:
             continue
         exec_err.append(true_xy - np.asarray(r['target']))
-        loc_err.append(true_xy - np.asarray(r['location']['mean']))
+        loc_err.append(true_xy - location_from_record(r['location']).mean[0].numpy())  # any location kind
     if not exec_err:
         return {}
     e, l_ = np.array(exec_err), np.array(loc_err)
