@@ -373,3 +373,65 @@ def test_symmetric_blocks_equal_full_computation(gen):
         assert torch.allclose(sym, full, atol=1e-13)
         if mb == 49:  # 1x1 blocks: every off-diagonal entry is mirrored exactly
             assert torch.equal(sym, sym.T)
+
+
+# --------------------------------------------------------------------------- fast paths of the MMD kernel
+@pytest.mark.parametrize('make', [
+    lambda: MMDKernel(1, estimator='nystrom', n_landmarks=10),
+    lambda: MMDKernel(1, estimator='empirical'),
+    lambda: MMDKernel(1, estimator='empirical', unbiased=False),
+])
+def test_memoised_embeddings_and_diagonal_shortcut_match_direct_computation(make, gen):
+    """Without autograd the kernel memoises embeddings and takes the diagonal of a batch against itself
+    from the embedding; both must equal the straightforward computation (autograd on: no memo)."""
+    from uncertain_bo.kernels import embedding_paired_inner_products
+    k = make()
+    p, q = beta_clouds(6, 40, gen, weighted=True), beta_clouds(4, 40, gen)
+    ep, eq = k.encode(p), k.encode(q)
+    direct = k.mmd2(ep, eq).detach()  # autograd on (parameters require grad): recomputed every call
+    pts, coefs, selfs = k.embed(*k.decode(ep))
+    direct_diag = (2.0 * selfs - 2.0 * embedding_paired_inner_products(pts, coefs, pts, coefs, k._base)).detach()
+    if k.estimator == 'nystrom' or not k.unbiased:
+        direct_diag = direct_diag.clamp_min(0.0)
+    with torch.no_grad():
+        first, second = k.mmd2(ep, eq), k.mmd2(ep, eq)
+        diag = k.mmd2(ep, ep, diag=True)
+        full = k.mmd2(ep, ep)
+    assert len(k._memo) == 2
+    k._memo = []
+    with torch.no_grad():
+        fresh = k.mmd2(ep, eq)
+    assert torch.equal(first, second) and torch.equal(first, fresh)
+    # the autograd path evaluates the base kernel differently (rounding, amplified by the Nyström solve)
+    assert torch.allclose(first, direct, rtol=0, atol=1e-9)
+    assert torch.allclose(diag, direct_diag, rtol=0, atol=1e-12)
+    assert torch.allclose(diag, full.diagonal(), rtol=0, atol=1e-12)
+    # new base-kernel hyperparameters: the memo is not used
+    k.base_kernel.lengthscales = 0.4
+    with torch.no_grad():
+        moved = k.mmd2(ep, eq)
+    assert torch.allclose(moved, k.mmd2(ep, eq).detach(), rtol=0, atol=1e-9)
+    assert not torch.allclose(moved, first, atol=1e-6)
+    # an encoded tensor changed in place: the memo is not used
+    with torch.no_grad():
+        ep[:, 0] += 0.05
+        shifted = k.mmd2(ep, eq)
+        assert torch.equal(shifted, k.mmd2(ep.clone(), eq))
+    assert not torch.allclose(shifted, moved, atol=1e-6)
+
+
+def test_gp_posterior_with_memoised_embeddings_matches_autograd_path(gen):
+    from uncertain_bo.models import DistributionGP
+    k = MMDKernel(1, estimator='nystrom', n_landmarks=10)
+    gp = DistributionGP(torch.tensor([[0.0], [1.0]]), k)
+    train, test = beta_clouds(12, 50, gen), beta_clouds(9, 50, gen)
+    gp.set_data(train, torch.sin(6 * train.samples.mean((1, 2))))
+    gp.set_hyperparameters(lengthscale=0.05, outputscale=1.3, noise=0.01)
+    mean, var = gp.posterior(test)  # autograd on: no memo
+    with torch.no_grad():
+        gp.set_hyperparameters(lengthscale=0.05)  # drops the posterior cache: rebuilt without autograd
+        mean2, var2 = gp.posterior(test)
+        mean3, var3 = gp.posterior(test)  # training embedding from the memo
+    assert torch.allclose(mean.detach(), mean2, rtol=0, atol=1e-8)
+    assert torch.allclose(var.detach(), var2, rtol=0, atol=1e-10)
+    assert torch.equal(mean2, mean3) and torch.equal(var2, var3)
