@@ -1,6 +1,7 @@
 """Explorer (ROS-free) with particle-cloud poses: the stored location distribution follows the method's
 kernel (Empirical for sample-set kernels, the moment-matched Gaussian otherwise), invalid clouds never
 reach the journal, and runs resume from journals of empirical records."""
+import itertools
 import json
 
 import numpy as np
@@ -186,3 +187,47 @@ def test_resample_particles_is_a_fair_systematic_resample():
     assert abs(sub[:50, 0].mean() - sub[:, 0].mean()) < 0.5                 # random order: prefixes are fair
     with pytest.raises(ParameterError, match='max_particles'):
         validate(EXPLORER_PARAMS, {'max_particles': 0})
+
+
+# ------------------------------------------------------------------ fuzzing the empirical path
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from uncertain_bo.journal import location_from_record, location_to_record  # noqa: E402
+
+_nasty = st.sampled_from([np.nan, np.inf, -np.inf, 1e308, -1e308, 5e-324, 0.0, -0.0, 1e154, 2e7])
+_value = st.one_of(st.floats(-30, 30), st.floats(-30, 30), _nasty, st.floats(allow_nan=True, allow_infinity=True))
+
+
+_runs = itertools.count()
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(points=st.lists(st.tuples(_value, _value), min_size=1, max_size=12),
+       weights=st.one_of(st.none(), st.lists(_value, min_size=1, max_size=12)))
+def test_fuzzed_particle_clouds_never_crash_or_store_invalid_empirical_locations(tmp_path, points, weights):
+    run_dir = tmp_path / str(next(_runs))          # a fresh journal per example
+    run_dir.mkdir()
+    ex, _ = make(run_dir, 'airbo', max_particles=8, max_covariance_trace=1e12)
+    ex.target, ex.state, ex._measure_start = np.array([25.0, 25.0]), State.MEASURING, 0.0
+    try:
+        pose = PoseEstimate.from_particles(1.0, 'map', np.array(points, dtype=float), weights)
+    except ValueError:
+        return                                       # the only allowed failure: refused before the explorer
+    accepted = ex.on_pose(pose, now=1.0)
+    ex.on_reading(Reading(1.0, 2.0))
+    ex.tick(1.001)
+    if not accepted:
+        assert ex.planner.n == 0 and ex.latest_pose is None
+        return
+    if ex.planner.n == 0:        # accepted but not stored: only when localisation is too uncertain
+        assert np.trace(pose.cov) > ex.params['max_covariance_trace']
+        return
+    loc = ex.planner.locations
+    assert isinstance(loc, Empirical) and loc.samples.shape == (1, 8, 2)
+    s = loc.samples[0].numpy()
+    assert np.all(np.isfinite(s)) and np.all(np.abs(s) <= 1e7)
+    assert all(any(np.array_equal(row, p) for p in np.array(points, dtype=float)) for row in s)   # real particles
+    rec = json.loads(json.dumps(location_to_record(loc), allow_nan=False))
+    assert torch.equal(location_from_record(rec).samples, loc.samples)     # the journal's loader accepts it
