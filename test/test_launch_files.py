@@ -146,6 +146,33 @@ def test_docstrings_name_the_alternatives():
         assert needle in explore
 
 
+def _pure_functions(name, names):
+    """The module-level functions/constants ``names`` of a launch file, executed without importing
+    ``launch`` (they use only os and yaml)."""
+    tree = _tree(name)
+    body = [n for n in tree.body if (isinstance(n, ast.FunctionDef) and n.name in names)
+            or (isinstance(n, ast.Assign) and any(getattr(t, 'id', None) in names for t in n.targets))]
+    ns = {}
+    exec(compile(ast.Module(body=ast.parse('import os\nimport yaml').body + body, type_ignores=[]), name, 'exec'),
+         ns)
+    return ns
+
+
+def test_sim_launch_selects_the_localiser_node(tmp_path):
+    names = {'LOCALISERS', 'flag', 'integer', 'choice', 'file_section', 'graph_parameters', 'localiser_node'}
+    ns = _pure_functions('sim.launch.py', names)
+    params = ns['graph_parameters']({}, str(ROOT))
+    assert ns['localiser_node'](params) == 'ekf'                              # shipped sim.yaml: localiser ekf
+    params = ns['graph_parameters']({'localiser': 'pf', 'seed': '4'}, str(ROOT))
+    assert ns['localiser_node'](params) == 'particle_filter'
+    assert params['particle_filter'][-1] == {'use_sim_time': True, 'seed': 4}
+    user = tmp_path / 'pf.yaml'
+    user.write_text("sim_rover:\n  ros__parameters:\n    localiser: 'pf'\n")
+    assert ns['localiser_node'](ns['graph_parameters']({'params_file': str(user)}, str(ROOT))) == 'particle_filter'
+    with pytest.raises(RuntimeError, match='localiser'):
+        ns['graph_parameters']({'localiser': 'ukf'}, str(ROOT))
+
+
 # ------------------------------------------------------------------ part 2: with launch / launch_ros
 @pytest.fixture(scope='module')
 def launch_api():
