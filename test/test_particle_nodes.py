@@ -18,9 +18,10 @@ from geometry_msgs.msg import PoseArray, PoseStamped, PoseWithCovarianceStamped 
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.qos import qos_profile_sensor_data  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import Temperature  # noqa: E402
+from visualization_msgs.msg import MarkerArray  # noqa: E402
 
 from uncertain_bo.ros import conversions as cv  # noqa: E402
 from uncertain_bo.ros.explorer import ExplorerNode  # noqa: E402
@@ -106,6 +107,9 @@ def test_explorer_node_stores_particle_clouds_as_empirical_locations(context, tm
     probe = rclpy.create_node('explorer_probe', context=context)
     goals = []
     probe.create_subscription(PoseStamped, 'goal_pose', goals.append, 10)
+    markers = []
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    probe.create_subscription(MarkerArray, '/explorer/markers', markers.append, latched)
     clock = probe.create_publisher(Clock, '/clock', 10)
     particles = probe.create_publisher(PoseArray, 'particle_cloud', 10)
     reading = probe.create_publisher(Temperature, 'reading', 10)
@@ -146,6 +150,18 @@ def test_explorer_node_stores_particle_clouds_as_empirical_locations(context, tm
         s = np.array(obs[0]['location']['samples'])
         assert s.shape == (30, 2) and np.all(np.isfinite(s))
         assert np.all(s[:, 0] >= target[0] - 1e-9)          # the cloud's one-sided spread survives
+        # the operator view draws the empirical location as the ellipse of its moments
+        node._publish_markers()
+
+        def ellipse():
+            found = [m for arr in markers for m in arr.markers if m.ns == 'measurements' and m.id == 0]
+            return found[-1] if found else None
+        assert spin_until(ex, lambda: ellipse() is not None, timeout=5.0)
+        e = ellipse()
+        mean = s.mean(0)
+        assert np.allclose([e.pose.position.x, e.pose.position.y], mean, atol=1e-6)
+        sd = np.sqrt(np.linalg.eigvalsh(np.cov(s.T, bias=True)))
+        assert sorted([e.scale.x, e.scale.y]) == pytest.approx(sorted(np.maximum(2 * 2 * sd, 0.06)), rel=1e-6)  # 2σ
     finally:
         ex.shutdown()
         node.destroy_node()
