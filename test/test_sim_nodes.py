@@ -30,6 +30,7 @@ from sensor_msgs.msg import Temperature  # noqa: E402
 from uncertain_bo.ros import conversions as cv  # noqa: E402
 from uncertain_bo.ros.ekf import EkfNode  # noqa: E402
 from uncertain_bo.ros.params import parameter_overrides  # noqa: E402
+from uncertain_bo.ros.particle_filter import ParticleFilterNode  # noqa: E402
 from uncertain_bo.ros.pure_pursuit import PurePursuitNode  # noqa: E402
 from uncertain_bo.ros.sim_rover import SimRoverNode  # noqa: E402
 
@@ -48,12 +49,14 @@ def context():
 class Graph:
     """sim_rover (+ ekf + pure_pursuit) + a probe node, spun by one executor in a background thread."""
 
-    def __init__(self, context, executor_cls=SingleThreadedExecutor, sim_params=None, controller=True):
+    def __init__(self, context, executor_cls=SingleThreadedExecutor, sim_params=None, controller=True,
+                 localiser='ekf'):
         self.sim = SimRoverNode(context=context, parameter_overrides=parameter_overrides(
             {'status_period': 0.0, **(sim_params or {})}))
         self.nodes = [self.sim]
         if controller:
-            self.ekf = EkfNode(context=context, parameter_overrides=SIM_TIME)
+            cls = ParticleFilterNode if localiser == 'pf' else EkfNode
+            self.ekf = cls(context=context, parameter_overrides=SIM_TIME)
             self.pp = PurePursuitNode(context=context, parameter_overrides=SIM_TIME)
             self.nodes += [self.ekf, self.pp]
         self.probe = rclpy.create_node('probe', context=context)
@@ -171,3 +174,26 @@ def test_lockstep_without_controller_steps_on_timeout(graph):
     st = g.sim.stats()
     assert st['timeout_steps'] == st['steps']
     assert st['steps_per_s'] < 1.0 / 0.05 + 1
+
+
+@pytest.mark.parametrize('graph', [{'localiser': 'pf', 'sim_params': {'fix_std': 0.5, 'fix_rate': 2.0}}],
+                         indirect=True)
+def test_closed_loop_on_the_particle_filter_localiser(graph):
+    from geometry_msgs.msg import PoseArray
+    from rclpy.qos import qos_profile_sensor_data
+    g = graph
+    clouds = []
+    g.probe.create_subscription(PoseArray, 'particle_cloud', clouds.append, qos_profile_sensor_data)
+    assert g.wait_for(lambda: g.pp._pose is not None, 10.0), 'control loop did not start'
+    goal = np.array([106.0, 103.0])
+    g.send_goal(goal)
+    assert g.wait_for(lambda: g.pp.path is not None, 5.0)
+    assert g.wait_for(lambda: g.pp.arrived, 40.0), 'goal not reached within 40 s wall'
+    true_xy = cv.odometry_to_pose(g.truth[-1]).xy
+    assert np.hypot(*(true_xy - goal)) < 1.0, true_xy
+    assert g.sim.stats()['timeout_steps'] <= 5
+    assert clouds and len(clouds[-1].poses) == 200 and clouds[-1].header.frame_id == 'map'
+    pts = cv.pose_array_to_particles(clouds[-1]).samples
+    assert np.linalg.norm(pts.mean(0) - true_xy) < 1.5
+    for m in g.filtered[::10]:
+        assert cv.validate_position_covariance(cv.ros_covariance_to_xy(m.pose.covariance)) is None
