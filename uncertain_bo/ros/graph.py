@@ -202,7 +202,9 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
     extra = {'completed': completed, 'wall_time_s': wall, 'simulation': sim_stats,
              **_execution_scatter(explorer.planner.journal_file, truth_at)}
     summary = summarize(run_dir, field, cov, extra=extra)
-    png = plot_run(run_dir, field, cov, title=f'uGP-UCB exploration, {summary["measurements"]} measurements')
+    ex = params['explorer']
+    png = plot_run(run_dir, field, cov, title=f'{ex["method"]} exploration ({sim["localiser"]} localiser), '
+                                              f'{summary["measurements"]} measurements')
     _print_result(summary, run_dir, png)
     return summary
 
