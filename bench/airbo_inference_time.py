@@ -9,7 +9,15 @@ rebuilt in every repeat. Hyperparameters are the initial ones (inference only, n
 
 Usage::
 
-    .venv/bin/python bench/airbo_inference_time.py [--repeats 5] [--threads 2] [--with-m1000]
+    .venv/bin/python bench/airbo_inference_time.py [--repeats 5] [--threads 1] [--with-m1000]
+        [--settings nystrom-100-10,empirical-20] [--reference-times ref.json]
+
+Output: a Markdown table with our median wall time (± half the min-max range), our median CPU time
+(``time.process_time``: on a loaded machine the wall time also counts the time other processes held the
+core), the paper's GPU time, the target, and, with ``--reference-times``, the time of AIRBO's reference
+implementation measured on this machine and the ratio reference / ours. ``ref.json`` maps setting names
+(``nystrom-100-10``, ``nystrom-1000-100``, ``empirical-20``, ``empirical-100``, ``empirical-1000``) to
+seconds, either a number or ``{"seconds": s, "note": "..."}``; this script only reads those numbers.
 
 The empirical estimator with m = 1000 needs 512 x 50 x 10^6 base-kernel evaluations (tens of minutes here):
 by default its row is extrapolated from ``--subset`` test distributions (our cost is linear in their
@@ -21,6 +29,7 @@ processes on the 2 cores (load average about 3), two OpenMP threads were 10-25x 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -71,17 +80,21 @@ def make_model(estimator: str, h: int | None) -> DistributionGP:
     return DistributionGP(torch.tensor([[0.0], [1.0]], dtype=DTYPE), kernel)
 
 
-def time_ours(estimator: str, m: int, h: int | None, repeats: int, seed: int = 0) -> tuple[list[float], tuple]:
-    """Wall times (s) of ``repeats`` posterior inferences, and the last ``(mean, variance)``."""
+def time_ours(estimator: str, m: int, h: int | None, repeats: int, seed: int = 0,
+              cpu_times: list[float] | None = None) -> tuple[list[float], tuple]:
+    """Wall times (s) of ``repeats`` posterior inferences, and the last ``(mean, variance)``; the process CPU
+    times are appended to ``cpu_times`` if given."""
     train, y, test, _ = make_data(m, seed)
     model = make_model(estimator, h)
     times, out = [], None
     with torch.no_grad():
         for _ in range(repeats):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             model.set_data(Empirical(train), y)
             out = model.posterior(Empirical(test))
             times.append(time.perf_counter() - t0)
+            if cpu_times is not None:
+                cpu_times.append(time.process_time() - c0)
     return times, out
 
 
@@ -104,10 +117,31 @@ def estimate_ours(estimator: str, m: int, h: int | None, n_sub: int, seed: int =
     return (t1 - t0) + (t2 - t1) * (N_TEST - 1) / n_sub
 
 
+def setting_name(estimator: str, m: int, h: int | None) -> str:
+    """``nystrom-100-10``, ``empirical-20``: the keys of ``--settings`` and ``--reference-times``."""
+    return f'{estimator}-{m}' + (f'-{h}' if h else '')
+
+
 def fmt(times: list[float]) -> str:
+    """Median ± half the min-max range (one run: the value)."""
     if len(times) == 1:
         return f'{times[0]:.3f} (1 run)'
-    return f'{statistics.mean(times):.3f} ± {statistics.stdev(times):.3f}'
+    return f'{statistics.median(times):.3f} ± {(max(times) - min(times)) / 2:.3f} ({len(times)} runs)'
+
+
+def load_reference_times(path: str | None) -> dict[str, tuple[float, str]]:
+    """``{setting: (seconds, note)}`` from a JSON file of measured reference times (numbers only)."""
+    if not path:
+        return {}
+    with open(path) as fh:
+        raw = json.load(fh)
+    out = {}
+    for key, val in raw.items():
+        if isinstance(val, dict):
+            out[key] = (float(val['seconds']), str(val.get('note', '')))
+        else:
+            out[key] = (float(val), '')
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -117,20 +151,51 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument('--with-m1000', action='store_true', help='time the empirical estimator with m = 1000 in full')
     p.add_argument('--subset', type=int, default=8,
                    help='without --with-m1000: test distributions timed for the extrapolated m = 1000 row')
+    p.add_argument('--settings', default=None,
+                   help='comma-separated subset of ' + ', '.join(setting_name(e, m, h) for e, m, h, *_ in TABLE1))
+    p.add_argument('--reference-times', default=None, metavar='JSON',
+                   help="measured times of AIRBO's reference implementation on this machine (see docstring)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
-    print(f'torch {torch.__version__}, {torch.get_num_threads()} threads, float64, '
-          f'load average {os.getloadavg()[0]:.2f}')
-    print(f'{"estimator":<10} {"m":>5} {"h":>4} | {"ours, this CPU (s)":>22} | {"paper GPU (s)":>18}')
+    reference = load_reference_times(args.reference_times)
+    wanted = set(args.settings.split(',')) if args.settings else None
+    known = {setting_name(e, m, h) for e, m, h, *_ in TABLE1}
+    if wanted and not wanted <= known:
+        p.error(f'unknown settings {sorted(wanted - known)}; choose from {sorted(known)}')
+    print(f'torch {torch.__version__}, {torch.get_num_threads()} thread(s), float64, '
+          f'load average at start {os.getloadavg()[0]:.2f}\n')
+    print('| setting | paper GPU (s) | ours, wall (s) | ours, CPU (s) | reference, this CPU (s) | ratio | target |')
+    print('|---|---|---|---|---|---|---|')
     for estimator, m, h, (pm, ps), _ in TABLE1:
-        if estimator == 'empirical' and m == 1000 and not args.with_m1000:
-            est = estimate_ours(estimator, m, h, args.subset)
-            label = f'~{est:.0f} (extrapolated)'
-            print(f'{estimator:<10} {m:>5} {"-":>4} | {label:>22} | {pm:>9.3f} ± {ps:.3f}', flush=True)
+        name = setting_name(estimator, m, h)
+        if wanted and name not in wanted:
             continue
-        reps = 1 if m * (h or m) >= 10 ** 6 else args.repeats
-        times, _ = time_ours(estimator, m, h, reps)
-        print(f'{estimator:<10} {m:>5} {h or "-":>4} | {fmt(times):>22} | {pm:>9.3f} ± {ps:.3f}', flush=True)
+        cpu: list[float] = []
+        if estimator == 'empirical' and m == 1000 and not args.with_m1000:
+            c0 = time.process_time()
+            ours = estimate_ours(estimator, m, h, args.subset)
+            cpu_txt = f'~{(time.process_time() - c0) * (N_TEST - 1) / args.subset:.0f} (extrap.)'
+            ours_txt = f'~{ours:.0f} (extrapolated from {args.subset} test distributions)'
+        else:
+            reps = 1 if m * (h or m) >= 10 ** 6 else args.repeats
+            times, _ = time_ours(estimator, m, h, reps, cpu_times=cpu)
+            ours = statistics.median(times)
+            ours_txt, cpu_txt = fmt(times), f'{statistics.median(cpu):.3f}'
+        ref_txt, ratio_txt, ratio = '-', '-', None
+        if name in reference:
+            ref_s, note = reference[name]
+            ratio = ref_s / ours
+            ref_txt = f'{ref_s:.3f}' + (f' ({note})' if note else '')
+            ratio_txt = f'{ratio:.1f}x'
+        target = []
+        if estimator == 'nystrom':
+            target.append(f'<= {pm:.3f} s: {"yes" if ours <= pm else "NO"}')
+        if ratio is not None:
+            target.append(f'>= 5x ref.: {"yes" if ratio >= 5 else "NO"}')
+        label = f'{estimator} m={m}' + (f', h={h}' if h else '')
+        print(f'| {label} | {pm:.3f} ± {ps:.3f} | {ours_txt} | {cpu_txt} | {ref_txt} | {ratio_txt} | '
+              f'{"; ".join(target) or "-"} |', flush=True)
+    print(f'\nload average at end {os.getloadavg()[0]:.2f}')
 
 
 if __name__ == '__main__':
