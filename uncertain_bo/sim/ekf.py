@@ -28,7 +28,7 @@ import numpy as np
 from filterpy.kalman import ExtendedKalmanFilter
 
 from uncertain_bo.parameters import Param
-from uncertain_bo.sim.localisation import StampedFusion
+from uncertain_bo.sim.localisation import StampedFusion, velocity_noise
 from uncertain_bo.sim.rover import _ensure, wrap_angle
 
 __all__ = ['EKF_PARAMS', 'PlanarEKF', 'velocity_noise']
@@ -115,19 +115,10 @@ class PlanarEKF(ExtendedKalmanFilter, StampedFusion):
         """Position covariance (2, 2), m²: the location distribution is ``N(xy, cov_xy)``."""
         return self.P[:2, :2].copy()
 
-    def pose_covariance_6x6(self) -> np.ndarray:
-        """6x6 pose covariance over (x, y, z, roll, pitch, yaw) as in ROS messages (row-major when flattened).
-
-        x, y, yaw blocks come from the filter; z, roll and pitch are not estimated and get the large but
-        finite ``unobserved_variance`` (never 1e308-style sentinels, which turn into inf/NaN downstream).
-        """
-        c = np.zeros((6, 6))
-        idx = [0, 1, 5]
-        P = 0.5 * (self.P + self.P.T)
-        c[np.ix_(idx, idx)] = P
-        v = self.params['unobserved_variance']
-        c[2, 2] = c[3, 3] = c[4, 4] = v
-        return c
+    @property
+    def covariance(self) -> np.ndarray:
+        """Covariance (3, 3) of ``(x, y, yaw)`` (m², m·rad, rad²), symmetrised."""
+        return 0.5 * (self.P + self.P.T)
 
     # ------------------------------------------------------------------ filterpy hooks
     def predict_x(self, u=0):
@@ -148,34 +139,9 @@ class PlanarEKF(ExtendedKalmanFilter, StampedFusion):
         self.x = np.array([[nx], [ny], [wrap_angle(th + w * dt)]])
 
     # ------------------------------------------------------------------ predict / update
-    def predict_odometry(self, v: float, w: float, dt: float, vel_cov: np.ndarray | None = None,
-                         vy: float = 0.0) -> None:
-        """Propagate with a measured body twist held for ``dt`` seconds.
-
-        Args:
-            v, w: measured forward speed (m/s) and yaw rate (rad/s).
-            dt: duration (s, >= 0); zero does nothing.
-            vel_cov: covariance of the measured (v, vy, w), (3, 3), or of (v, w), (2, 2); None uses the
-                ``min_*_std`` floors. It is scaled by ``process_noise_scale`` and floored by the
-                ``min_*_std`` parameters.
-            vy: measured sideways speed (m/s), 0 for a diff-drive rover.
-
-        Raises:
-            ValueError: negative or non-finite ``dt``, non-finite twist or covariance.
-        """
-        if not (math.isfinite(dt) and dt >= 0):
-            raise ValueError(f'dt must be a finite non-negative number of seconds, got {dt!r}')
-        if not all(math.isfinite(a) for a in (v, w, vy)):
-            raise ValueError(f'odometry twist must be finite, got v={v!r}, vy={vy!r}, w={w!r}')
-        if dt == 0.0:
-            return
-        p = self.params
-        S = velocity_noise(p, vel_cov)
-        n = max(1, int(math.ceil(dt / p['max_dt'] - 1e-9)))
-        h = dt / n
+    def _propagate(self, v, vy, w, h, n, S):
         for _ in range(n):
             self._predict_once(v, vy, w, h, S)
-        self.t += dt
 
     def _predict_once(self, v, vy, w, dt, S):
         th = float(self.x[2, 0])
@@ -207,44 +173,10 @@ class PlanarEKF(ExtendedKalmanFilter, StampedFusion):
         self.predict()
         self.P = 0.5 * (self.P + self.P.T)
 
-    def update_fix(self, xy: np.ndarray, cov: np.ndarray) -> bool:
-        """Fuse an absolute position fix at the current filter time.
-
-        Args:
-            xy: measured position (2,), metres, map frame.
-            cov: its covariance (2, 2), m² (floored at ``min_fix_std²`` on the diagonal).
-
-        Returns:
-            True if the fix was fused, False if the outlier gate rejected it.
-
-        Raises:
-            ValueError: non-finite fix or covariance.
-        """
-        z = np.asarray(xy, dtype=float).reshape(2, 1)
-        R = np.array(cov, dtype=float).reshape(2, 2)
-        if not (np.all(np.isfinite(z)) and np.all(np.isfinite(R))):
-            raise ValueError('position fix and its covariance must be finite')
-        p = self.params
-        R = 0.5 * (R + R.T)
-        floor = p['min_fix_std'] ** 2
-        R[0, 0], R[1, 1] = max(R[0, 0], floor), max(R[1, 1], floor)
-        innov = z - self.x[:2]
-        S = self.P[:2, :2] + R
-        d = float(math.sqrt(max(0.0, (innov.T @ np.linalg.solve(S, innov)).item())))
-        self.last_fix_mahalanobis = d
-        gate = p['fix_gate_mahalanobis']
-        override = (p['fix_gate_max_rejections'] > 0
-                    and self._consecutive_rejections >= p['fix_gate_max_rejections'])
-        if gate > 0 and d > gate and not override:
-            self._consecutive_rejections += 1
-            self.n_fixes_rejected += 1
-            return False
-        self._consecutive_rejections = 0
-        self.n_fixes_accepted += 1
-        self.update(z, HJacobian=_h_jacobian, Hx=_hx, R=R)
+    def _fuse_fix(self, z, R, L, lost):
+        self.update(z.reshape(2, 1), HJacobian=_h_jacobian, Hx=_hx, R=R)
         self.x[2, 0] = wrap_angle(self.x[2, 0])
         self.P = 0.5 * (self.P + self.P.T)
-        return True
 
     def inflate(self, var_xy: float, var_yaw: float) -> None:
         """Add ``var_xy`` (m²) to the x and y variances and ``var_yaw`` (rad²) to the heading variance (e.g. over
@@ -252,34 +184,6 @@ class PlanarEKF(ExtendedKalmanFilter, StampedFusion):
         self.P[0, 0] += var_xy
         self.P[1, 1] += var_xy
         self.P[2, 2] += var_yaw
-
-
-def velocity_noise(params: Mapping[str, Any], vel_cov: np.ndarray | None) -> np.ndarray:
-    """Process noise over the held body twist ``(v, vy, w)``, (3, 3) in (m/s)², (rad/s)²: the odometry's
-    covariance (``(2, 2)`` over (v, w) or ``(3, 3)`` over (v, vy, w); None = zero) times
-    ``process_noise_scale``, its v and w variances floored by ``min_linear_vel_std²`` and
-    ``min_angular_vel_std²`` (``params``: :data:`EKF_PARAMS` values). The EKF and the particle filter use it
-    alike.
-
-    Raises:
-        ValueError: a non-finite covariance or one of another shape.
-    """
-    S = np.zeros((3, 3))
-    if vel_cov is not None:
-        c = np.asarray(vel_cov, dtype=float)
-        if not np.all(np.isfinite(c)):
-            raise ValueError('odometry covariance must be finite')
-        if c.shape == (2, 2):
-            S[np.ix_([0, 2], [0, 2])] = c
-        elif c.shape == (3, 3):
-            S = c.copy()
-        else:
-            raise ValueError(f'vel_cov must be (2, 2) over (v, w) or (3, 3) over (v, vy, w), '
-                             f'got {c.shape}')
-    S *= params['process_noise_scale']
-    S[0, 0] = max(S[0, 0], params['min_linear_vel_std'] ** 2)
-    S[2, 2] = max(S[2, 2], params['min_angular_vel_std'] ** 2)
-    return S
 
 
 def _h_jacobian(x):

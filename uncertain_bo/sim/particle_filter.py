@@ -6,8 +6,8 @@ r"""Particle-filter localiser of the simulated rover: a particle cloud over the 
 * **predict** each particle with the same noisy wheel odometry the EKF uses: the measured body twist
   ``(v, vy, w)`` plus a velocity error drawn per particle from ``N(0, S)``, ``S`` the odometry's
   covariance scaled and floored exactly as the EKF's process noise
-  (:func:`~uncertain_bo.sim.ekf.velocity_noise`), held over the step with the exact constant-twist motion
-  (sub-steps of at most ``max_dt``). Unlike the EKF no linearisation is involved: the cloud keeps the
+  (:func:`~uncertain_bo.sim.localisation.velocity_noise`), held over the step with the exact constant-twist
+  motion (sub-steps of at most ``max_dt``). Unlike the EKF no linearisation is involved: the cloud keeps the
   banana shape that heading uncertainty gives the position;
 * **update** on an absolute position fix ``z ~ N(xy, R)``: log-weights += :math:`-\tfrac12 (z - x_i)^\top
   R^{-1} (z - x_i)`, normalised by log-sum-exp (no underflow however far the fix is). The same outlier
@@ -42,7 +42,7 @@ import numpy as np
 from filterpy.monte_carlo import systematic_resample
 
 from uncertain_bo.parameters import Param
-from uncertain_bo.sim.ekf import EKF_PARAMS, velocity_noise
+from uncertain_bo.sim.ekf import EKF_PARAMS
 from uncertain_bo.sim.localisation import StampedFusion
 from uncertain_bo.sim.rover import _ensure, wrap_angle
 
@@ -184,94 +184,22 @@ class ParticleFilter(StampedFusion):
         """Position covariance (2, 2), m²: the moment-matched location distribution is ``N(xy, cov_xy)``."""
         return self.covariance[:2, :2]
 
-    def pose_covariance_6x6(self) -> np.ndarray:
-        """6x6 pose covariance over (x, y, z, roll, pitch, yaw) as in ROS messages (row-major when flattened);
-        z, roll and pitch get ``unobserved_variance`` (see :meth:`PlanarEKF.pose_covariance_6x6
-        <uncertain_bo.sim.ekf.PlanarEKF.pose_covariance_6x6>`)."""
-        c = np.zeros((6, 6))
-        idx = [0, 1, 5]
-        c[np.ix_(idx, idx)] = self.covariance
-        v = self.params['unobserved_variance']
-        c[2, 2] = c[3, 3] = c[4, 4] = v
-        return c
-
     # ------------------------------------------------------------------ predict / update
-    def predict_odometry(self, v: float, w: float, dt: float, vel_cov: np.ndarray | None = None,
-                         vy: float = 0.0) -> None:
-        """Move every particle with a measured body twist held for ``dt`` seconds plus its own velocity error.
-
-        Args:
-            v, w: measured forward speed (m/s) and yaw rate (rad/s).
-            dt: duration (s, >= 0); zero does nothing.
-            vel_cov: covariance of the measured (v, vy, w), (3, 3), or of (v, w), (2, 2); None uses the
-                ``min_*_std`` floors (see :func:`~uncertain_bo.sim.ekf.velocity_noise`).
-            vy: measured sideways speed (m/s), 0 for a diff-drive rover.
-
-        Raises:
-            ValueError: negative or non-finite ``dt``, non-finite twist or covariance.
-        """
-        if not (math.isfinite(dt) and dt >= 0):
-            raise ValueError(f'dt must be a finite non-negative number of seconds, got {dt!r}')
-        if not all(math.isfinite(a) for a in (v, w, vy)):
-            raise ValueError(f'odometry twist must be finite, got v={v!r}, vy={vy!r}, w={w!r}')
-        if dt == 0.0:
-            return
-        p = self.params
-        S = velocity_noise(p, vel_cov)
+    def _propagate(self, v, vy, w, h, n, S):
         root = _psd_root(S)
-        n = max(1, int(math.ceil(dt / p['max_dt'] - 1e-9)))
-        h = dt / n
         u0 = np.array([v, vy, w])
-        for _ in range(n):
+        for _ in range(n):      # every particle moves with its own velocity error
             u = u0 + self.rng.standard_normal((len(self._x), 3)) @ root.T
             self._x = _move(self._x, u[:, 0], u[:, 1], u[:, 2], h)
-        self.t += dt
 
-    def update_fix(self, xy: np.ndarray, cov: np.ndarray) -> bool:
-        """Weight the particles by the likelihood of an absolute position fix at the current filter time.
-
-        Args:
-            xy: measured position (2,), metres, map frame.
-            cov: its covariance (2, 2), m² (floored at ``min_fix_std²`` on the diagonal).
-
-        Returns:
-            True if the fix was fused, False if the outlier gate rejected it.
-
-        Raises:
-            ValueError: non-finite fix or covariance, or a covariance that is not positive definite after
-                the floor.
-        """
-        z = np.asarray(xy, dtype=float).reshape(2)
-        R = np.array(cov, dtype=float).reshape(2, 2)
-        if not (np.all(np.isfinite(z)) and np.all(np.isfinite(R))):
-            raise ValueError('position fix and its covariance must be finite')
+    def _fuse_fix(self, z, R, L, lost):
         p = self.params
-        R = 0.5 * (R + R.T)
-        floor = p['min_fix_std'] ** 2
-        R[0, 0], R[1, 1] = max(R[0, 0], floor), max(R[1, 1], floor)
-        try:
-            L = np.linalg.cholesky(R)
-        except np.linalg.LinAlgError:
-            raise ValueError(f'position fix covariance is not positive definite: {R.tolist()}') from None
-        innov = z - self.xy
-        S = self.cov_xy + R
-        d = float(math.sqrt(max(0.0, float(innov @ np.linalg.solve(S, innov)))))
-        self.last_fix_mahalanobis = d
-        gate = p['fix_gate_mahalanobis']
-        override = (p['fix_gate_max_rejections'] > 0
-                    and self._consecutive_rejections >= p['fix_gate_max_rejections'])
-        if gate > 0 and d > gate and not override:
-            self._consecutive_rejections += 1
-            self.n_fixes_rejected += 1
-            return False
-        self._consecutive_rejections = 0
-        self.n_fixes_accepted += 1
-        if override and gate > 0 and d > gate:
+        if lost:
             # lost: the cloud no longer covers the fix; start again around it (headings kept)
             self._x[:, :2] = z + self.rng.standard_normal((len(self._x), 2)) @ L.T
             self._w = np.full(len(self._x), 1.0 / len(self._x))
             self.n_reinitialisations += 1
-            return True
+            return
         r = np.linalg.solve(L, (z - self._x[:, :2]).T)           # whitened residuals (2, N)
         logw = np.log(np.maximum(self._w, np.finfo(float).tiny)) - 0.5 * np.einsum('ij,ij->j', r, r)
         logw -= logw.max()
@@ -279,7 +207,6 @@ class ParticleFilter(StampedFusion):
         self._w = w / w.sum()
         if self.effective_sample_size < p['resample_threshold'] * len(self._w):
             self.resample()
-        return True
 
     def resample(self) -> None:
         """Systematic resampling (filterpy) to uniform weights; particles are copied, none are perturbed."""
