@@ -15,3 +15,13 @@ torch.set_num_threads(1)
 @pytest.fixture
 def gen():
     return torch.Generator().manual_seed(1234)
+
+
+@pytest.fixture(scope='module')
+def context(request):
+    """A fresh rclpy context for one test module, on the module's ``DOMAIN_ID`` (else ``ROS_DOMAIN_ID``)."""
+    rclpy = pytest.importorskip('rclpy')
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=int(getattr(request.module, 'DOMAIN_ID', os.environ['ROS_DOMAIN_ID'])))
+    yield ctx
+    rclpy.shutdown(context=ctx)

@@ -26,14 +26,6 @@ from uncertain_bo.ros.params import parameter_overrides  # noqa: E402
 DOMAIN_ID = 200 + os.getpid() % 30
 
 
-@pytest.fixture(scope='module')
-def context():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=DOMAIN_ID)
-    yield ctx
-    rclpy.shutdown(context=ctx)
-
-
 def make_explorer(context, tmp_path, **params):
     values = {'search_bounds': [0.0, 20.0, 0.0, 20.0], 'max_measurements': 2, 'dwell_time': 0.2,
               'run_dir': str(tmp_path), 'n_initial': 5, 'tick_rate': 50.0, **params}

@@ -31,14 +31,6 @@ from uncertain_bo.ros.particle_filter import ParticleFilterNode  # noqa: E402
 DOMAIN_ID = 230 + os.getpid() % 3
 
 
-@pytest.fixture(scope='module')
-def context():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=DOMAIN_ID)
-    yield ctx
-    rclpy.shutdown(context=ctx)
-
-
 def spin_until(ex, cond, timeout=10.0, each=None):
     end = time.monotonic() + timeout
     while time.monotonic() < end:

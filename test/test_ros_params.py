@@ -29,14 +29,6 @@ SPECS = [
 ]
 
 
-@pytest.fixture(scope='module')
-def context():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=DOMAIN_ID)
-    yield ctx
-    rclpy.shutdown(context=ctx)
-
-
 def make_node(context, overrides=(), name='p'):
     return rclpy.create_node(name, context=context, parameter_overrides=list(overrides))
 

@@ -38,14 +38,6 @@ DOMAIN_ID = 40 + os.getpid() % 50
 SIM_TIME = [Parameter('use_sim_time', value=True)]
 
 
-@pytest.fixture(scope='module')
-def context():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=DOMAIN_ID)
-    yield ctx
-    rclpy.shutdown(context=ctx)
-
-
 class Graph:
     """sim_rover (+ ekf + pure_pursuit) + a probe node, spun by one executor in a background thread."""
 
