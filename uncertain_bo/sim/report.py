@@ -159,7 +159,7 @@ def plot_run(run_dir: str | Path, field: Field, execution_cov: np.ndarray, *,
             w, h = ellipse_scale * 2 * 2 * np.sqrt(np.maximum(evals[::-1], 0))  # 2σ ellipse, magnified
             ax.add_patch(Ellipse(mean, w, h, angle=angle, fill=False, color='blue', lw=0.9))
         scale_txt = f' ×{ellipse_scale:g}' if ellipse_scale != 1 else ''
-        ax.plot([], [], color='blue', lw=0.9, label=f'location 2σ{scale_txt} (EKF)')
+        ax.plot([], [], color='blue', lw=0.9, label=f'location 2σ{scale_txt} (localiser)')
     if summary and summary.get('recommended_target'):
         r = summary['recommended_target']
         ax.scatter([r[0]], [r[1]], marker='*', s=260, color='gold', edgecolor='k', label='recommendation',
