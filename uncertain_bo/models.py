@@ -224,9 +224,9 @@ class DistributionGP(ExactGP):
         span = self.bounds[1] - self.bounds[0]
         return {
             'lengthscale': (self.kernel.lengthscale.detach().reshape(-1) * span).tolist(),
-            'outputscale': float(self.covar_module.outputscale) * self._y_scale ** 2,
-            'noise': float(self.likelihood.noise) * self._y_scale ** 2,
-            'mean': float(self.mean_module.constant) * self._y_scale + self._y_shift,
+            'outputscale': float(self.covar_module.outputscale.detach()) * self._y_scale ** 2,
+            'noise': float(self.likelihood.noise.detach()) * self._y_scale ** 2,
+            'mean': float(self.mean_module.constant.detach()) * self._y_scale + self._y_shift,
         }
 
     def transform_inputs(self, X: Tensor) -> Tensor:
