@@ -228,11 +228,13 @@ def test_sim_launch_nodes_and_shutdown_handler(launch_api):
     module = _load('sim.launch.py')
     ld, actions = _run_opaque(module, {'measurements': '3'})
     nodes = _nodes(actions)
-    assert set(nodes) == EXECUTABLES['sim.launch.py']
+    assert set(nodes) == EXECUTABLES['sim.launch.py'] - {'particle_filter'}   # the shipped localiser: ekf
     assert all(n.node_package == PACKAGE for n in nodes.values())
     assert any(isinstance(a, RegisterEventHandler) for a in actions), 'no shutdown on explorer exit'
     rviz = [e for e in ld.entities if isinstance(e, Node) and e.node_executable == 'rviz2']
     assert len(rviz) == 1 and rviz[0].condition is not None
+    _, actions = _run_opaque(module, {'measurements': '3', 'localiser': 'pf'})
+    assert set(_nodes(actions)) == EXECUTABLES['sim.launch.py'] - {'ekf'}
 
 
 def test_sim_launch_parameters(launch_api, tmp_path):
@@ -309,7 +311,7 @@ def test_explore_launch_namespace_rekeys_parameter_files(launch_api, tmp_path):
     assert len(files) == 3 and conf['pure_pursuit']['parameters'][:-1] == files
     shipped_explorer, shipped_sim, mine = (yaml.safe_load(Path(f).read_text()) for f in files)
     assert set(shipped_explorer) == {'/rover1/explorer'}
-    assert set(shipped_sim) == {'sim_rover', 'ekf', '/rover1/pure_pursuit'}
+    assert set(shipped_sim) == {'sim_rover', 'ekf', 'particle_filter', '/rover1/pure_pursuit'}
     assert mine == {'/rover1/explorer': {'ros__parameters': {'dwell_time': 1.5}},
                     '/**': {'ros__parameters': {'use_sim_time': False}}}
     # without a namespace the files are used as they are
