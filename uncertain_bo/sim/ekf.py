@@ -93,11 +93,7 @@ class PlanarEKF(ExtendedKalmanFilter, StampedFusion):
         self.P = np.array(P0, dtype=float).reshape(3, 3)
         self.t = float(t0)
         self._u = (0.0, 0.0, 0.0, 0.0)  # (v, vy, w, dt) for predict_x
-        self._pending: list[tuple[float, np.ndarray, np.ndarray]] = []
-        self._consecutive_rejections = 0
-        self.n_fixes_accepted = 0
-        self.n_fixes_rejected = 0
-        self.last_fix_mahalanobis: float | None = None
+        self._init_fusion()
 
     # ------------------------------------------------------------------ state access
     @property

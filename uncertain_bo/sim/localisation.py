@@ -58,6 +58,14 @@ class StampedFusion:
     t: float
     _pending: list[tuple[float, np.ndarray, np.ndarray]]
 
+    def _init_fusion(self) -> None:
+        """No held fixes, gate counters at zero (call from the filter's ``__init__``)."""
+        self._pending: list[tuple[float, np.ndarray, np.ndarray]] = []
+        self._consecutive_rejections = 0
+        self.n_fixes_accepted = 0
+        self.n_fixes_rejected = 0
+        self.last_fix_mahalanobis: float | None = None
+
     def add_odometry(self, stamp: float, v: float, w: float, vel_cov: np.ndarray | None = None,
                      vy: float = 0.0) -> list[bool]:
         """Propagate to ``stamp`` (s) with an odometry twist, fusing pending fixes stamped up to it.

@@ -129,13 +129,9 @@ class ParticleFilter(StampedFusion):
         self._x[:, 2] = wrap_angle(self._x[:, 2])
         self._w = np.full(n, 1.0 / n)
         self.t = float(t0)
-        self._pending: list[tuple[float, np.ndarray, np.ndarray]] = []
-        self._consecutive_rejections = 0
-        self.n_fixes_accepted = 0
-        self.n_fixes_rejected = 0
+        self._init_fusion()
         self.n_resamples = 0
         self.n_reinitialisations = 0
-        self.last_fix_mahalanobis: float | None = None
 
     # ------------------------------------------------------------------ the cloud
     @property
