@@ -31,6 +31,8 @@ from uncertain_bo.planner import Planner  # noqa: E402
 from uncertain_bo.ros import conversions as cv  # noqa: E402
 from uncertain_bo.ros.explorer import pose_estimate_from_msg  # noqa: E402
 
+from recording_host import RecordingHost  # noqa: E402
+
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 any_float = st.floats(allow_nan=True, allow_infinity=True, width=64)
@@ -65,20 +67,7 @@ def explorer_measuring():
                                         'refit_every': 0})
     planner = Planner(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
                       refit_every=0)
-
-    class Host:
-        def send_goal(self, t):
-            pass
-
-        def stop(self, p):
-            pass
-
-        def measured(self, m, r):
-            pass
-
-        def finished(self, r):
-            pass
-    ex = Explorer(planner, Host(), params)
+    ex = Explorer(planner, RecordingHost(), params)
     ex.target, ex.state, ex._measure_start = np.array([25.0, 25.0]), State.MEASURING, 0.0
     return ex
 

@@ -8,22 +8,7 @@ from uncertain_bo.explorer import EXPLORER_PARAMS, Explorer, PoseEstimate, Readi
 from uncertain_bo.parameters import validate
 from uncertain_bo.planner import Planner
 
-
-class Host:
-    def __init__(self):
-        self.goals, self.stops, self.measurements, self.done = [], [], [], None
-
-    def send_goal(self, target):
-        self.goals.append(np.array(target))
-
-    def stop(self, position):
-        self.stops.append(np.array(position))
-
-    def measured(self, m, rec):
-        self.measurements.append(m)
-
-    def finished(self, rec):
-        self.done = rec
+from recording_host import RecordingHost
 
 
 def make(tmp_path=None, **overrides):
@@ -32,7 +17,7 @@ def make(tmp_path=None, **overrides):
                                         **overrides})
     planner = Planner(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
                       n_initial=5, journal=None if tmp_path is None else tmp_path / 'j.jsonl')
-    host = Host()
+    host = RecordingHost()
     return Explorer(planner, host, params), host
 
 

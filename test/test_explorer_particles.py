@@ -14,24 +14,9 @@ from uncertain_bo.explorer import (EXPLORER_PARAMS, Explorer, PoseEstimate, Read
 from uncertain_bo.parameters import ParameterError, validate
 from uncertain_bo.planner import Planner
 
+from recording_host import RecordingHost
+
 BOUNDS = torch.tensor([[0.0, 0.0], [50.0, 50.0]])
-
-
-class Host:
-    def __init__(self):
-        self.goals, self.measurements, self.done = [], [], None
-
-    def send_goal(self, target):
-        self.goals.append(np.array(target))
-
-    def stop(self, position):
-        pass
-
-    def measured(self, m, rec):
-        self.measurements.append(m)
-
-    def finished(self, rec):
-        self.done = rec
 
 
 def make(tmp_path, method, **overrides):
@@ -40,7 +25,7 @@ def make(tmp_path, method, **overrides):
                                         'max_particles': 40, 'refit_every': 0, **overrides})
     planner = Planner(BOUNDS, GaussianExecutionNoise.isotropic(1.0, 2), method=method, n_initial=5, refit_every=0,
                       journal=tmp_path / 'journal.jsonl')
-    host = Host()
+    host = RecordingHost()
     return Explorer(planner, host, params), host
 
 

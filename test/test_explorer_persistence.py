@@ -19,31 +19,16 @@ from uncertain_bo.journal import Journal
 from uncertain_bo.parameters import validate
 from uncertain_bo.planner import Planner
 
+from recording_host import RecordingHost
+
 BOUNDS = torch.tensor([[0.0, 0.0], [50.0, 50.0]])
-
-
-class Host:
-    def __init__(self):
-        self.goals, self.stops, self.measurements, self.done = [], [], [], None
-
-    def send_goal(self, target):
-        self.goals.append(np.array(target))
-
-    def stop(self, position):
-        self.stops.append(np.array(position))
-
-    def measured(self, m, rec):
-        self.measurements.append(m)
-
-    def finished(self, rec):
-        self.done = rec
 
 
 def start(path, max_measurements=4):
     params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'dwell_time': 0.5,
                                         'max_measurements': max_measurements, 'reading_timeout': 2.0})
     planner = Planner(BOUNDS, GaussianExecutionNoise.isotropic(1.0, 2), n_initial=5, journal=path)
-    host = Host()
+    host = RecordingHost()
     return Explorer(planner, host, params), host
 
 

@@ -12,6 +12,8 @@ from uncertain_bo.operator_view import (GridScale, Level, StatusReporter, colour
 from uncertain_bo.parameters import validate
 from uncertain_bo.planner import Planner
 
+from recording_host import RecordingHost
+
 
 def test_ellipse_axis_aligned_rotated_and_dirac():
     e = covariance_ellipse([1.0, 2.0], np.diag([4.0, 1.0]), n_sigma=2.0)
@@ -51,24 +53,10 @@ def test_scale_to_occupancy():
     assert colour_ramp(0.0) != colour_ramp(1.0) and colour_ramp(float('nan')) == (0.5, 0.5, 0.5)
 
 
-class Host:
-    def send_goal(self, target):
-        pass
-
-    def stop(self, position):
-        pass
-
-    def measured(self, m, rec):
-        pass
-
-    def finished(self, rec):
-        pass
-
-
 def test_status_levels_follow_the_explorer_state():
     params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 10.0, 0.0, 10.0], 'max_covariance_trace': 4.0})
     ex = Explorer(Planner(torch.tensor([[0.0, 0.0], [10.0, 10.0]]), GaussianExecutionNoise.isotropic(1.0, 2)),
-                  Host(), params)
+                  RecordingHost(), params)
     rep = StatusReporter()
     r = rep.report(ex, None)
     assert r.level is Level.WARN and r.message.startswith('waiting for pose')
