@@ -56,7 +56,6 @@ import os
 import tempfile
 
 import yaml
-from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, EmitEvent, LogInfo, OpaqueFunction, RegisterEventHandler
 from launch.event_handlers import OnProcessExit
@@ -64,7 +63,8 @@ from launch.events import Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-PACKAGE = 'uncertain_bo'
+from uncertain_bo.ros.launch_args import PACKAGE, flag, share_directory
+
 
 #: (name, default, description) of every launch argument, in ``--show-args`` order.
 ARGUMENTS = [
@@ -97,27 +97,6 @@ ARGUMENTS = [
 ]
 
 NODES = ('explorer', 'pure_pursuit')
-
-
-def share_directory():
-    """Installed share directory of the package, else the source tree this file lies in."""
-    try:
-        return get_package_share_directory(PACKAGE)
-    except (PackageNotFoundError, LookupError, ValueError, OSError):  # OSError: no AMENT_PREFIX_PATH
-        source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        if os.path.isfile(os.path.join(source, 'config', 'explorer.yaml')):
-            return source
-        raise
-
-
-def flag(value, name):
-    """A launch-argument boolean ('true'/'false'/'1'/'0', any case)."""
-    v = str(value).strip().lower()
-    if v in ('true', '1', 'yes', 'on'):
-        return True
-    if v in ('false', '0', 'no', 'off'):
-        return False
-    raise RuntimeError(f"launch argument {name}:={value!r} is not a boolean (true or false)")
 
 
 def namespaced_file(path, namespace):
@@ -204,7 +183,7 @@ def node_configuration(args, share):
 def launch_setup(context):
     """Nodes, built once the launch-argument values are known."""
     args = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
-    conf = node_configuration(args, share_directory())
+    conf = node_configuration(args, share_directory(__file__, 'explorer.yaml'))
     namespace = args['namespace'].strip()
     explorer = Node(package='uncertain_bo', executable='explorer', name='explorer', namespace=namespace,
                     output='screen', **conf['explorer'])

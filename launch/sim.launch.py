@@ -34,8 +34,6 @@ file use ``uncertain-bo report RUN_DIR`` to get them.
 """
 import os
 
-import yaml
-from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import (DeclareLaunchArgument, EmitEvent, LogInfo, OpaqueFunction,
                             RegisterEventHandler)
@@ -45,7 +43,9 @@ from launch.events import Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-PACKAGE = 'uncertain_bo'
+from uncertain_bo.parameters import node_parameters
+from uncertain_bo.ros.launch_args import choice, flag, integer, share_directory
+
 
 #: (name, default, description) of every launch argument, in ``--show-args`` order.
 ARGUMENTS = [
@@ -70,59 +70,8 @@ ARGUMENTS = [
 ]
 
 
-def share_directory():
-    """Installed share directory of the package, else the source tree this file lies in."""
-    try:
-        return get_package_share_directory(PACKAGE)
-    except (PackageNotFoundError, LookupError, ValueError, OSError):  # OSError: no AMENT_PREFIX_PATH
-        source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        if os.path.isfile(os.path.join(source, 'config', 'sim.yaml')):
-            return source
-        raise
-
-
-def flag(value, name):
-    """A launch-argument boolean ('true'/'false'/'1'/'0', any case)."""
-    v = str(value).strip().lower()
-    if v in ('true', '1', 'yes', 'on'):
-        return True
-    if v in ('false', '0', 'no', 'off'):
-        return False
-    raise RuntimeError(f"launch argument {name}:={value!r} is not a boolean (true or false)")
-
-
-def integer(value, name, low):
-    try:
-        n = int(str(value).strip())
-    except ValueError:
-        n = None
-    if n is None or n < low:
-        raise RuntimeError(f'launch argument {name}:={value!r} must be an integer >= {low}')
-    return n
-
-
 #: sim_rover's localiser -> node (executable and name)
 LOCALISERS = {'ekf': 'ekf', 'pf': 'particle_filter'}
-
-
-def choice(value, name, allowed):
-    v = str(value).strip()
-    if v not in allowed:
-        raise RuntimeError(f"launch argument {name}:={value!r} must be one of {', '.join(allowed)}")
-    return v
-
-
-def file_section(path, node):
-    """``ros__parameters`` of ``node`` in a ROS 2 parameter file: the ``/**`` section, then ``node`` or
-    ``/node`` (later keys override earlier ones, as rcl applies them)."""
-    with open(path) as f:
-        data = yaml.safe_load(f) or {}
-    out = {}
-    for key in ('/**', node, '/' + node):
-        section = data.get(key)
-        if isinstance(section, dict):
-            out.update(section.get('ros__parameters') or {})
-    return out
 
 
 def graph_parameters(args, share):
@@ -161,8 +110,8 @@ def graph_parameters(args, share):
     # The explorer searches the simulated field, as in `uncertain-bo demo`, unless told otherwise.
     extent = {}
     for f in files:
-        extent.update(file_section(f, 'sim_rover'))
-    own_bounds = bool(user_file) and 'search_bounds' in file_section(user_file, 'explorer')
+        extent.update(node_parameters([f], 'sim_rover'))
+    own_bounds = bool(user_file) and 'search_bounds' in node_parameters([user_file], 'explorer')
     if 'field_extent' in extent and not own_bounds:
         over['explorer']['search_bounds'] = [float(v) for v in extent['field_extent']]
     return {node: [*files, over[node]] for node in ('sim_rover', 'ekf', 'particle_filter', 'pure_pursuit',
@@ -174,7 +123,7 @@ def localiser_node(params):
     :func:`graph_parameters`: sim_rover's ``localiser``, later files and the overrides winning."""
     value = 'ekf'
     for entry in params['sim_rover']:
-        section = file_section(entry, 'sim_rover') if isinstance(entry, str) else entry
+        section = node_parameters([entry], 'sim_rover') if isinstance(entry, str) else entry
         value = section.get('localiser', value)
     if value not in LOCALISERS:
         raise RuntimeError(f"sim_rover parameter localiser = {value!r}: must be one of {', '.join(LOCALISERS)}")
@@ -184,7 +133,7 @@ def localiser_node(params):
 def launch_setup(context):
     """Nodes of the graph, built once the launch-argument values are known."""
     args = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
-    params = graph_parameters(args, share_directory())
+    params = graph_parameters(args, share_directory(__file__, 'sim.yaml'))
     sim_rover = Node(package='uncertain_bo', executable='sim_rover', name='sim_rover', output='screen',
                      parameters=params['sim_rover'])
     if localiser_node(params) == 'particle_filter':
@@ -213,7 +162,7 @@ def launch_setup(context):
 
 
 def generate_launch_description():
-    rviz_config = os.path.join(share_directory(), 'config', 'explorer.rviz')
+    rviz_config = os.path.join(share_directory(__file__, 'sim.yaml'), 'config', 'explorer.rviz')
     has_rviz_config = os.path.isfile(rviz_config)
     return LaunchDescription([
         *[DeclareLaunchArgument(name, default_value=default, description=description)

@@ -1,0 +1,64 @@
+"""What the launch files share: checked launch arguments and the package's share directory.
+
+Plain Python (no ``launch`` import), so ``launch/*.launch.py`` and their tests use the same code. Errors are
+``RuntimeError`` with the argument's name and what it must be: ``ros2 launch`` prints them and stops.
+"""
+from __future__ import annotations
+
+import os
+from typing import Collection
+
+__all__ = ['PACKAGE', 'choice', 'flag', 'integer', 'share_directory']
+
+PACKAGE = 'uncertain_bo'
+
+
+def share_directory(launch_file: str, marker: str) -> str:
+    """Installed share directory of the package, else the source tree ``launch_file`` lies in.
+
+    Args:
+        launch_file: path of the calling launch file (its ``__file__``).
+        marker: a config file (e.g. ``'sim.yaml'``) whose presence in ``<source>/config`` identifies the
+            source tree.
+
+    Raises:
+        PackageNotFoundError (or the ament lookup's error): neither is found.
+    """
+    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+
+    try:
+        return get_package_share_directory(PACKAGE)
+    except (PackageNotFoundError, LookupError, ValueError, OSError):  # OSError: no AMENT_PREFIX_PATH
+        source = os.path.dirname(os.path.dirname(os.path.abspath(launch_file)))
+        if os.path.isfile(os.path.join(source, 'config', marker)):
+            return source
+        raise
+
+
+def flag(value, name: str) -> bool:
+    """A launch-argument boolean ('true'/'false'/'1'/'0'/'yes'/'no'/'on'/'off', any case)."""
+    v = str(value).strip().lower()
+    if v in ('true', '1', 'yes', 'on'):
+        return True
+    if v in ('false', '0', 'no', 'off'):
+        return False
+    raise RuntimeError(f"launch argument {name}:={value!r} is not a boolean (true or false)")
+
+
+def integer(value, name: str, low: int) -> int:
+    """A launch-argument integer ``>= low``."""
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        n = None
+    if n is None or n < low:
+        raise RuntimeError(f'launch argument {name}:={value!r} must be an integer >= {low}')
+    return n
+
+
+def choice(value, name: str, allowed: Collection[str]) -> str:
+    """A launch argument that must be one of ``allowed``."""
+    v = str(value).strip()
+    if v not in allowed:
+        raise RuntimeError(f"launch argument {name}:={value!r} must be one of {', '.join(allowed)}")
+    return v
