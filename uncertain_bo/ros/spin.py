@@ -1,6 +1,7 @@
 """One entry-point body for every node: init, construct, spin, shut down quietly."""
 from __future__ import annotations
 
+import signal
 import sys
 from typing import Callable
 
@@ -18,7 +19,9 @@ def run_node(factory: Callable[[], Node], args=None) -> None:
 
     A ``RuntimeError`` raised while the context is already shutting down (rclpy can fail inside
     ``take_message`` after SIGINT) counts as a clean exit; an invalid parameter prints its message and
-    exits with status 2 instead of a traceback.
+    exits with status 2 instead of a traceback. After a first SIGINT, further ones are ignored while the
+    node is destroyed: Ctrl-C under ``ros2 launch`` reaches a node twice (from the terminal's process
+    group and forwarded by launch), and the second used to interrupt ``destroy_node`` with a traceback.
     """
     rclpy.init(args=args)
     node = None
@@ -26,7 +29,9 @@ def run_node(factory: Callable[[], Node], args=None) -> None:
     try:
         node = factory()
         rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ExternalShutdownException:
         pass
     except SystemExit as exc:
         code = int(exc.code or 0)
