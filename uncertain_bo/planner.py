@@ -10,7 +10,9 @@ r"""The ask/tell loop shared by the ROS explorer and the benchmark runner (paper
     best = planner.recommend()                          # argmax_{x_t ∈ D} μ̂(P̂_{x_t})
 
 The first ``n_initial`` targets are a scrambled Sobol design (ordered as a short tour from ``start`` when
-given, so a rover does not zig-zag). Afterwards each target maximises the method's acquisition.
+given, so a rover does not zig-zag). Afterwards each target maximises the method's acquisition. A method with
+decision rules of its own (a survey baseline, BoTorch's robust loop: :class:`~uncertain_bo.acquisition.Strategy`)
+decides and recommends instead, from the same observations.
 Observations are validated before anything is stored, written durably to the journal (if any), then
 added to the GP. A planner opened on an existing journal resumes from its observations.
 """
@@ -26,7 +28,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from .acquisition import Method, get_method, make_beta
+from .acquisition import Method, Strategy, get_method, make_beta
 from .distributions import (DTYPE, Dirac, ExecutionNoise, Gaussian, InvalidDistributionError,
                             LocationDistributions, check_covariance, cat)
 from .journal import Journal, location_from_record, location_to_record
@@ -49,8 +51,10 @@ class Decision:
     Attributes:
         index: index ``t`` (0-based) of the measurement this target is for.
         target: ``(d,)`` target.
-        phase: ``'initial'`` (space-filling design) or ``'acquisition'``.
-        seconds: wall time of the decision (GP update + acquisition maximisation), s.
+        phase: ``'initial'`` (space-filling design), ``'acquisition'``, or a strategy's own label
+            (``'survey'``).
+        seconds: wall time of the decision (GP update + acquisition maximisation), s; includes a
+            hyperparameter fit that :meth:`Planner.recommend` made for it since the last decision.
         acquisition_value: acquisition at the target (NaN in the initial phase).
         beta: :math:`\\beta_t` used (NaN in the initial phase).
         fit_seconds: wall time of the hyperparameter fit inside ``seconds`` (0 if none).
@@ -101,6 +105,8 @@ class Planner:
         optimizer: acquisition maximiser settings.
         seed: seed for the initial design and the maximiser's raw samples.
         start: optional ``(d,)`` start position (orders the initial design as a short tour).
+        budget: the number of measurements the mission will take (``max_measurements``), or None if
+            unknown; survey strategies plan their grid from it.
         journal: optional path of the observations journal; an existing journal is resumed.
         model_factory: optional ``(bounds, kernel) -> DistributionGP`` (e.g. fixed hyperparameters).
         metadata: extra fields for a new journal's header.
@@ -119,6 +125,7 @@ class Planner:
     optimizer: OptimizerSettings = field(default_factory=OptimizerSettings)
     seed: int = 0
     start: Tensor | None = None
+    budget: int | None = None
     journal: str | Path | None = None
     model_factory: Callable[..., DistributionGP] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -142,6 +149,8 @@ class Planner:
         self._pending: list[tuple[LocationDistributions, float]] = []  # observed, not yet in the GP
         self._since_fit = 0
         self._fitted = False
+        self._fit_seconds_unbilled = 0.0  # fits made by recommend(), billed to the next decision
+        self._strategy: Strategy | None = self._method.make_strategy() if self._method.make_strategy else None
         self.decisions: list[Decision] = []
         self._design = self._initial_design()
         self._resumed_target: Tensor | None = None
@@ -190,6 +199,8 @@ class Planner:
             raise RuntimeError('set_start() must be called before the first observation')
         self.start = torch.as_tensor(position, dtype=DTYPE).reshape(-1)
         self._design = self._initial_design()
+        if self._strategy is not None:  # a survey re-plans its tour from the start
+            self._strategy = self._method.make_strategy()
         if self._journal is not None:  # a resumed run orders its initial design the same way
             self._journal.append({'type': 'start', 'position': self.start.tolist(), 'wall_time': time.time()})
 
@@ -217,6 +228,8 @@ class Planner:
         factory = self.model_factory or (lambda bounds, kernel: DistributionGP(bounds, kernel))
         self.model = factory(self.bounds, kernel)
         self._pending = [(self._gp_input(t, loc), y) for t, loc, y in zip(self._targets, self._inputs, self._y)]
+        if self._strategy is not None:  # a survey re-plans in the new box
+            self._strategy = self._method.make_strategy()
         self._since_fit = 0
         self._fitted = False
         self._design = self._initial_design()
@@ -252,15 +265,21 @@ class Planner:
         """
         t0 = time.perf_counter()
         index = self.n
-        if index < self.n_initial:
+        billed, self._fit_seconds_unbilled = self._fit_seconds_unbilled, 0.0
+        own = self._strategy.decide(self, index) if self._strategy is not None else None
+        if own is not None:
+            target = own.target.to(self.bounds).reshape(-1)
+            decision = Decision(index, target, own.phase, time.perf_counter() - t0 + billed,
+                                own.acquisition_value, fit_seconds=billed)
+        elif index < self.n_initial:
             target = self._design[index].clone()
             decision = Decision(index, target, 'initial', time.perf_counter() - t0)
         else:
-            fit_seconds = self._update_model()
+            fit_seconds = self._update_model() + billed
             beta_t = self._beta(index, self.model)
             acq = self._method.make_acquisition(self.model, self.candidates, beta_t)
             target, value = maximize(acq, self.bounds, self.optimizer, seed=self.seed * 100_003 + index)
-            decision = Decision(index, target, 'acquisition', time.perf_counter() - t0, value, beta_t,
+            decision = Decision(index, target, 'acquisition', time.perf_counter() - t0 + billed, value, beta_t,
                                 fit_seconds)
         self.decisions.append(decision)
         if self._journal is not None:
@@ -298,14 +317,21 @@ class Planner:
         return index
 
     def recommend(self) -> Recommendation:
-        """Past target with the best posterior mean of its candidate distribution (paper Alg. 1, last line).
+        """Past target with the best posterior mean of its candidate distribution (paper Alg. 1, last line),
+        or the method's own rule (:meth:`~uncertain_bo.acquisition.Strategy.recommend`).
+
+        Hyperparameters are refitted first when the schedule (``refit_every``) says a fit is due, so the
+        recommendation uses the same fit the next decision will (its time is billed to that decision).
 
         Raises:
             RuntimeError: no observations yet.
         """
         if self.n == 0:
             raise RuntimeError('nothing to recommend before the first observation')
-        self._update_model(refit=False)
+        own = self._strategy.recommend(self) if self._strategy is not None else None
+        if own is not None:
+            return own
+        self._fit_seconds_unbilled += self._update_model()
         with torch.no_grad():
             mean, var = self.model.posterior(self.candidates(self._targets))
         i = int(torch.argmax(mean))
@@ -408,7 +434,11 @@ class Planner:
         due = self.refit_every > 0 and ((refit and self._since_fit >= self.refit_every) or not self._fitted)
         if due and self.model.n > 0:
             t0 = time.perf_counter()
-            self.model.fit()
+            # the fit's retries draw from the global torch stream (BoTorch samples restarts from the priors):
+            # seed it from the run's seed and n so equal runs fit equally, whatever ran before in the process
+            with torch.random.fork_rng(devices=[self.bounds.device] if self.bounds.is_cuda else []):
+                torch.manual_seed(self.seed * 100_003 + self.model.n)
+                self.model.fit()
             self._fitted = True
             self._since_fit = 0
             return time.perf_counter() - t0

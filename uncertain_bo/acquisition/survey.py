@@ -1,0 +1,164 @@
+r"""Survey baselines: what a field engineer does instead of Bayesian optimisation.
+
+- ``lawnmower``: a boustrophedon grid with as many cells as the measurement budget (30 → 6 × 5 on a square
+  area), one target per cell centre, rows swept in alternating directions from the corner nearest the start.
+  The whole grid is shifted by a seeded uniform offset of up to half a cell in each axis, so seeds differ
+  (cell centres stay inside the bounds); ``lawnmower_fixed`` is the unshifted grid (the same targets for
+  every seed).
+- ``random``: uniform targets in the bounds (seeded), visited as a greedy nearest-neighbour tour from the
+  start (a random order would drive much farther than anyone would).
+
+Both decide without looking at the readings. Their recommendation is the planner's own rule on the same
+observations: a uGP-UCB GP (expected-SE kernel on the location distributions) fitted by marginal likelihood,
+best posterior mean of :math:`\hat P_{\mathbf x}` over past targets. The benchmarks also score the rule
+"the target with the highest reading" for every method.
+
+The planned targets follow from the planner's bounds, ``budget``, ``seed`` and ``start`` alone, so a run
+resumed from its journal decides the same targets. Past the budget (``max_measurements`` raised at run time)
+the planner's own rule decides.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from . import Method, StrategyDecision, register
+from .ugp_ucb import UpperConfidenceBound
+
+__all__ = ['SurveyStrategy', 'lawnmower_targets', 'random_tour', 'grid_shape', 'nearest_neighbour_tour']
+
+
+def grid_shape(n: int, width: float, height: float) -> tuple[int, int]:
+    """``(columns, rows)`` of a grid of at least ``n`` cells over a ``width`` x ``height`` box: fewest unused
+    cells first, then cells closest to square (``30`` on a square → ``(6, 5)``).
+
+    Raises:
+        ValueError: ``n < 1`` or a non-positive side.
+    """
+    if n < 1 or not (width > 0 and height > 0):
+        raise ValueError(f'grid_shape needs n >= 1 and positive sides, got n={n}, {width} x {height}')
+    best = None
+    for cols in range(1, n + 1):
+        rows = math.ceil(n / cols)
+        cell_aspect = (width / cols) / (height / rows)
+        key = (cols * rows - n, round(abs(math.log(cell_aspect)), 9), -cols)
+        if best is None or key < best[0]:
+            best = (key, cols, rows)
+    return best[1], best[2]
+
+
+def lawnmower_targets(bounds: Tensor, n: int, start: Tensor | None = None,
+                      shift: Tensor | None = None) -> Tensor:
+    """Boustrophedon survey: ``n`` cell centres of a :func:`grid_shape` grid, rows (constant y) swept in
+    alternating x direction, starting from the corner nearest ``start``.
+
+    Args:
+        bounds: ``(2, d=2)`` search box (m).
+        n: number of targets (the measurement budget).
+        start: ``(2,)`` start position (default: the lower-left corner).
+        shift: ``(2,)`` offset of the whole grid in cells, each in ``[-0.5, 0.5]`` (default none).
+
+    Returns:
+        ``(n, 2)`` targets in visiting order, inside ``bounds``; dtype and device of ``bounds``.
+
+    Raises:
+        ValueError: ``bounds`` is not 2-D.
+    """
+    if bounds.shape != (2, 2):
+        raise ValueError(f'lawnmower surveys a 2-D area; bounds have shape {tuple(bounds.shape)}')
+    lo, hi = bounds[0], bounds[1]
+    span = hi - lo
+    cols, rows = grid_shape(n, float(span[0]), float(span[1]))
+    cell = span / torch.tensor([cols, rows], dtype=bounds.dtype, device=bounds.device)
+    off = torch.zeros(2, dtype=bounds.dtype, device=bounds.device) if shift is None else shift.to(bounds)
+    xs = lo[0] + (torch.arange(cols, dtype=bounds.dtype, device=bounds.device) + 0.5 + off[0]) * cell[0]
+    ys = lo[1] + (torch.arange(rows, dtype=bounds.dtype, device=bounds.device) + 0.5 + off[1]) * cell[1]
+    start = lo if start is None else torch.as_tensor(start).to(bounds).reshape(-1)
+    # corner nearest the start: sweep rows from that y edge, the first row from that x edge
+    ys = ys if (start[1] - ys[0]).abs() <= (start[1] - ys[-1]).abs() else ys.flip(0)
+    xs = xs if (start[0] - xs[0]).abs() <= (start[0] - xs[-1]).abs() else xs.flip(0)
+    pts = []
+    for j, y in enumerate(ys):
+        row = xs if j % 2 == 0 else xs.flip(0)
+        pts += [torch.stack([x, y]) for x in row]
+    return torch.minimum(torch.maximum(torch.stack(pts[:n]), lo), hi)
+
+
+def nearest_neighbour_tour(points: Tensor, start: Tensor) -> Tensor:
+    """``points`` ``(n, d)`` reordered as a greedy nearest-neighbour tour from ``start`` ``(d,)``."""
+    left = list(range(len(points)))
+    pos, order = start.to(points).reshape(-1), []
+    while left:
+        dist = (points[left] - pos).norm(dim=-1)
+        j = left.pop(int(torch.argmin(dist)))
+        order.append(j)
+        pos = points[j]
+    return points[order]
+
+
+def random_tour(bounds: Tensor, n: int, seed: int, start: Tensor | None = None) -> Tensor:
+    """``n`` uniform targets in ``bounds`` ``(2, d)`` (seeded), as a nearest-neighbour tour from ``start``
+    (default: the centre of the box). Returns ``(n, d)`` on the device and dtype of ``bounds``."""
+    gen = torch.Generator(device=bounds.device).manual_seed(int(seed))
+    unit = torch.rand(n, bounds.shape[1], generator=gen, dtype=bounds.dtype, device=bounds.device)
+    pts = bounds[0] + unit * (bounds[1] - bounds[0])
+    start = bounds.mean(0) if start is None else start
+    return nearest_neighbour_tour(pts, start)
+
+
+class SurveyStrategy:
+    """Targets planned once from the bounds, budget, seed and start (see the module docstring).
+
+    Args:
+        kind: ``'lawnmower'``, ``'lawnmower_fixed'`` or ``'random'``.
+    """
+
+    def __init__(self, kind: str):
+        if kind not in ('lawnmower', 'lawnmower_fixed', 'random'):
+            raise ValueError(f'unknown survey {kind!r}')
+        self.kind = kind
+        self._plan: Tensor | None = None
+
+    def plan(self, planner) -> Tensor:
+        """The survey's ``(budget, d)`` targets in visiting order.
+
+        Raises:
+            ValueError: the planner has no ``budget`` (the survey needs the number of measurements).
+        """
+        if self._plan is None:
+            if planner.budget is None:
+                raise ValueError(f'{self.kind} needs the measurement budget: construct the Planner with '
+                                 'budget=max_measurements')
+            bounds, seed = planner.bounds, planner.seed
+            start = None if planner.start is None else planner.start.to(bounds)
+            if self.kind == 'random':
+                self._plan = random_tour(bounds, planner.budget, seed, start)
+            else:
+                shift = None
+                if self.kind == 'lawnmower':
+                    gen = torch.Generator(device=bounds.device).manual_seed(int(seed))
+                    shift = torch.rand(2, generator=gen, dtype=bounds.dtype, device=bounds.device) - 0.5
+                self._plan = lawnmower_targets(bounds, planner.budget, start, shift)
+        return self._plan
+
+    def decide(self, planner, index: int) -> StrategyDecision | None:
+        plan = self.plan(planner)
+        return StrategyDecision(plan[index].clone(), 'survey') if index < len(plan) else None
+
+    def recommend(self, planner):
+        return None  # the planner's GP rule on the same observations
+
+
+_DESCRIPTIONS = {
+    'lawnmower': 'survey baseline: boustrophedon grid, one cell per measurement, seeded shift of up to half a cell',
+    'lawnmower_fixed': 'survey baseline: boustrophedon grid, one cell per measurement, unshifted',
+    'random': 'survey baseline: uniform random targets visited as a nearest-neighbour tour',
+}
+
+for _kind, _text in _DESCRIPTIONS.items():
+    register(Method(
+        name=_kind, description=_text, train_on='location', robust_candidates=True,
+        make_acquisition=lambda model, candidates, beta: UpperConfidenceBound(model, candidates, beta),
+        make_strategy=lambda kind=_kind: SurveyStrategy(kind), uses_beta=False, baseline=True))
