@@ -1,0 +1,152 @@
+r"""``botorch_robust``: the robust BO loop a BoTorch user would write (a baseline, real BoTorch code).
+
+Each decision after the planner's initial design (the explorer's own, so comparisons are paired):
+
+1. a ``SingleTaskGP`` on the **localisation means** :math:`\hat{\mathbf x}_t` of the readings (what a BoTorch
+   user has; BoTorch takes training inputs as exact, so per-reading pose covariances are not used) scaled to
+   the unit square, outcomes standardised (``Standardize``), BoTorch's default priors, fitted with
+   ``fit_gpytorch_mll``;
+2. an ``InputPerturbation`` input transform whose perturbation set is ``n_w = 32`` draws of the
+   execution-noise model :math:`\hat P_{\mathbf x}` (scrambled Sobol normal samples times
+   :math:`\hat\Sigma^{1/2}` for Gaussian noise), without ``bounds`` so perturbed points are not clamped;
+3. ``qLogNoisyExpectedImprovement`` with the ``Expectation(n_w)`` risk measure as objective, i.e. expected
+   improvement of the robust objective :math:`\mathbb E[f(\mathbf x + \boldsymbol\xi)]`;
+4. ``optimize_acqf`` (``q = 1``, 10 restarts, 512 raw samples).
+
+The recommendation is the past target whose risk-measure posterior mean (the posterior mean averaged over the
+perturbation set) is largest.
+
+Randomness (Sobol scrambling, MC base samples, raw samples, fit retries) is seeded from the planner's seed
+and the step, so runs are reproducible. Tensors live on the device and dtype of the planner's bounds.
+"""
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch import Tensor
+
+from . import Method, StrategyDecision, register
+from .ugp_ucb import UpperConfidenceBound
+
+__all__ = ['BoTorchRobustStrategy', 'perturbation_set']
+
+N_W = 32
+
+
+def perturbation_set(execution_noise, bounds: Tensor, n_w: int, seed: int) -> Tensor:
+    """``(n_w, d)`` draws of the execution noise :math:`\\boldsymbol\\xi`, in unit-cube units of ``bounds``.
+
+    Gaussian noise uses scrambled Sobol normal samples (BoTorch's ``draw_sobol_normal_samples``) times the
+    Cholesky factor of :math:`\\hat\\Sigma`; any other model is sampled around the centre of the box.
+    """
+    from botorch.utils.sampling import draw_sobol_normal_samples
+
+    from ..distributions import GaussianExecutionNoise
+
+    span = bounds[1] - bounds[0]
+    d = bounds.shape[1]
+    if isinstance(execution_noise, GaussianExecutionNoise):
+        cov = execution_noise.covariance.to(bounds)
+        chol = torch.linalg.cholesky(cov + 1e-12 * torch.eye(d, dtype=bounds.dtype, device=bounds.device))
+        z = draw_sobol_normal_samples(d, n_w, device=bounds.device, dtype=bounds.dtype, seed=seed)
+        xi = z @ chol.T
+    else:
+        centre = bounds.mean(0, keepdim=True)
+        gen = torch.Generator(device=bounds.device).manual_seed(seed)
+        xi = execution_noise(centre).sample(n_w, generator=gen).reshape(n_w, d).to(bounds) - centre
+    return xi / span
+
+
+class BoTorchRobustStrategy:
+    """SingleTaskGP + InputPerturbation + Expectation + qLogNEI (see the module docstring).
+
+    Args:
+        n_w: size of the perturbation set.
+        num_restarts, raw_samples: ``optimize_acqf`` settings.
+    """
+
+    def __init__(self, n_w: int = N_W, num_restarts: int = 10, raw_samples: int = 512):
+        self.n_w, self.num_restarts, self.raw_samples = n_w, num_restarts, raw_samples
+        self._cache: tuple[int, object, Tensor] | None = None  # (n, model, unit inputs)
+
+    def _model(self, planner):
+        """The fitted model on the planner's ``n`` observations (one fit per ``n``: the recommendation after
+        measurement ``n`` and the decision of target ``n + 1`` share it). Seeded from the seed and ``n``."""
+        n = planner.n
+        if self._cache is not None and self._cache[0] == n:
+            return self._cache[1], self._cache[2]
+        bounds = planner.bounds
+        seed = planner.seed * 100_003 + n
+        with torch.random.fork_rng(devices=[bounds.device] if bounds.is_cuda else []):
+            torch.manual_seed(seed)
+            model, x = self._fit(planner, seed)
+        self._cache = (n, model, x)
+        return model, x
+
+    def _fit(self, planner, seed: int):
+        from botorch.fit import fit_gpytorch_mll
+        from botorch.models import SingleTaskGP
+        from botorch.models.transforms.input import InputPerturbation
+        from botorch.models.transforms.outcome import Standardize
+        from gpytorch.mlls import ExactMarginalLogLikelihood
+
+        bounds = planner.bounds
+        span = bounds[1] - bounds[0]
+        x = ((planner.locations.mean.to(bounds) - bounds[0]) / span)
+        y = planner.y.to(bounds).reshape(-1, 1)
+        tf = InputPerturbation(perturbation_set(planner.execution_noise, bounds, self.n_w, seed))
+        model = SingleTaskGP(x, y, outcome_transform=Standardize(m=1), input_transform=tf)
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+        return model, x
+
+    def decide(self, planner, index: int) -> StrategyDecision | None:
+        if index < planner.n_initial:
+            return None  # the planner's initial design: the same first targets as the explorer
+        from botorch.acquisition.logei import qLogNoisyExpectedImprovement
+        from botorch.acquisition.risk_measures import Expectation
+        from botorch.optim import optimize_acqf
+
+        seed = planner.seed * 100_003 + index
+        bounds = planner.bounds
+        unit = torch.stack([torch.zeros_like(bounds[0]), torch.ones_like(bounds[0])])
+        model, x = self._model(planner)
+        with torch.random.fork_rng(devices=[bounds.device] if bounds.is_cuda else []):
+            torch.manual_seed(seed)
+            acq = qLogNoisyExpectedImprovement(model, X_baseline=x, objective=Expectation(n_w=self.n_w),
+                                               prune_baseline=True)
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')
+                cand, value = optimize_acqf(acq, bounds=unit, q=1, num_restarts=self.num_restarts,
+                                            raw_samples=self.raw_samples, options={'seed': seed})
+        target = bounds[0] + cand.detach().reshape(-1) * (bounds[1] - bounds[0])
+        target = torch.minimum(torch.maximum(target, bounds[0]), bounds[1])
+        return StrategyDecision(target, 'acquisition', float(value))
+
+    def recommend(self, planner):
+        from ..planner import Recommendation
+
+        bounds = planner.bounds
+        targets = planner.targets.to(bounds)
+        if planner.n == 1:
+            return Recommendation(targets[0].clone(), float(planner.y[0]), float('nan'), 0)
+        model, _ = self._model(planner)
+        unit_targets = (targets - bounds[0]) / (bounds[1] - bounds[0])
+        model.eval()
+        with torch.no_grad():
+            post = model.posterior(unit_targets.unsqueeze(-2))  # n x 1 x d -> n x n_w perturbed points
+            mean = post.mean.reshape(len(targets), -1).mean(-1)
+            var = post.variance.reshape(len(targets), -1).mean(-1)  # mean variance over the set (a summary)
+        i = int(torch.argmax(mean))
+        return Recommendation(targets[i].clone(), float(mean[i]), float(var[i].clamp_min(0).sqrt()), i)
+
+
+register(Method(
+    name='botorch_robust',
+    description="baseline: BoTorch's robust BO (SingleTaskGP on localisation means + InputPerturbation + "
+                'Expectation risk measure + qLogNEI via optimize_acqf)',
+    train_on='location', robust_candidates=True,
+    make_acquisition=lambda model, candidates, beta: UpperConfidenceBound(model, candidates, beta),
+    make_strategy=BoTorchRobustStrategy, uses_beta=False, baseline=True))
