@@ -36,13 +36,19 @@ def maximize(acquisition, bounds: Tensor, settings: OptimizerSettings = Optimize
         acquisition: a BoTorch ``AcquisitionFunction`` taking ``(b, 1, d)`` targets.
         bounds: ``(2, d)`` lower/upper bounds; the result never leaves them.
         settings: restarts, raw samples, iterations.
-        seed: seed for the raw quasi-random samples (reproducible decisions).
+        seed: seed for the raw quasi-random samples and the choice of restarts (reproducible decisions);
+            the global torch stream is left as it was.
 
     Returns:
         ``(target (d,), acquisition value)``.
     """
     bounds = torch.as_tensor(bounds, dtype=DTYPE)
-    with warnings.catch_warnings():
+    # BoTorch picks the restarts among the raw samples with torch.multinomial on the global stream: with a
+    # seed, draw them from a stream of their own so equal calls give equal results whatever ran before
+    fork = torch.random.fork_rng(devices=[bounds.device] if bounds.is_cuda else [], enabled=seed is not None)
+    with fork, warnings.catch_warnings():
+        if seed is not None:
+            torch.manual_seed(seed)
         warnings.simplefilter('ignore')  # BoTorch's OptimizationWarning on maxiter: result still valid
         x, value = optimize_acqf(
             acquisition, bounds=bounds, q=1, num_restarts=settings.num_restarts,
