@@ -68,7 +68,7 @@ from .planner import InvalidObservationError, Planner, Recommendation
 __all__ = ['Explorer', 'ExplorerOutputs', 'State', 'PoseEstimate', 'Reading', 'Measurement',
            'EXPLORER_PARAMS', 'RESUME_FRACTION', 'READING_QUEUE', 'MAX_ABS_COORDINATE', 'MAX_ABS_READING',
            'check_explorer_parameters', 'psd_projection', 'position_trace', 'resample_particles',
-           'takes_sample_sets']
+           'takes_sample_sets', 'planner_from_parameters']
 
 log = logging.getLogger(__name__)
 
@@ -279,6 +279,27 @@ def takes_sample_sets(planner: Planner) -> bool:
     used as such rather than moment-matched."""
     return (get_method(planner.method).train_on == 'location'
             and isinstance(planner.model.kernel, SampleDistributionKernel))
+
+
+def planner_from_parameters(params: dict, **overrides) -> Planner:
+    """The explorer's :class:`~uncertain_bo.planner.Planner` from validated explorer parameters (one place for
+    the ROS node and the in-process mission).
+
+    Args:
+        params: validated ``EXPLORER_PARAMS`` values (``search_bounds`` in m, ``execution_noise_std`` in m, ...).
+        **overrides: Planner arguments that replace the parameters' (``execution_noise``, ``journal``,
+            ``metadata``, ``beta``, ...).
+
+    Raises:
+        ValueError, KeyError: see :class:`~uncertain_bo.planner.Planner`.
+    """
+    xmin, xmax, ymin, ymax = params['search_bounds']
+    kwargs = dict(execution_noise=GaussianExecutionNoise.isotropic(params['execution_noise_std']),
+                  method=params['method'], beta=params['beta'], n_initial=params['n_initial'],
+                  refit_every=params['refit_every'], seed=params['seed'], budget=params['max_measurements'],
+                  optimizer=OptimizerSettings(params['num_restarts'], params['raw_samples']))
+    kwargs.update(overrides)
+    return Planner(torch.tensor([[xmin, ymin], [xmax, ymax]], dtype=DTYPE), **kwargs)
 
 
 @dataclass(frozen=True)

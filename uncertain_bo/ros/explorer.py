@@ -50,11 +50,10 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from visualization_msgs.msg import MarkerArray
 
-from ..distributions import DTYPE, GaussianExecutionNoise
-from ..explorer import (EXPLORER_PARAMS, Explorer, Measurement, PoseEstimate, Reading, State,
+from ..distributions import DTYPE
+from ..explorer import (EXPLORER_PARAMS, Explorer, Measurement, PoseEstimate, Reading, State, planner_from_parameters,
                         check_explorer_parameters, position_trace)
 from ..operator_view import GridScale, StatusReporter, grid_over, scale_to_occupancy, STATE_TEXT
-from ..optim import OptimizerSettings
 from ..parameters import Param, ParameterError
 from ..planner import Planner, Recommendation
 from .conversions import (READING_TYPES, from_time_msg, make_path, make_pose_stamped, pose_array_to_particles,
@@ -175,13 +174,8 @@ class ExplorerNode(Node):
         xmin, xmax, ymin, ymax = self.p['search_bounds']
         self.run_dir = Path(self.p['run_dir'] or Path('runs') / _dt.datetime.now().strftime('%Y%m%d-%H%M%S'))
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        planner = Planner(
-            bounds=np.array([[xmin, ymin], [xmax, ymax]]),
-            execution_noise=GaussianExecutionNoise.isotropic(self.p['execution_noise_std']),
-            method=self.p['method'], beta=self.p['beta'], n_initial=self.p['n_initial'],
-            refit_every=self.p['refit_every'], seed=self.p['seed'],
-            optimizer=OptimizerSettings(self.p['num_restarts'], self.p['raw_samples']),
-            journal=self.run_dir / 'journal.jsonl',
+        planner = planner_from_parameters(
+            self.p, journal=self.run_dir / 'journal.jsonl',
             metadata={'node': self.get_fully_qualified_name(), 'parameters': self.p})
         self.explorer = Explorer(planner, self, self.p)
         self.recommendation: Recommendation | None = None

@@ -18,11 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
-import torch
 
-from ..distributions import DTYPE, ExecutionNoise, GaussianExecutionNoise
-from ..explorer import EXPLORER_PARAMS, Explorer, Measurement, PoseEstimate, Reading, State
-from ..optim import OptimizerSettings
+from ..distributions import ExecutionNoise
+from ..explorer import EXPLORER_PARAMS, Explorer, Measurement, PoseEstimate, Reading, State, planner_from_parameters
 from ..parameters import validate
 from ..planner import Planner, Recommendation
 from .ekf import EKF_PARAMS, PlanarEKF
@@ -144,13 +142,10 @@ class Mission:
         sim, ex = params['sim_rover'], params['explorer']
         self.world = SimWorld(field, sim)
         self.field = self.world.field
-        xmin, xmax, ymin, ymax = ex['search_bounds']
-        noise = execution_noise or GaussianExecutionNoise.isotropic(ex['execution_noise_std'])
-        kwargs = {'method': method or ex['method'], 'beta': ex['beta'], 'n_initial': ex['n_initial'],
-                  'refit_every': ex['refit_every'], 'seed': ex['seed'],
-                  'optimizer': OptimizerSettings(ex['num_restarts'], ex['raw_samples']), 'journal': journal}
-        kwargs.update(planner_kwargs or {})
-        self.planner = Planner(torch.tensor([[xmin, ymin], [xmax, ymax]], dtype=DTYPE), noise, **kwargs)
+        kwargs = {'journal': journal, **({'method': method} if method else {}),
+                  **({'execution_noise': execution_noise} if execution_noise is not None else {}),
+                  **(planner_kwargs or {})}
+        self.planner = planner_from_parameters(ex, **kwargs)
         self.localiser = sim.get('localiser', 'ekf')
         if self.localiser == 'pf':
             self.ekf = ParticleFilter(params.get('particle_filter'))
