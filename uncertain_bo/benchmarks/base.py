@@ -49,6 +49,8 @@ class BenchSettings:
         refit_every: GP refit schedule (None = problem default; 0 = fixed hyperparameters).
         n_initial: initial space-filling targets (None = problem default).
         optimizer: acquisition maximiser settings.
+        field: for problems on a field (the rover problems): a named field or a ``.npz`` / ``.csv`` path
+            (None = the problem's default).
     """
 
     beta: str | float | None = None
@@ -57,6 +59,7 @@ class BenchSettings:
     refit_every: int | None = None
     n_initial: int | None = None
     optimizer: OptimizerSettings = field(default_factory=OptimizerSettings)
+    field: str | None = None
 
     def beta_label(self, uses_beta: bool) -> str:
         if not uses_beta:
@@ -160,6 +163,10 @@ class Instance(ABC):
     def planner_config(self, method: Method, settings: BenchSettings) -> dict[str, Any]:
         """Keyword arguments for :class:`~uncertain_bo.planner.Planner` (everything but bounds, method, seed)."""
 
+    #: :math:`g^* - \operatorname{median} g` over the domain, the normaliser of the demo's normalised regret
+    #: (None where a problem does not define one)
+    regret_scale: float | None = None
+
     def info(self) -> dict[str, Any]:
         """JSON-able facts about the instance (recorded with each run)."""
         x, g = self.optimum
@@ -214,9 +221,20 @@ class Problem(ABC):
     def instance(self, seed: int) -> Instance:
         """The objective for ``seed`` (identical for every method)."""
 
+    def instance_for(self, seed: int, settings: BenchSettings) -> Instance:
+        """The objective for ``seed`` under ``settings`` (problems on a field honour ``settings.field``).
+
+        Raises:
+            ValueError: ``settings.field`` is given for a problem without a field.
+        """
+        if settings.field is not None:
+            raise ValueError(f'problem {self.name!r} has no field to choose (--field is for the rover problems)')
+        return self.instance(seed)
+
     def uses_beta(self, method: Method) -> bool:
-        """Whether ``method``'s acquisition uses :math:`\\beta_t` (all but the EI-type methods)."""
-        return not method.name.startswith(BETA_FREE_PREFIXES)
+        """Whether ``method``'s acquisition uses :math:`\\beta_t` (all but the EI-type methods and the
+        baselines)."""
+        return method.uses_beta and not method.name.startswith(BETA_FREE_PREFIXES)
 
 
 #: method-name prefixes of acquisitions without a :math:`\\beta_t` (β variants of a sweep collapse to one run)

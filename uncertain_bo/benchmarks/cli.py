@@ -33,11 +33,15 @@ def add_parser(subparsers) -> None:
                               description='Run methods on a benchmark problem over seeds; write per-iteration '
                                           'records (CSV + JSON) and summaries to --out.')
     b.add_argument('--problem', required=True,
-                   help='rkhs2d | michalewicz4d | rover | rkhs1d-gauss | double-peak-beta | bumped-bowl-10d '
-                        '(registered problems)')
+                   help='rkhs2d | michalewicz4d | rover | rover-pf | rover-degraded | rkhs1d-gauss | double-peak-beta '
+                        '| bumped-bowl-10d (registered problems)')
     b.add_argument('--method', default=None,
-                   help="comma-separated methods (default: the problem's: ugp_ucb,igp_ucb,uei for rkhs2d, "
-                        "michalewicz4d, rover; airbo,ugp_kme,skl,erbf,gp_ucb for AIRBO's problems)")
+                   help="comma-separated methods and baselines (default: the problem's: ugp_ucb,igp_ucb,uei for "
+                        'rkhs2d, michalewicz4d; ugp_ucb,gp_ucb,lawnmower,random,botorch_robust for the rover '
+                        "problems; airbo,ugp_kme,skl,erbf,gp_ucb for AIRBO's problems)")
+    b.add_argument('--field', default=None,
+                   help="rover problems: the simulated field, a name (jacksboro, jacksboro-rough, ...) or a .npz/.csv "
+                        "path (default: the problem's)")
     b.add_argument('--seeds', type=int, default=None, help='number of seeds 0..N-1 (default: the problem\'s)')
     b.add_argument('--seed-offset', type=int, default=0, help='first seed (default 0)')
     b.add_argument('--iterations', type=int, default=None, help='queries per run (default: the problem\'s)')
@@ -84,7 +88,7 @@ def bench_main(args: argparse.Namespace) -> int:
     iterations = args.iterations or problem.default_iterations
     optimizer = OptimizerSettings(num_restarts=args.restarts, raw_samples=args.raw_samples)
     settings = [BenchSettings(beta=b, mismatch=r, ugp_noise=args.ugp_noise, refit_every=args.refit_every,
-                              n_initial=args.n_initial, optimizer=optimizer)
+                              n_initial=args.n_initial, optimizer=optimizer, field=args.field)
                 for r, b in product(_floats(args.mismatch), betas)]
     specs = expand(args.problem, methods, seeds, iterations, settings)
     print(f'{len(specs)} run(s): {args.problem}, methods {",".join(methods)}, seeds {seeds.start}..{seeds.stop - 1}, '
@@ -96,14 +100,19 @@ def bench_main(args: argparse.Namespace) -> int:
         print(f'error: {exc}', file=sys.stderr)
         return 2
     write_tables(results, args.out, command={k: v for k, v in vars(args).items() if k != 'func'})
-    from .metrics import summarize
-    for g in summarize(results)['groups']:
+    from .metrics import markdown_tables, summarize
+    summary = summarize(results)
+    for g in summary['groups']:
         print(f'{g["method"]:10s} {g["variant"]:28s} n={g["n_runs"]:2d}  mean regret @{g["iterations"]}: '
               f'{g["mean_regret_mean"]:.4f} ± {g["mean_regret_std"]:.4f}   recommendation regret: '
               f'{g["rec_regret_mean"]:.4f} ± {g["rec_regret_std"]:.4f}'
               + ('' if g.get('n_within_tolerance') is None else
                  f'   within {g["argmax_tolerance"]:g} of the robust optimiser: '
                  f'{g["n_within_tolerance"]}/{g["n_runs"]}'))
+    table = markdown_tables(summary)
+    if table:
+        print()
+        print(table)
     if args.plot:
         from .plots import plot_directory
         for path in plot_directory(results, args.out):

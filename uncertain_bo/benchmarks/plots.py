@@ -9,7 +9,12 @@
   that define one: AIRBO's 1-D problems);
 - ``<problem>_mismatch.png`` — final mean regret against :math:`\\hat\\sigma_x/\\sigma_x` (log axis), when the
   directory holds more than one mismatch ratio (Fig. 2 right);
-- ``<problem>_beta.png`` — final mean regret against β, when it holds more than one fixed β (Fig. 3 right).
+- ``<problem>_beta.png`` — final mean regret against β, when it holds more than one fixed β (Fig. 3 right);
+- exploration problems (the rover), one pair per field: ``<problem>[_<field>]_final_regret.png`` — final
+  normalised regret of every strategy over seeds (box and points; the own recommendation and the
+  highest-reading rule side by side), and ``<problem>[_<field>]_regret_vs_distance.png`` — median normalised
+  regret of the recommendation after each measurement against the median distance driven by then (lines),
+  with every seed's final (distance, regret) as points.
 """
 from __future__ import annotations
 
@@ -26,10 +31,12 @@ __all__ = ['plot_directory']
 
 COLORS = {'ugp_ucb': 'tab:blue', 'igp_ucb': 'tab:orange', 'uei': 'tab:green', 'airbo': 'tab:red',
           'airbo_empirical': 'tab:pink', 'ugp_kme': 'tab:blue', 'skl': 'tab:purple', 'erbf': 'tab:brown',
-          'gp_ucb': 'tab:gray'}
+          'gp_ucb': 'tab:gray', 'lawnmower': 'tab:olive', 'lawnmower_fixed': 'khaki', 'random': 'tab:cyan',
+          'botorch_robust': 'tab:red'}
 LABELS = {'ugp_ucb': 'uGP-UCB', 'igp_ucb': 'IGP-UCB', 'uei': 'UEI', 'airbo': 'AIRBO',
           'airbo_empirical': 'AIRBO (empirical MMD)', 'ugp_kme': 'uGP (KME)', 'skl': 'SKL-UCB', 'erbf': 'ERBF-UCB',
-          'gp_ucb': 'GP-UCB'}
+          'gp_ucb': 'GP-UCB', 'lawnmower': 'lawnmower', 'lawnmower_fixed': 'lawnmower (unshifted)',
+          'random': 'random tour', 'botorch_robust': 'BoTorch robust (qLogNEI)'}
 
 
 def _order(method: str) -> tuple[int, str]:
@@ -113,6 +120,73 @@ def plot_directory(results: Sequence[dict[str, Any]], out_dir: str | Path, std_m
             written.append(path)
         written += _sweep_plot(plt, runs, problem, out, 'mismatch', std_mult)
         written += _sweep_plot(plt, runs, problem, out, 'beta', std_mult)
+        written += _exploration_plots(plt, runs, problem, out)
+    return written
+
+
+def _exploration_plots(plt, runs, problem: str, out: Path) -> list[Path]:
+    """Final normalised regret per strategy, and regret against distance driven (one pair per field)."""
+    runs = [r for r in runs if r['final'].get('rec_normalised_regret') is not None]
+    by_field: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for r in runs:
+        by_field[(r['spec']['settings'].get('field'), float(r['spec']['settings']['mismatch']))].append(r)
+    written = []
+    for (fld, mismatch), rs in by_field.items():
+        from .runner import field_label
+        stem = problem + (f'_{field_label(fld)}' if fld else '') + (f'_mismatch{mismatch:g}' if mismatch != 1 else '')
+        title = problem + (f', field {fld}' if fld else '')
+        groups = sorted(group_runs(rs).items(), key=lambda kv: _order(kv[0][1]))
+        names = [m + ('' if v.startswith('beta=-') else f' β={v.split("_")[0][5:]}') for (_, m, v), _ in groups]
+        # final regret per strategy: own rule and highest-reading rule
+        fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(groups), 4.2))
+        for i, ((_, method, _), g) in enumerate(groups):
+            c = _color(method, i)
+            for off, key, hatch in ((-0.18, 'rec_normalised_regret', None), (0.18, 'reading_normalised_regret', '//')):
+                v = _finals(g, key)
+                v = v[np.isfinite(v)]
+                if not v.size:
+                    continue
+                bp = ax.boxplot(v, positions=[i + off], widths=0.3, patch_artist=True, showfliers=False)
+                for box in bp['boxes']:
+                    box.set(facecolor=c, alpha=0.35 if hatch else 0.6, hatch=hatch)
+                jitter = np.linspace(-0.06, 0.06, v.size)
+                ax.plot(i + off + jitter, v, '.', color=c, ms=4)
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels([_label(m) if n == m else n for ((_, m, _), _), n in zip(groups, names)],
+                           rotation=20, fontsize=8)
+        ax.set_ylabel('final normalised regret $(g^*-g(x))/(g^*-\\mathrm{median}\\,g)$')
+        ax.set_title(f'{title}: left box = own recommendation, right (hatched) = highest reading; '
+                     f'{len(groups[0][1]) if groups else 0} seeds', fontsize=8)
+        ax.grid(alpha=0.3, axis='y')
+        fig.tight_layout()
+        path = out / f'{stem}_final_regret.png'
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        written.append(path)
+        # regret against distance driven
+        if not all(rec.get('distance_driven') is not None and np.isfinite(rec['distance_driven'])
+                   for r in rs for rec in r['records']):
+            continue
+        fig, ax = plt.subplots(figsize=(6.4, 4.4))
+        for i, ((_, method, _), g) in enumerate(groups):
+            c = _color(method, i)
+            n = min(len(r['records']) for r in g)
+            dist = np.median([[rec['distance_driven'] for rec in r['records'][:n]] for r in g], axis=0)
+            reg = np.median([[rec['rec_nregret'] for rec in r['records'][:n]] for r in g], axis=0)
+            label = _label(method) if names[i] == method else names[i]
+            ax.plot(dist, reg, '-', color=c, label=f'{label} (median of {len(g)})')
+            ax.plot([r['final']['distance_driven_m'] for r in g], [r['final']['rec_normalised_regret'] for r in g],
+                    'o', color=c, ms=3, alpha=0.5)
+        ax.set_xlabel('distance driven (m)')
+        ax.set_ylabel('normalised regret of the recommendation')
+        ax.set_title(f'{title}: line = median over seeds after each measurement; dots = final per seed', fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = out / f'{stem}_regret_vs_distance.png'
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        written.append(path)
     return written
 
 

@@ -24,6 +24,19 @@ kernel: sample-based kernels (``airbo``, ``ugp_kme``) train on empirical locatio
 ``max_particles`` particles, ``ugp_ucb`` on the cloud's moment-matched Gaussian, ``igp_ucb`` on the targets.
 Field, robust objective and everything else are those of ``rover``. Any other localiser setting is one more
 :class:`Rover` subclass with its own :attr:`Rover.overrides`.
+
+**``rover-degraded``**: the heteroscedastic localisation scenario, ``rover`` with the shipped parameter file
+``config/gnss_degraded.yaml`` applied over the defaults (a GNSS-degraded zone where position fixes are much
+noisier or lost, so the EKF's covariance — each reading's location distribution — differs strongly between
+readings, on a field whose features are as narrow as the localisation error there).
+
+**Fields.** ``BenchSettings.field`` (``uncertain-bo bench --field``) replaces ``sim_rover.field`` for every
+seed: a named field (:meth:`~uncertain_bo.sim.field.Field.load`) or a ``.npz`` / ``.csv`` path.
+
+**Baselines.** Every method runs through the same mission, survey baselines (``lawnmower``, ``random``) and
+``botorch_robust`` included (:mod:`uncertain_bo.acquisition.survey`, :mod:`~uncertain_bo.acquisition.botorch_robust`).
+Records carry the cumulative true path length (``distance_driven``, m) and the simulated time of each reading;
+the regrets are also normalised as the demo prints them, :math:`(g^* - g(\mathbf x)) / (g^* - \operatorname{median} g)`.
 """
 from __future__ import annotations
 
@@ -45,7 +58,8 @@ __all__ = ['Rover', 'RoverInstance']
 class RoverInstance(Instance):
     """The demo's field and simulated rover for one seed."""
 
-    def __init__(self, seed: int, overrides: dict[str, dict[str, Any]] | None = None):
+    def __init__(self, seed: int, overrides: dict[str, dict[str, Any]] | None = None,
+                 files: list | None = None):
         from ..sim.field import Field
         from ..sim.mission import mission_parameters
 
@@ -53,7 +67,7 @@ class RoverInstance(Instance):
         over.setdefault('sim_rover', {}).setdefault('seed', seed)
         over.setdefault('explorer', {}).setdefault('seed', seed)
         self.seed = seed
-        self.params = mission_parameters(over)
+        self.params = mission_parameters(over, files=files)
         sim, ex = self.params['sim_rover'], self.params['explorer']
         self.field = Field.load(sim['field'], extent=sim['field_extent'])
         xmin, xmax, ymin, ymax = ex['search_bounds']
@@ -67,6 +81,11 @@ class RoverInstance(Instance):
     def robust_value(self, targets: Tensor) -> Tensor:
         xy = np.asarray(torch.as_tensor(targets, dtype=DTYPE).reshape(-1, 2))
         return torch.as_tensor(np.atleast_1d(self.robust_field.value(xy)), dtype=DTYPE)
+
+    @cached_property
+    def regret_scale(self) -> float:
+        """:math:`g^* - \\operatorname{median} g` over the field grid (the demo's normaliser)."""
+        return float(self.optimum[1] - self.robust_field.median())
 
     @cached_property
     def optimum(self) -> tuple[Tensor, float]:
@@ -106,7 +125,8 @@ class RoverInstance(Instance):
             location = Gaussian(torch.as_tensor(meas.pose.xy, dtype=DTYPE).reshape(1, 2),
                                 torch.as_tensor(meas.pose.cov, dtype=DTYPE).reshape(1, 2, 2))
             m = Measurement(executed, location, float(meas.reading.value),
-                            extra={'timed_out': bool(meas.timed_out), 'sim_time': float(meas.reading.stamp)})
+                            extra={'timed_out': bool(meas.timed_out), 'sim_time': float(meas.reading.stamp),
+                                   'distance_driven': float(mission.world.distance_travelled)})
             record(planner, torch.as_tensor(meas.target, dtype=DTYPE), m, decision, rec)
 
         result = mission.run(on_measurement=on_measurement)
@@ -131,12 +151,22 @@ class Rover(Problem):
 
     #: node parameters applied over the shipped YAML files for every seed (``{node: {name: value}}``)
     overrides: dict[str, dict[str, Any]] = {}
+    #: shipped parameter files (names in ``config/``) applied over the defaults, before :attr:`overrides`
+    param_files: tuple[str, ...] = ()
+    default_methods = 'ugp_ucb,gp_ucb,lawnmower,random,botorch_robust'
 
-    def instance(self, seed: int) -> RoverInstance:
+    def instance(self, seed: int, field: str | None = None) -> RoverInstance:
+        from ..parameters import config_path
+
         over = {node: dict(values) for node, values in self.overrides.items()}
         if self.overrides.get('sim_rover', {}).get('localiser') == 'pf':
             over.setdefault('particle_filter', {}).setdefault('seed', seed)
-        return RoverInstance(seed, over or None)
+        if field is not None:
+            over.setdefault('sim_rover', {})['field'] = field
+        return RoverInstance(seed, over or None, [config_path(f) for f in self.param_files])
+
+    def instance_for(self, seed: int, settings: BenchSettings) -> RoverInstance:
+        return self.instance(seed, settings.field)
 
 
 class RoverPF(Rover):
@@ -148,5 +178,15 @@ class RoverPF(Rover):
     overrides = {'sim_rover': {'localiser': 'pf'}}
 
 
+class RoverDegraded(Rover):
+    """``rover`` in the heteroscedastic localisation scenario (``config/gnss_degraded.yaml``)."""
+
+    name = 'rover-degraded'
+    description = ('simulated rover + EKF + pure pursuit with a GNSS-degraded zone (heteroscedastic location '
+                   'distributions) on a field whose features are as narrow as the localisation error')
+    param_files = ('gnss_degraded.yaml',)
+
+
 register_problem('rover', Rover)
 register_problem('rover-pf', RoverPF)
+register_problem('rover-degraded', RoverDegraded)

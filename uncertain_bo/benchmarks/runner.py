@@ -9,7 +9,9 @@ seeds with joblib (one torch thread per worker), prints one progress line per fi
   reused);
 - ``DIR/records.csv`` — every iteration of every run, long format;
 - ``DIR/summary.json`` and ``DIR/summary.csv`` — the command's configuration, per-run finals and
-  per-configuration aggregates (see :mod:`~uncertain_bo.benchmarks.metrics`).
+  per-configuration aggregates (see :mod:`~uncertain_bo.benchmarks.metrics`);
+- ``DIR/summary.md`` — exploration problems: the strategy table and the paired comparisons against the
+  baselines, in Markdown.
 """
 from __future__ import annotations
 
@@ -32,8 +34,9 @@ __all__ = ['RunSpec', 'run', 'run_many', 'write_tables', 'load_runs', 'RECORD_FI
 
 #: scalar fields of one iteration record (vectors are flattened to ``name_0 .. name_{d-1}`` in the CSV)
 RECORD_FIELDS = ['t', 'phase', 'y', 'robust_value', 'regret', 'mean_regret', 'rec_index', 'rec_value',
-                 'rec_regret', 'rec_predicted', 'rec_distance', 'seconds', 'fit_seconds', 'beta_t',
-                 'acquisition_value']
+                 'rec_regret', 'rec_predicted', 'rec_distance', 'reading_regret', 'best_visited_regret',
+                 'rec_nregret', 'reading_nregret', 'best_visited_nregret', 'distance_driven', 'sim_time',
+                 'seconds', 'fit_seconds', 'beta_t', 'acquisition_value']
 VECTOR_FIELDS = ['target', 'executed', 'location_mean', 'rec_target']
 
 
@@ -54,6 +57,8 @@ class RunSpec:
         label = f'beta={self.settings.beta_label(uses_beta)}_mismatch={self.settings.mismatch:g}'
         if self.settings.ugp_noise != 'output':
             label += f'_ugpnoise={self.settings.ugp_noise}'
+        if self.settings.field is not None:
+            label += f'_field={field_label(self.settings.field)}'
         return label
 
     @property
@@ -64,6 +69,11 @@ class RunSpec:
         s = asdict(self.settings)
         return {'problem': self.problem, 'method': self.method, 'seed': self.seed, 'iterations': self.iterations,
                 'variant': self.variant, 'settings': s}
+
+
+def field_label(spec: str) -> str:
+    """File-name-safe label of a field specification (a name, or a path's stem)."""
+    return Path(spec).stem.replace('_', '-') if ('/' in spec or '.' in spec) else spec
 
 
 def _vec(x) -> list[float]:
@@ -94,30 +104,48 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
         ``rec_value``, ``rec_regret`` (the robust regret of paper Eq. 17 for AIRBO's problems), the model's
         ``rec_predicted``, the Euclidean distance ``rec_distance`` to the robust optimiser), the decision's
         ``seconds`` and
-        ``fit_seconds``, ``beta_t`` and ``acquisition_value``.
+        ``fit_seconds``, ``beta_t`` and ``acquisition_value``; the rule "the target with the highest reading so
+        far" (``reading_regret``) and the best true measurement position so far (``best_visited_regret``,
+        :math:`\\min_{i \\le t} g^* - g(\\tilde{\\mathbf x}_i)`); where the instance has a
+        :attr:`~uncertain_bo.benchmarks.base.Instance.regret_scale` (the rover problems:
+        :math:`g^* - \\operatorname{median} g`) the three regrets divided by it (``rec_nregret``,
+        ``reading_nregret``, ``best_visited_nregret``, the demo's normalised regret); and, for simulated
+        missions, the cumulative true path length ``distance_driven`` (m) and ``sim_time`` (s) at the reading.
+        ``final`` adds ``distance_driven_m``, ``mission_time_s`` and ``edge_fraction`` (share of the decided,
+        non-initial targets lying on the box edge).
     """
     prob = get_problem(problem) if isinstance(problem, str) else problem
     if settings.beta is None:
         settings = replace(settings, beta=prob.default_beta)
     meth = get_method(method)
-    inst = prob.instance(seed)
+    inst = prob.instance_for(seed, settings)
     x_star, g_star = inst.optimum
+    scale = inst.regret_scale
     records: list[dict[str, Any]] = []
     cum = 0.0
+    best_y = best_visited = None  # (reading, its target's regret); smallest regret of a true position
+
+    def norm(r: float) -> float | None:
+        return r / scale if scale else None
 
     def record(planner, target, m, decision, rec) -> None:
-        nonlocal cum
+        nonlocal cum, best_y, best_visited
         t = len(records) + 1
-        g_t = float(inst.robust_value(target.reshape(1, -1))[0])
-        g_rec = float(inst.robust_value(rec.target.reshape(1, -1))[0])
+        g_t, g_rec, g_exe = (float(v) for v in inst.robust_value(
+            torch.stack([target.reshape(-1), rec.target.reshape(-1), m.executed.reshape(-1)]).to(x_star)))
         regret = g_star - g_t
         cum += regret
+        if best_y is None or m.y > best_y[0]:
+            best_y = (m.y, regret)
+        best_visited = min(g_star - g_exe, best_visited if best_visited is not None else math.inf)
         records.append({
             't': t, 'phase': decision.phase, 'target': _vec(target), 'executed': _vec(m.executed),
             'location_mean': _vec(m.location.mean), 'y': m.y, 'robust_value': g_t, 'regret': regret,
             'mean_regret': cum / t, 'rec_index': rec.index, 'rec_target': _vec(rec.target),
             'rec_value': g_rec, 'rec_regret': g_star - g_rec, 'rec_predicted': rec.mean,
             'rec_distance': float((rec.target.reshape(-1) - x_star.reshape(-1)).norm()),
+            'reading_regret': best_y[1], 'best_visited_regret': best_visited, 'rec_nregret': norm(g_star - g_rec),
+            'reading_nregret': norm(best_y[1]), 'best_visited_nregret': norm(best_visited),
             'seconds': decision.seconds, 'fit_seconds': decision.fit_seconds,
             'beta_t': _num(decision.beta), 'acquisition_value': _num(decision.acquisition_value),
             **m.extra})
@@ -130,13 +158,29 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
     final = {'mean_regret': last.get('mean_regret'), 'rec_regret': last.get('rec_regret'),
              'rec_distance': last.get('rec_distance'),
              'min_regret': min((r['regret'] for r in records), default=None),
-             'median_decision_seconds': float(torch.tensor(acq).median()) if acq else None}
+             'median_decision_seconds': float(torch.tensor(acq).median()) if acq else None,
+             'reading_regret': last.get('reading_regret'), 'best_visited_regret': last.get('best_visited_regret'),
+             'rec_normalised_regret': last.get('rec_nregret'), 'reading_normalised_regret': last.get('reading_nregret'),
+             'best_visited_normalised_regret': last.get('best_visited_nregret'),
+             'distance_driven_m': last.get('distance_driven'), 'mission_time_s': last.get('sim_time'),
+             'edge_fraction': _edge_fraction(planner)}
     return {'spec': spec.to_json(), 'instance': {**inst.info(), 'optimum_value': g_star,
                                                  'optimum': _vec(x_star)},
             'planner': {'n_initial': planner.n_initial, 'refit_every': planner.refit_every,
                         'execution_noise': repr(planner.execution_noise), 'beta': repr(planner.beta),
                         'hyperparameters': planner.model.hyperparameters()},
             'records': records, 'final': final, 'wall_seconds': time.perf_counter() - t_start}
+
+
+def _edge_fraction(planner) -> float | None:
+    """Share of the decided (not initial-design, not survey) targets that lie on the search-box edge."""
+    decided = [d.target for d in planner.decisions if d.phase == 'acquisition']
+    if not decided:
+        return None
+    x = torch.stack(decided).to(planner.bounds)
+    tol = 1e-6 * (planner.bounds[1] - planner.bounds[0])
+    edge = ((x - planner.bounds[0]).abs() <= tol) | ((planner.bounds[1] - x).abs() <= tol)
+    return float(edge.any(-1).double().mean())
 
 
 def _job(spec: RunSpec, out_dir: str | None) -> dict[str, Any]:
@@ -242,13 +286,14 @@ def load_runs(out_dir: str | Path) -> list[dict[str, Any]]:
 
 def write_tables(results: Sequence[dict[str, Any]], out_dir: str | Path,
                  command: dict[str, Any] | None = None) -> None:
-    """``records.csv`` (every iteration), ``summary.json`` and ``summary.csv`` (aggregates) in ``out_dir``."""
-    from .metrics import summarize
+    """``records.csv`` (every iteration), ``summary.json``, ``summary.csv`` (aggregates) and, for exploration
+    problems, ``summary.md`` in ``out_dir``."""
+    from .metrics import FINAL_STATS, markdown_tables, summarize
 
     out = Path(out_dir)
     dims = {len(r['records'][0]['target']) for r in results if r['records']}
     d = max(dims) if dims else 0
-    head = ['problem', 'method', 'variant', 'beta', 'mismatch', 'seed']
+    head = ['problem', 'method', 'variant', 'beta', 'mismatch', 'field', 'seed']
     cols = head + RECORD_FIELDS + [f'{v}_{i}' for v in VECTOR_FIELDS for i in range(d)]
     with open(out / 'records.csv', 'w', newline='') as fh:
         w = csv.writer(fh)
@@ -257,7 +302,7 @@ def write_tables(results: Sequence[dict[str, Any]], out_dir: str | Path,
             s = res['spec']
             for rec in res['records']:
                 row = [s['problem'], s['method'], s['variant'], s['settings']['beta'], s['settings']['mismatch'],
-                       s['seed']] + [rec.get(k) for k in RECORD_FIELDS]
+                       s['settings'].get('field'), s['seed']] + [rec.get(k) for k in RECORD_FIELDS]
                 for v in VECTOR_FIELDS:
                     row += list(rec[v]) + [None] * (d - len(rec[v]))
                 w.writerow(row)
@@ -265,11 +310,16 @@ def write_tables(results: Sequence[dict[str, Any]], out_dir: str | Path,
     if command is not None:
         summary['command'] = command
     (out / 'summary.json').write_text(json.dumps(summary, indent=1))
-    keys = ['problem', 'method', 'variant', 'beta', 'mismatch', 'n_runs', 'iterations', 'mean_regret_mean',
+    md = markdown_tables(summary)
+    if md:
+        (out / 'summary.md').write_text(md)
+    keys = ['problem', 'method', 'variant', 'beta', 'mismatch', 'field', 'n_runs', 'iterations', 'mean_regret_mean',
             'mean_regret_std', 'rec_regret_mean', 'rec_regret_std', 'rec_distance_median', 'argmax_tolerance',
-            'n_within_tolerance', 'median_decision_seconds', 'median_wall_seconds']
+            'n_within_tolerance', 'median_decision_seconds', 'p90_decision_seconds', 'median_wall_seconds']
+    stats = [k for k in FINAL_STATS if any(k in g for g in summary['groups'])]
+    keys += [f'{k}_{s}' for k in stats for s in ('median', 'mean', 'std')]
     with open(out / 'summary.csv', 'w', newline='') as fh:
         w = csv.DictWriter(fh, keys, extrasaction='ignore')
         w.writeheader()
         for g in summary['groups']:
-            w.writerow(g)
+            w.writerow({**g, **{f'{k}_{s}': g[k][s] for k in stats if k in g for s in ('median', 'mean', 'std')}})
