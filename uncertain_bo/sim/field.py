@@ -9,14 +9,19 @@ because a rover with execution noise can stray a little beyond the search area.
 the rover aims at ``x`` but actually stands at ``x + ε`` with ``ε ~ N(0, Σ)`` (execution noise); its
 :meth:`argmax` is the robust optimum the explorer should find.
 
-Sources: the real USGS elevation grid shipped with matplotlib (:meth:`Field.jacksboro`), any gridded
-``.npz`` (:meth:`Field.from_npz`), or scattered ``x,y,value`` CSV measurements interpolated by a GP
-(:meth:`Field.from_csv`).
+Sources: named real fields (:data:`FIELD_NAMES`, :meth:`Field.named`): the USGS elevation grid shipped with
+matplotlib as a whole (:meth:`Field.jacksboro`, ``'jacksboro-rough'``) or a magnified window of it
+(:meth:`Field.jacksboro_smooth`); any gridded ``.npz`` (:meth:`Field.from_npz`); or scattered ``x,y,value``
+CSV measurements interpolated by a GP (:meth:`Field.from_csv`). Every loading problem raises a one-line
+:class:`FieldError`. :meth:`Field.statistics` measures how hard a field is to search.
 """
 from __future__ import annotations
 
 import csv
 import math
+import zipfile
+import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -24,7 +29,7 @@ import numpy as np
 from scipy.interpolate import RegularGridInterpolator
 from scipy.signal import fftconvolve
 
-__all__ = ['Field', 'FieldError', 'DEFAULT_EXTENT']
+__all__ = ['Field', 'FieldError', 'FieldStatistics', 'DEFAULT_EXTENT', 'FIELD_NAMES']
 
 #: batches at least this large go through scipy's RegularGridInterpolator, smaller ones a direct lookup
 _RGI_MIN_POINTS = 256
@@ -33,8 +38,41 @@ _RGI_MIN_POINTS = 256
 DEFAULT_EXTENT = (0.0, 200.0, 0.0, 200.0)
 
 
+#: the x zoom of :meth:`Field.jacksboro_smooth` (central 1/8 of the DEM's width and height)
+_SMOOTH_ZOOM = 8
+
+#: Named built-in fields for :meth:`Field.load` (``--field NAME``): name -> what it is. Measured on the
+#: default 200 m x 200 m extent with :meth:`Field.statistics` (robust field ``g = Field.convolved(diag(0.75²))``,
+#: normalised regret ``(g* - g) / (g* - median g)``; feature width = slope correlation length, the e-folding
+#: lag of the autocorrelation of the terrain's slopes):
+#:
+#: ==================  ===========  ===============  =============  ===========  =============
+#: name                values (m)   area within 0.1  feature width  correlation  robust peak
+#:                                  regret of g*     (slopes, m)    length (m)   g* at (m)
+#: ==================  ===========  ===============  =============  ===========  =============
+#: jacksboro-rough     236 - 1076   0.17 %           1.3            27.2         (109.0, 26.8)
+#: jacksboro-smooth    318 - 981    0.72 %           9.5            27.4         (0.0, 81.0)
+#: ==================  ===========  ===============  =============  ===========  =============
+#:
+#: The correlation length of the (plane-detrended) values hardly separates the two: terrain is close to
+#: self-similar, so its values stay correlated over a fixed fraction of whatever window is shown; the slopes
+#: show the 8x zoom. ``'default'`` and ``'jacksboro'`` are ``'jacksboro-rough'`` (the default is kept as it
+#: was). On another extent the lengths scale with it, and the area fraction changes with the execution noise
+#: relative to the extent.
+FIELD_NAMES = {
+    'default': "the built-in field, today 'jacksboro'",
+    'jacksboro': 'real USGS elevation (m) around the Jacksboro fault, the whole DEM mapped onto the extent',
+    'jacksboro-rough': "'jacksboro' by what it is on 200 m x 200 m: ridges a metre or two wide, robust-peak "
+                       'region 0.17 % of the area',
+    'jacksboro-smooth': 'central 1/8 x 1/8 window of the same DEM (x8 zoom): features about ten to tens of '
+                        'metres wide on 200 m x 200 m, robust-peak region 0.7 % of the area',
+}
+
+
 class FieldError(ValueError):
-    """A field file or specification cannot be used (missing key, malformed row, too few points)."""
+    """A field file or specification cannot be used (missing file, wrong format, missing key, malformed
+    row, too few points, NaN values, a constant grid); the message is one line naming the file and what to
+    do."""
 
 
 def _check_extent(extent: Sequence[float], what: str) -> tuple[float, float, float, float]:
@@ -81,6 +119,35 @@ class Field:
 
     # ------------------------------------------------------------------ construction
     @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """Names :meth:`load` accepts besides file paths (see :data:`FIELD_NAMES` for what each is)."""
+        return tuple(FIELD_NAMES)
+
+    @classmethod
+    def named(cls, name: str, extent: Sequence[float] = DEFAULT_EXTENT) -> 'Field':
+        """A built-in real field by name (case-insensitive), mapped onto ``extent`` metres.
+
+        Args:
+            name: one of :meth:`names`: ``'default'`` (today ``'jacksboro'``), ``'jacksboro'``,
+                ``'jacksboro-rough'`` (the same grid under the name of what it is) or ``'jacksboro-smooth'``.
+            extent: ``(xmin, xmax, ymin, ymax)`` metres.
+
+        Raises:
+            FieldError: an unknown name (the message lists the known ones) or an invalid extent.
+        """
+        key = str(name).strip().lower()
+        if key in ('default', 'jacksboro'):
+            return cls.jacksboro(extent)
+        if key == 'jacksboro-rough':
+            field = cls.jacksboro(extent)
+            field.name = 'jacksboro-rough'
+            return field
+        if key == 'jacksboro-smooth':
+            return cls.jacksboro_smooth(extent)
+        raise FieldError(f'unknown field {name!r}: use one of {", ".join(FIELD_NAMES)}, '
+                         'or a path to a .npz grid or a .csv of x,y,value measurements')
+
+    @classmethod
     def default(cls, extent: Sequence[float] = DEFAULT_EXTENT) -> 'Field':
         """The built-in field: :meth:`jacksboro` mapped onto ``extent`` (metres)."""
         return cls.jacksboro(extent)
@@ -89,9 +156,14 @@ class Field:
     def jacksboro(cls, extent: Sequence[float] = DEFAULT_EXTENT) -> 'Field':
         """Real USGS elevation (metres) around the Jacksboro fault, Tennessee, from matplotlib's sample data.
 
-        The 344 x 403 grid (about 0.29° x 0.34° of latitude/longitude) is mapped as a whole onto
-        ``extent`` metres, north up (+y = increasing latitude), east right (+x = increasing longitude).
-        Values range from 236 m to 1076 m.
+        The 344 x 403 grid (3 arc-second nodes, about 0.29° x 0.34° of latitude/longitude, i.e. roughly
+        32 km x 30 km of ground) is mapped as a whole onto ``extent`` metres, north up (+y = increasing
+        latitude), east right (+x = increasing longitude). Values range from 236 m to 1076 m.
+
+        On 200 m x 200 m (the default extent, 0.50 m x 0.58 m node spacing) this is a **hard** field: its
+        ridges are a metre or two wide (slope correlation length 1.3 m) and the area within 0.1 normalised
+        regret of the robust peak covers 0.17 % of the rectangle (see :data:`FIELD_NAMES` for the measured
+        properties and how they are defined). ``Field.load('jacksboro-rough')`` is this field under that name.
         """
         from matplotlib import cbook
 
@@ -99,6 +171,36 @@ class Field:
         field = cls.from_npz(path, extent=extent, key='elevation')
         field.name = 'jacksboro'
         return field
+
+    @classmethod
+    def jacksboro_smooth(cls, extent: Sequence[float] = DEFAULT_EXTENT) -> 'Field':
+        """A window of the same real DEM as :meth:`jacksboro`, magnified so that its features are tens of
+        metres wide on a 200 m x 200 m extent.
+
+        Rule (fixed, independent of where the field's optimum lies): the **central** 1/8 of the DEM's width
+        and 1/8 of its height, ``round(344/8) x round(403/8) = 43 x 50`` nodes (rows 150-192 counted from the
+        south edge, columns 176-225 from the west edge; about 4.0 km x 3.7 km of ground, 318-981 m of
+        elevation), mapped onto ``extent`` like the whole DEM is: a x8 zoom of ``'jacksboro-rough'`` about
+        the DEM's centre. The zoom is a power of two picked for the feature width it gives (slopes
+        correlated over 1.3 m on the whole DEM become 9.5 m, hills and valleys tens of metres wide), not
+        for where the optimum falls: on 200 m x 200 m the robust peak ends up on the west edge at
+        (0, 81) m, with a second near-optimal hill around (37, 29) m; 0.72 % of the area is within 0.1
+        normalised regret. The window is resampled by
+        exact bilinear interpolation onto an 8x finer grid (337 x 393 nodes): :meth:`value` is unchanged
+        by this, and :meth:`convolved` is then as accurate as for the whole DEM (node spacing below the
+        execution noise).
+        """
+        whole = cls.jacksboro(DEFAULT_EXTENT)
+        z = whole._z
+        ny, nx = z.shape
+        h, w = int(round(ny / _SMOOTH_ZOOM)), int(round(nx / _SMOOTH_ZOOM))
+        j0, i0 = (ny - h) // 2, (nx - w) // 2
+        window = Field(z[j0:j0 + h, i0:i0 + w], (0.0, w - 1.0, 0.0, h - 1.0), name='window')
+        xs = np.arange((w - 1) * _SMOOTH_ZOOM + 1) / _SMOOTH_ZOOM
+        ys = np.arange((h - 1) * _SMOOTH_ZOOM + 1) / _SMOOTH_ZOOM
+        gx, gy = np.meshgrid(xs, ys)
+        fine = window.value(np.column_stack([gx.ravel(), gy.ravel()])).reshape(gx.shape)
+        return cls(fine, _check_extent(extent, "field 'jacksboro-smooth'"), name='jacksboro-smooth')
 
     @classmethod
     def from_npz(cls, path: str | Path, extent: Sequence[float] | None = None,
@@ -112,48 +214,55 @@ class Field:
         ``jacksboro_fault_dem.npz``) and is flipped to the south-first convention of :class:`Field`.
 
         Args:
-            path: the ``.npz`` file.
+            path: the ``.npz`` file (as written by ``numpy.savez``; object/pickled arrays are refused).
             extent: ``(xmin, xmax, ymin, ymax)`` metres to map the grid onto (overrides the file's
                 coordinates, which may be in other units such as degrees; the file's orientation is kept).
             key: name of the 2-D array; needed when the file holds several 2-D arrays.
 
         Raises:
-            FieldError: the file cannot be read, the array or coordinate keys are missing, or the grid is
-                invalid; the message names the file and the missing key.
+            FieldError: (one line naming the file and what to do) the file is missing, a directory, not an
+                ``.npz`` archive (e.g. a ``.npy`` array or another format), damaged, or holds pickled
+                arrays; the array or coordinate keys are missing; the grid is smaller than 2 x 2, holds
+                non-numeric or NaN/inf values, or is constant.
         """
         path = Path(path)
-        try:
-            data = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise FieldError(f'cannot read field file {path}: {exc}') from exc
-        with data:
-            keys = list(data.keys())
-            if key is None:
-                grids = [k for k in keys if np.ndim(data[k]) == 2]
-                if len(grids) != 1:
-                    raise FieldError(f'field file {path}: expected exactly one 2-D array, found '
-                                     f'{grids or "none"} among keys {keys}; pass key=...')
-                key = grids[0]
-            if key not in keys:
-                raise FieldError(f'field file {path} has no array {key!r}; keys: {keys}')
-            z = np.asarray(data[key], dtype=float)
-            if z.ndim != 2:
-                raise FieldError(f'field file {path}: array {key!r} must be 2-D, has shape {z.shape}')
-            if 'extent' in keys:
-                coords = np.asarray(data['extent'], dtype=float).ravel()
-                if coords.size != 4:
-                    raise FieldError(f"field file {path}: 'extent' must hold 4 numbers "
-                                     f'(xmin, xmax, ymin, ymax), has {coords.size}')
-            else:
-                missing = [k for k in ('xmin', 'xmax', 'ymin', 'ymax') if k not in keys]
-                if missing and extent is None:
-                    raise FieldError(f'field file {path} is missing coordinate key(s) {missing} (or an '
-                                     "'extent' array); pass extent=(xmin, xmax, ymin, ymax) in metres")
-                coords = (None if missing else
-                          np.array([float(data[k]) for k in ('xmin', 'xmax', 'ymin', 'ymax')]))
+        arrays = _read_npz(path)
+        keys = list(arrays)
+        if key is None:
+            grids = [k for k in keys if np.ndim(arrays[k]) == 2]
+            if len(grids) != 1:
+                raise FieldError(f'field file {path}: expected exactly one 2-D array, found '
+                                 f'{grids or "none"} among keys {keys}; pass key=... or save the grid '
+                                 'with numpy.savez(path, z=grid, xmin=..., xmax=..., ymin=..., ymax=...)')
+            key = grids[0]
+        if key not in keys:
+            raise FieldError(f'field file {path} has no array {key!r}; keys: {keys}')
+        z = _numeric(arrays[key], path, key)
+        if z.ndim != 2:
+            raise FieldError(f'field file {path}: array {key!r} must be 2-D, has shape {z.shape}')
+        _check_grid(z, f'field file {path}: array {key!r}')
+        if 'extent' in keys:
+            coords = _numeric(arrays['extent'], path, 'extent').ravel()
+            if coords.size != 4:
+                raise FieldError(f"field file {path}: 'extent' must hold 4 numbers "
+                                 f'(xmin, xmax, ymin, ymax), has {coords.size}')
+        else:
+            missing = [k for k in ('xmin', 'xmax', 'ymin', 'ymax') if k not in keys]
+            if missing and extent is None:
+                raise FieldError(f'field file {path} is missing coordinate key(s) {missing} (or an '
+                                 "'extent' array); pass extent=(xmin, xmax, ymin, ymax) in metres")
+            coords = None
+            if not missing:
+                coords = np.empty(4)
+                for n, k in enumerate(('xmin', 'xmax', 'ymin', 'ymax')):
+                    c = _numeric(arrays[k], path, k)
+                    if c.size != 1:
+                        raise FieldError(f'field file {path}: {k!r} must be one number, has shape {c.shape}')
+                    coords[n] = c.item()
         if coords is not None:
-            if coords[0] == coords[1] or coords[2] == coords[3]:
-                raise FieldError(f'field file {path}: degenerate coordinates {coords.tolist()}')
+            if not np.all(np.isfinite(coords)) or coords[0] == coords[1] or coords[2] == coords[3]:
+                raise FieldError(f'field file {path}: degenerate coordinates {coords.tolist()}; '
+                                 'pass extent=(xmin, xmax, ymin, ymax) in metres')
             if coords[0] > coords[1]:
                 z = z[:, ::-1]
             if coords[2] > coords[3]:
@@ -174,21 +283,38 @@ class Field:
         standardised) is fitted by maximum marginal likelihood (``fit_gpytorch_mll``); the field is its
         posterior mean on the grid nodes.
 
+        Where the points lie relative to ``extent`` decides what ``extent`` means (the rule never lets a
+        file become a flat field far from its data):
+
+        * the points' bounding box covers at least half of ``extent``'s area: the points are in map
+          coordinates and the grid spans ``extent`` (points outside it still inform the GP);
+        * the bounding box and ``extent`` do not overlap at all: the points are in their own coordinates
+          (another origin, degrees, ...); their bounding box is mapped onto ``extent``, x and y scaled
+          separately, as an ``.npz`` grid's coordinates are;
+        * otherwise (a partial overlap): :class:`FieldError` saying how much is covered.
+
         Args:
-            path: CSV file with rows ``x,y,value`` (metres, metres, field units); one header row is allowed.
+            path: CSV file with rows ``x,y,value`` (metres, metres, field units); one header row is allowed,
+                lines starting with ``#`` are skipped.
             resolution: grid spacing in metres (default: 100 cells along the longer side).
             extent: ``(xmin, xmax, ymin, ymax)`` metres of the grid (default: bounding box of the points).
             max_points: refuse files with more points than this (exact GP cost grows as n³).
 
         Raises:
-            FieldError: unreadable file, a malformed row (the message gives its line number), a NaN/inf
-                value, fewer than 3 points, all points collinear/identical, or too many points.
+            FieldError: (one line naming the file) missing file, a directory, not UTF-8 text, a malformed
+                row (with its line number), a NaN/inf value, fewer than 3 points, points on one line, all
+                values equal, too many points, an extent that covers only part of the points' box, or a
+                GP fit that is flat.
         """
         path = Path(path)
+        _check_file(path, 'CSV')
         try:
             text = path.read_text()
+        except UnicodeDecodeError:
+            raise FieldError(f'field file {path} is not a text CSV file (not UTF-8); '
+                             'give rows x,y,value') from None
         except OSError as exc:
-            raise FieldError(f'cannot read field file {path}: {exc.strerror}') from exc
+            raise FieldError(f'cannot read field file {path}: {exc.strerror}') from None
         rows = []
         for lineno, row in enumerate(csv.reader(text.splitlines()), start=1):
             if not row or all(not c.strip() for c in row) or row[0].lstrip().startswith('#'):
@@ -197,27 +323,43 @@ class Field:
                 raise FieldError(f'{path}:{lineno}: expected 3 columns x,y,value, got {len(row)}: {row}')
             try:
                 vals = [float(c) for c in row]
-            except ValueError as exc:
+            except ValueError:
                 if not rows and lineno == 1:
                     continue  # header
-                raise FieldError(f'{path}:{lineno}: not a number in row {row}') from exc
+                raise FieldError(f'{path}:{lineno}: not a number in row {row}') from None
             if not all(math.isfinite(v) for v in vals):
                 raise FieldError(f'{path}:{lineno}: non-finite value (NaN/inf) in row {row}; '
                                  'remove or fill that measurement')
             rows.append(vals)
         if len(rows) < 3:
-            raise FieldError(f'{path}: need at least 3 measurements to interpolate a field, got {len(rows)}')
+            raise FieldError(f'{path}: need at least 3 measurements x,y,value to interpolate a field, '
+                             f'got {len(rows)}')
         if len(rows) > max_points:
             raise FieldError(f'{path}: {len(rows)} points exceed max_points={max_points}; thin the data')
         pts = np.asarray(rows)
         xy, y = pts[:, :2], pts[:, 2]
+        lo, hi = xy.min(axis=0), xy.max(axis=0)
+        if np.any(hi - lo <= 0) or np.linalg.matrix_rank(xy - xy.mean(axis=0)) < 2:
+            raise FieldError(f'{path}: the points span no area (they lie on one line); '
+                             'measure at points spread over the area')
+        if np.all(y == y[0]):
+            raise FieldError(f'{path}: all {len(y)} values equal {y[0]:g}; a constant field has no peak')
         if extent is None:
-            lo, hi = xy.min(axis=0), xy.max(axis=0)
-            if np.any(hi - lo <= 0):
-                raise FieldError(f'{path}: the points span no area (all x or all y equal); '
-                                 'pass extent=(xmin, xmax, ymin, ymax)')
             extent = (lo[0], hi[0], lo[1], hi[1])
         xmin, xmax, ymin, ymax = _check_extent(extent, f'field file {path}')
+        ox = min(hi[0], xmax) - max(lo[0], xmin)
+        oy = min(hi[1], ymax) - max(lo[1], ymin)
+        if ox <= 0 or oy <= 0:          # own coordinates: map the points' box onto the extent
+            xy = np.column_stack([xmin + (xy[:, 0] - lo[0]) / (hi[0] - lo[0]) * (xmax - xmin),
+                                  ymin + (xy[:, 1] - lo[1]) / (hi[1] - lo[1]) * (ymax - ymin)])
+        else:
+            covered = ox * oy / ((xmax - xmin) * (ymax - ymin))
+            if covered < 0.5:
+                raise FieldError(
+                    f'{path}: the points (x {lo[0]:g}..{hi[0]:g}, y {lo[1]:g}..{hi[1]:g}) cover only '
+                    f'{100 * covered:.0f} % of the extent {[xmin, xmax, ymin, ymax]}; the field would be '
+                    'flat where there are no data: pass an extent inside the points, or one disjoint from '
+                    'them to map the points onto it')
         if resolution is None:
             resolution = max(xmax - xmin, ymax - ymin) / 100.0
         if not (resolution > 0 and math.isfinite(resolution)):
@@ -225,31 +367,38 @@ class Field:
         nx = max(2, int(round((xmax - xmin) / resolution)) + 1)
         ny = max(2, int(round((ymax - ymin) / resolution)) + 1)
         z = _gp_posterior_mean(xy, y, extent=(xmin, xmax, ymin, ymax), shape=(ny, nx))
+        if not np.ptp(z) > 1e-6 * np.ptp(y):
+            raise FieldError(f'{path}: the GP fitted to the {len(y)} points is flat (it explains them as '
+                             'noise); give more or less noisy measurements')
         return cls(z, (xmin, xmax, ymin, ymax), name=path.stem)
 
     @classmethod
-    def load(cls, spec: str, extent: Sequence[float] | None = None) -> 'Field':
+    def load(cls, spec: str | Path, extent: Sequence[float] | None = None) -> 'Field':
         """Field from a specification string.
 
         Args:
-            spec: ``'jacksboro'`` or ``'default'`` (built-in elevation), or a path ending in ``.npz`` or
-                ``.csv``.
-            extent: rectangle (metres) for the built-in field and ``.npz`` files; for ``.csv`` the grid
-                extent (default: the points' bounding box).
+            spec: a name from :meth:`names` (``'default'``, ``'jacksboro'``, ``'jacksboro-rough'``,
+                ``'jacksboro-smooth'``; case-insensitive), or a path ending in ``.npz`` or ``.csv``.
+            extent: rectangle (metres) for the named fields (default :data:`DEFAULT_EXTENT`) and ``.npz``
+                files; for ``.csv`` see :meth:`from_csv` (default: the points' bounding box).
 
         Raises:
-            FieldError: unknown specification or a file error.
+            FieldError: (one line) unknown name (the known ones are listed), unsupported file type, or any
+                error of :meth:`from_npz` / :meth:`from_csv`.
         """
         s = str(spec).strip()
-        if s.lower() in ('jacksboro', 'default'):
-            return cls.jacksboro(extent if extent is not None else DEFAULT_EXTENT)
+        if s.lower() in FIELD_NAMES:
+            return cls.named(s, extent if extent is not None else DEFAULT_EXTENT)
         low = s.lower()
         if low.endswith('.npz'):
             return cls.from_npz(s, extent=extent)
         if low.endswith('.csv'):
             return cls.from_csv(s, extent=extent)
-        raise FieldError(f"unknown field {spec!r}: use 'jacksboro' (or 'default'), or a path to a .npz grid "
-                         'or a .csv of x,y,value measurements')
+        if s and Path(s).exists():
+            raise FieldError(f'field file {s}: unsupported type; use a .npz grid or a .csv of x,y,value '
+                             'measurements')
+        raise FieldError(f'unknown field {s!r}: use one of {", ".join(FIELD_NAMES)}, or a path to a .npz '
+                         'grid or a .csv of x,y,value measurements')
 
     # ------------------------------------------------------------------ queries
     @property
@@ -380,11 +529,146 @@ class Field:
         g = fftconvolve(padded, k[::-1, ::-1], mode='valid')
         return Field(g, self._extent, name=name)
 
+    def statistics(self, cov=0.75 ** 2, regret: float = 0.1) -> 'FieldStatistics':
+        """How hard the field is to search: its value range, how small the robust-peak region is, and how
+        wide its features are.
+
+        Args:
+            cov: execution-noise covariance (m²) defining the robust field ``g = f * N(0, cov)`` (as
+                :meth:`convolved`; default ``0.75² I``, the explorer's default execution noise).
+            regret: threshold on the normalised regret ``(g* - g) / (g* - median g)`` (dimensionless).
+
+        Returns:
+            :class:`FieldStatistics`.
+
+        Raises:
+            ValueError: an invalid ``cov``.
+        """
+        g = self.convolved(cov)._z
+        gstar, gmed = float(g.max()), float(np.median(g))
+        near = float(np.mean((gstar - g) <= regret * (gstar - gmed))) if gstar > gmed else 1.0
+        xs, ys = np.meshgrid(self._xs, self._ys)
+        design = np.column_stack([xs.ravel(), ys.ravel(), np.ones(xs.size)])
+        coef, *_ = np.linalg.lstsq(design, self._z.ravel(), rcond=None)
+        z = self._z - (design @ coef).reshape(self._z.shape)
+        dx, dy = self.spacing
+        lengths = [_efold_lag(z, 1, dx), _efold_lag(z, 0, dy)]
+        slopes = [_efold_lag(np.diff(z, axis=1) / dx, 1, dx), _efold_lag(np.diff(z, axis=0) / dy, 0, dy)]
+        return FieldStatistics(float(self._z.min()), float(self._z.max()), near, _mean_length(lengths),
+                               _mean_length(slopes))
+
     def __repr__(self) -> str:
         ny, nx = self.shape
         return (f'Field({self.name!r}, {nx}x{ny} nodes over x[{self._extent[0]:g}, {self._extent[1]:g}] '
                 f'y[{self._extent[2]:g}, {self._extent[3]:g}] m, values '
                 f'[{self._z.min():.4g}, {self._z.max():.4g}])')
+
+
+@dataclass(frozen=True)
+class FieldStatistics:
+    """What :meth:`Field.statistics` measures.
+
+    Attributes:
+        value_min, value_max: smallest and largest node value (field units).
+        near_optimal_fraction: fraction (0-1) of the grid nodes, i.e. of the area, where the robust field's
+            normalised regret ``(g* - g) / (g* - median g)`` is at most the threshold.
+        correlation_length: e-folding distance (m) of the autocorrelation of the field minus its
+            least-squares plane, i.e. the lag along a grid axis at which the correlation between values
+            first drops below 1/e (linear interpolation between nodes), averaged over the two axes: the size
+            of hills and valleys.
+        slope_correlation_length: the same for the slopes (node differences along each axis, lagged along
+            that axis): the width of ridges and slopes, how far the rover may be off before it reads a
+            different part of the terrain.
+    """
+
+    value_min: float
+    value_max: float
+    near_optimal_fraction: float
+    correlation_length: float
+    slope_correlation_length: float
+
+
+def _efold_lag(d: np.ndarray, axis: int, spacing: float) -> float:
+    """Lag (m) along ``axis`` at which the autocorrelation of ``d`` (mean removed) first drops below 1/e;
+    inf if it never does within the grid, nan if ``d`` is constant."""
+    d = np.moveaxis(np.asarray(d, dtype=float), axis, 0)
+    d = d - d.mean()
+    c0 = float(np.mean(d * d))
+    if not c0 > 0.0:
+        return math.nan
+    target, prev = math.exp(-1.0), 1.0
+    for lag in range(1, d.shape[0]):
+        rho = float(np.mean(d[:-lag] * d[lag:])) / c0
+        if rho < target:
+            return (lag - 1 + (prev - target) / (prev - rho)) * spacing
+        prev = rho
+    return math.inf
+
+
+def _mean_length(lengths: list[float]) -> float:
+    """Mean over the axes along which the quantity varies (nan entries skipped; nan if none)."""
+    ok = [v for v in lengths if not math.isnan(v)]
+    return float(np.mean(ok)) if ok else math.nan
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception's message on one line."""
+    return ' '.join(str(exc).split()) or type(exc).__name__
+
+
+def _check_file(path: Path, kind: str) -> None:
+    """FieldError unless ``path`` is an existing regular file."""
+    if not path.exists():
+        raise FieldError(f'field file {path} does not exist; check the path (or use a named field: '
+                         f'{", ".join(FIELD_NAMES)})')
+    if path.is_dir():
+        raise FieldError(f'field file {path} is a directory, not a {kind} file; give the file inside it')
+
+
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` archive, or a one-line FieldError saying why it cannot be used."""
+    _check_file(path, '.npz')
+    save = 'save the grid with numpy.savez(path, z=grid, xmin=..., xmax=..., ymin=..., ymax=...)'
+    try:
+        with open(path, 'rb') as fh:
+            head = fh.read(6)
+    except OSError as exc:
+        raise FieldError(f'cannot read field file {path}: {exc.strerror}') from None
+    if head.startswith(b'\x93NUMPY'):
+        raise FieldError(f'field file {path} is a single .npy array, not an .npz archive; {save}')
+    if not head.startswith(b'PK'):
+        raise FieldError(f'field file {path} is not an .npz archive (not a zip file); {save}')
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except ValueError as exc:
+        if 'pickle' in str(exc):
+            raise FieldError(f'field file {path} holds pickled (object) arrays, which are not loaded for '
+                             f'safety; {save}') from None
+        raise FieldError(f'field file {path} is a damaged .npz archive ({_reason(exc)}); {save}') from None
+    except (OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
+        raise FieldError(f'field file {path} is a damaged .npz archive ({_reason(exc)}); {save}') from None
+
+
+def _numeric(a, path: Path, key: str) -> np.ndarray:
+    """``a`` as a float array, or a FieldError naming the file and the key."""
+    arr = np.asarray(a)
+    if arr.dtype.kind not in 'biuf':
+        raise FieldError(f'field file {path}: array {key!r} holds {arr.dtype} values, not real numbers')
+    return arr.astype(float)
+
+
+def _check_grid(z: np.ndarray, what: str) -> None:
+    """FieldError unless ``z`` is a finite, non-constant grid of at least 2 x 2 nodes."""
+    if z.shape[0] < 2 or z.shape[1] < 2:
+        raise FieldError(f'{what} has shape {z.shape}; a field needs a grid of at least 2 x 2 nodes')
+    bad = int(np.sum(~np.isfinite(z)))
+    if bad == z.size:
+        raise FieldError(f'{what} has no finite values (all NaN/inf)')
+    if bad:
+        raise FieldError(f'{what} has {bad} NaN/inf values of {z.size} (no-data nodes?); fill or crop them')
+    if np.all(z == z.flat[0]):
+        raise FieldError(f'{what}: all values equal {z.flat[0]:g}; a constant field has no peak')
 
 
 def _gp_posterior_mean(xy: np.ndarray, y: np.ndarray, extent: tuple[float, float, float, float],
