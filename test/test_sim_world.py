@@ -104,3 +104,122 @@ def test_live_params_dict_and_field_loading():
     assert all(s.fix is None for s in drive(w, 40))
     params['fix_rate'] = 10.0                    # e.g. a ROS parameter update
     assert sum(s.fix is not None for s in drive(w, 40)) == 20
+
+
+# ------------------------------------------------------------------ GNSS-degraded zone
+ZONE = {'fix_std': 0.3, 'degraded_zone': [100.0, 300.0, -100.0, 300.0], 'degraded_fix_std': 3.0,
+        'degraded_ramp': 20.0}
+
+
+def smoothstep_std(depth, fix_std=0.3, deep=3.0, ramp=20.0):
+    """Oracle for the documented ramp: 0 outside, smoothstep 3u² - 2u³ of u = depth / ramp, 1 beyond."""
+    u = min(max(depth / ramp, 0.0), 1.0)
+    return fix_std + (3 * u ** 2 - 2 * u ** 3) * (deep - fix_std)
+
+
+@pytest.mark.parametrize('x, depth', [(60.0, -40.0), (110.0, 10.0), (150.0, 50.0)])
+def test_degraded_zone_fix_std_outside_on_the_ramp_and_inside(plane, x, depth):
+    # a parked rover (no motion without wheel speed) gets n fixes at one true position; the sample std of the
+    # 2n coordinates has a standard error of about std / sqrt(4n): 4 of those is the tolerance
+    n = 4000
+    w = SimWorld(plane, {**ZONE, 'fix_rate': 10.0, 'initial_x': x, 'initial_y': 50.0, 'seed': 5})
+    steps = [w.step(0.0, 0.0) for _ in range(n)]
+    truth = steps[-1].truth.pose[:2]
+    assert np.array_equal(truth, [x, 50.0])
+    err = np.array([s.fix.xy - truth for s in steps])
+    std = smoothstep_std(depth)
+    assert std == pytest.approx({-40.0: 0.3, 10.0: 1.65, 50.0: 3.0}[depth])
+    assert np.sqrt(np.mean(err ** 2)) == pytest.approx(std, rel=4 / np.sqrt(4 * n))
+    assert np.abs(err.mean(axis=0)).max() < 4 * std / np.sqrt(n)
+    for s in steps:                      # the published covariance is the true one
+        assert np.allclose(s.fix.cov, std ** 2 * np.eye(2), rtol=1e-12, atol=0.0)
+
+
+def test_covariance_follows_the_true_position_across_the_zone_edge(plane):
+    w = SimWorld(plane, {**ZONE, 'fix_rate': 10.0, 'initial_x': 80.0, 'initial_y': 50.0, 'wheel_slip_std': 0.0})
+    covs = []
+    for _ in range(600):                 # east at up to 1 m/s from x = 80 m across the edge at x = 100 m
+        s = w.step(1.0, 0.0)
+        expected = smoothstep_std(s.truth.pose[0] - 100.0) ** 2
+        assert np.allclose(s.fix.cov, expected * np.eye(2), rtol=1e-12, atol=0.0)
+        covs.append(s.fix.cov[0, 0])
+    assert covs[0] == pytest.approx(0.09) and covs[-1] == pytest.approx(9.0)
+    assert np.all(np.diff(covs) >= 0.0)  # rises monotonically along the ramp
+
+
+def test_degraded_zone_dropout_rate(plane):
+    n = 5000
+    for x, expected in [(150.0, 0.4), (110.0, 0.2), (60.0, 0.0)]:    # deep inside, half-way up the ramp, outside
+        w = SimWorld(plane, {**ZONE, 'degraded_fix_dropout': 0.4, 'fix_rate': 10.0, 'initial_x': x, 'seed': 2})
+        steps = [w.step(0.0, 0.0) for _ in range(n)]
+        assert all(s.fix_due for s in steps)
+        lost = np.mean([s.fix is None for s in steps])
+        assert lost == pytest.approx(expected, abs=4 * np.sqrt(0.25 / n)), x
+
+
+def test_zone_free_world_is_bit_for_bit_the_one_before_zones(plane):
+    # golden values printed by the code before degraded zones existed (git 2b3a0d7), same field and commands
+    def run(extra):
+        w = SimWorld(plane, {'seed': 11, 'fix_rate': 2.0, 'fix_outlier_prob': 0.1, 'reading_dropout_prob': 0.2,
+                             **extra})
+        fixes, readings, yaw_rates, steps = [], [], [], []
+        for k in range(300):
+            s = w.step(0.8, 0.3 * np.sin(0.02 * k))
+            steps.append(s)
+            if s.fix is not None:
+                fixes.append(s.fix.xy)
+            if s.reading is not None:
+                readings.append(s.reading.value)
+            yaw_rates.append(s.odometry.w)
+        return steps, fixes, readings, yaw_rates
+
+    for extra in [{}, {'degraded_zone': [0.0, 0.0, 0.0, 0.0], 'degraded_fix_dropout': 0.9},
+                  {'degraded_zone': [1e6, 1e6 + 10.0, 1e6, 1e6 + 10.0], 'degraded_fix_std': 50.0,
+                   'degraded_fix_dropout': 0.9}]:
+        steps, fixes, readings, yaw_rates = run(extra)
+        assert steps[-1].truth.pose.tolist() == [100.73296856384243, 113.22653649121904, -0.0526392923164094]
+        assert len(fixes) == 60 and fixes[0].tolist() == [101.46125342445393, 98.72515006451134]
+        assert fixes[-1].tolist() == [102.2759089594036, 116.95276724956746]
+        assert float(np.sum(fixes)) == 12565.020954395608
+        assert len(readings) == 23 and float(np.sum(readings)) == 2217.6319292224453
+        assert float(np.sum(yaw_rates)) == 1.0786899317183725
+        assert all(np.array_equal(s.fix.cov, 4.0 * np.eye(2)) for s in steps if s.fix is not None)
+    # a zone the rover drives through changes the fixes only: slip, odometry and readings stay the same
+    base = run({})[0]
+    zoned = run({'degraded_zone': [0.0, 200.0, 0.0, 200.0], 'degraded_fix_dropout': 0.5})[0]
+    assert sum(s.fix is None and s.fix_due for s in zoned) > 10
+    for a, b in zip(base, zoned):
+        assert np.array_equal(a.truth.pose, b.truth.pose) and a.odometry.w == b.odometry.w
+        assert (a.reading is None) == (b.reading is None) and (a.reading is None or a.reading.value == b.reading.value)
+
+
+def test_degraded_zone_must_be_a_rectangle_or_zeros(plane):
+    with pytest.raises(ParameterError, match=r"degraded_zone.*xmin < xmax and ymin < ymax, or all zeros"):
+        SimWorld(plane, {'degraded_zone': [100.0, 50.0, 0.0, 10.0]})
+    with pytest.raises(ParameterError, match='degraded_zone'):
+        SimWorld(plane, {'degraded_zone': [0.0, 1.0, 2.0]})
+    with pytest.raises(ParameterError, match='degraded_fix_dropout'):
+        SimWorld(plane, {'degraded_fix_dropout': 1.5})
+
+
+# ------------------------------------------------------------------ odometer
+def test_odometer_on_a_straight_drive_and_a_circle(plane):
+    w = SimWorld(plane, {'wheel_slip_std': 0.0, 'initial_yaw': 0.7})
+    assert w.distance_travelled == 0.0
+    start = w.true_pose[:2]
+    for _ in range(250):
+        w.step(1.0, 0.0)
+    # straight: the path length is the displacement; accelerating at 1 m/s² to 1 m/s in 1 s covers
+    # 0.1 (1 + 2 + ... + 10) x 0.1 = 5.5 m, then 24 s at 1 m/s
+    assert w.distance_travelled == pytest.approx(np.hypot(*(w.true_pose[:2] - start)), abs=1e-9)
+    assert w.distance_travelled == pytest.approx(5.5 * 0.1 + 24.0, abs=1e-9)
+    w.step(0.0, 0.0)
+    w.step(0.0, 0.0)                                   # decelerating, still moving a little
+    d0, r = w.distance_travelled, 4.0
+    poses = [w.true_pose[:2]]
+    for _ in range(400):                               # v = 1 m/s, w = 0.25 rad/s: a circle of radius 4 m
+        w.step(1.0, 1.0 / r)
+        poses.append(w.true_pose[:2])
+    chords = np.sum(np.hypot(*np.diff(np.array(poses), axis=0).T))
+    assert w.distance_travelled - d0 == pytest.approx(chords, rel=1e-4)    # chords undershoot arcs by ~1e-5
+    assert w.distance_travelled - d0 > chords

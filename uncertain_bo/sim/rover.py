@@ -11,7 +11,8 @@ The three pieces are the simulated robot's physics and its two localisation sens
   slip) plus encoder noise, and reports a twist covariance that accounts for both the encoder noise and
   the slip it cannot see, so a filter that trusts the covariance stays consistent.
 * :class:`PositionFix` is an absolute position measurement (GNSS/UWB-like): true ``xy`` plus
-  ``N(0, fix_std² I)`` at ``fix_rate`` Hz, optionally with outliers.
+  ``N(0, fix_std² I)`` at ``fix_rate`` Hz, optionally with outliers, and noisier (or lost) inside an optional
+  GNSS-degraded zone.
 
 Parameters are declared once as :class:`~uncertain_bo.parameters.Param` lists (``ROVER_PARAMS``,
 ``ODOMETRY_PARAMS``, ``FIX_PARAMS``); every component takes a mapping of validated values and reads it at
@@ -25,7 +26,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from uncertain_bo.parameters import Param, validate
+from uncertain_bo.parameters import Param, ParameterError, validate
 
 __all__ = ['ROVER_PARAMS', 'ODOMETRY_PARAMS', 'FIX_PARAMS', 'RoverState', 'DiffDriveRover',
            'WheelOdometry', 'PositionFix', 'wrap_angle']
@@ -62,6 +63,18 @@ FIX_PARAMS = [
           range=(0.0, 1.0)),
     Param('fix_outlier_std', 20.0, 'standard deviation of the extra error of an outlier fix (m)',
           range=(0.0, 1000.0)),
+    Param('degraded_zone', [0.0, 0.0, 0.0, 0.0], 'GNSS-degraded zone [xmin, xmax, ymin, ymax] (m, map frame) '
+          'where fixes are noisier and may be lost (tree cover, a cliff); all zeros = no zone. Let it extend '
+          'beyond the field to make one of its edges the only boundary inside the field',
+          range=(-1e7, 1e7), length=4),
+    Param('degraded_fix_std', 3.0, 'standard deviation of each fix coordinate deep inside the degraded zone '
+          '(m); the covariance published with each fix is the true one at the rover\'s position',
+          range=(0.001, 100.0)),
+    Param('degraded_ramp', 10.0, 'depth inside the degraded zone (m) over which the fix std rises smoothly '
+          '(smoothstep) from fix_std at the edge to degraded_fix_std, and the dropout probability from 0 to '
+          'degraded_fix_dropout; 0 = a sharp edge', range=(0.0, 1e4)),
+    Param('degraded_fix_dropout', 0.0, 'probability that a due fix is lost deep inside the degraded zone '
+          '(probability in [0, 1])', range=(0.0, 1.0)),
 ]
 
 
@@ -221,24 +234,71 @@ class WheelOdometry:
 
 
 class PositionFix:
-    """Absolute position fix (GNSS/UWB-like): true ``xy`` + ``N(0, fix_std² I)``, optionally outliers.
+    """Absolute position fix (GNSS/UWB-like): true ``xy`` + ``N(0, σ(xy)² I)``, optionally outliers.
+
+    ``σ(xy)`` is ``fix_std`` everywhere except in the optional **degraded zone** (``degraded_zone``): there it
+    rises with the depth ``d`` inside the zone (distance to the nearest zone edge, m) as
+    ``σ = fix_std + s (degraded_fix_std - fix_std)`` with the smoothstep weight ``s = 3u² - 2u³``,
+    ``u = min(d / degraded_ramp, 1)`` (``s = 1`` anywhere inside for a zero ramp), and a due fix is lost with
+    probability ``s · degraded_fix_dropout``. Without a zone the fixes are exactly those of the plain model.
 
     Args:
         params: values for ``FIX_PARAMS``; read at use time.
+
+    Raises:
+        ParameterError: a parameter is out of range, or ``degraded_zone`` is not all zeros and has
+            ``xmin >= xmax`` or ``ymin >= ymax``.
     """
 
     def __init__(self, params: Mapping[str, Any] | None = None):
         self.params = _ensure(params, FIX_PARAMS)
+        zone = self.params['degraded_zone']
+        if any(zone) and not (zone[0] < zone[1] and zone[2] < zone[3]):
+            raise ParameterError(f'parameter \'degraded_zone\' = {list(zone)!r} is invalid: expected [xmin, xmax, '
+                                 'ymin, ymax] metres with xmin < xmax and ymin < ymax, or all zeros for no zone')
 
     @property
     def covariance(self) -> np.ndarray:
-        """2x2 covariance (m²) reported with each fix (the nominal one, not the outliers')."""
+        """2x2 covariance (m²) of a fix outside the degraded zone (the nominal one, not the outliers')."""
         return self.params['fix_std'] ** 2 * np.eye(2)
 
-    def measure(self, xy_true: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """A fix (2,) in metres for the true position ``xy_true`` (2,)."""
+    def zone_weight(self, xy: np.ndarray) -> float:
+        """Smoothstep weight ``s`` in [0, 1] of the degraded zone at ``xy`` (2,) metres: 0 outside the zone,
+        on its edge and when there is no zone (or an inverted one, after a live parameter update); 1 at
+        ``degraded_ramp`` metres or more inside."""
+        zone = self.params['degraded_zone']
+        if not any(zone):
+            return 0.0
+        x, y = float(xy[0]), float(xy[1])
+        depth = min(x - zone[0], zone[1] - x, y - zone[2], zone[3] - y)
+        if not depth > 0.0:
+            return 0.0
+        ramp = self.params['degraded_ramp']
+        if ramp <= 0.0 or depth >= ramp:
+            return 1.0
+        u = depth / ramp
+        return u * u * (3.0 - 2.0 * u)
+
+    def std_at(self, xy: np.ndarray) -> float:
+        """Standard deviation (m) of each coordinate of a fix taken at ``xy`` (2,) metres."""
         p = self.params
-        z = np.asarray(xy_true, dtype=float)[:2] + rng.normal(0.0, p['fix_std'], 2)
+        s = self.zone_weight(xy)
+        return p['fix_std'] if s == 0.0 else p['fix_std'] + s * (p['degraded_fix_std'] - p['fix_std'])
+
+    def covariance_at(self, xy: np.ndarray) -> np.ndarray:
+        """2x2 covariance (m²) published with a fix taken at ``xy`` (2,) metres (the outliers' excluded)."""
+        return self.std_at(xy) ** 2 * np.eye(2)
+
+    def dropout_at(self, xy: np.ndarray) -> float:
+        """Probability (0-1) that a fix due at ``xy`` (2,) metres is lost."""
+        s = self.zone_weight(xy)
+        return 0.0 if s == 0.0 else s * self.params['degraded_fix_dropout']
+
+    def measure(self, xy_true: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """A fix (2,) in metres for the true position ``xy_true`` (2,), with the noise of :meth:`std_at`."""
+        p = self.params
+        xy = np.asarray(xy_true, dtype=float)[:2]
+        z = xy + rng.normal(0.0, self.std_at(xy), 2)
         if p['fix_outlier_prob'] > 0 and rng.random() < p['fix_outlier_prob']:
             z = z + rng.normal(0.0, p['fix_outlier_std'], 2)
         return z

@@ -3,10 +3,14 @@
 :class:`SimWorld` is what the ``sim_rover`` node wraps and what an in-process mission runner drives
 directly. Each :meth:`SimWorld.step` executes a velocity command for ``1 / sim_rate`` simulated seconds
 and returns the measurements due at the new time: wheel odometry (every step), a position fix (at
-``fix_rate`` Hz), a field reading (at ``reading_rate`` Hz, taken at the true position) and the ground truth.
+``fix_rate`` Hz; noisier, or lost, inside the optional GNSS-degraded zone of
+:class:`~uncertain_bo.sim.rover.PositionFix`, with the true covariance), a field reading (at ``reading_rate``
+Hz, taken at the true position) and the ground truth. :attr:`SimWorld.distance_travelled` is the odometer.
 
 Everything is deterministic given ``seed``: slip, odometry, fix and reading noise use independent random
-streams spawned from it, so changing e.g. the fix rate does not change the slip realisation.
+streams spawned from it, so changing e.g. the fix rate does not change the slip realisation. Fix dropouts in
+the degraded zone draw from a fifth stream, so a world without a zone is bit-for-bit the one before zones
+existed, and a zone changes neither the slip nor the odometry nor the readings.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from uncertain_bo.parameters import Param, validate
-from uncertain_bo.sim.field import DEFAULT_EXTENT, Field
+from uncertain_bo.sim.field import DEFAULT_EXTENT, FIELD_NAMES, Field
 from uncertain_bo.sim.rover import (FIX_PARAMS, ODOMETRY_PARAMS, ROVER_PARAMS, DiffDriveRover, PositionFix,
                                     RoverState, WheelOdometry)
 from uncertain_bo.sim.sensor import SENSOR_PARAMS, FieldSensor
@@ -26,8 +30,10 @@ __all__ = ['SIM_PARAMS', 'WORLD_PARAMS', 'SimWorld', 'SimStep', 'OdometryMeasure
            'Reading']
 
 SIM_PARAMS = [
-    Param('field', 'jacksboro', "ground-truth field: 'jacksboro' (real USGS elevation, metres) or a path "
-          'to a .npz grid or a .csv of x,y,value measurements', read_only=True),
+    Param('field', 'jacksboro', 'ground-truth field (field units, metres of elevation for the named ones): '
+          f'a name ({", ".join(FIELD_NAMES)}: real USGS elevation; -rough = the whole DEM, ridges a metre or '
+          'two wide on 200 m, -smooth = its central 1/8 zoomed, features about ten metres wide) or a path to a '
+          '.npz grid or a .csv of x,y,value measurements', read_only=True),
     Param('field_extent', list(DEFAULT_EXTENT), 'rectangle [xmin, xmax, ymin, ymax] (m, map frame) the '
           'field is mapped onto (built-in and .npz fields) or gridded over (.csv)', range=(-1e7, 1e7),
           length=4, read_only=True),
@@ -95,6 +101,7 @@ class SimStep:
         fix: position fix when due, else None.
         reading: field reading when due (and not dropped out), else None.
         reading_due: True when a reading was due (even if it dropped out).
+        fix_due: True when a fix was due (even if it was lost in the degraded zone).
     """
 
     t: float
@@ -104,6 +111,7 @@ class SimStep:
     fix: FixMeasurement | None
     reading: Reading | None
     reading_due: bool
+    fix_due: bool = False
 
 
 class SimWorld:
@@ -133,12 +141,15 @@ class SimWorld:
         ss = np.random.SeedSequence(self.seed)
         self._rng_slip, self._rng_odom, self._rng_fix, self._rng_reading = (
             np.random.default_rng(s) for s in ss.spawn(4))
+        self._rng_zone = np.random.default_rng(ss.spawn(1)[0])    # fifth child: fix dropouts in the zone
         self.dt = 1.0 / float(p['sim_rate'])
         self.rover = DiffDriveRover(self.params, pose=(p['initial_x'], p['initial_y'], p['initial_yaw']))
         self.odometry = WheelOdometry(self.params)
         self.fix_sensor = PositionFix(self.params)
         self.sensor = FieldSensor(field, rng=self._rng_reading, params=self.params)
         self.k = 0
+        #: odometer: true path length driven so far (m), updated by every :meth:`step`
+        self.distance_travelled = 0.0
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any] | None = None) -> 'SimWorld':
@@ -167,27 +178,34 @@ class SimWorld:
         """Execute ``(v_cmd, w_cmd)`` (m/s, rad/s) for one step of ``1 / sim_rate`` s.
 
         Returns:
-            :class:`SimStep` with the ground truth and the measurements due at the new time.
+            :class:`SimStep` with the ground truth and the measurements due at the new time; the fix carries
+            the covariance of the fix noise where the rover truly is (larger in the degraded zone).
 
         Raises:
             ValueError: a non-finite command.
         """
         state = self.rover.step(v_cmd, w_cmd, self.dt, self._rng_slip)
         self.k += 1
+        # constant body velocities over the step: the path's speed is constant, its length exact
+        self.distance_travelled += math.hypot(state.v, state.vy) * self.dt
         v, w = self.odometry.measure(state, self._rng_odom)
         odom = OdometryMeasurement(v, w, self.odometry.velocity_covariance(state),
                                    self.odometry.twist_covariance(state))
         fix = None
-        if self._due(self.params['fix_rate']):
-            fix = FixMeasurement(self.fix_sensor.measure(state.pose[:2], self._rng_fix),
-                                 self.fix_sensor.covariance)
+        fix_due = self._due(self.params['fix_rate'])
+        if fix_due:
+            xy = state.pose[:2]
+            z = self.fix_sensor.measure(xy, self._rng_fix)      # drawn even if lost: streams stay aligned
+            drop = self.fix_sensor.dropout_at(xy)
+            if not (drop > 0.0 and self._rng_zone.random() < drop):
+                fix = FixMeasurement(z, self.fix_sensor.covariance_at(xy))
         reading = None
         reading_due = self._due(self.params['reading_rate'])
         if reading_due:
             value = self.sensor.read(state.pose[:2])
             if value is not None:
                 reading = Reading(value, self.sensor.variance)
-        return SimStep(self.t, self.k, state, odom, fix, reading, reading_due)
+        return SimStep(self.t, self.k, state, odom, fix, reading, reading_due, fix_due)
 
     def _due(self, rate: float) -> bool:
         """True when a multiple of ``1 / rate`` lies in ``(t_{k-1}, t_k]`` (exact step arithmetic)."""
