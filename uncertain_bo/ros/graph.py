@@ -68,6 +68,12 @@ def add_parser(sub) -> None:
                        'an existing journal there is resumed')
         p.add_argument('--seed', type=int, default=None, help='seed of simulation noise and explorer')
         p.add_argument('--measurements', type=int, default=None, help='number of measurements (default 30)')
+        p.add_argument('--method', default=None,
+                       help='explorer method or baseline: ugp_ucb (default), gp_ucb, igp_ucb, uei, airbo, ... or '
+                            'lawnmower, random, botorch_robust (the explorer parameter `method`)')
+        p.add_argument('--localiser', choices=('ekf', 'pf'), default=None,
+                       help="simulated localiser: 'ekf' (default) or 'pf' (particle filter; the explorer then "
+                            'takes the particle cloud as its pose source)')
         p.add_argument('--params', type=Path, action='append', default=[],
                        help='extra ROS 2 parameter YAML file(s), applied after the shipped ones')
         p.add_argument('--timeout', type=float, default=1800.0, help='wall-clock limit, s')
@@ -83,6 +89,12 @@ def _cli(args) -> int:
         overrides['explorer']['seed'] = args.seed
     if args.measurements is not None:
         overrides['explorer']['max_measurements'] = args.measurements
+    if args.method is not None:
+        overrides['explorer']['method'] = args.method
+    if args.localiser is not None:
+        overrides['sim_rover']['localiser'] = args.localiser
+        if args.localiser == 'pf':
+            overrides['explorer']['pose_source'] = 'particle_cloud'
     out = args.out or Path('runs') / ('demo-' + _dt.datetime.now().strftime('%Y%m%d-%H%M%S'))
     try:
         summary = run_demo(out, overrides, extra_files=args.params, timeout=args.timeout)

@@ -5,7 +5,10 @@ The simulation knows the true field :math:`f`, so it can score the explorer with
 grid convolution): the **uncertain-inputs regret** of each target :math:`\hat r_t = g^* - g(\mathbf x_t)`
 (Oliveira et al. 2019, Eq. 4) and the regret of the recommendation after each measurement
 :math:`g^* - g(\mathbf x^{rec}_t)`, also normalised as
-:math:`(g^* - g(\mathbf x^{rec})) / (g^* - \mathrm{median}\, g)`.
+:math:`(g^* - g(\mathbf x^{rec})) / (g^* - \mathrm{median}\, g)`, beside the rule a survey would use (the
+target with the highest reading so far) and the costs a rover pays: the distance driven by each reading (path
+length of the 1 Hz true trajectory, m) and the mission time (s). :func:`plot_comparison` draws two runs of
+the same field side by side (e.g. the explorer and a survey).
 """
 from __future__ import annotations
 
@@ -23,7 +26,8 @@ from ..journal import Journal, location_from_record
 from ..planner import Planner
 from .field import Field
 
-__all__ = ['summarize', 'plot_run', 'read_trajectory', 'write_trajectory']
+__all__ = ['summarize', 'plot_run', 'plot_comparison', 'read_trajectory', 'write_trajectory',
+           'distance_at']
 
 
 def write_trajectory(path: str | Path, rows: list[tuple[float, float, float, float, float]]) -> Path:
@@ -43,6 +47,16 @@ def read_trajectory(path: str | Path) -> np.ndarray | None:
         return None
     data = np.genfromtxt(path, delimiter=',', skip_header=1, ndmin=2)
     return data if data.size else None
+
+
+def distance_at(trajectory: np.ndarray | None, stamps: list[float | None]) -> list[float | None]:
+    """Distance driven (m) by each stamp: path length of the true trajectory ``(k, 5)`` rows ``(t, true x,
+    true y, ...)`` up to that time (None without a trajectory or a stamp)."""
+    if trajectory is None or len(trajectory) < 2:
+        return [None] * len(stamps)
+    t = trajectory[:, 0]
+    cum = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(trajectory[:, 1:3], axis=0).T))])
+    return [None if s is None else float(np.interp(s, t, cum)) for s in stamps]
 
 
 def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
@@ -71,12 +85,18 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
     recs = {r['index']: r for r in journal.records if r.get('type') == 'recommendation'}
     decisions = [r for r in journal.records if r.get('type') == 'decision']
     per = []
-    for r in obs:
+    dist = distance_at(read_trajectory(run_dir / 'trajectory.csv'), [r.get('reading_stamp') for r in obs])
+    best = None  # (highest reading so far, its target's regret)
+    for r, d in zip(obs, dist):
         target = np.asarray(r['target'])
         g_t = float(robust.value(target[None])[0])
+        if best is None or r['y'] > best[0]:
+            best = (r['y'], g_star - g_t)
         row = {'index': r['index'], 'target': target.tolist(), 'y': r['y'],
                'location_mean': location_from_record(r['location']).mean[0].tolist(),
                'target_robust_value': g_t, 'uncertain_inputs_regret': g_star - g_t,
+               'highest_reading_normalised_regret': best[1] / span if span > 0 else math.nan,
+               'distance_driven_m': d, 'reading_stamp': r.get('reading_stamp'),
                'goal_timed_out': bool(r.get('goal_timed_out', False))}
         if r['index'] in recs:
             x_rec = np.asarray(recs[r['index']]['target'])
@@ -98,6 +118,10 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
         'field_max': float(np.max(field.grid()[2])),
         'final_regret': final.get('recommendation_regret'),
         'final_normalised_regret': final.get('normalised_regret'),
+        'final_highest_reading_normalised_regret': final.get('highest_reading_normalised_regret'),
+        'distance_driven_m': final.get('distance_driven_m'),
+        'mission_time_s': final.get('reading_stamp'),
+        'method': journal.header.get('method'),
         'mean_uncertain_inputs_regret': float(np.mean(regrets)) if regrets else None,
         'decision_seconds': [d['seconds'] for d in decisions],
         'decision_seconds_median_acquisition': _median(
@@ -205,3 +229,74 @@ def plot_run(run_dir: str | Path, field: Field, execution_cov: np.ndarray, *,
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+def plot_comparison(run_dirs: list[str | Path], field: Field, execution_cov: np.ndarray, out: str | Path) -> Path:
+    """Two (or more) runs on the same field side by side: field with each run's true path, targets,
+    measured locations and recommendation; then normalised regret of the recommendation (solid) and of the
+    highest-reading rule (dashed) against the distance driven, every run on one axis.
+
+    Args:
+        run_dirs: run folders (each with ``journal.jsonl``; ``trajectory.csv`` for the distance).
+        field: the true field, shared by the runs.
+        execution_cov: ``(2, 2)`` execution-noise covariance of the robust objective, m².
+        out: the PNG to write.
+
+    Returns:
+        ``out``.
+    """
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    summaries = [summarize(d, field, execution_cov) for d in run_dirs]
+    xs, ys, z = field.grid()
+    xmin, xmax, ymin, ymax = field.bounds
+    n = len(run_dirs)
+    fig, axes = plt.subplots(1, n + 1, figsize=(5.6 * n + 6, 5.6))
+    colors = ['tab:blue', 'tab:red', 'tab:green', 'tab:purple']
+    for ax, run_dir, summ, c in zip(axes, run_dirs, summaries, colors):
+        ax.imshow(z, origin='lower', extent=(xmin, xmax, ymin, ymax), cmap='terrain', aspect='equal')
+        traj = read_trajectory(Path(run_dir) / 'trajectory.csv')
+        if traj is not None:
+            ax.plot(traj[:, 1], traj[:, 2], '-', color='k', lw=0.7, alpha=0.7, label='true path')
+        per = summ['per_measurement']
+        if per:
+            t = np.array([p['target'] for p in per])
+            loc = np.array([p['location_mean'] for p in per])
+            ax.scatter(t[:, 0], t[:, 1], marker='x', color=c, s=25, label='targets')
+            ax.scatter(loc[:, 0], loc[:, 1], marker='.', color='k', s=12, label='measured (location mean)')
+        if summ.get('recommended_target'):
+            r = summ['recommended_target']
+            ax.scatter([r[0]], [r[1]], marker='*', s=240, color='gold', edgecolor='k', label='recommendation', zorder=5)
+        o = summ['robust_optimum']['target']
+        ax.scatter([o[0]], [o[1]], marker='P', s=110, color='white', edgecolor='k', label='robust optimum', zorder=5)
+        reg, dist = summ.get('final_normalised_regret'), summ.get('distance_driven_m')
+        ax.set_title(f'{summ.get("method") or Path(run_dir).name}: regret {_fmt(reg)}, '
+                     f'{_fmt(dist, ".0f")} m driven', fontsize=9)
+        ax.set(xlim=(xmin, xmax), ylim=(ymin, ymax), xlabel='x (m)', ylabel='y (m)')
+        ax.legend(fontsize=6, loc='lower right')
+    ax = axes[-1]
+    for run_dir, summ, c in zip(run_dirs, summaries, colors):
+        per = summ['per_measurement']
+        d = [p['distance_driven_m'] for p in per]
+        if not per or any(v is None for v in d):
+            continue
+        label = summ.get('method') or Path(run_dir).name
+        ax.plot(d, [p.get('normalised_regret', np.nan) for p in per], '-o', ms=3, color=c,
+                label=f'{label}: recommendation')
+        ax.plot(d, [p['highest_reading_normalised_regret'] for p in per], '--', color=c, alpha=0.7,
+                label=f'{label}: highest reading')
+    ax.set(xlabel='distance driven (m)', ylabel='normalised regret (g* − g(x)) / (g* − median g)',
+           title='regret against distance driven')
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    out = Path(out)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def _fmt(v: float | None, spec: str = '.2f') -> str:
+    return '–' if v is None or not math.isfinite(v) else format(v, spec)

@@ -20,6 +20,9 @@ def add_parser(sub) -> None:
     p.add_argument('--execution-std', type=float, nargs=2, default=None, metavar=('SX', 'SY'),
                    help='execution-noise std of the robust objective, m (default: the explorer\'s '
                         'execution_noise_std recorded in the journal header)')
+    p.add_argument('--compare', type=Path, action='append', default=[], metavar='RUN_DIR',
+                   help='another run on the same field (e.g. a survey): draw both side by side, paths and regret '
+                        'against distance driven, into RUN_DIR/compare.png (repeatable)')
     p.set_defaults(func=run)
 
 
@@ -37,4 +40,8 @@ def run(args) -> int:
     keys = ('measurements', 'recommended_target', 'final_regret', 'final_normalised_regret')
     print(json.dumps({k: summary[k] for k in keys}, indent=2))
     print(f'wrote {args.run_dir / "summary.json"} and {png}')
+    if args.compare:
+        from .report import plot_comparison
+        out = plot_comparison([args.run_dir, *args.compare], field, cov, args.run_dir / 'compare.png')
+        print(f'wrote {out}')
     return 0
