@@ -38,7 +38,7 @@ _RGI_MIN_POINTS = 256
 DEFAULT_EXTENT = (0.0, 200.0, 0.0, 200.0)
 
 
-#: the x zoom of :meth:`Field.jacksboro_smooth` (central 1/8 of the DEM's width and height)
+#: zoom factor of :meth:`Field.jacksboro_smooth` (the central 1/8 of the DEM's width and height, magnified x8)
 _SMOOTH_ZOOM = 8
 
 #: Named built-in fields for :meth:`Field.load` (``--field NAME``): name -> what it is. Measured on the
