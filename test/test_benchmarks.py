@@ -160,7 +160,8 @@ def _read_csv(path):
 @pytest.mark.parametrize('problem,methods,iterations,extra', [
     ('rkhs2d', 'ugp_ucb,igp_ucb,uei', 6, ['--mismatch', '1,2', '--n-jobs', '2', '--n-initial', '3']),
     ('michalewicz4d', 'ugp_ucb,igp_ucb,uei', 12, ['--n-jobs', '1', '--raw-samples', '128', '--refit-every', '5']),
-    ('rover', 'ugp_ucb,uei', 6, ['--n-jobs', '2', '--raw-samples', '128']),  # simulated missions: 2 methods
+    # simulated missions: a method, plain GP-UCB and the three baselines (lawnmower, random, BoTorch's robust loop)
+    ('rover', 'ugp_ucb,gp_ucb,lawnmower,random,botorch_robust', 7, ['--n-jobs', '2', '--raw-samples', '128']),
 ])
 def test_bench_and_plot_commands_smoke(problem, methods, iterations, extra, tmp_path, capsys):
     out = tmp_path / problem
@@ -195,3 +196,11 @@ def test_bench_and_plot_commands_smoke(problem, methods, iterations, extra, tmp_
     pngs = {p.name for p in out.glob('*.png')}
     assert {f'{problem}_mean_regret.png', f'{problem}_recommendation_regret.png'} <= pngs
     assert (f'{problem}_mismatch.png' in pngs) == (n_configs == 2)
+    if problem == 'rover':  # what a rover pays, and the comparison against the baselines
+        assert {'rover_final_regret.png', 'rover_regret_vs_distance.png'} <= pngs
+        table = (out / 'summary.md').read_text()
+        assert all(f'| {m}' in table for m in methods.split(','))
+        assert 'Wilcoxon p' in table
+        for row in rows:
+            assert float(row['distance_driven']) > 0 and float(row['sim_time']) > 0
+            assert float(row['rec_nregret']) == pytest.approx(float(row['rec_regret']) / inst.regret_scale)
