@@ -62,7 +62,8 @@ def add_parser(sub) -> None:
             description='Start sim_rover, ekf, pure_pursuit and explorer in one process (real DDS topics, '
                         'simulated time), run the exploration, then write summary.json and run.png.')
         p.add_argument('--field', default=None,
-                       help="field: 'jacksboro' (default: real USGS elevation grid from matplotlib) or a "
+                       help="field: 'jacksboro' (default: real USGS elevation grid from matplotlib), "
+                            "'jacksboro-rough' (the same), 'jacksboro-smooth' (a x8 window of it), or a "
                             '.npz grid / .csv of x,y,value')
         p.add_argument('--out', type=Path, default=None, help='run folder (default runs/demo-<date-time>); '
                        'an existing journal there is resumed')

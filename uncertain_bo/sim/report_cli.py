@@ -14,7 +14,8 @@ def add_parser(sub) -> None:
                        description='Recompute summary.json (robust optimum by grid convolution, regret per '
                                    'measurement) and run.png for a run folder written by the explorer.')
     p.add_argument('run_dir', type=Path, help='folder with journal.jsonl')
-    p.add_argument('--field', default='jacksboro', help="field: 'jacksboro' or a .npz/.csv path")
+    p.add_argument('--field', default='jacksboro',
+                   help="field: 'jacksboro', 'jacksboro-rough', 'jacksboro-smooth' or a .npz/.csv path")
     p.add_argument('--extent', type=float, nargs=4, metavar=('XMIN', 'XMAX', 'YMIN', 'YMAX'),
                    help='field rectangle in m (default: the field file\'s, or 0 200 0 200)')
     p.add_argument('--execution-std', type=float, nargs=2, default=None, metavar=('SX', 'SY'),
