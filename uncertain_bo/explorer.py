@@ -63,7 +63,7 @@ from .distributions import (DTYPE, Empirical, Gaussian, GaussianExecutionNoise, 
 from .kernels import SampleDistributionKernel
 from .optim import OptimizerSettings
 from .parameters import Param
-from .planner import InvalidObservationError, Planner, Recommendation
+from .planner import RECOMMENDATION_RULES, InvalidObservationError, Planner, Recommendation
 
 __all__ = ['Explorer', 'ExplorerOutputs', 'State', 'PoseEstimate', 'Reading', 'Measurement',
            'EXPLORER_PARAMS', 'RESUME_FRACTION', 'READING_QUEUE', 'MAX_ABS_COORDINATE', 'MAX_ABS_READING',
@@ -95,6 +95,9 @@ EXPLORER_PARAMS = [
           'std of the execution-noise model P̂_x = N(x, diag(std²)) along x and y, m', range=(0.0, 1000.0),
           length=2),
     Param('beta', 3.0, 'UCB exploration weight β (μ + β σ), dimensionless', range=(0.0, 100.0)),
+    Param('recommendation', 'past_mean', 'where the robust peak is reported: ' + '; '.join(
+          f'{k}: {v}' for k, v in RECOMMENDATION_RULES.items()), choices=tuple(RECOMMENDATION_RULES),
+          read_only=True),
     Param('n_initial', 5, 'space-filling targets before the acquisition takes over', range=(1, 10000),
           read_only=True),
     Param('max_measurements', 30, 'stop after this many measurements', range=(1, 1000000)),
@@ -297,6 +300,7 @@ def planner_from_parameters(params: dict, **overrides) -> Planner:
     kwargs = dict(execution_noise=GaussianExecutionNoise.isotropic(params['execution_noise_std']),
                   method=params['method'], beta=params['beta'], n_initial=params['n_initial'],
                   refit_every=params['refit_every'], seed=params['seed'], budget=params['max_measurements'],
+                  recommendation=params['recommendation'],
                   optimizer=OptimizerSettings(params['num_restarts'], params['raw_samples']))
     kwargs.update(overrides)
     return Planner(torch.tensor([[xmin, ymin], [xmax, ymax]], dtype=DTYPE), **kwargs)

@@ -35,7 +35,15 @@ from .journal import Journal, location_from_record, location_to_record
 from .models import DistributionGP
 from .optim import OptimizerSettings, maximize
 
-__all__ = ['Planner', 'Decision', 'Recommendation', 'InvalidObservationError']
+__all__ = ['Planner', 'Decision', 'Recommendation', 'InvalidObservationError', 'RECOMMENDATION_RULES']
+
+#: recommendation rules (:meth:`Planner.recommend`): what each returns
+RECOMMENDATION_RULES = {
+    'past_mean': 'past target with the best posterior mean of its candidate distribution (paper Alg. 1)',
+    'past_lcb': 'past target with the best lower confidence bound mu - 2 sigma of its candidate distribution',
+    'area_mean': 'target anywhere in the bounds maximising the posterior mean of its candidate distribution',
+    'highest_reading': 'past target whose reading was highest (what a survey reports)',
+}
 
 log = logging.getLogger(__name__)
 
@@ -71,14 +79,15 @@ class Decision:
 
 @dataclass(frozen=True)
 class Recommendation:
-    """Best past target by posterior mean of its location distribution.
+    """Where the planner believes the robust peak is (by default the best past target by posterior mean of
+    its location distribution; see :data:`RECOMMENDATION_RULES`).
 
     Attributes:
-        target: ``(d,)`` recommended target :math:`\\mathbf x^*_n = \\operatorname{argmax}_{\\mathbf x_t}
+        target: ``(d,)`` recommended target, e.g. :math:`\\mathbf x^*_n = \\operatorname{argmax}_{\\mathbf x_t}
             \\hat\\mu_n(\\hat P_{\\mathbf x_t})`.
         mean: :math:`\\hat\\mu_n` at it (predicted robust value :math:`\\mathbb E[f(\\tilde{\\mathbf x})]`).
         std: posterior standard deviation there.
-        index: which past measurement's target it is.
+        index: which past measurement's target it is (-1 for a target that is none of them).
     """
 
     target: Tensor
@@ -107,6 +116,7 @@ class Planner:
         start: optional ``(d,)`` start position (orders the initial design as a short tour).
         budget: the number of measurements the mission will take (``max_measurements``), or None if
             unknown; survey strategies plan their grid from it.
+        recommendation: the default rule of :meth:`recommend` (a key of :data:`RECOMMENDATION_RULES`).
         journal: optional path of the observations journal; an existing journal is resumed.
         model_factory: optional ``(bounds, kernel) -> DistributionGP`` (e.g. fixed hyperparameters).
         metadata: extra fields for a new journal's header.
@@ -126,6 +136,7 @@ class Planner:
     seed: int = 0
     start: Tensor | None = None
     budget: int | None = None
+    recommendation: str = 'past_mean'
     journal: str | Path | None = None
     model_factory: Callable[..., DistributionGP] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -138,6 +149,9 @@ class Planner:
             raise ValueError(f'n_initial must be >= 1, got {self.n_initial}')
         if self.refit_every < 0:
             raise ValueError(f'refit_every must be >= 0, got {self.refit_every}')
+        if self.recommendation not in RECOMMENDATION_RULES:
+            raise ValueError(f'recommendation must be one of {", ".join(RECOMMENDATION_RULES)}, '
+                             f'got {self.recommendation!r}')
         self._method: Method = get_method(self.method)
         self._beta = make_beta(self.beta)
         kernel = self._method.make_kernel(self.dim) if self._method.make_kernel else None
@@ -316,25 +330,43 @@ class Planner:
         self._store(target, location, float(y))
         return index
 
-    def recommend(self) -> Recommendation:
-        """Past target with the best posterior mean of its candidate distribution (paper Alg. 1, last line),
-        or the method's own rule (:meth:`~uncertain_bo.acquisition.Strategy.recommend`).
+    def recommend(self, rule: str | None = None) -> Recommendation:
+        """Where the robust peak is believed to be, by ``rule`` (default :attr:`recommendation`; see
+        :data:`RECOMMENDATION_RULES`): ``'past_mean'`` is the paper's (Alg. 1, last line), the best past
+        target by the posterior mean of its candidate distribution. A method with a rule of its own
+        (:meth:`~uncertain_bo.acquisition.Strategy.recommend`, e.g. BoTorch's risk measure) uses it when no
+        ``rule`` is given.
 
         Hyperparameters are refitted first when the schedule (``refit_every``) says a fit is due, so the
         recommendation uses the same fit the next decision will (its time is billed to that decision).
 
         Raises:
             RuntimeError: no observations yet.
+            ValueError: unknown rule.
         """
         if self.n == 0:
             raise RuntimeError('nothing to recommend before the first observation')
-        own = self._strategy.recommend(self) if self._strategy is not None else None
+        if rule is not None and rule not in RECOMMENDATION_RULES:
+            raise ValueError(f'unknown recommendation rule {rule!r}; known: {", ".join(RECOMMENDATION_RULES)}')
+        own = self._strategy.recommend(self) if self._strategy is not None and rule is None else None
         if own is not None:
             return own
+        rule = rule or self.recommendation
         self._fit_seconds_unbilled += self._update_model()
+        if rule == 'area_mean':
+            from .acquisition import UpperConfidenceBound
+            target, _ = maximize(UpperConfidenceBound(self.model, self.candidates, 0.0), self.bounds,
+                                 self.optimizer, seed=self.seed * 100_003 + 50_000 + self.n)
+            mean, std = self.predict(target.reshape(1, -1))
+            return Recommendation(target, float(mean[0]), float(std[0]), -1)
         with torch.no_grad():
             mean, var = self.model.posterior(self.candidates(self._targets))
-        i = int(torch.argmax(mean))
+        if rule == 'highest_reading':
+            i = int(torch.argmax(self.y))
+        elif rule == 'past_lcb':
+            i = int(torch.argmax(mean - 2.0 * var.clamp_min(0).sqrt()))
+        else:
+            i = int(torch.argmax(mean))
         return Recommendation(self._targets[i].clone(), float(mean[i]), float(var[i].sqrt()), i)
 
     def predict(self, targets: Tensor) -> tuple[Tensor, Tensor]:

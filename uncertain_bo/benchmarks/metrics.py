@@ -25,7 +25,9 @@ __all__ = ['group_runs', 'curves', 'summarize', 'paired_comparisons', 'markdown_
 
 #: per-run finals aggregated as median / mean / std where present (exploration problems)
 FINAL_STATS = ('rec_normalised_regret', 'reading_normalised_regret', 'best_visited_normalised_regret',
-               'reading_regret', 'best_visited_regret', 'distance_driven_m', 'mission_time_s', 'edge_fraction')
+               'reading_regret', 'best_visited_regret', 'distance_driven_m', 'mission_time_s', 'edge_fraction',
+               'rule_past_mean', 'rule_past_lcb', 'rule_area_mean', 'rule_highest_reading')
+RULES = ('past_mean', 'past_lcb', 'area_mean', 'highest_reading')
 
 GROUP_KEYS = ('problem', 'method', 'variant')
 
@@ -168,7 +170,12 @@ def markdown_tables(summary: dict[str, Any]) -> str:
     edge share), then the paired comparisons. Empty for problems without exploration statistics."""
     lines: list[str] = []
     by_problem: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for g in summary['groups']:
+    from ..acquisition import METHODS
+
+    def order(g):
+        return (bool(getattr(METHODS.get(g['method']), 'baseline', False)), g['method'])
+
+    for g in sorted(summary['groups'], key=order):
         if 'rec_normalised_regret' in g:
             by_problem[(g['problem'], g.get('field'), g['mismatch'])].append(g)
     for (problem, fld, mismatch), gs in by_problem.items():
@@ -189,6 +196,12 @@ def markdown_tables(summary: dict[str, Any]) -> str:
             lines.append(f'| {name} | {_ms(g.get("rec_normalised_regret"))} | '
                          f'{_ms(g.get("reading_normalised_regret"))} | '
                          f'{_ms(g.get("best_visited_normalised_regret"))} | {dist} | {tm} | {dec} | {edge} |')
+        if any(f'rule_{r}' in g for g in gs for r in RULES):
+            lines += ['', 'Final regret of every recommendation rule on the same runs (median / mean ± std):', '',
+                      '| strategy | ' + ' | '.join(RULES) + ' |', '|---|' + '---|' * len(RULES)]
+            for g in gs:
+                name = g['method'] + ('' if g['variant'].startswith('beta=-') else f' (β={g["beta"]})')
+                lines.append(f'| {name} | ' + ' | '.join(_ms(g.get(f'rule_{r}')) for r in RULES) + ' |')
         comps = [c for c in summary.get('comparisons', []) if c['problem'] == problem
                  and any(c['method'] == g['method'] for g in gs)]
         if comps:

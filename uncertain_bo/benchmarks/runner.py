@@ -111,8 +111,10 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
         :math:`g^* - \\operatorname{median} g`) the three regrets divided by it (``rec_nregret``,
         ``reading_nregret``, ``best_visited_nregret``, the demo's normalised regret); and, for simulated
         missions, the cumulative true path length ``distance_driven`` (m) and ``sim_time`` (s) at the reading.
-        ``final`` adds ``distance_driven_m``, ``mission_time_s`` and ``edge_fraction`` (share of the decided,
-        non-initial targets lying on the box edge).
+        ``final`` adds ``distance_driven_m``, ``mission_time_s``, ``edge_fraction`` (share of the decided,
+        non-initial targets lying on the box edge) and, for each recommendation rule of
+        :data:`~uncertain_bo.planner.RECOMMENDATION_RULES`, ``rule_<name>``: the final regret of that rule
+        (normalised where the instance has a regret scale).
     """
     prob = get_problem(problem) if isinstance(problem, str) else problem
     if settings.beta is None:
@@ -152,6 +154,14 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
 
     t_start = time.perf_counter()
     planner = inst.drive(meth, settings, seed, iterations, record)
+    wall = time.perf_counter() - t_start
+    rules = {}
+    if records:
+        from ..planner import RECOMMENDATION_RULES
+        for rule in RECOMMENDATION_RULES:
+            x = planner.recommend(rule).target.reshape(1, -1).to(x_star)
+            r = g_star - float(inst.robust_value(x)[0])
+            rules[f'rule_{rule}'] = norm(r) if scale else r
     spec = RunSpec(prob.name, method, seed, iterations, settings)
     last = records[-1] if records else {}
     acq = [r['seconds'] for r in records if r['phase'] == 'acquisition']
@@ -163,13 +173,13 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
              'rec_normalised_regret': last.get('rec_nregret'), 'reading_normalised_regret': last.get('reading_nregret'),
              'best_visited_normalised_regret': last.get('best_visited_nregret'),
              'distance_driven_m': last.get('distance_driven'), 'mission_time_s': last.get('sim_time'),
-             'edge_fraction': _edge_fraction(planner)}
+             'edge_fraction': _edge_fraction(planner), **rules}
     return {'spec': spec.to_json(), 'instance': {**inst.info(), 'optimum_value': g_star,
                                                  'optimum': _vec(x_star)},
             'planner': {'n_initial': planner.n_initial, 'refit_every': planner.refit_every,
                         'execution_noise': repr(planner.execution_noise), 'beta': repr(planner.beta),
                         'hyperparameters': planner.model.hyperparameters()},
-            'records': records, 'final': final, 'wall_seconds': time.perf_counter() - t_start}
+            'records': records, 'final': final, 'wall_seconds': wall}
 
 
 def _edge_fraction(planner) -> float | None:
