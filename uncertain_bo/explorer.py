@@ -98,6 +98,13 @@ EXPLORER_PARAMS = [
     Param('recommendation', 'past_mean', 'where the robust peak is reported: ' + '; '.join(
           f'{k}: {v}' for k, v in RECOMMENDATION_RULES.items()), choices=tuple(RECOMMENDATION_RULES),
           read_only=True),
+    Param('travel_weight', 0.0, 'travel-aware acquisition: subtract w x (GP signal std) x (distance to the target '
+          '/ diagonal of search_bounds) from the acquisition, i.e. crossing the whole area costs w prior standard '
+          'deviations of the field; 0 = off (dimensionless)', range=(0.0, 100.0), read_only=True),
+    Param('learn_execution_noise', False, 'learn the execution-noise covariance online from (target, location '
+          'estimate) pairs of reached goals, with execution_noise_std as the prior', read_only=True),
+    Param('execution_noise_prior_weight', 5.0, 'weight of execution_noise_std as the prior of the learned '
+          'execution noise, in pseudo-measurements', range=(0.0, 1e6), read_only=True),
     Param('n_initial', 5, 'space-filling targets before the acquisition takes over', range=(1, 10000),
           read_only=True),
     Param('max_measurements', 30, 'stop after this many measurements', range=(1, 1000000)),
@@ -300,7 +307,9 @@ def planner_from_parameters(params: dict, **overrides) -> Planner:
     kwargs = dict(execution_noise=GaussianExecutionNoise.isotropic(params['execution_noise_std']),
                   method=params['method'], beta=params['beta'], n_initial=params['n_initial'],
                   refit_every=params['refit_every'], seed=params['seed'], budget=params['max_measurements'],
-                  recommendation=params['recommendation'],
+                  recommendation=params['recommendation'], travel_weight=params['travel_weight'],
+                  execution_noise_prior_weight=(params['execution_noise_prior_weight']
+                                                if params['learn_execution_noise'] else None),
                   optimizer=OptimizerSettings(params['num_restarts'], params['raw_samples']))
     kwargs.update(overrides)
     return Planner(torch.tensor([[xmin, ymin], [xmax, ymax]], dtype=DTYPE), **kwargs)

@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 
 from .acquisition import Method, Strategy, get_method, make_beta
-from .distributions import (DTYPE, Dirac, ExecutionNoise, Gaussian, InvalidDistributionError,
+from .distributions import (DTYPE, Dirac, ExecutionNoise, Gaussian, GaussianExecutionNoise, InvalidDistributionError,
                             LocationDistributions, check_covariance, cat)
 from .journal import Journal, location_from_record, location_to_record
 from .models import DistributionGP
@@ -117,6 +117,13 @@ class Planner:
         budget: the number of measurements the mission will take (``max_measurements``), or None if
             unknown; survey strategies plan their grid from it.
         recommendation: the default rule of :meth:`recommend` (a key of :data:`RECOMMENDATION_RULES`).
+        travel_weight: :math:`w \\ge 0` of the travel-aware acquisition
+            (:class:`~uncertain_bo.acquisition.travel.TravelPenalty`): crossing the whole search box costs
+            :math:`w` prior standard deviations of the field; 0 = the method's acquisition as it is.
+        execution_noise_prior_weight: learn the (Gaussian) execution-noise model online from the
+            (target, location distribution) pairs of measurements whose goal was reached, with ``execution_noise``
+            as the prior worth this many pseudo-observations (:meth:`learned_execution_covariance`); None = keep
+            ``execution_noise`` fixed.
         journal: optional path of the observations journal; an existing journal is resumed.
         model_factory: optional ``(bounds, kernel) -> DistributionGP`` (e.g. fixed hyperparameters).
         metadata: extra fields for a new journal's header.
@@ -137,6 +144,8 @@ class Planner:
     start: Tensor | None = None
     budget: int | None = None
     recommendation: str = 'past_mean'
+    travel_weight: float = 0.0
+    execution_noise_prior_weight: float | None = None
     journal: str | Path | None = None
     model_factory: Callable[..., DistributionGP] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -149,6 +158,19 @@ class Planner:
             raise ValueError(f'n_initial must be >= 1, got {self.n_initial}')
         if self.refit_every < 0:
             raise ValueError(f'refit_every must be >= 0, got {self.refit_every}')
+        if not self.travel_weight >= 0:
+            raise ValueError(f'travel_weight must be >= 0, got {self.travel_weight}')
+        self._execution_prior = None
+        if self.execution_noise_prior_weight is not None:
+            if (not isinstance(self.execution_noise, GaussianExecutionNoise)
+                    or not self.execution_noise_prior_weight >= 0):
+                raise ValueError('learning the execution noise needs a GaussianExecutionNoise prior and '
+                                 f'execution_noise_prior_weight >= 0, got {self.execution_noise!r}, '
+                                 f'{self.execution_noise_prior_weight!r}')
+            cov = self.execution_noise.covariance
+            self._execution_prior = cov.clone()
+            self._execution_sum = torch.zeros_like(cov)   # sum of e eᵀ + Σ_L over reached goals
+            self._execution_n = 0
         if self.recommendation not in RECOMMENDATION_RULES:
             raise ValueError(f'recommendation must be one of {", ".join(RECOMMENDATION_RULES)}, '
                              f'got {self.recommendation!r}')
@@ -292,6 +314,10 @@ class Planner:
             fit_seconds = self._update_model() + billed
             beta_t = self._beta(index, self.model)
             acq = self._method.make_acquisition(self.model, self.candidates, beta_t)
+            if self.travel_weight > 0:
+                from .acquisition.travel import TravelPenalty
+                acq = TravelPenalty(acq, self.position, self.bounds, self.travel_weight,
+                                    self.model.hyperparameters()['outputscale'] ** 0.5)
             target, value = maximize(acq, self.bounds, self.optimizer, seed=self.seed * 100_003 + index)
             decision = Decision(index, target, 'acquisition', time.perf_counter() - t0 + billed, value, beta_t,
                                 fit_seconds)
@@ -303,6 +329,41 @@ class Planner:
                                   'acquisition_value': _finite_or_none(decision.acquisition_value),
                                   'beta': _finite_or_none(decision.beta), 'wall_time': time.time()})
         return target
+
+    @property
+    def position(self) -> Tensor:
+        """``(d,)`` where the rover is believed to be: the mean of the latest location distribution, else the
+        start, else the centre of the bounds."""
+        if self._inputs:
+            return self._inputs[-1].mean[0].to(self.bounds)
+        return self.bounds.mean(0) if self.start is None else self.start.to(self.bounds)
+
+    def learned_execution_covariance(self) -> Tensor | None:
+        r"""The learned execution-noise covariance :math:`\hat\Sigma` (``(d, d)``, m²), or None when it is fixed.
+
+        Moment estimate from the measurements whose goal was reached, shrunk towards the prior
+        :math:`\Sigma_0` (``execution_noise`` at construction) worth :math:`\nu_0` pseudo-observations:
+
+        .. math::
+            \hat\Sigma = \frac{\nu_0 \Sigma_0 + \sum_i (\mathbf e_i \mathbf e_i^\top + \Sigma^L_i)}
+            {\nu_0 + n}, \qquad \mathbf e_i = \hat{\mathbf x}_i - \mathbf x_i.
+
+        The controller steers on the same localisation estimate (closed loop: it stops when the *estimate*
+        :math:`\hat{\mathbf x}_i` reaches the target, up to the goal tolerance), so the executed position is
+        :math:`\tilde{\mathbf x}_i = \hat{\mathbf x}_i - \boldsymbol\eta_i` with the estimate's error
+        :math:`\boldsymbol\eta_i \sim \mathcal N(0, \Sigma^L_i)` independent of the controller's residual
+        :math:`\mathbf e_i`: :math:`\operatorname{Cov}(\tilde{\mathbf x}_i - \mathbf x_i) = \mathbb E[\mathbf e_i
+        \mathbf e_i^\top] + \Sigma^L_i`. (A rover driving open loop would need :math:`- \Sigma^L_i` instead.)
+        The uGP-UCB paper (Oliveira et al. 2019, §7) names learning :math:`\hat P_{\mathbf x}` online as future
+        work.
+        """
+        if self._execution_prior is None:
+            return None
+        nu0, n = float(self.execution_noise_prior_weight), self._execution_n
+        if nu0 + n == 0:
+            return self._execution_prior.clone()
+        cov = (nu0 * self._execution_prior + self._execution_sum) / (nu0 + n)
+        return 0.5 * (cov + cov.T)
 
     def observe(self, target: Tensor, location: LocationDistributions, y: float, **meta: Any) -> int:
         """Store one measurement: the commanded ``target``, where it was taken, and the reading.
@@ -327,7 +388,7 @@ class Planner:
             self._journal.append({'type': 'observation', 'index': index, 'target': target.tolist(),
                                   'location': location_to_record(location), 'y': float(y),
                                   'wall_time': time.time(), **meta})
-        self._store(target, location, float(y))
+        self._store(target, location, float(y), reached=not meta.get('goal_timed_out', False))
         return index
 
     def recommend(self, rule: str | None = None) -> Recommendation:
@@ -396,7 +457,12 @@ class Planner:
             if reason:
                 raise bad(f'location covariance {reason}')
 
-    def _store(self, target: Tensor, location: LocationDistributions, y: float) -> None:
+    def _store(self, target: Tensor, location: LocationDistributions, y: float, reached: bool = True) -> None:
+        if self._execution_prior is not None and reached:
+            e = (location.mean[0] - target).to(self._execution_sum)
+            self._execution_sum += torch.outer(e, e) + location.covariance[0].to(self._execution_sum)
+            self._execution_n += 1
+            self.execution_noise = GaussianExecutionNoise(self.learned_execution_covariance())
         self._targets = torch.cat([self._targets, target.reshape(1, -1)])
         self._inputs.append(location)
         self._y.append(y)
@@ -424,7 +490,7 @@ class Planner:
                 log.warning('journal %s: skipping invalid observation %s: %s', journal.path,
                             rec.get('index'), exc)
                 continue
-            self._store(target, loc, float(rec['y']))
+            self._store(target, loc, float(rec['y']), reached=not rec.get('goal_timed_out', False))
         for rec in journal.records:
             if rec.get('type') != 'decision':
                 continue

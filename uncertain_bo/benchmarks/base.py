@@ -51,6 +51,8 @@ class BenchSettings:
         optimizer: acquisition maximiser settings.
         field: for problems on a field (the rover problems): a named field or a ``.npz`` / ``.csv`` path
             (None = the problem's default).
+        explorer: for the rover problems: explorer parameters ``((name, value), ...)`` applied over the
+            shipped ones (e.g. ``(('travel_weight', 1.0),)``).
     """
 
     beta: str | float | None = None
@@ -60,6 +62,7 @@ class BenchSettings:
     n_initial: int | None = None
     optimizer: OptimizerSettings = field(default_factory=OptimizerSettings)
     field: str | None = None
+    explorer: tuple[tuple[str, Any], ...] = ()
 
     def beta_label(self, uses_beta: bool) -> str:
         if not uses_beta:
@@ -227,8 +230,9 @@ class Problem(ABC):
         Raises:
             ValueError: ``settings.field`` is given for a problem without a field.
         """
-        if settings.field is not None:
-            raise ValueError(f'problem {self.name!r} has no field to choose (--field is for the rover problems)')
+        if settings.field is not None or settings.explorer:
+            raise ValueError(f'problem {self.name!r} has no field or explorer to configure (--field and '
+                             '--explorer-param are for the rover problems)')
         return self.instance(seed)
 
     def uses_beta(self, method: Method) -> bool:

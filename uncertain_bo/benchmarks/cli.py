@@ -27,6 +27,19 @@ def _betas(text: str) -> list[str | float]:
     return [v.strip() if v.strip() == 'theory' else float(v) for v in text.split(',') if v.strip()]
 
 
+def _name_value(text: str) -> tuple[str, object]:
+    """``'name=value'`` -> ``(name, value)`` with the value parsed as YAML (numbers, booleans, lists)."""
+    import yaml
+
+    name, sep, value = text.partition('=')
+    if not sep or not name.strip():
+        raise ValueError(f'--explorer-param expects NAME=VALUE, got {text!r}')
+    try:
+        return name.strip(), yaml.safe_load(value)
+    except yaml.YAMLError as exc:
+        raise ValueError(f'--explorer-param {text!r}: the value is not valid YAML ({exc.problem})') from None
+
+
 def add_parser(subparsers) -> None:
     """Register ``bench`` and ``plot``."""
     b = subparsers.add_parser('bench', help='run benchmark problems (parallel over seeds)',
@@ -39,6 +52,9 @@ def add_parser(subparsers) -> None:
                    help="comma-separated methods and baselines (default: the problem's: ugp_ucb,igp_ucb,uei for "
                         'rkhs2d, michalewicz4d; ugp_ucb,gp_ucb,lawnmower,random,botorch_robust for the rover '
                         "problems; airbo,ugp_kme,skl,erbf,gp_ucb for AIRBO's problems)")
+    b.add_argument('--explorer-param', action='append', default=[], metavar='NAME=VALUE',
+                   help='rover problems: an explorer parameter over the shipped config/explorer.yaml, e.g. '
+                        'travel_weight=1.0 (repeatable; YAML value syntax)')
     b.add_argument('--field', default=None,
                    help="rover problems: the simulated field, a name (jacksboro, jacksboro-rough, ...) or a .npz/.csv "
                         "path (default: the problem's)")
@@ -83,12 +99,18 @@ def bench_main(args: argparse.Namespace) -> int:
     except KeyError as exc:
         print(f'error: {exc.args[0]}', file=sys.stderr)
         return 2
+    try:
+        explorer = tuple(_name_value(p) for p in args.explorer_param)
+    except ValueError as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
     betas = _betas(args.beta) if args.beta else [problem.default_beta]
     seeds = range(args.seed_offset, args.seed_offset + (args.seeds or problem.default_seeds))
     iterations = args.iterations or problem.default_iterations
     optimizer = OptimizerSettings(num_restarts=args.restarts, raw_samples=args.raw_samples)
     settings = [BenchSettings(beta=b, mismatch=r, ugp_noise=args.ugp_noise, refit_every=args.refit_every,
-                              n_initial=args.n_initial, optimizer=optimizer, field=args.field)
+                              n_initial=args.n_initial, optimizer=optimizer, field=args.field,
+                              explorer=explorer)
                 for r, b in product(_floats(args.mismatch), betas)]
     specs = expand(args.problem, methods, seeds, iterations, settings)
     print(f'{len(specs)} run(s): {args.problem}, methods {",".join(methods)}, seeds {seeds.start}..{seeds.stop - 1}, '

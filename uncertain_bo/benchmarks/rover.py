@@ -155,7 +155,8 @@ class Rover(Problem):
     param_files: tuple[str, ...] = ()
     default_methods = 'ugp_ucb,gp_ucb,lawnmower,random,botorch_robust'
 
-    def instance(self, seed: int, field: str | None = None) -> RoverInstance:
+    def instance(self, seed: int, field: str | None = None,
+                 explorer: tuple[tuple[str, Any], ...] = ()) -> RoverInstance:
         from ..parameters import config_path
 
         over = {node: dict(values) for node, values in self.overrides.items()}
@@ -163,10 +164,11 @@ class Rover(Problem):
             over.setdefault('particle_filter', {}).setdefault('seed', seed)
         if field is not None:
             over.setdefault('sim_rover', {})['field'] = field
+        over.setdefault('explorer', {}).update(dict(explorer))
         return RoverInstance(seed, over or None, [config_path(f) for f in self.param_files])
 
     def instance_for(self, seed: int, settings: BenchSettings) -> RoverInstance:
-        return self.instance(seed, settings.field)
+        return self.instance(seed, settings.field, settings.explorer)
 
 
 class RoverPF(Rover):

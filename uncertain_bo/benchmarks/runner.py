@@ -59,6 +59,8 @@ class RunSpec:
             label += f'_ugpnoise={self.settings.ugp_noise}'
         if self.settings.field is not None:
             label += f'_field={field_label(self.settings.field)}'
+        for name, value in self.settings.explorer:
+            label += f'_{name}={value:g}' if isinstance(value, float) else f'_{name}={value}'
         return label
 
     @property
@@ -67,6 +69,7 @@ class RunSpec:
 
     def to_json(self) -> dict[str, Any]:
         s = asdict(self.settings)
+        s['explorer'] = [list(kv) for kv in s['explorer']]  # as JSON reads it back (resume compares)
         return {'problem': self.problem, 'method': self.method, 'seed': self.seed, 'iterations': self.iterations,
                 'variant': self.variant, 'settings': s}
 

@@ -1,0 +1,53 @@
+r"""Travel-aware acquisition: any target acquisition minus the cost of driving there.
+
+A rover pays for every metre it drives, so a target far away must promise more than one next door. Following
+the distance-penalised UCB of Marchant & Ramos ("Bayesian optimisation for intelligent environmental
+monitoring", IROS 2012), the score of a candidate target :math:`\mathbf x` seen from the rover's position
+:math:`\mathbf p` is
+
+.. math::
+    \alpha_{\text{travel}}(\mathbf x) = \alpha(\mathbf x) - w\, \hat\sigma_f\,
+    \frac{\lVert \mathbf x - \mathbf p \rVert}{D},
+
+with :math:`\alpha` the method's acquisition (in output units, e.g. uGP-UCB's
+:math:`\hat\mu(\hat P_{\mathbf x}) + \beta\hat\sigma(\hat P_{\mathbf x})`), :math:`\hat\sigma_f` the GP's signal
+standard deviation (output units), :math:`D` the diagonal of the search box (m) and :math:`w \ge 0` the
+dimensionless ``travel_weight``: crossing the whole box costs :math:`w` prior standard deviations of the field.
+:math:`w = 0` is the method itself. The planner takes :math:`\mathbf p` as the mean of the latest location
+distribution (where the rover measured last), or its start before the first measurement.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .base import TargetAcquisition
+
+__all__ = ['TravelPenalty']
+
+
+class TravelPenalty(TargetAcquisition):
+    """``inner`` minus the travel cost from ``position`` (see the module docstring).
+
+    Args:
+        inner: the method's acquisition.
+        position: ``(d,)`` the rover's position :math:`\\mathbf p` (m).
+        bounds: ``(2, d)`` search box (m); its diagonal is :math:`D`.
+        weight: :math:`w \\ge 0`.
+        signal_std: :math:`\\hat\\sigma_f` in output units.
+
+    Raises:
+        ValueError: negative weight or signal std.
+    """
+
+    def __init__(self, inner: TargetAcquisition, position: Tensor, bounds: Tensor, weight: float,
+                 signal_std: float):
+        super().__init__(inner.model, inner.candidates)
+        if not (weight >= 0 and signal_std >= 0):
+            raise ValueError(f'travel weight and signal std must be >= 0, got {weight}, {signal_std}')
+        self.inner = inner
+        self.position = torch.as_tensor(position).to(bounds).reshape(-1)
+        self.per_metre = float(weight) * float(signal_std) / float((bounds[1] - bounds[0]).norm())
+
+    def score(self, targets: Tensor) -> Tensor:
+        return self.inner.score(targets) - self.per_metre * (targets - self.position).norm(dim=-1)
