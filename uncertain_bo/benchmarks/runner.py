@@ -70,6 +70,8 @@ class RunSpec:
     def to_json(self) -> dict[str, Any]:
         s = asdict(self.settings)
         s['explorer'] = [list(kv) for kv in s['explorer']]  # as JSON reads it back (resume compares)
+        if not s['explorer']:
+            del s['explorer']  # runs written before the option existed still resume
         return {'problem': self.problem, 'method': self.method, 'seed': self.seed, 'iterations': self.iterations,
                 'variant': self.variant, 'settings': s}
 
