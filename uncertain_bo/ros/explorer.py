@@ -37,6 +37,7 @@ import logging
 import math
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +58,8 @@ from ..operator_view import GridScale, StatusReporter, grid_over, scale_to_occup
 from ..optim import OptimizerSettings
 from ..parameters import Param, ParameterError
 from ..planner import Planner, Recommendation
-from .conversions import (READING_TYPES, from_time_msg, make_path, make_pose_stamped, pose_array_to_particles,
-                          reading_from_msg, ros_covariance_to_xy)
+from .conversions import (READING_TYPES, from_time_msg, make_path, make_pose_stamped, pose_array_from_cdr,
+                          pose_array_to_particles, reading_from_msg, ros_covariance_to_xy)
 from .operator_view import (ELLIPSE_SIGMA, MarkerScene, clean_stamp, make_diagnostics, make_markers,
                             make_occupancy_grid)
 from .params import declare_parameters
@@ -88,11 +89,18 @@ EXPLORER_NODE_PARAMS = EXPLORER_PARAMS + [
           'state changes), s', range=(0.05, 3600.0)),
     Param('gp_map_cells', 40, 'cells of the ~/gp_mean and ~/gp_std grids along the longer side of the '
           'search area (computed once per measurement; keep it coarse)', range=(2, 1000)),
+    Param('decide_in_background', True, 'choose targets on a worker thread, so that /diagnostics, markers and '
+          'the pose and reading subscriptions keep running during a long decision', read_only=True),
+    Param('cloud_receive_limit', 5000, 'particle clouds with more particles are subsampled (uniformly at '
+          'random) as they are received, before any other work: a 10^5-particle PoseArray is read in '
+          'milliseconds instead of seconds', range=(1, 10000000), read_only=True),
 ]
 
 _RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 #: maps and markers: late joiners (RViz started later) get the last message
 _LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+#: pose estimates: best effort (compatible with reliable and best-effort publishers), keep last 10
+_POSE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
 #: least wall time between two state-change diagnostics (rejection floods do not flood /diagnostics), s
 _MIN_STATUS_GAP = 0.2
 
@@ -183,7 +191,10 @@ class ExplorerNode(Node):
             optimizer=OptimizerSettings(self.p['num_restarts'], self.p['raw_samples']),
             journal=self.run_dir / 'journal.jsonl',
             metadata={'node': self.get_fully_qualified_name(), 'parameters': self.p})
-        self.explorer = Explorer(planner, self, self.p)
+        self._decider = (ThreadPoolExecutor(max_workers=1, thread_name_prefix='explorer-decide')
+                         if self.p['decide_in_background'] else None)
+        self.explorer = Explorer(planner, self, self.p, decider=self._decider)
+        self._cloud_rng = np.random.default_rng(np.random.SeedSequence([int(self.p['seed']), 0xC10D]))
         self.recommendation: Recommendation | None = None
         self._resumed_checks(planner)
 
@@ -194,8 +205,13 @@ class ExplorerNode(Node):
         self.std_pub = self.create_publisher(OccupancyGrid, '~/gp_std', _LATCHED)
         self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', _RELIABLE_10)
         msg_type, topic = POSE_SOURCES[self.p['pose_source']]
-        qos = qos_profile_sensor_data if self.p['pose_source'] == 'particle_cloud' else 50
-        self.create_subscription(msg_type, topic, self._on_pose_msg, qos)
+        if self.p['pose_source'] == 'particle_cloud':
+            # raw: read the serialised cloud with NumPy and subsample it before anything else
+            self.create_subscription(msg_type, topic, self._on_cloud_raw, qos_profile_sensor_data, raw=True)
+        else:
+            # best effort matches both reliable and best-effort publishers (robot_localization, Gazebo
+            # bridges); a short queue so a busy moment does not leave a backlog of old poses
+            self.create_subscription(msg_type, topic, self._on_pose_msg, _POSE_QOS)
         msg_type = READING_TYPES[self.p['reading_type']][0]
         self.create_subscription(msg_type, 'reading', self._on_reading, qos_profile_sensor_data)
 
@@ -236,6 +252,10 @@ class ExplorerNode(Node):
             self.recommendation = planner.recommend()
 
     def destroy_node(self) -> None:
+        decider = getattr(self, '_decider', None)
+        if decider is not None:
+            decider.shutdown(wait=False, cancel_futures=True)
+            self._decider = None
         if self._log_handler is not None:
             logging.getLogger('uncertain_bo').removeHandler(self._log_handler)
             self._log_handler = None
@@ -259,6 +279,16 @@ class ExplorerNode(Node):
             return
         self.explorer.on_pose(pose, self._clock_now())
 
+    def _on_cloud_raw(self, raw: bytes) -> None:
+        try:
+            cloud = pose_array_from_cdr(raw, self.p['cloud_receive_limit'], self._cloud_rng)
+            pose = PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples)
+        except (ValueError, TypeError, IndexError) as exc:
+            self.explorer.received['poses'] += 1
+            self.explorer.reject('pose', 'malformed message', str(exc))
+            return
+        self.explorer.on_pose(pose, self._clock_now())
+
     def _on_reading(self, msg) -> None:
         try:
             stamp, value, variance = reading_from_msg(msg, self.p['reading_type'])
@@ -266,7 +296,7 @@ class ExplorerNode(Node):
             self.explorer.received['readings'] += 1
             self.explorer.reject('reading', 'malformed message', str(exc))
             return
-        self.explorer.on_reading(Reading(stamp, value, variance))
+        self.explorer.on_reading(Reading(stamp, value, variance), self._clock_now())
 
     def _tick(self) -> None:
         now = self._clock_now()
