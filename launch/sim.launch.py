@@ -44,7 +44,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from uncertain_bo.parameters import node_parameters
-from uncertain_bo.ros.launch_args import choice, flag, integer, share_directory
+from uncertain_bo.ros.launch_args import bounds_outside, choice, flag, integer, share_directory
 
 
 #: (name, default, description) of every launch argument, in ``--show-args`` order.
@@ -114,6 +114,11 @@ def graph_parameters(args, share):
     own_bounds = bool(user_file) and 'search_bounds' in node_parameters([user_file], 'explorer')
     if 'field_extent' in extent and not own_bounds:
         over['explorer']['search_bounds'] = [float(v) for v in extent['field_extent']]
+    elif 'field_extent' in extent:
+        reason = bounds_outside(node_parameters([user_file], 'explorer')['search_bounds'], extent['field_extent'],
+                                "sim_rover's field_extent")
+        if reason:
+            raise RuntimeError(reason)
     return {node: [*files, over[node]] for node in ('sim_rover', 'ekf', 'particle_filter', 'pure_pursuit',
                                                     'explorer')}
 

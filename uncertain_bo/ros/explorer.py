@@ -62,6 +62,7 @@ from .conversions import (READING_TYPES, from_time_msg, make_path, make_pose_sta
                           pose_array_to_particles, reading_from_msg, ros_covariance_to_xy)
 from .operator_view import (ELLIPSE_SIGMA, MarkerScene, clean_stamp, make_diagnostics, make_markers,
                             make_occupancy_grid)
+from ..user_errors import UsageError, check_run_dir
 from .params import declare_parameters
 from .spin import run_node
 
@@ -182,6 +183,10 @@ class ExplorerNode(Node):
             raise ParameterError(reason)
         xmin, xmax, ymin, ymax = self.p['search_bounds']
         self.run_dir = Path(self.p['run_dir'] or Path('runs') / _dt.datetime.now().strftime('%Y%m%d-%H%M%S'))
+        try:
+            check_run_dir(self.run_dir, "parameter 'run_dir'")
+        except UsageError as exc:
+            raise ParameterError(str(exc)) from None
         self.run_dir.mkdir(parents=True, exist_ok=True)
         planner = Planner(
             bounds=np.array([[xmin, ymin], [xmax, ymax]]),
