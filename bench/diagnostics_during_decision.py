@@ -11,7 +11,8 @@ single-threaded executor); a probe node in another executor records the wall tim
 ``/diagnostics`` message until the goal arrives. ``--inline`` decides on the executor thread instead
 (``decide_in_background: false``), which is how the node behaved before: diagnostics go dark.
 
-    .venv/bin/python bench/diagnostics_during_decision.py [--period 0.2] [--observations 150 --restarts 150 --raw-samples 100000]
+    .venv/bin/python bench/diagnostics_during_decision.py [--period 0.2] [--observations 150]
+        [--restarts 150 --raw-samples 100000]
     .venv/bin/python bench/diagnostics_during_decision.py --inline
 """
 from __future__ import annotations

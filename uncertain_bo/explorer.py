@@ -19,9 +19,10 @@ and sends the rover to the planner's targets (DESIGN.md, measurement cycle)::
   rejected outside ``reading_range``, stamped in the future, or older than ``reading_timeout`` (stamped 0,
   another clock); a future-stamped reading can never hold up the measuring stage, which measures or skips
   the target within ``reading_timeout`` x (``reading_retries`` + 1). A skipped target is reported as
-  "sensor silent" only when no reading arrived at all, else with the reasons the readings were refused. A pose stamped before the newest buffered pose by more than
-  ``max_pose_age`` (bag loop, simulation reset) clears the pose and reading buffers. Each rejection is
-  logged with its reason (floods are throttled) and counted by category in :attr:`Explorer.rejected`.
+  "sensor silent" only when no reading arrived at all, else with the reasons the readings were refused.
+  A pose stamped before the newest buffered pose by more than ``max_pose_age`` (bag loop, simulation
+  reset) clears the pose and reading buffers. Each rejection is logged with its reason (floods are
+  throttled) and counted by category in :attr:`Explorer.rejected`.
   A zero covariance is valid: an exactly known position (a Dirac location).
 - **Localisation divergence:** when the trace of the newest pose's position covariance exceeds
   ``max_covariance_trace`` the explorer stops the rover and pauses (no measurement is taken); it resumes
@@ -533,7 +534,8 @@ class Explorer:
             else:
                 why = ('arrived late: the publisher or the network lags, or this node was busy and its '
                        'subscription queue backed up')
-            return 'stale stamp', f'stamp {stamp:.3f} s is {age:.3f} s older than the clock (limit {max_age:g} s): {why}'
+            return ('stale stamp',
+                    f'stamp {stamp:.3f} s is {age:.3f} s older than the clock (limit {max_age:g} s): {why}')
         return None
 
     def _throttled_warning(self, kind: str, fmt: str, *args) -> None:
