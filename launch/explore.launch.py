@@ -93,6 +93,7 @@ ARGUMENTS = [
      'journal there is resumed; empty = as in the parameter files (shipped: runs/<date-time>)'),
     ('measurements', '', "the explorer's max_measurements (integer >= 1); empty = as in the parameter "
      'files (shipped: 30)'),
+    ('rviz', 'false', 'also start rviz2 with config/explorer.rviz in the same namespace (its topics are relative)'),
     ('exit_when_done', 'true', 'the explorer exits after its last measurement, which shuts the launch '
      'down'),
 ]
@@ -197,10 +198,15 @@ def launch_setup(context):
                             namespace=namespace, output='screen', **conf['pure_pursuit']))
 
     # the explorer's last measurement ends the launch; a node failing ends it with a non-zero status
-    for node in list(actions):
+    for node in list(actions):   # (before rviz2 joins: closing rviz2 is not a failure of the exploration)
         name = node.node_executable
         actions.append(RegisterEventHandler(OnProcessExit(target_action=node, on_exit=exit_handler(
             name, shutdown_on_success=name == 'explorer'))))
+    if flag(args['rviz'], 'rviz'):
+        rviz_config = os.path.join(share_directory(__file__, 'explorer.yaml'), 'config', 'explorer.rviz')
+        actions.append(Node(package='rviz2', executable='rviz2', name='rviz2', namespace=namespace, output='screen',
+                            arguments=['-d', rviz_config],
+                            parameters=[{'use_sim_time': flag(args['use_sim_time'], 'use_sim_time')}]))
     if tmp is not None:   # the re-keyed parameter files: removed when the launch ends
         actions.append(RegisterEventHandler(OnShutdown(on_shutdown=lambda *_: shutil.rmtree(tmp, ignore_errors=True))))
     return actions

@@ -30,7 +30,7 @@ DOCUMENTED = {
                           'odom_topic': 'odometry/filtered', 'pose_source': '', 'pose_topic': 'pose',
                           'particle_topic': 'particle_cloud', 'reading_topic': 'reading',
                           'cmd_vel_topic': 'cmd_vel', 'use_pure_pursuit': 'true',
-                          'run_dir': '', 'measurements': '', 'exit_when_done': 'true'},
+                          'run_dir': '', 'measurements': '', 'rviz': 'false', 'exit_when_done': 'true'},
 }
 #: file -> executables of this package it starts
 EXECUTABLES = {'sim.launch.py': {'sim_rover', 'ekf', 'particle_filter', 'pure_pursuit', 'explorer'},
