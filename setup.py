@@ -32,6 +32,7 @@ setup(
             'sim_rover = uncertain_bo.ros.sim_rover:main',
             'ekf = uncertain_bo.ros.ekf:main',
             'particle_filter = uncertain_bo.ros.particle_filter:main',
+            'field_sensor = uncertain_bo.ros.field_sensor:main',
         ],
     },
 )
