@@ -26,7 +26,7 @@ __all__ = [
     'StampedPose', 'StampedParticles', 'READING_TYPES', 'XY_INDICES',
     'ros_covariance_to_xy', 'xy_covariance_to_ros', 'validate_position_covariance',
     'odometry_to_pose', 'pose_with_covariance_to_pose', 'pose_array_to_particles', 'particles_to_pose',
-    'pose_array_from_cdr',
+    'pose_array_from_cdr', 'compose_planar', 'invert_planar', 'map_to_odom',
     'make_pose_array', 'pose_stamped_to_xy_yaw', 'path_to_points',
     'reading_from_msg', 'make_reading', 'twist_from_msg', 'make_twist',
     'make_odometry', 'make_pose_stamped', 'make_path', 'make_pose_with_covariance',
@@ -81,6 +81,28 @@ def to_time_msg(seconds: float) -> Time:
 def from_time_msg(msg: Time) -> float:
     """Seconds (float) of a ``builtin_interfaces/Time``."""
     return msg.sec + msg.nanosec * 1e-9
+
+
+def compose_planar(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
+    """Planar transform ``a ∘ b`` of ``(x m, y m, yaw rad)`` transforms (``b`` expressed in ``a``'s frame)."""
+    ax, ay, ath = (float(v) for v in a)
+    bx, by, bth = (float(v) for v in b)
+    c, s = math.cos(ath), math.sin(ath)
+    return ax + c * bx - s * by, ay + s * bx + c * by, math.atan2(math.sin(ath + bth), math.cos(ath + bth))
+
+
+def invert_planar(a: Sequence[float]) -> tuple[float, float, float]:
+    """Inverse of a planar transform ``(x m, y m, yaw rad)``."""
+    ax, ay, ath = (float(v) for v in a)
+    c, s = math.cos(ath), math.sin(ath)
+    return -(c * ax + s * ay), -(-s * ax + c * ay), -ath
+
+
+def map_to_odom(map_base: Sequence[float], odom_base: Sequence[float]) -> tuple[float, float, float]:
+    """REP-105 ``map -> odom`` transform ``(x m, y m, yaw rad)`` that makes ``map -> odom -> base_link``
+    equal the localiser's map-frame pose ``map_base`` given the odometry's pose ``odom_base``:
+    ``T_map_odom = T_map_base ∘ T_odom_base⁻¹``."""
+    return compose_planar(map_base, invert_planar(odom_base))
 
 
 def make_header(stamp: float, frame_id: str) -> Header:
