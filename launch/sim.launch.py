@@ -42,7 +42,7 @@ from launch.event_handlers import OnProcessExit
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from uncertain_bo.parameters import node_parameters
+from uncertain_bo.parameters import node_parameters, unknown_sections
 from uncertain_bo.ros.launch_args import bounds_outside, choice, exit_handler, flag, integer, share_directory
 
 
@@ -69,6 +69,9 @@ ARGUMENTS = [
 ]
 
 
+#: the nodes this launch file can start (parameter-file sections)
+NODE_NAMES = ('sim_rover', 'ekf', 'particle_filter', 'pure_pursuit', 'explorer')
+
 #: sim_rover's localiser -> node (executable and name)
 LOCALISERS = {'ekf': 'ekf', 'pf': 'particle_filter'}
 
@@ -89,6 +92,9 @@ def graph_parameters(args, share):
         user_file = os.path.abspath(os.path.expanduser(user_file))
         if not os.path.isfile(user_file):
             raise RuntimeError(f'launch argument params_file:={user_file!r}: no such file')
+        for _, key in unknown_sections([user_file], ['/' + n for n in (*NODE_NAMES, 'rviz2')]):
+            raise RuntimeError(f'params_file {user_file}: section {key!r} names no node of the simulation; '
+                               f"known: {', '.join(NODE_NAMES)} (or '/**' for all)")
         files.append(user_file)
     sim_time = flag(args.get('use_sim_time', 'true'), 'use_sim_time')
     over = {'sim_rover': {'use_sim_time': False}, 'ekf': {'use_sim_time': sim_time},
