@@ -74,13 +74,8 @@ def measure(args) -> dict:
     probe_exec.add_node(probe)
     node_exec = SingleThreadedExecutor()
     node_exec.add_node(node)
-    stop = threading.Event()
-
-    def spin(ex):
-        while not stop.is_set():
-            ex.spin_once(timeout_sec=0.01)
-
-    threads = [threading.Thread(target=spin, args=(e,), daemon=True) for e in (probe_exec, node_exec)]
+    # executor.spin() as rclpy.spin does (blocks in the wait set; no polling that would compete for the GIL)
+    threads = [threading.Thread(target=e.spin, daemon=True) for e in (probe_exec, node_exec)]
     for t in threads:
         t.start()
     try:
@@ -95,7 +90,8 @@ def measure(args) -> dict:
         t_goal = goals[0] if goals else time.monotonic()
         time.sleep(2 * args.period)
     finally:
-        stop.set()
+        for e in (probe_exec, node_exec):
+            e.shutdown(timeout_sec=5.0)
         for t in threads:
             t.join(timeout=5.0)
         decision = node.explorer.planner.decisions[-1] if node.explorer.planner.decisions else None
