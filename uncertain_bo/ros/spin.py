@@ -41,14 +41,14 @@ def run_node(factory: Callable[[], Node], args=None) -> None:
 
     A ``RuntimeError`` raised while the context is already shutting down (rclpy can fail inside
     ``take_message`` after SIGINT) counts as a clean exit. User mistakes end with one line ``error: ...``
-    and exit status 2, never a traceback: a parameter file that is not valid YAML or not in the ROS 2
-    layout (checked before rcl parses it), an invalid parameter, a damaged journal, a field file that
-    cannot be used (:func:`uncertain_bo.user_errors.user_error_types`). A parameter file section that
-    applies to no node of this name (``explorerr:``, or a bare ``explorer:`` when the node runs in a
-    namespace) is warned about: its values are not applied. After a first SIGINT, further ones are ignored
-    while the node is destroyed: Ctrl-C under ``ros2 launch`` reaches a node twice (from the terminal's
-    process group and forwarded by launch), and the second used to interrupt ``destroy_node`` with a
-    traceback.
+    and exit status 2, never a traceback: a parameter file that cannot be read or is not valid YAML
+    (checked before rcl parses it), command-line arguments rcl refuses, an invalid parameter, a damaged
+    journal, a field file that cannot be used (:func:`uncertain_bo.user_errors.user_error_types`). A
+    parameter file section meant for this node that does not reach it (``explorerr:``, or a bare
+    ``explorer:`` when the node runs in a namespace) is warned about: its values are not applied. After a
+    first SIGINT, further ones are ignored while the node is destroyed: Ctrl-C under ``ros2 launch``
+    reaches a node twice (from the terminal's process group and forwarded by launch), and the second used
+    to interrupt ``destroy_node`` with a traceback.
     """
     argv = list(sys.argv if args is None else args)
     files = params_files_in(argv)
@@ -101,16 +101,24 @@ def _yaml_problem(path: str) -> str | None:
 
 
 def _warn_unknown_sections(node: Node, files: list[str]) -> None:
-    """Warn about a parameter file none of whose sections applies to ``node`` (other nodes' sections in a
-    shared file are fine as long as one applies)."""
+    """Warn about parameter-file sections meant for ``node`` that do not reach it: a bare ``explorer:``
+    while the node runs in a namespace, or a misspelt name (``explorerr:``). Sections of other nodes in a
+    shared file (the launch files pass config/sim.yaml to every node) are not mentioned."""
+    import difflib
+
     fqn = node.get_fully_qualified_name()
+    name = node.get_name()
     for f in files:
         try:
             keys = list(load_param_file(f))
         except ParameterError:   # a layout we do not read (nested namespaces): rcl applied it
             continue
-        if keys and not any(section_applies(k, fqn) for k in keys):
-            node.get_logger().warning(
-                f"parameter file {f}: none of its sections ({', '.join(keys)}) applies to this node ({fqn}), "
-                f"so none of its values is applied. Key the section {fqn!r} or '/**/{node.get_name()}' (a bare "
-                'name only matches a node outside any namespace)')
+        for key in keys:
+            if section_applies(key, fqn):
+                continue
+            last = key.rstrip('/').split('/')[-1]
+            if last == name or difflib.SequenceMatcher(None, last, name).ratio() >= 0.8:
+                node.get_logger().warning(
+                    f"parameter file {f}: section {key!r} does not apply to this node ({fqn}), so its values "
+                    f"are not applied; key it {fqn!r} or '/**/{name}' (a bare name only matches a node "
+                    'outside any namespace)')
