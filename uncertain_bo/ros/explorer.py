@@ -20,6 +20,11 @@ Publishes:
 
 All logic lives in :class:`uncertain_bo.explorer.Explorer` and :mod:`uncertain_bo.operator_view`; this node
 converts messages and runs ``tick`` on a timer of the node clock (simulated time under ``use_sim_time``).
+Decisions run on a worker thread (``decide_in_background``), so ``/diagnostics``, markers and the
+subscriptions keep going while the planner thinks; a busy executor would otherwise let the node clock jump
+ahead of queued poses (they then look stale). Poses are subscribed best effort (compatible with reliable
+and best-effort publishers, e.g. Gazebo bridges); particle clouds are read from the serialised message
+with NumPy and subsampled to ``cloud_receive_limit`` particles on receipt.
 The explorer needs a **map-frame** estimate with absolute corrections (robot_localization with GNSS,
 AMCL): an odom-frame covariance grows without bound and would make every location distribution
 uninformative (and, above ``max_covariance_trace``, pauses the explorer).
