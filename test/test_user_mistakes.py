@@ -139,6 +139,12 @@ CASES = [
          lambda t, r: lambda: run_node_main('uncertain_bo.ros.explorer', [
              '--params-file', _params(t, 'beta: 2.0\n'), '-p', f'run_dir:={r}']),
          r"cannot start: .*Couldn't parse params file"),
+    Case('explorer beta out of range',
+         lambda t, r: lambda: run_node_main('uncertain_bo.ros.explorer', ['-p', 'beta:=-1.0', '-p', f'run_dir:={r}']),
+         r"parameter 'beta' = -1.0 is invalid: out of range"),
+    Case('field_sensor field:=missing',
+         lambda t, r: lambda: run_node_main('uncertain_bo.ros.field_sensor', ['-p', f'field:={t / "nope.npz"}']),
+         r'cannot read field file .*nope.npz'),
     Case('explorer corrupted middle journal line',
          lambda t, r: (corrupt_middle(r / 'journal.jsonl'),
                        lambda: run_node_main('uncertain_bo.ros.explorer', ['-p', f'run_dir:={r}']))[1],
@@ -191,7 +197,7 @@ def _marks(case):
 def test_user_mistake_is_one_line_nonzero_and_loses_nothing(case, tmp_path, capfd, monkeypatch):
     monkeypatch.setenv('ROS_DOMAIN_ID', str(DOMAIN_ID))
     monkeypatch.chdir(tmp_path)
-    if case.name.startswith(('explorer', 'sim_rover')):
+    if case.name.startswith(('explorer', 'sim_rover', 'field_sensor')):
         pytest.importorskip('rclpy')
     run_dir = tmp_path / 'run'
     run_dir.mkdir()
