@@ -14,7 +14,8 @@ setup(
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
         (os.path.join('share', package_name, 'launch'), glob('launch/*.launch.py')),
-        (os.path.join('share', package_name, 'config'), glob('config/*.yaml') + glob('config/*.rviz')),
+        (os.path.join('share', package_name, 'config'), glob('config/*.yaml') + glob('config/*.rviz')
+         + glob('config/*.sdf')),
     ],
     install_requires=['setuptools'],
     zip_safe=True,
@@ -32,6 +33,7 @@ setup(
             'sim_rover = uncertain_bo.ros.sim_rover:main',
             'ekf = uncertain_bo.ros.ekf:main',
             'particle_filter = uncertain_bo.ros.particle_filter:main',
+            'field_sensor = uncertain_bo.ros.field_sensor:main',
         ],
     },
 )

@@ -14,8 +14,9 @@ shipped values are the fast simulated rover's) in ``params_file``. Sections are 
 names ``explorer:`` / ``pure_pursuit:``; with ``namespace:=NS`` they are re-keyed to ``/NS/explorer`` and
 ``/NS/pure_pursuit`` (as nav2_common's ``RewrittenYaml(root_key=...)`` does), so the same files apply.
 
-When the explorer exits (after its last measurement with ``exit_when_done:=true``, or on an error) the
-launch shuts down, which also stops pure_pursuit.
+When the explorer has made its last measurement (``exit_when_done:=true``) the launch shuts down, which
+also stops pure_pursuit; when a node fails (e.g. an invalid parameter at start-up) the launch shuts down and
+``ros2 launch`` exits with a non-zero status.
 
 **The explorer needs a map-frame pose estimate with absolute corrections.** An odom-frame filter that
 fuses only wheel odometry / IMU reports a covariance that grows without bound, so every location
@@ -53,17 +54,17 @@ In a Gazebo simulation add ``use_sim_time:=true``; to replay a bag use ``ros2 ba
 ``use_sim_time:=true``. Launch arguments: ``ros2 launch uncertain_bo explore.launch.py --show-args``.
 """
 import os
+import shutil
 import tempfile
 
 import yaml
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, EmitEvent, LogInfo, OpaqueFunction, RegisterEventHandler
-from launch.event_handlers import OnProcessExit
-from launch.events import Shutdown
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler
+from launch.event_handlers import OnProcessExit, OnShutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from uncertain_bo.ros.launch_args import PACKAGE, flag, share_directory
+from uncertain_bo.ros.launch_args import PACKAGE, exit_handler, flag, share_directory
 
 
 #: (name, default, description) of every launch argument, in ``--show-args`` order.
@@ -92,6 +93,7 @@ ARGUMENTS = [
      'journal there is resumed; empty = as in the parameter files (shipped: runs/<date-time>)'),
     ('measurements', '', "the explorer's max_measurements (integer >= 1); empty = as in the parameter "
      'files (shipped: 30)'),
+    ('rviz', 'false', 'also start rviz2 with config/explorer.rviz in the same namespace (its topics are relative)'),
     ('exit_when_done', 'true', 'the explorer exits after its last measurement, which shuts the launch '
      'down'),
 ]
@@ -99,12 +101,13 @@ ARGUMENTS = [
 NODES = ('explorer', 'pure_pursuit')
 
 
-def namespaced_file(path, namespace):
+def namespaced_file(path, namespace, directory=None):
     """``path`` with its ``explorer``/``pure_pursuit`` sections re-keyed to ``/<namespace>/<node>``.
 
     rcl matches a section key against the node's fully qualified name, so a section ``explorer:`` does
     not reach ``/rover1/explorer``. Other sections (``/**``, already qualified names, other nodes) are kept.
-    Returns ``path`` itself when there is no namespace or nothing to re-key.
+    Returns ``path`` itself when there is no namespace or nothing to re-key; else the re-keyed copy, written
+    in ``directory`` (the launch removes it when it ends; None: the system's temporary folder).
     """
     ns = namespace.strip('/')
     if not ns:
@@ -122,13 +125,14 @@ def namespaced_file(path, namespace):
     if not changed:
         return path
     with tempfile.NamedTemporaryFile('w', prefix=f'{PACKAGE}_{os.path.basename(path)}_', suffix='.yaml',
-                                     delete=False) as f:
+                                     dir=directory, delete=False) as f:
         yaml.safe_dump(out, f, default_flow_style=None, sort_keys=False)
         return f.name
 
 
-def node_configuration(args, share):
-    """Parameters and remappings of explorer and pure_pursuit for launch-argument values ``args``.
+def node_configuration(args, share, temporary_dir=None):
+    """Parameters and remappings of explorer and pure_pursuit for launch-argument values ``args``
+    (re-keyed parameter files for a namespace are written in ``temporary_dir``).
 
     Returns:
         dict node name -> ``{'parameters': [...], 'remappings': [...]}`` for ``Node(...)``: the shipped
@@ -144,7 +148,7 @@ def node_configuration(args, share):
         if not os.path.isfile(user_file):
             raise RuntimeError(f'launch argument params_file:={user_file!r}: no such file')
         files.append(user_file)
-    files = [namespaced_file(f, args.get('namespace', '')) for f in files]
+    files = [namespaced_file(f, args.get('namespace', ''), temporary_dir) for f in files]
     sim_time = flag(args.get('use_sim_time', 'false'), 'use_sim_time')
     explorer = {'use_sim_time': sim_time,
                 'exit_when_done': flag(args.get('exit_when_done', 'true'), 'exit_when_done')}
@@ -183,8 +187,9 @@ def node_configuration(args, share):
 def launch_setup(context):
     """Nodes, built once the launch-argument values are known."""
     args = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
-    conf = node_configuration(args, share_directory(__file__, 'explorer.yaml'))
     namespace = args['namespace'].strip()
+    tmp = tempfile.mkdtemp(prefix=f'{PACKAGE}_launch_') if namespace.strip('/') else None
+    conf = node_configuration(args, share_directory(__file__, 'explorer.yaml'), tmp)
     explorer = Node(package='uncertain_bo', executable='explorer', name='explorer', namespace=namespace,
                     output='screen', **conf['explorer'])
     actions = [explorer]
@@ -192,12 +197,18 @@ def launch_setup(context):
         actions.append(Node(package='uncertain_bo', executable='pure_pursuit', name='pure_pursuit',
                             namespace=namespace, output='screen', **conf['pure_pursuit']))
 
-    def on_explorer_exit(event, _context):
-        why = 'done' if event.returncode == 0 else f'exit code {event.returncode}'
-        return [LogInfo(msg=f'explorer exited ({why}): shutting down'),
-                EmitEvent(event=Shutdown(reason=f'explorer exited ({why})'))]
-
-    actions.append(RegisterEventHandler(OnProcessExit(target_action=explorer, on_exit=on_explorer_exit)))
+    # the explorer's last measurement ends the launch; a node failing ends it with a non-zero status
+    for node in list(actions):   # (before rviz2 joins: closing rviz2 is not a failure of the exploration)
+        name = node.node_executable
+        actions.append(RegisterEventHandler(OnProcessExit(target_action=node, on_exit=exit_handler(
+            name, shutdown_on_success=name == 'explorer'))))
+    if flag(args['rviz'], 'rviz'):
+        rviz_config = os.path.join(share_directory(__file__, 'explorer.yaml'), 'config', 'explorer.rviz')
+        actions.append(Node(package='rviz2', executable='rviz2', name='rviz2', namespace=namespace, output='screen',
+                            arguments=['-d', rviz_config],
+                            parameters=[{'use_sim_time': flag(args['use_sim_time'], 'use_sim_time')}]))
+    if tmp is not None:   # the re-keyed parameter files: removed when the launch ends
+        actions.append(RegisterEventHandler(OnShutdown(on_shutdown=lambda *_: shutil.rmtree(tmp, ignore_errors=True))))
     return actions
 
 

@@ -15,8 +15,9 @@ and optionally rviz2. Parameters come from the installed ``config/sim.yaml`` and
 ``search_bounds`` follow sim_rover's ``field_extent`` (as in ``uncertain-bo demo``) unless ``params_file``
 sets the explorer's ``search_bounds`` itself.
 
-When the explorer exits (after its last measurement with ``exit_when_done:=true``, or on an error) the
-whole launch shuts down, so ``ros2 launch`` ends with the exploration.
+When the explorer has made its last measurement (``exit_when_done:=true``) the whole launch shuts down, so
+``ros2 launch`` ends with the exploration. When any node fails (e.g. an invalid parameter or field at
+start-up) the launch shuts down and ``ros2 launch`` exits with a non-zero status.
 
 Usage::
 
@@ -35,16 +36,14 @@ file use ``uncertain-bo report RUN_DIR`` to get them.
 import os
 
 from launch import LaunchDescription
-from launch.actions import (DeclareLaunchArgument, EmitEvent, LogInfo, OpaqueFunction,
-                            RegisterEventHandler)
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, RegisterEventHandler
 from launch.conditions import IfCondition
 from launch.event_handlers import OnProcessExit
-from launch.events import Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from uncertain_bo.parameters import node_parameters
-from uncertain_bo.ros.launch_args import choice, flag, integer, share_directory
+from uncertain_bo.parameters import node_parameters, unknown_sections
+from uncertain_bo.ros.launch_args import bounds_outside, choice, exit_handler, flag, integer, share_directory
 
 
 #: (name, default, description) of every launch argument, in ``--show-args`` order.
@@ -70,6 +69,9 @@ ARGUMENTS = [
 ]
 
 
+#: the nodes this launch file can start (parameter-file sections)
+NODE_NAMES = ('sim_rover', 'ekf', 'particle_filter', 'pure_pursuit', 'explorer')
+
 #: sim_rover's localiser -> node (executable and name)
 LOCALISERS = {'ekf': 'ekf', 'pf': 'particle_filter'}
 
@@ -90,6 +92,9 @@ def graph_parameters(args, share):
         user_file = os.path.abspath(os.path.expanduser(user_file))
         if not os.path.isfile(user_file):
             raise RuntimeError(f'launch argument params_file:={user_file!r}: no such file')
+        for _, key in unknown_sections([user_file], ['/' + n for n in (*NODE_NAMES, 'rviz2')]):
+            raise RuntimeError(f'params_file {user_file}: section {key!r} names no node of the simulation; '
+                               f"known: {', '.join(NODE_NAMES)} (or '/**' for all)")
         files.append(user_file)
     sim_time = flag(args.get('use_sim_time', 'true'), 'use_sim_time')
     over = {'sim_rover': {'use_sim_time': False}, 'ekf': {'use_sim_time': sim_time},
@@ -114,6 +119,11 @@ def graph_parameters(args, share):
     own_bounds = bool(user_file) and 'search_bounds' in node_parameters([user_file], 'explorer')
     if 'field_extent' in extent and not own_bounds:
         over['explorer']['search_bounds'] = [float(v) for v in extent['field_extent']]
+    elif 'field_extent' in extent:
+        reason = bounds_outside(node_parameters([user_file], 'explorer')['search_bounds'], extent['field_extent'],
+                                "sim_rover's field_extent")
+        if reason:
+            raise RuntimeError(reason)
     return {node: [*files, over[node]] for node in ('sim_rover', 'ekf', 'particle_filter', 'pure_pursuit',
                                                     'explorer')}
 
@@ -136,7 +146,8 @@ def launch_setup(context):
     params = graph_parameters(args, share_directory(__file__, 'sim.yaml'))
     sim_rover = Node(package='uncertain_bo', executable='sim_rover', name='sim_rover', output='screen',
                      parameters=params['sim_rover'])
-    if localiser_node(params) == 'particle_filter':
+    localiser_name = localiser_node(params)
+    if localiser_name == 'particle_filter':
         localiser = Node(package='uncertain_bo', executable='particle_filter', name='particle_filter',
                          output='screen', parameters=params['particle_filter'])
     else:
@@ -147,17 +158,15 @@ def launch_setup(context):
     explorer = Node(package='uncertain_bo', executable='explorer', name='explorer', output='screen',
                     parameters=params['explorer'])
 
-    def on_explorer_exit(event, _context):
-        why = 'done' if event.returncode == 0 else f'exit code {event.returncode}'
-        return [LogInfo(msg=f'explorer exited ({why}): shutting the simulation down'),
-                EmitEvent(event=Shutdown(reason=f'explorer exited ({why})'))]
-
     run_dir = params['explorer'][-1].get('run_dir')
+    nodes = {'sim_rover': sim_rover, localiser_name: localiser, 'pure_pursuit': pure_pursuit, 'explorer': explorer}
     return [
         LogInfo(msg='uncertain_bo simulation: parameters from ' + ', '.join(params['explorer'][:-1])
                 + (f'; journal in {run_dir}' if run_dir else '')),
-        sim_rover, localiser, pure_pursuit, explorer,
-        RegisterEventHandler(OnProcessExit(target_action=explorer, on_exit=on_explorer_exit)),
+        *nodes.values(),
+        # the explorer's last measurement ends the launch; any node failing ends it with a non-zero status
+        *[RegisterEventHandler(OnProcessExit(target_action=node, on_exit=exit_handler(
+            name, shutdown_on_success=name == 'explorer'))) for name, node in nodes.items()],
     ]
 
 

@@ -1,4 +1,5 @@
-"""config/explorer.rviz: valid YAML for RViz2, Fixed Frame map, and every explorer topic shown."""
+"""config/explorer.rviz: valid YAML for RViz2, Fixed Frame map, and every explorer topic shown (relative
+names, so that rviz2 started in a namespace shows that namespace's explorer)."""
 from pathlib import Path
 
 import yaml
@@ -11,13 +12,14 @@ def test_rviz_config_shows_the_operator_view():
     vm = cfg['Visualization Manager']
     assert vm['Global Options']['Fixed Frame'] == 'map'
     displays = {d['Topic']['Value']: d for d in vm['Displays']}
-    assert {'/explorer/markers', '/explorer/gp_mean', '/explorer/gp_std', '/odometry/filtered', '/goal_pose',
-            '/plan'} <= set(displays)
-    for topic in ('/explorer/gp_mean', '/explorer/gp_std'):
+    assert {'explorer/markers', 'explorer/gp_mean', 'explorer/gp_std', 'odometry/filtered', 'goal_pose',
+            'plan'} <= set(displays)
+    assert not any(t.startswith('/') for t in displays), 'absolute topics ignore the namespace'
+    for topic in ('explorer/gp_mean', 'explorer/gp_std'):
         d = displays[topic]
         assert d['Class'] == 'rviz_default_plugins/Map'
         assert d['Topic']['Durability Policy'] == 'Transient Local'   # maps are latched
-    markers = displays['/explorer/markers']
+    markers = displays['explorer/markers']
     assert markers['Class'] == 'rviz_default_plugins/MarkerArray'
     assert set(markers['Namespaces']) == {'execution', 'goal', 'measurements', 'recommendation',
                                           'search_bounds', 'status', 'targets'}

@@ -75,3 +75,18 @@ def test_csv_export(tmp_path):
     text = j.export_csv(tmp_path / 'o.csv').read_text().splitlines()
     assert text[0].startswith('index,target_0,target_1,mean_0,mean_1,cov_00')
     assert 'stamp' in text[0] and len(text) == 3
+
+
+def test_complete_last_record_without_newline_is_kept(tmp_path, caplog):
+    path = tmp_path / 'j.jsonl'
+    j = Journal(path)
+    j.append({'type': 'observation', 'index': 0, 'y': 1.0})
+    j.append({'type': 'observation', 'index': 1, 'y': 2.0})
+    path.write_bytes(path.read_bytes()[:-1])               # killed between the record and its newline
+    ro = Journal(path, read_only=True)
+    assert [r['index'] for r in ro.observations] == [0, 1] and ro.skipped == 0
+    assert not path.read_bytes().endswith(b'\n')           # read-only: untouched
+    j2 = Journal(path)
+    assert [r['index'] for r in j2.observations] == [0, 1] and j2.skipped == 0 and 'torn' not in caplog.text
+    j2.append({'type': 'observation', 'index': 2, 'y': 3.0})
+    assert [r['index'] for r in Journal(path, read_only=True).observations] == [0, 1, 2]

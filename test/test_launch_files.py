@@ -30,7 +30,7 @@ DOCUMENTED = {
                           'odom_topic': 'odometry/filtered', 'pose_source': '', 'pose_topic': 'pose',
                           'particle_topic': 'particle_cloud', 'reading_topic': 'reading',
                           'cmd_vel_topic': 'cmd_vel', 'use_pure_pursuit': 'true',
-                          'run_dir': '', 'measurements': '', 'exit_when_done': 'true'},
+                          'run_dir': '', 'measurements': '', 'rviz': 'false', 'exit_when_done': 'true'},
 }
 #: file -> executables of this package it starts
 EXECUTABLES = {'sim.launch.py': {'sim_rover', 'ekf', 'particle_filter', 'pure_pursuit', 'explorer'},
@@ -160,7 +160,7 @@ def _pure_functions(name, names):
 
 
 def test_sim_launch_selects_the_localiser_node(tmp_path):
-    names = {'LOCALISERS', 'graph_parameters', 'localiser_node'}
+    names = {'LOCALISERS', 'NODE_NAMES', 'graph_parameters', 'localiser_node'}
     ns = _pure_functions('sim.launch.py', names)
     params = ns['graph_parameters']({}, str(ROOT))
     assert ns['localiser_node'](params) == 'ekf'                              # shipped sim.yaml: localiser ekf
@@ -172,6 +172,13 @@ def test_sim_launch_selects_the_localiser_node(tmp_path):
     assert ns['localiser_node'](ns['graph_parameters']({'params_file': str(user)}, str(ROOT))) == 'particle_filter'
     with pytest.raises(RuntimeError, match='localiser'):
         ns['graph_parameters']({'localiser': 'ukf'}, str(ROOT))
+    # user mistakes in params_file fail before anything starts
+    user.write_text('explorerr:\n  ros__parameters:\n    beta: 2.0\n')
+    with pytest.raises(RuntimeError, match="section 'explorerr' names no node"):
+        ns['graph_parameters']({'params_file': str(user)}, str(ROOT))
+    user.write_text('explorer:\n  ros__parameters:\n    search_bounds: [1000.0, 1100.0, 0.0, 100.0]\n')
+    with pytest.raises(RuntimeError, match="'search_bounds' .* is not inside sim_rover's field_extent"):
+        ns['graph_parameters']({'params_file': str(user)}, str(ROOT))
 
 
 # ------------------------------------------------------------------ part 2: with launch / launch_ros

@@ -47,3 +47,27 @@ def test_param_file_layout_and_errors(tmp_path):
         load_param_file(flat)
     with pytest.raises(ParameterError, match='cannot read'):
         load_param_file(tmp_path / 'missing.yaml')
+
+
+@pytest.mark.parametrize('key, fqn, applies', [
+    ('/**', '/rover1/explorer', True),
+    ('explorer', '/explorer', True),
+    ('explorer', '/rover1/explorer', False),          # a bare name does not reach into a namespace
+    ('**/explorer', '/rover1/explorer', True),
+    ('**/explorer', '/explorer', True),
+    ('rover1/explorer', '/rover1/explorer', True),
+    ('rover1/*', '/rover1/explorer', True),
+    ('rover2/explorer', '/rover1/explorer', False),
+    ('explorerr', '/explorer', False),
+])
+def test_section_applies_like_rcl(key, fqn, applies):
+    from uncertain_bo.parameters import section_applies
+    assert section_applies(key, fqn) is applies
+
+
+def test_unknown_sections_names_misspelt_nodes(tmp_path):
+    from uncertain_bo.parameters import unknown_sections
+    f = tmp_path / 'p.yaml'
+    f.write_text('explorerr:\n  ros__parameters: {beta: 2.0}\n/**:\n  ros__parameters: {use_sim_time: true}\n'
+                 'ekf:\n  ros__parameters: {}\n')
+    assert unknown_sections([f], ['/explorer', '/ekf']) == [(str(f), 'explorerr')]

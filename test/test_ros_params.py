@@ -115,3 +115,24 @@ def test_node_with_invalid_parameter_fails_with_parameter_error(context):
     from uncertain_bo.ros.ekf import EkfNode
     with pytest.raises(ParameterError, match=r"node 'ekf': parameter 'fix_gate_mahalanobis' = -1.0"):
         EkfNode(context=context, parameter_overrides=[Parameter('fix_gate_mahalanobis', value=-1.0)])
+
+
+def test_integers_for_float_parameters_stay_doubles(context):
+    """`ros2 param set /explorer beta 2` and `rate: 3` in YAML: the parameter stays a double."""
+    node = make_node(context, [Parameter('rate', value=3), Parameter('extent', value=[0, 2, 0, 3])], name='dbl')
+    try:
+        values = declare_parameters(node, SPECS)
+        assert node.get_parameter('rate').type_ == Parameter.Type.DOUBLE and values['rate'] == 3.0
+        assert node.get_parameter('extent').type_ == Parameter.Type.DOUBLE_ARRAY
+        result = node.set_parameters([Parameter('rate', value=2)])[0]
+        assert result.successful
+        p = node.get_parameter('rate')
+        assert p.type_ == Parameter.Type.DOUBLE and p.value == 2.0 and isinstance(values['rate'], float)
+        assert node.set_parameters([Parameter('extent', value=[0, 5, 0, 5])])[0].successful
+        assert node.get_parameter('extent').type_ == Parameter.Type.DOUBLE_ARRAY
+        assert not node.set_parameters([Parameter('rate', value=20)])[0].successful   # still range-checked
+        assert node.get_parameter('rate').value == 2.0
+        assert node.set_parameters([Parameter('count', value=4)])[0].successful        # ints stay ints
+        assert node.get_parameter('count').type_ == Parameter.Type.INTEGER
+    finally:
+        node.destroy_node()

@@ -52,11 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, 'func', None):
         parser.print_help()
         return 2
+    from .user_errors import report, user_error_types
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print('interrupted', file=sys.stderr)
         return 130
+    except user_error_types() as exc:   # one line and a non-zero exit, not a traceback
+        return report(exc)
 
 
 if __name__ == '__main__':

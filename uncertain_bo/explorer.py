@@ -13,11 +13,16 @@ and sends the rover to the planner's targets (DESIGN.md, measurement cycle)::
   has arrived (the localisation output lags the sensor, or has stopped), the reading is held, for at most
   ``reading_timeout``; once newer poses exist the nearest one is final, and if it is more than
   ``max_pose_age`` away the reading is dropped with a warning.
-- Poses with NaN/inf, negative variances or non-PSD covariances, in the wrong frame, or stamped more than
+- Poses with NaN/inf, negative variances or non-PSD covariances, in the wrong frame, stamped more than
   ``max_pose_age`` before the host's clock (stale: the localisation lags, or a bag is replayed without
-  simulated time) never reach the buffer. A pose stamped before the newest buffered pose by more than
-  ``max_pose_age`` (bag loop, simulation reset) clears the pose and reading buffers. Each rejection is
-  logged with its reason (floods are throttled) and counted by category in :attr:`Explorer.rejected`.
+  simulated time) or more than ``future_stamp_tolerance`` after it never reach the buffer. Readings are
+  rejected outside ``reading_range``, stamped in the future, or older than ``reading_timeout`` (stamped 0,
+  another clock); a future-stamped reading can never hold up the measuring stage, which measures or skips
+  the target within ``reading_timeout`` x (``reading_retries`` + 1). A skipped target is reported as
+  "sensor silent" only when no reading arrived at all, else with the reasons the readings were refused.
+  A pose stamped before the newest buffered pose by more than ``max_pose_age`` (bag loop, simulation
+  reset) clears the pose and reading buffers. Each rejection is logged with its reason (floods are
+  throttled) and counted by category in :attr:`Explorer.rejected`.
   A zero covariance is valid: an exactly known position (a Dirac location).
 - **Localisation divergence:** when the trace of the newest pose's position covariance exceeds
   ``max_covariance_trace`` the explorer stops the rover and pauses (no measurement is taken); it resumes
@@ -25,7 +30,8 @@ and sends the rover to the planner's targets (DESIGN.md, measurement cycle)::
 - **Restarts:** a planner resumed from a journal whose last decision has no observation yet hands that
   target back (:meth:`~uncertain_bo.planner.Planner.take_resumed_target`); the explorer re-sends it as the
   goal instead of deciding again, so a crash mid-drive costs neither a measurement nor a decision.
-- Targets come from the planner, which keeps them in the search bounds.
+- Targets come from the planner, which keeps them in the search bounds. With a ``decider`` executor the
+  planner decides on a worker thread while inputs keep arriving (the ROS node's diagnostics keep going).
 - **Location distributions follow the kernel.** A pose estimate may carry the localiser's particle cloud
   (:meth:`PoseEstimate.from_particles`, e.g. AMCL's or the simulation's particle filter). When the method's
   GP trains on location distributions through a sample-based kernel
@@ -50,6 +56,7 @@ import logging
 import math
 import time
 from collections import Counter, deque
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Protocol
 
@@ -76,9 +83,14 @@ log = logging.getLogger(__name__)
 RESUME_FRACTION = 0.8
 #: poses with a coordinate beyond this (m) are rejected: sentinels/overflow, not a place on Earth's surface
 MAX_ABS_COORDINATE = 1e7
-#: readings beyond this magnitude are rejected (no physical sensor in SI units; keeps the GP's
-#: standardisation of the readings from overflowing)
+#: outermost bound of the ``reading_range`` parameter (keeps the GP's standardisation of the readings from
+#: overflowing whatever the configuration)
 MAX_ABS_READING = 1e12
+#: least wall time between two warnings of the same throttled kind (stamp jumps), s
+WARN_PERIOD = 5.0
+#: a stale stamp older than the clock by more than this (s) comes from another clock (wall time vs
+#: simulated time), not from latency: the log hint says so
+STALE_REPLAY_AGE = 3600.0
 #: readings queued while measuring (the oldest are dropped beyond this: bounded memory at any rate)
 READING_QUEUE = 64
 
@@ -121,8 +133,13 @@ EXPLORER_PARAMS = [
           'age of an arriving pose relative to the node clock (older ones are stale and rejected), s',
           range=(0.001, 60.0)),
     Param('reading_timeout', 10.0, 'wait this long for a reading before retrying, s', range=(0.1, 3600.0)),
-    Param('reading_retries', 2, 'retries when the sensor is silent before skipping the target',
+    Param('reading_retries', 2, 'retries when no usable reading arrived before skipping the target',
           range=(0, 100)),
+    Param('future_stamp_tolerance', 0.5, 'poses and readings stamped further than this ahead of the node '
+          'clock are rejected (clock skew between machines, or a broken driver clock), s', range=(0.0, 3600.0)),
+    Param('reading_range', [-1e6, 1e6], 'plausible readings [low, high] in the sensor\'s unit; readings '
+          'outside are rejected and counted (sentinels such as 1e12, overflowed or unscaled values)',
+          range=(-MAX_ABS_READING, MAX_ABS_READING), length=2),
     Param('pose_buffer_size', 500, 'pose estimates kept for pairing (bounds memory at any input rate)',
           range=(10, 1000000)),
     Param('max_particles', 160, 'particles kept per empirical location distribution (particle-cloud poses with '
@@ -150,6 +167,9 @@ def check_explorer_parameters(values: Mapping[str, Any]) -> str | None:
         if not (xmax > xmin and ymax > ymin):
             return (f"parameter 'search_bounds' = {list(b)} is invalid: need xmax > xmin and ymax > ymin "
                     '(order [xmin, xmax, ymin, ymax])')
+    r = values.get('reading_range')
+    if r is not None and not r[1] > r[0]:
+        return f"parameter 'reading_range' = {list(r)} is invalid: need [low, high] with high > low"
     return None
 
 
@@ -360,6 +380,10 @@ class Explorer:
         outputs: host callbacks.
         params: validated :data:`EXPLORER_PARAMS` values. The dict is read live: a host that updates it
             (run-time parameter changes) calls :meth:`apply_parameters` for values with derived state.
+        decider: where decisions run. None: inside :meth:`tick` (the caller waits for it). An executor
+            (e.g. a one-thread ``ThreadPoolExecutor``): ``planner.suggest`` runs there while :meth:`tick`,
+            :meth:`on_pose` and :meth:`on_reading` keep working (state stays DECIDING until it is done), so a
+            host can keep publishing diagnostics during a long decision. The host owns the executor.
 
     Attributes:
         state: current stage.
@@ -377,6 +401,7 @@ class Explorer:
     planner: Planner
     outputs: ExplorerOutputs
     params: dict[str, Any]
+    decider: Executor | None = None
     state: State = field(default=State.WAITING_FOR_POSE, init=False)
     rejected: Counter = field(default_factory=Counter, init=False)
     target: np.ndarray | None = field(default=None, init=False)
@@ -395,6 +420,11 @@ class Explorer:
         self.last_decision_wall_time: float | None = None
         self.paused_reason: str | None = None
         self.goal_timeouts = 0
+        self._warned: dict[str, tuple[float, int]] = {}
+        self._window_received = 0     # readings handed in during the current measuring window
+        self._window_rejects: Counter = Counter()  # why readings of the current window were not used
+        self._decision: Future | None = None
+        self._pending_changes: dict[str, Any] = {}
         self._rng = np.random.default_rng(np.random.SeedSequence([int(self.params['seed']), 0x9A27]))
         self._sample_kernel = takes_sample_sets(self.planner)
         self._stored_particles = self._journal_particles()  # None: undecided, 0: Gaussian, m: Empirical
@@ -459,15 +489,15 @@ class Explorer:
             self._reject('pose', *problem)
             return False
         max_age = self.params['max_pose_age']
-        if now is not None and pose.stamp < now - max_age:
-            self._reject('pose', 'stale stamp',
-                         f'stamp {pose.stamp:.3f} s is {now - pose.stamp:.3f} s older than the clock, more than '
-                         f'max_pose_age = {max_age} s (localisation lagging, or a bag replayed without '
-                         'use_sim_time?)')
-            return False
+        if now is not None:
+            problem = self._stamp_problem(pose.stamp, now, max_age)
+            if problem is not None:
+                self._reject('pose', *problem)
+                return False
         if self._poses and pose.stamp < self._poses[-1].stamp - max_age:
-            log.warning('pose stamp jumped backwards by %.3f s (bag replay or simulation reset?): '
-                        'clearing the pose and reading buffers', self._poses[-1].stamp - pose.stamp)
+            self._throttled_warning('jumped backwards',
+                                    'pose stamp jumped backwards by %.3f s (bag replay or simulation reset?): '
+                                    'clearing the pose and reading buffers', self._poses[-1].stamp - pose.stamp)
             self.rejected['pose: stamp jumped backwards (buffer reset)'] += 1
             self.last_reason = 'pose stamp jumped backwards: pose and reading buffers reset'
             self._poses.clear()
@@ -479,15 +509,30 @@ class Explorer:
         self._poses.append(pose)
         return True
 
-    def on_reading(self, reading: Reading) -> bool:
-        """Queue a sensor reading (only used while measuring). Returns False if rejected."""
+    def on_reading(self, reading: Reading, now: float | None = None) -> bool:
+        """Validate a sensor reading and queue it while measuring (ignored in other stages). Returns False
+        (logged and counted in :attr:`rejected`) if rejected.
+
+        Rejected: a non-finite value or one outside the ``reading_range`` parameter, a non-finite stamp, a
+        negative or non-finite variance; and, when ``now`` is given, a stamp more than
+        ``future_stamp_tolerance`` ahead of it (``'future stamp'``) or older than ``now - reading_timeout``
+        (``'stale stamp'``: stamped 0, a driver clock that is not the node's, a bag replayed without
+        simulated time). While measuring, readings stamped in the future are rejected whatever ``now``.
+
+        Args:
+            reading: the reading (stamp in s on the host's clock, value in the sensor's unit).
+            now: the host's clock, s (None: no clock yet; the stamp-age checks are skipped).
+        """
         self.received['readings'] += 1
+        if self.state is State.MEASURING:
+            self._window_received += 1
+        lo, hi = self.params['reading_range']
         if not math.isfinite(reading.value):
             self._reject('reading', 'non-finite value', f'value is {reading.value}')
             return False
-        if abs(reading.value) > MAX_ABS_READING:
-            self._reject('reading', 'value out of range', f'|value| = {abs(reading.value):.3g} > '
-                         f'{MAX_ABS_READING:g} (a sentinel or overflowed value)')
+        if not lo <= reading.value <= hi:
+            self._reject('reading', 'value out of range', f'value {reading.value:.6g} is outside reading_range = '
+                         f'[{lo:g}, {hi:g}] (a sentinel, overflowed or unscaled value?)')
             return False
         if reading.stamp is not None and not math.isfinite(reading.stamp):
             self._reject('reading', 'non-finite stamp', 'stamp is not finite')
@@ -495,16 +540,57 @@ class Explorer:
         if not math.isfinite(reading.variance) or reading.variance < 0:
             self._reject('reading', 'invalid variance', f'variance is {reading.variance}')
             return False
+        if now is not None and reading.stamp is not None:
+            problem = self._stamp_problem(reading.stamp, now, self.params['reading_timeout'])
+            if problem is not None:
+                self._reject('reading', *problem)
+                return False
         if self.state is State.MEASURING:
             self._readings.append(reading)
         return True
+
+    def _stamp_problem(self, stamp: float, now: float, max_age: float) -> tuple[str, str] | None:
+        """``(category, detail)`` when ``stamp`` is too far ahead of ``now`` or more than ``max_age`` behind
+        it, else None."""
+        lead = stamp - now
+        tolerance = self.params['future_stamp_tolerance']
+        if lead > tolerance:
+            return ('future stamp', f'stamp {stamp:.3f} s is {lead:.3f} s ahead of the clock, more than '
+                    f'future_stamp_tolerance = {tolerance:g} s (clock skew between machines, or a driver '
+                    'stamping with another clock)')
+        age = -lead
+        if age > max_age:
+            if stamp <= 0.0:
+                why = 'stamped 0: the publisher does not fill in its header stamp'
+            elif age > STALE_REPLAY_AGE:
+                why = ('a clock that is not the node clock: a bag replayed without use_sim_time, or a driver '
+                       'stamping with another clock?')
+            else:
+                why = ('arrived late: the publisher or the network lags, or this node was busy and its '
+                       'subscription queue backed up')
+            return ('stale stamp',
+                    f'stamp {stamp:.3f} s is {age:.3f} s older than the clock (limit {max_age:g} s): {why}')
+        return None
+
+    def _throttled_warning(self, kind: str, fmt: str, *args) -> None:
+        """Log a warning at most once per :data:`WARN_PERIOD` wall seconds per ``kind`` (with the count of
+        the suppressed ones)."""
+        wall = time.monotonic()
+        last, suppressed = self._warned.get(kind, (-math.inf, 0))
+        if wall - last < WARN_PERIOD:
+            self._warned[kind] = (last, suppressed + 1)
+            return
+        if suppressed:
+            fmt += f' ({suppressed} more since the last such warning)'
+        log.warning(fmt, *args)
+        self._warned[kind] = (wall, 0)
 
     def tick(self, now: float) -> None:
         """Advance the cycle at time ``now`` (s, same clock as the stamps)."""
         if self._last_now is not None and now < self._last_now - self.params['max_pose_age']:
             shift = now - self._last_now
-            log.warning('clock jumped backwards by %.3f s (simulation reset?): restarting the current '
-                        'stage timers', -shift)
+            self._throttled_warning('clock backwards', 'clock jumped backwards by %.3f s (simulation reset?): '
+                                    'restarting the current stage timers', -shift)
             self._goal_time += shift
             self._dwell_end += shift
             self._measure_start += shift
@@ -534,13 +620,21 @@ class Explorer:
                 self.state = State.MEASURING
                 self._measure_start = now
                 self._readings.clear()
+                self._window_received = 0
+                self._window_rejects = Counter()
         elif self.state is State.MEASURING:
             self._measure(now)
 
     def apply_parameters(self, changed: Mapping[str, Any]) -> None:
         """Make run-time changes of :attr:`params` (already stored there) take effect where they have
         derived state: the planner's β, refit period, optimiser, execution noise and search bounds, and
-        the pose buffer size. Everything else is read live."""
+        the pose buffer size. Everything else is read live. While a decision runs in the background the
+        planner's settings are changed once it has finished (before its target is sent)."""
+        if self._decision is not None:
+            self._pending_changes.update(changed)
+            log.info('parameters changed while deciding: %s (applied when the decision ends)',
+                     ', '.join(f'{k} = {v}' for k, v in changed.items()))
+            return
         p = self.params
         if 'beta' in changed:
             self.planner.set_beta(p['beta'])
@@ -559,12 +653,36 @@ class Explorer:
 
     # ------------------------------------------------------------ stages
     def _decide(self, now: float) -> None:
-        resumed = self.planner.take_resumed_target()
-        if resumed is not None:
-            target, self.goal_reason = resumed.numpy(), 'resumed'
-            log.info('resuming the journal\'s pending target %d: (%.2f, %.2f)', self.planner.n + 1, *target)
-        else:
-            target, self.goal_reason = self.planner.suggest().numpy(), 'new'
+        if self._decision is None:
+            resumed = self.planner.take_resumed_target()
+            if resumed is not None:
+                target, self.goal_reason = resumed.numpy(), 'resumed'
+                log.info('resuming the journal\'s pending target %d: (%.2f, %.2f)', self.planner.n + 1, *target)
+                self._send(target, now)
+                return
+            if self.decider is None:
+                target = self.planner.suggest().numpy()
+                self.goal_reason = 'new'
+                self._send(target, now)
+                return
+            self._decision = self.decider.submit(self.planner.suggest)
+            return
+        if not self._decision.done():
+            return                  # inputs, timers and diagnostics go on meanwhile
+        decision, self._decision = self._decision, None
+        target = decision.result().numpy()  # an exception in the decision propagates as it would inline
+        self.goal_reason = 'new'
+        if self._pending_changes:
+            changes, self._pending_changes = self._pending_changes, {}
+            self.apply_parameters(changes)
+        self._send(target, now)
+
+    @property
+    def deciding_in_background(self) -> bool:
+        """True while a decision runs on :attr:`decider` (the planner must not be changed meanwhile)."""
+        return self._decision is not None and not self._decision.done()
+
+    def _send(self, target: np.ndarray, now: float) -> None:
         self.last_decision_wall_time = time.time()
         self.target = target
         self._goal_time = now
@@ -598,6 +716,12 @@ class Explorer:
             stamp = reading.stamp if reading.stamp is not None else now
             if stamp < self._measure_start:
                 self._readings.popleft()  # taken while still moving/settling
+                self._window_rejects['stamped before the measurement window'] += 1
+                continue
+            if stamp - now > self.params['future_stamp_tolerance']:
+                # would wait for a pose newer than it for as long as the clock lags the stamp: never pair it
+                self._readings.popleft()
+                self._reject('reading', *self._stamp_problem(stamp, now, math.inf))
                 continue
             newest = self._poses[-1].stamp if self._poses else -math.inf
             if newest < stamp:
@@ -631,10 +755,16 @@ class Explorer:
                             self.params['reading_timeout'], self._retries, self.params['reading_retries'])
                 self._measure_start = now
             else:
-                log.warning('sensor silent at target (%.2f, %.2f): skipping it after %d retries',
-                            *self.target, self._retries)
-                self.rejected['measurement: sensor silent, target skipped'] += 1
-                self.last_reason = f'sensor silent at target ({self.target[0]:.2f}, {self.target[1]:.2f})'
+                where = f'({self.target[0]:.2f}, {self.target[1]:.2f})'
+                if self._window_received == 0:
+                    self.rejected['measurement: sensor silent, target skipped'] += 1
+                    self.last_reason = f'sensor silent at target {where}'
+                else:
+                    why = ', '.join(f'{n} {c}' for c, n in self._window_rejects.most_common()) or 'none paired'
+                    self.rejected['measurement: no usable reading, target skipped'] += 1
+                    self.last_reason = (f'no usable reading at target {where}: {self._window_received} readings '
+                                        f'arrived but none could be used ({why})')
+                log.warning('%s: skipping it after %d retries', self.last_reason, self._retries)
                 self.state = State.DECIDING
 
     def _store(self, pose: PoseEstimate, reading: Reading) -> None:
@@ -778,6 +908,8 @@ class Explorer:
 
     def _reject(self, what: str, category: str, detail: str) -> None:
         key = f'{what}: {category}'
+        if what == 'reading' and self.state is State.MEASURING:
+            self._window_rejects[category] += 1
         self.rejected[key] += 1
         self.last_reason = f'{what} rejected: {detail}'
         n = self.rejected[key]

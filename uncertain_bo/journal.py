@@ -3,7 +3,8 @@
 A run's journal is the record of every (target, location distribution, reading) pair and every decision.
 It is written as things happen: each record is one JSON line, flushed and ``fsync`` ed before
 :meth:`Journal.append` returns, so a crash or power loss loses at most the record being written. On
-load, a torn (partially written) last line is detected, reported and skipped; the rest loads. A
+load, a torn (partially written) last line is detected, reported and skipped; the rest loads (a last
+line that only lacks its newline but holds a whole JSON object is complete, and kept). A
 damaged line in the middle is an error (the file was edited or corrupted; nothing is guessed).
 
 Layout::
@@ -159,8 +160,6 @@ class Journal:
                 rec = json.loads(line)
                 if not isinstance(rec, dict):
                     raise ValueError('not an object')
-                if i == len(lines) - 1 and torn_tail:
-                    raise ValueError('no terminating newline')
             except (ValueError, UnicodeDecodeError) as exc:
                 if is_last:
                     log.warning('journal %s: skipping torn last record (%d bytes): %s',
@@ -171,6 +170,13 @@ class Journal:
                                    'refusing to guess: repair or move the file') from exc
             parsed.append(rec)
             good_bytes += len(line) + 1
+        # A last line without its newline that parses as a whole JSON object is complete (a torn write
+        # cannot end in the object's closing brace): kept; the newline is added before the next append.
+        if torn_tail and not self.skipped and not self.read_only:
+            with open(self.path, 'ab') as fh:
+                fh.write(b'\n')
+                fh.flush()
+                os.fsync(fh.fileno())
         if self.skipped and not self.read_only:
             with open(self.path, 'r+b') as fh:  # drop the torn bytes so appends start on a clean line
                 fh.truncate(min(good_bytes, len(raw)))

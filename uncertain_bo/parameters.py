@@ -22,7 +22,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
-__all__ = ['Param', 'ParameterError', 'validate', 'defaults', 'load_param_file', 'node_parameters']
+__all__ = ['Param', 'ParameterError', 'validate', 'defaults', 'load_param_file', 'node_parameters', 'section_applies',
+           'unknown_sections']
 
 
 class ParameterError(ValueError):
@@ -260,3 +261,42 @@ def config_path(name: str) -> Path:
         if c.is_file():
             return c
     raise FileNotFoundError(f'config file {name!r} not found; looked in: ' + ', '.join(map(str, candidates)))
+
+
+def section_applies(key: str, node_fqn: str) -> bool:
+    """Whether a parameter-file section ``key`` applies to the node ``node_fqn`` (``/ns/name``), as rcl
+    matches them: ``/**`` applies to every node, ``*`` stands for one name token, ``**`` for any number
+    of them, and a key without a leading ``/`` is absolute all the same (``explorer`` is ``/explorer``,
+    which a node in a namespace does not match)."""
+    import fnmatch
+
+    if key == '/**':
+        return True
+    want = [t for t in ('/' + key.lstrip('/')).split('/') if t]
+    have = [t for t in node_fqn.split('/') if t]
+
+    def match(i: int, j: int) -> bool:
+        if i == len(want):
+            return j == len(have)
+        if want[i] == '**':
+            return any(match(i + 1, k) for k in range(j, len(have) + 1))
+        return j < len(have) and fnmatch.fnmatchcase(have[j], want[i]) and match(i + 1, j + 1)
+
+    return match(0, 0)
+
+
+def unknown_sections(files: Sequence[str | Path], known: Iterable[str]) -> list[tuple[str, str]]:
+    """``(file, section)`` of every section of ``files`` that applies to none of the nodes ``known``
+    (fully qualified names such as ``/explorer``): a misspelt node name (``explorerr``) or a bare name
+    under a namespace, whose values would silently not be applied.
+
+    Raises:
+        ParameterError: a file cannot be read (see :func:`load_param_file`).
+    """
+    known = list(known)
+    out = []
+    for f in files:
+        for key in load_param_file(f):
+            if not any(section_applies(key, fqn) for fqn in known):
+                out.append((str(f), key))
+    return out

@@ -91,6 +91,10 @@ def bench_main(args: argparse.Namespace) -> int:
     from . import BenchSettings, expand, get_problem, run_many
     from .runner import write_tables
 
+    for flag, value in (('--iterations', args.iterations), ('--seeds', args.seeds)):
+        if value is not None and value < 1:   # 0 must not fall back to the problem's default
+            print(f'error: {flag} must be a positive integer, got {value}', file=sys.stderr)
+            return 2
     try:
         problem = get_problem(args.problem)
         methods = [m.strip() for m in (args.method or problem.default_methods).split(',') if m.strip()]
@@ -105,8 +109,8 @@ def bench_main(args: argparse.Namespace) -> int:
         print(f'error: {exc}', file=sys.stderr)
         return 2
     betas = _betas(args.beta) if args.beta else [problem.default_beta]
-    seeds = range(args.seed_offset, args.seed_offset + (args.seeds or problem.default_seeds))
-    iterations = args.iterations or problem.default_iterations
+    seeds = range(args.seed_offset, args.seed_offset + (problem.default_seeds if args.seeds is None else args.seeds))
+    iterations = problem.default_iterations if args.iterations is None else args.iterations
     optimizer = OptimizerSettings(num_restarts=args.restarts, raw_samples=args.raw_samples)
     settings = [BenchSettings(beta=b, mismatch=r, ugp_noise=args.ugp_noise, refit_every=args.refit_every,
                               n_initial=args.n_initial, optimizer=optimizer, field=args.field,

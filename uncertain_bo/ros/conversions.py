@@ -26,6 +26,7 @@ __all__ = [
     'StampedPose', 'StampedParticles', 'READING_TYPES', 'XY_INDICES',
     'ros_covariance_to_xy', 'xy_covariance_to_ros', 'validate_position_covariance',
     'odometry_to_pose', 'pose_with_covariance_to_pose', 'pose_array_to_particles', 'particles_to_pose',
+    'pose_array_from_cdr', 'compose_planar', 'invert_planar', 'map_to_odom',
     'make_pose_array', 'pose_stamped_to_xy_yaw', 'path_to_points',
     'reading_from_msg', 'make_reading', 'twist_from_msg', 'make_twist',
     'make_odometry', 'make_pose_stamped', 'make_path', 'make_pose_with_covariance',
@@ -80,6 +81,28 @@ def to_time_msg(seconds: float) -> Time:
 def from_time_msg(msg: Time) -> float:
     """Seconds (float) of a ``builtin_interfaces/Time``."""
     return msg.sec + msg.nanosec * 1e-9
+
+
+def compose_planar(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
+    """Planar transform ``a ∘ b`` of ``(x m, y m, yaw rad)`` transforms (``b`` expressed in ``a``'s frame)."""
+    ax, ay, ath = (float(v) for v in a)
+    bx, by, bth = (float(v) for v in b)
+    c, s = math.cos(ath), math.sin(ath)
+    return ax + c * bx - s * by, ay + s * bx + c * by, math.atan2(math.sin(ath + bth), math.cos(ath + bth))
+
+
+def invert_planar(a: Sequence[float]) -> tuple[float, float, float]:
+    """Inverse of a planar transform ``(x m, y m, yaw rad)``."""
+    ax, ay, ath = (float(v) for v in a)
+    c, s = math.cos(ath), math.sin(ath)
+    return -(c * ax + s * ay), -(-s * ax + c * ay), -ath
+
+
+def map_to_odom(map_base: Sequence[float], odom_base: Sequence[float]) -> tuple[float, float, float]:
+    """REP-105 ``map -> odom`` transform ``(x m, y m, yaw rad)`` that makes ``map -> odom -> base_link``
+    equal the localiser's map-frame pose ``map_base`` given the odometry's pose ``odom_base``:
+    ``T_map_odom = T_map_base ∘ T_odom_base⁻¹``."""
+    return compose_planar(map_base, invert_planar(odom_base))
 
 
 def make_header(stamp: float, frame_id: str) -> Header:
@@ -199,6 +222,81 @@ def pose_array_to_particles(msg: PoseArray) -> StampedParticles:
     """Particle positions of a ``geometry_msgs/PoseArray`` (orientations are ignored). No validation."""
     pts = np.array([[p.position.x, p.position.y] for p in msg.poses], dtype=float).reshape(-1, 2)
     return StampedParticles(from_time_msg(msg.header.stamp), msg.header.frame_id, pts)
+
+
+#: bytes of one serialised geometry_msgs/Pose (7 float64)
+_POSE_BYTES = 56
+
+
+def pose_array_from_cdr(raw: bytes, limit: int | None = None,
+                        rng: np.random.Generator | None = None) -> StampedParticles:
+    """Particle positions of a **serialised** ``geometry_msgs/PoseArray`` (a ``raw=True`` subscription),
+    reduced to at most ``limit`` particles, without building a Python object per pose.
+
+    rclpy's deserialisation of a 10⁵-pose PoseArray takes seconds (one Python ``Pose`` per particle);
+    here the poses are read as one NumPy view of the CDR buffer and subsampled before anything else is
+    done with them. Little- and big-endian classic CDR (what every ROS 2 RMW sends by default) are read
+    directly; any other encoding falls back to rclpy's deserialisation.
+
+    Args:
+        raw: the serialised message (CDR with its 4-byte encapsulation header).
+        limit: keep at most this many particles, drawn without replacement uniformly at random (None: all).
+            A uniform subsample of an equally weighted cloud is itself a fair sample of the same
+            distribution.
+        rng: generator of the subsample (default: a fresh unseeded one).
+
+    Returns:
+        The cloud: stamp (s), frame_id, ``(m, 2)`` positions in metres, equal weights.
+
+    Raises:
+        ValueError: the buffer is shorter than its header says (truncated or not a PoseArray).
+    """
+    buf = memoryview(raw)
+    if len(buf) < 4 or bytes(buf[0:2]) not in (b'\x00\x00', b'\x00\x01'):
+        return _subsample(pose_array_to_particles(_deserialize_pose_array(raw)), limit, rng)
+    end = '<' if buf[1] == 1 else '>'
+    body = buf[4:]
+
+    def u32(offset: int) -> int:
+        if offset + 4 > len(body):
+            raise ValueError('serialised PoseArray is truncated')
+        return int(np.frombuffer(body, dtype=end + 'u4', count=1, offset=offset)[0])
+
+    if len(body) < 12:
+        raise ValueError('serialised PoseArray is truncated (header)')
+    sec = int(np.frombuffer(body, dtype=end + 'i4', count=1, offset=0)[0])
+    nanosec = u32(4)
+    n_chars = u32(8)
+    if 12 + n_chars > len(body):
+        raise ValueError('serialised PoseArray is truncated (frame_id)')
+    frame_id = bytes(body[12:12 + max(n_chars - 1, 0)]).decode('utf-8', errors='replace')
+    offset = 12 + n_chars
+    offset += -offset % 4
+    count = u32(offset)
+    offset += 4
+    offset += -offset % 8
+    if offset + count * _POSE_BYTES > len(body):
+        raise ValueError(f'serialised PoseArray is truncated: header says {count} poses')
+    poses = np.frombuffer(body, dtype=end + 'f8', count=count * 7, offset=offset).reshape(count, 7)
+    index = None
+    if limit is not None and count > limit:
+        rng = rng or np.random.default_rng()
+        index = np.sort(rng.choice(count, size=limit, replace=False))
+    xy = poses[:, :2] if index is None else poses[index, :2]
+    return StampedParticles(sec + nanosec * 1e-9, frame_id, np.array(xy, dtype=float))
+
+
+def _deserialize_pose_array(raw: bytes) -> PoseArray:
+    from rclpy.serialization import deserialize_message
+    return deserialize_message(raw, PoseArray)
+
+
+def _subsample(cloud: StampedParticles, limit: int | None, rng: np.random.Generator | None) -> StampedParticles:
+    m = cloud.samples.shape[0]
+    if limit is None or m <= limit:
+        return cloud
+    index = np.sort((rng or np.random.default_rng()).choice(m, size=limit, replace=False))
+    return StampedParticles(cloud.stamp, cloud.frame_id, cloud.samples[index])
 
 
 def particles_to_pose(cloud: StampedParticles) -> StampedPose:

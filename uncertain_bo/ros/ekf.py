@@ -8,7 +8,11 @@ Thin wrapper around :class:`uncertain_bo.sim.ekf.PlanarEKF`:
 * publishes ``odometry/filtered`` (``nav_msgs/Odometry``, frame ``map_frame``, child ``base_frame``, 6x6
   pose covariance row-major over (x, y, z, roll, pitch, yaw), twist copied from the wheel odometry)
   **once per wheel-odometry message**, stamped with that message's stamp, so the lockstep control loop
-  of the simulation closes.
+  of the simulation closes;
+* publishes the REP-105 TF tree ``map -> odom -> base_link`` on ``/tf`` with it (``odom -> base_link``
+  is the wheel odometry's dead-reckoned pose, ``map -> odom`` the correction that makes the chain equal
+  the estimate), as robot_localization does on a real rover; where ``tf2_msgs`` is not installed (the
+  PyPI ROS wheels have none) the node says so once and publishes no TF.
 
 The filter runs on message stamps (sim time with ``use_sim_time: true``). The first odometry message sets
 the filter time; a stamp jumping back by more than ``time_jump_reset`` seconds (restarted simulation,
@@ -91,6 +95,7 @@ class LocaliserNode(Node):
         self.ekf = self.make_filter(0.0)
         self._started = False
         self._pub = self.create_publisher(Odometry, 'odometry/filtered', _RELIABLE_10)
+        self._tf_pub = self._make_tf_publisher()
         self.create_subscription(Odometry, 'wheel/odometry', self._on_odometry, _RELIABLE_50)
         self.create_subscription(PoseWithCovarianceStamped, 'position_fix', self._on_fix, _RELIABLE_10)
         self.n_published = 0
@@ -153,12 +158,41 @@ class LocaliserNode(Node):
 
     def publish_estimate(self, stamp: float, odom: Odometry) -> None:
         """Publish ``odometry/filtered`` at ``stamp`` (s): the estimate's pose and 6x6 covariance, the twist
-        (and its covariance) of the wheel-odometry message ``odom``."""
+        (and its covariance) of the wheel-odometry message ``odom``; and the TF tree."""
         t = odom.twist.twist
         self._pub.publish(cv.make_odometry(
             stamp, self.p['map_frame'], self.p['base_frame'], self.ekf.xy, float(self.ekf.pose[2]),
             self.ekf.pose_covariance_6x6(), v=float(t.linear.x), w=float(t.angular.z), vy=float(t.linear.y),
             twist_cov6x6=odom.twist.covariance))
+        if self._tf_pub is not None:
+            self._publish_tf(stamp, odom)
+
+    def _make_tf_publisher(self):
+        try:
+            from tf2_msgs.msg import TFMessage
+        except ImportError:
+            self.get_logger().info('tf2_msgs is not installed: no TF (map -> odom -> base_link) published')
+            return None
+        return self.create_publisher(TFMessage, '/tf', QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+
+    def _publish_tf(self, stamp: float, odom: Odometry) -> None:
+        from geometry_msgs.msg import TransformStamped
+        from tf2_msgs.msg import TFMessage
+
+        o = cv.odometry_to_pose(odom)
+        odom_base = (float(o.xy[0]), float(o.xy[1]), float(o.yaw))
+        map_base = (float(self.ekf.xy[0]), float(self.ekf.xy[1]), float(self.ekf.pose[2]))
+        if not all(math.isfinite(v) for v in (*odom_base, *map_base)):
+            return
+        odom_frame = odom.header.frame_id or 'odom'
+        out = TFMessage()
+        for parent, child, (x, y, yaw) in ((self.p['map_frame'], odom_frame, cv.map_to_odom(map_base, odom_base)),
+                                           (odom_frame, self.p['base_frame'], odom_base)):
+            tf = TransformStamped(header=cv.make_header(stamp, parent), child_frame_id=child)
+            tf.transform.translation.x, tf.transform.translation.y = x, y
+            tf.transform.rotation = cv.yaw_to_quaternion(yaw)
+            out.transforms.append(tf)
+        self._tf_pub.publish(out)
 
 
 class EkfNode(LocaliserNode):

@@ -20,6 +20,11 @@ Publishes:
 
 All logic lives in :class:`uncertain_bo.explorer.Explorer` and :mod:`uncertain_bo.operator_view`; this node
 converts messages and runs ``tick`` on a timer of the node clock (simulated time under ``use_sim_time``).
+Decisions run on a worker thread (``decide_in_background``), so ``/diagnostics``, markers and the
+subscriptions keep going while the planner thinks; a busy executor would otherwise let the node clock jump
+ahead of queued poses (they then look stale). Poses are subscribed best effort (compatible with reliable
+and best-effort publishers, e.g. Gazebo bridges); particle clouds are read from the serialised message
+with NumPy and subsampled to ``cloud_receive_limit`` particles on receipt.
 The explorer needs a **map-frame** estimate with absolute corrections (robot_localization with GNSS,
 AMCL): an odom-frame covariance grows without bound and would make every location distribution
 uninformative (and, above ``max_covariance_trace``, pauses the explorer).
@@ -37,6 +42,7 @@ import logging
 import math
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +62,11 @@ from ..explorer import (EXPLORER_PARAMS, Explorer, Measurement, PoseEstimate, Re
 from ..operator_view import GridScale, StatusReporter, grid_over, scale_to_occupancy, STATE_TEXT
 from ..parameters import Param, ParameterError
 from ..planner import Planner, Recommendation
-from .conversions import (READING_TYPES, from_time_msg, make_path, make_pose_stamped, pose_array_to_particles,
-                          reading_from_msg, ros_covariance_to_xy)
+from .conversions import (READING_TYPES, from_time_msg, make_path, make_pose_stamped, pose_array_from_cdr,
+                          pose_array_to_particles, reading_from_msg, ros_covariance_to_xy)
 from .operator_view import (ELLIPSE_SIGMA, MarkerScene, clean_stamp, make_diagnostics, make_markers,
                             make_occupancy_grid)
+from ..user_errors import UsageError, check_run_dir
 from .params import declare_parameters
 from .spin import run_node
 
@@ -87,11 +94,18 @@ EXPLORER_NODE_PARAMS = EXPLORER_PARAMS + [
           'state changes), s', range=(0.05, 3600.0)),
     Param('gp_map_cells', 40, 'cells of the ~/gp_mean and ~/gp_std grids along the longer side of the '
           'search area (computed once per measurement; keep it coarse)', range=(2, 1000)),
+    Param('decide_in_background', True, 'choose targets on a worker thread, so that /diagnostics, markers and '
+          'the pose and reading subscriptions keep running during a long decision', read_only=True),
+    Param('cloud_receive_limit', 5000, 'particle clouds with more particles are subsampled (uniformly at '
+          'random) as they are received, before any other work: a 10^5-particle PoseArray is read in '
+          'milliseconds instead of seconds', range=(1, 10000000), read_only=True),
 ]
 
 _RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 #: maps and markers: late joiners (RViz started later) get the last message
 _LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+#: pose estimates: best effort (compatible with reliable and best-effort publishers), keep last 10
+_POSE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
 #: least wall time between two state-change diagnostics (rejection floods do not flood /diagnostics), s
 _MIN_STATUS_GAP = 0.2
 
@@ -173,11 +187,18 @@ class ExplorerNode(Node):
             raise ParameterError(reason)
         xmin, xmax, ymin, ymax = self.p['search_bounds']
         self.run_dir = Path(self.p['run_dir'] or Path('runs') / _dt.datetime.now().strftime('%Y%m%d-%H%M%S'))
+        try:
+            check_run_dir(self.run_dir, "parameter 'run_dir'")
+        except UsageError as exc:
+            raise ParameterError(str(exc)) from None
         self.run_dir.mkdir(parents=True, exist_ok=True)
         planner = planner_from_parameters(
             self.p, journal=self.run_dir / 'journal.jsonl',
             metadata={'node': self.get_fully_qualified_name(), 'parameters': self.p})
-        self.explorer = Explorer(planner, self, self.p)
+        self._decider = (ThreadPoolExecutor(max_workers=1, thread_name_prefix='explorer-decide')
+                         if self.p['decide_in_background'] else None)
+        self.explorer = Explorer(planner, self, self.p, decider=self._decider)
+        self._cloud_rng = np.random.default_rng(np.random.SeedSequence([int(self.p['seed']), 0xC10D]))
         self.recommendation: Recommendation | None = None
         self._resumed_checks(planner)
 
@@ -188,8 +209,13 @@ class ExplorerNode(Node):
         self.std_pub = self.create_publisher(OccupancyGrid, '~/gp_std', _LATCHED)
         self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', _RELIABLE_10)
         msg_type, topic = POSE_SOURCES[self.p['pose_source']]
-        qos = qos_profile_sensor_data if self.p['pose_source'] == 'particle_cloud' else 50
-        self.create_subscription(msg_type, topic, self._on_pose_msg, qos)
+        if self.p['pose_source'] == 'particle_cloud':
+            # raw: read the serialised cloud with NumPy and subsample it before anything else
+            self.create_subscription(msg_type, topic, self._on_cloud_raw, qos_profile_sensor_data, raw=True)
+        else:
+            # best effort matches both reliable and best-effort publishers (robot_localization, Gazebo
+            # bridges); a short queue so a busy moment does not leave a backlog of old poses
+            self.create_subscription(msg_type, topic, self._on_pose_msg, _POSE_QOS)
         msg_type = READING_TYPES[self.p['reading_type']][0]
         self.create_subscription(msg_type, 'reading', self._on_reading, qos_profile_sensor_data)
 
@@ -230,6 +256,10 @@ class ExplorerNode(Node):
             self.recommendation = planner.recommend()
 
     def destroy_node(self) -> None:
+        decider = getattr(self, '_decider', None)
+        if decider is not None:
+            decider.shutdown(wait=False, cancel_futures=True)
+            self._decider = None
         if self._log_handler is not None:
             logging.getLogger('uncertain_bo').removeHandler(self._log_handler)
             self._log_handler = None
@@ -253,6 +283,16 @@ class ExplorerNode(Node):
             return
         self.explorer.on_pose(pose, self._clock_now())
 
+    def _on_cloud_raw(self, raw: bytes) -> None:
+        try:
+            cloud = pose_array_from_cdr(raw, self.p['cloud_receive_limit'], self._cloud_rng)
+            pose = PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples)
+        except (ValueError, TypeError, IndexError) as exc:
+            self.explorer.received['poses'] += 1
+            self.explorer.reject('pose', 'malformed message', str(exc))
+            return
+        self.explorer.on_pose(pose, self._clock_now())
+
     def _on_reading(self, msg) -> None:
         try:
             stamp, value, variance = reading_from_msg(msg, self.p['reading_type'])
@@ -260,7 +300,7 @@ class ExplorerNode(Node):
             self.explorer.received['readings'] += 1
             self.explorer.reject('reading', 'malformed message', str(exc))
             return
-        self.explorer.on_reading(Reading(stamp, value, variance))
+        self.explorer.on_reading(Reading(stamp, value, variance), self._clock_now())
 
     def _tick(self) -> None:
         now = self._clock_now()

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ..parameters import ParameterError, config_path, node_parameters, validate
+from ..parameters import ParameterError, config_path, node_parameters, unknown_sections, validate
+from ..user_errors import check_run_dir
 
 __all__ = ['add_parser', 'run_demo', 'NODES', 'LOCALISER_NODES', 'graph_nodes']
 
@@ -97,11 +98,9 @@ def _cli(args) -> int:
         if args.localiser == 'pf':
             overrides['explorer']['pose_source'] = 'particle_cloud'
     out = args.out or Path('runs') / ('demo-' + _dt.datetime.now().strftime('%Y%m%d-%H%M%S'))
-    try:
-        summary = run_demo(out, overrides, extra_files=args.params, timeout=args.timeout)
-    except ParameterError as exc:
-        print(f'error: {exc}')
-        return 2
+    check_run_dir(out, '--out')
+    # user mistakes (ParameterError, FieldError, JournalError, UsageError) end in one line: cli.main
+    summary = run_demo(out, overrides, extra_files=args.params, timeout=args.timeout)
     return 0 if summary.get('completed') else 1
 
 
@@ -115,6 +114,10 @@ def load_graph_parameters(extra_files: list[Path] | None = None,
     import importlib
 
     files = [config_path('sim.yaml'), config_path('explorer.yaml'), *(extra_files or [])]
+    known = [*NODES, 'run_recorder']
+    for f, key in unknown_sections(extra_files or [], ['/' + n for n in known]):
+        raise ParameterError(f'parameter file {f}: section {key!r} names no node of the simulation; known: '
+                             f"{', '.join(NODES)} (or '/**' for all)")
     user_bounds = 'search_bounds' in {**node_parameters(extra_files or [], 'explorer'),
                                       **(overrides or {}).get('explorer', {})}
     out = {}
@@ -141,7 +144,10 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
         The summary dict (``completed`` False if the run timed out).
 
     Raises:
-        ParameterError: invalid parameters (nothing is started).
+        ParameterError: invalid parameters, or ``search_bounds`` not inside the field (nothing is started).
+        uncertain_bo.sim.field.FieldError: the field cannot be loaded (nothing is started).
+        uncertain_bo.user_errors.UsageError: ``run_dir`` is a file.
+        uncertain_bo.journal.JournalError: the run folder's journal cannot be resumed.
     """
     import importlib
 
@@ -149,13 +155,21 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
     from rclpy.executors import SingleThreadedExecutor
 
     from ..explorer import State
+    from ..journal import Journal
+    from .launch_args import bounds_outside
     from ..sim.field import Field
     from ..sim.report import plot_run, summarize, write_trajectory
     from .params import parameter_overrides
 
-    run_dir = Path(run_dir)
+    run_dir = check_run_dir(run_dir, 'run folder')
     params = load_graph_parameters(extra_files, overrides)
     sim = params['sim_rover']
+    field = Field.load(sim['field'], extent=sim['field_extent'])   # before anything starts or is written
+    reason = bounds_outside(params['explorer']['search_bounds'], field.bounds)
+    if reason:
+        raise ParameterError(reason)
+    if (run_dir / 'journal.jsonl').is_file():   # a damaged journal fails here, before anything is written
+        Journal(run_dir / 'journal.jsonl', read_only=True)
     params['explorer']['run_dir'] = str(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / 'parameters.json').write_text(json.dumps(params, indent=2))
@@ -210,7 +224,6 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
     wall = time.monotonic() - wall0
 
     write_trajectory(run_dir / 'trajectory.csv', trajectory)
-    field = Field.load(sim['field'], extent=sim['field_extent'])
     cov = np.diag(np.square(params['explorer']['execution_noise_std']))
     extra = {'completed': completed, 'wall_time_s': wall, 'simulation': sim_stats,
              **_execution_scatter(explorer.planner.journal_file, truth_at)}

@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 from typing import Collection
 
-__all__ = ['PACKAGE', 'choice', 'flag', 'integer', 'share_directory']
+__all__ = ['PACKAGE', 'NodeFailed', 'bounds_outside', 'choice', 'exit_handler', 'flag', 'integer',
+           'share_directory']
 
 PACKAGE = 'uncertain_bo'
 
@@ -62,3 +63,45 @@ def choice(value, name: str, allowed: Collection[str]) -> str:
     if v not in allowed:
         raise RuntimeError(f"launch argument {name}:={value!r} must be one of {', '.join(allowed)}")
     return v
+
+
+def bounds_outside(search_bounds, extent, what: str = 'the field') -> str | None:
+    """Why ``search_bounds`` ``[xmin, xmax, ymin, ymax]`` (m) do not lie inside ``extent`` (same layout,
+    e.g. a simulated field's), or None when they do."""
+    xmin, xmax, ymin, ymax = (float(v) for v in search_bounds)
+    fx0, fx1, fy0, fy1 = (float(v) for v in extent)
+    tol = 1e-9 * max(1.0, abs(fx0), abs(fx1), abs(fy0), abs(fy1))
+    if xmin < fx0 - tol or xmax > fx1 + tol or ymin < fy0 - tol or ymax > fy1 + tol:
+        return (f"parameter 'search_bounds' = {[xmin, xmax, ymin, ymax]} m is not inside {what} "
+                f'{[fx0, fx1, fy0, fy1]} m: the rover would be sent where there is nothing to measure')
+    return None
+
+
+class NodeFailed(RuntimeError):
+    """A launched node exited with a non-zero status while the launch was running (not shutting down)."""
+
+
+def exit_handler(name: str, *, shutdown_on_success: bool):
+    """``on_exit`` callback of an ``OnProcessExit`` handler for the node ``name``.
+
+    - The launch is already shutting down (Ctrl-C, another node finished): nothing is logged or done, so
+      Ctrl-C never reports "explorer exited (done)".
+    - Exit status 0: with ``shutdown_on_success`` (the explorer after its last measurement) the launch is
+      shut down with that reason; otherwise nothing.
+    - Any other status (a node that died at start-up on a bad parameter or field): raises
+      :class:`NodeFailed`; ``ros2 launch`` logs it, shuts everything down and exits with status 1 (an
+      exception in an event handler is launch's only way to a non-zero exit status).
+    """
+    def on_exit(event, context):
+        if getattr(context, 'is_shutdown', False):
+            return None
+        code = event.returncode
+        if code == 0:
+            if not shutdown_on_success:
+                return None
+            from launch.actions import EmitEvent, LogInfo
+            from launch.events import Shutdown
+            return [LogInfo(msg=f'{name} finished: shutting the launch down'),
+                    EmitEvent(event=Shutdown(reason=f'{name} finished'))]
+        raise NodeFailed(f'{name} exited with status {code} (its error is above): stopping the launch')
+    return on_exit

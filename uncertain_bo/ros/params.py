@@ -9,7 +9,9 @@ range, at start-up as :class:`~uncertain_bo.parameters.ParameterError`, at run t
 ``SetParametersResult``.
 
 Float parameters are declared with ``dynamic_typing`` so that an integer written in YAML (``1`` instead of
-``1.0``) is accepted and coerced rather than failing with a type error; the spec still checks the value.
+``1.0``) is accepted rather than failing with a type error; the spec still checks the value. Integers given
+for float parameters (a start-up override, or ``ros2 param set /explorer beta 2``) are stored as doubles
+(a pre-set callback converts them), so a float parameter never turns into an integer one.
 """
 from __future__ import annotations
 
@@ -116,11 +118,17 @@ def declare_parameters(node: Node, specs: Sequence[Param],
         if changed and on_change is not None and declared[0]:
             on_change(changed)
 
+    def pre_set(params: list[Parameter]) -> list[Parameter]:
+        return [_as_double(p, by_name.get(p.name)) for p in params]
+
     declared = [False]
+    node.add_pre_set_parameters_callback(pre_set)
     node.add_on_set_parameters_callback(on_set)
     node.add_post_set_parameters_callback(post_set)
     overrides = getattr(node, '_parameter_overrides', {})
     for spec in specs:
+        if spec.name in overrides:   # an integer override of a float parameter is declared as a double
+            overrides[spec.name] = _as_double(overrides[spec.name], spec)
         try:
             node.declare_parameter(spec.name, _default_value(spec), make_descriptor(spec))
         except (InvalidParameterValueException, InvalidParameterTypeException) as exc:
@@ -135,6 +143,17 @@ def declare_parameters(node: Node, specs: Sequence[Param],
         values[spec.name] = spec.check(_plain(node.get_parameter(spec.name).value))
     declared[0] = True
     return values
+
+
+def _as_double(p: Parameter, spec: Param | None) -> Parameter:
+    """``p`` with an integer (array) value turned into a double (array) when ``spec`` is a float (list)."""
+    if spec is None:
+        return p
+    if spec.kind == 'float' and p.type_ == Parameter.Type.INTEGER:
+        return Parameter(p.name, Parameter.Type.DOUBLE, float(p.value))
+    if spec.kind == 'float_list' and p.type_ == Parameter.Type.INTEGER_ARRAY:
+        return Parameter(p.name, Parameter.Type.DOUBLE_ARRAY, [float(v) for v in p.value])
+    return p
 
 
 def _plain(value: Any) -> Any:

@@ -73,10 +73,10 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
         The summary dict (also written to ``run_dir/summary.json``).
 
     Raises:
-        FileNotFoundError: no journal in ``run_dir``.
+        uncertain_bo.journal.JournalError: no journal in ``run_dir``, or a damaged one.
     """
     run_dir = Path(run_dir)
-    journal = Journal(run_dir / 'journal.jsonl')
+    journal = Journal(run_dir / 'journal.jsonl', read_only=True)  # never touches a running mission's file
     robust = field.convolved(np.asarray(execution_cov, dtype=float))
     g_star_xy, g_star = robust.argmax()
     g_median = robust.median()
@@ -153,7 +153,7 @@ def plot_run(run_dir: str | Path, field: Field, execution_cov: np.ndarray, *,
     from matplotlib.patches import Ellipse
 
     run_dir = Path(run_dir)
-    journal = Journal(run_dir / 'journal.jsonl')
+    journal = Journal(run_dir / 'journal.jsonl', read_only=True)  # never touches a running mission's file
     summary_path = run_dir / 'summary.json'
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else None
     xs, ys, z = field.grid()

@@ -32,7 +32,9 @@ def run(args) -> int:
     from .field import Field
     from .report import plot_run, summarize
 
-    journal = Journal(args.run_dir / 'journal.jsonl')
+    # read-only: a mistyped folder is an error (nothing is created) and a running mission's journal is
+    # never modified; the field is checked before anything is written
+    journal = Journal(args.run_dir / 'journal.jsonl', read_only=True)
     std = args.execution_std or journal.header.get('parameters', {}).get('execution_noise_std', [2.0, 2.0])
     cov = np.diag(np.square(std))
     field = Field.load(args.field, extent=args.extent)
