@@ -101,9 +101,8 @@ def run_node_main(module: str, ros_args):
 
 
 class Case:
-    def __init__(self, name, make, expect, code=2, journal='intact', xfail_field=False):
+    def __init__(self, name, make, expect, code=2, journal='intact'):
         self.name, self.make, self.expect, self.code, self.journal = name, make, expect, code, journal
-        self.xfail_field = xfail_field
 
 
 def _params(tmp, text):
@@ -169,31 +168,18 @@ CASES = [
     Case('report bad --extent', lambda t, r: lambda: run_cli(['report', r, '--extent', '0', '0', '0', '10']),
          r'extent must be finite with xmin < xmax'),
     *[Case(f'demo --field {k}', (lambda k: lambda t, r: lambda: run_cli(
-        ['demo', '--out', r, '--field', field_file(k, t)]))(k), r'field|\.npz|\.csv', xfail_field=True)
+        ['demo', '--out', r, '--field', field_file(k, t)]))(k), r'field|\.npz|\.csv')
       for k in FIELD_KINDS],
     *[Case(f'report --field {k}', (lambda k: lambda t, r: lambda: run_cli(
-        ['report', r, '--field', field_file(k, t)]))(k), r'field|\.npz|\.csv', xfail_field=True)
+        ['report', r, '--field', field_file(k, t)]))(k), r'field|\.npz|\.csv')
       for k in FIELD_KINDS],
     *[Case(f'sim_rover field:={k}', (lambda k: lambda t, r: lambda: run_node_main(
-        'uncertain_bo.ros.sim_rover', ['-p', f'field:={field_file(k, t)}']))(k), r'field|\.npz|\.csv',
-        xfail_field=True) for k in ('missing', 'npz-garbage', 'all-nan-grid')],
+        'uncertain_bo.ros.sim_rover', ['-p', f'field:={field_file(k, t)}']))(k), r'field|\.npz|\.csv')
+      for k in ('missing', 'npz-garbage', 'all-nan-grid')],
 ]
 
 
-#: bad field kinds for which ``Field.load`` itself does not raise FieldError yet (uncertain_bo/sim/field.py is
-#: fixed in another change); the rows still run and report XPASS once it does
-FIELD_LOAD_PENDING = {'npz-pickled'}
-
-
-def _marks(case):
-    kind = case.name.split()[-1].split('=')[-1]
-    if case.xfail_field and kind in FIELD_LOAD_PENDING:
-        return [pytest.mark.xfail(strict=False, reason=f'Field.load raises no FieldError for {kind!r} yet '
-                                  '(uncertain_bo/sim/field.py, another change)')]
-    return []
-
-
-@pytest.mark.parametrize('case', [pytest.param(c, id=c.name, marks=_marks(c)) for c in CASES])
+@pytest.mark.parametrize('case', [pytest.param(c, id=c.name) for c in CASES])
 def test_user_mistake_is_one_line_nonzero_and_loses_nothing(case, tmp_path, capfd, monkeypatch):
     monkeypatch.setenv('ROS_DOMAIN_ID', str(DOMAIN_ID))
     monkeypatch.chdir(tmp_path)
