@@ -21,12 +21,16 @@ from torch import Tensor
 from ..distributions import DTYPE, Dirac, Empirical, Gaussian, InvalidDistributionError, LocationDistributions
 from ..linalg import psd_sqrt
 
-__all__ = ['DistributionKernel', 'SampleDistributionKernel', 'DEFAULT_MAX_BLOCK']
+__all__ = ['DistributionKernel', 'SampleDistributionKernel', 'DEFAULT_MAX_BLOCK', 'DEVICE_MAX_BLOCK']
 
 DEFAULT_MAX_BLOCK = 1 << 18
 """Largest base-kernel block (entries) materialised at once by the sample-based kernels on the CPU (2 MiB, so
 the scratch buffers stay in cache; with one thread on the 2-core development machine 2^16-2^18 entries ran
 about 2x faster than 2^23). Set per kernel with ``max_block``."""
+
+DEVICE_MAX_BLOCK = 1 << 24
+"""Default ``max_block`` on an accelerator (CUDA, MPS): 2^24 entries (128 MiB in float64 per scratch block),
+so a Table-1 size kernel matrix takes a handful of launches instead of thousands of cache-sized ones."""
 
 
 class DistributionKernel(Kernel):
@@ -82,14 +86,23 @@ class SampleDistributionKernel(DistributionKernel):
         n_samples: samples per Gaussian input.
         seed: seed of the base normal draws.
         max_samples: cap on the samples used per empirical input (None: all).
-        max_block: largest base-kernel block materialised at once (entries).
+        max_block: largest base-kernel block materialised at once (entries); None: the class's CPU default
+            (``cpu_max_block``) for CPU tensors, :data:`DEVICE_MAX_BLOCK` for tensors on an accelerator.
         **kwargs: GPyTorch ``Kernel`` arguments.
     """
 
     _ard_lengthscale = True
+    cpu_max_block = DEFAULT_MAX_BLOCK
+
+    def block_size(self, ref: Tensor) -> int:
+        """Largest base-kernel block (entries) for tensors like ``ref``: ``max_block`` if set, else the CPU
+        or accelerator default."""
+        if self.max_block is not None:
+            return self.max_block
+        return self.cpu_max_block if ref.device.type == 'cpu' else DEVICE_MAX_BLOCK
 
     def __init__(self, dim: int, *, n_samples: int = 64, seed: int = 0, max_samples: int | None = None,
-                 max_block: int = DEFAULT_MAX_BLOCK, **kwargs):
+                 max_block: int | None = None, **kwargs):
         if self._ard_lengthscale:
             super().__init__(dim, **kwargs)
         else:
@@ -97,7 +110,8 @@ class SampleDistributionKernel(DistributionKernel):
             self.dim = dim
         if n_samples < 1 or (max_samples is not None and max_samples < 1):
             raise ValueError('n_samples and max_samples must be >= 1')
-        self.n_samples, self.max_samples, self.max_block = int(n_samples), max_samples, int(max_block)
+        self.n_samples, self.max_samples = int(n_samples), max_samples
+        self.max_block = None if max_block is None else int(max_block)
         self.register_buffer('base_normals', _standard_normals(int(n_samples), dim, seed))
         self._normals_cache: tuple[Tensor, Tensor] | None = None
 

@@ -112,6 +112,6 @@ class KernelMeanEmbeddingKernel(SampleDistributionKernel):
             return torch.exp(-0.5 * squared_distances(a, b))
 
         if diag:
-            return embedding_paired_inner_products(u, w, v, z, se, self.max_block)
+            return embedding_paired_inner_products(u, w, v, z, se, self.block_size(u))
         same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
-        return embedding_inner_products(u, w, v, z, se, self.max_block, symmetric=same)
+        return embedding_inner_products(u, w, v, z, se, self.block_size(u), symmetric=same)

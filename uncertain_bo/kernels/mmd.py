@@ -14,7 +14,11 @@ from .distribution_kernel import SampleDistributionKernel
 from .kernel_mean_embedding import (_chunks, embedding_inner_products, embedding_paired_inner_products,
                                     embedding_self_inner_products)
 
-__all__ = ['MMDKernel', 'MMD_MAX_BLOCK']
+__all__ = ['MMDKernel', 'MMD_MAX_BLOCK', 'FUSED_MIN_WORK']
+
+FUSED_MIN_WORK = 1 << 25
+"""With ``fused='auto'``, the smallest cross term (sample pairs ``n1 h1 n2 h2``) computed by the fused CPU
+kernel; smaller ones (every BO step of the benchmarks, the tests) stay eager and never pay for compiling."""
 
 MMD_MAX_BLOCK = 1 << 16
 """Default CPU ``max_block`` of :class:`MMDKernel`: with the additive-RQ base kernel (four scratch blocks)
@@ -69,39 +73,58 @@ class MMDKernel(SampleDistributionKernel):
         unbiased: U-statistic (True) or V-statistic for ``'empirical'``.
         landmark_seed: seed of the landmark indices.
         jitter: relative ridge added to :math:`K(\tilde U, \tilde U)` (Nyström).
+        fused: compute the cross term :math:`\langle\tilde\mu_P, \tilde\mu_Q\rangle` of large no-autograd CPU
+            kernel matrices with the compiled fused loop of
+            :meth:`AdditiveRQKernel.fused_embedding_inner_products` (``True``: whenever possible, ``'auto'``:
+            from ``FUSED_MIN_WORK`` sample pairs on, ``False``: never). Same values to rounding.
         **kwargs: :class:`SampleDistributionKernel` arguments (``n_samples``, ``seed``, ``max_samples``,
             ``max_block``) and GPyTorch ``Kernel`` arguments (``lengthscale_prior``,
             ``lengthscale_constraint``).
 
     Raises:
-        ValueError: unknown estimator, ``n_landmarks < 1``.
+        ValueError: unknown estimator, ``n_landmarks < 1``, ``fused`` not True, False or ``'auto'``.
     """
 
     has_lengthscale = True
     _ard_lengthscale = False
+    cpu_max_block = MMD_MAX_BLOCK
 
     def __init__(self, dim: int, estimator: str = 'nystrom', n_landmarks: int = 100,
                  base_kernel: Kernel | None = None, *, unbiased: bool = True, landmark_seed: int = 0,
-                 jitter: float = 1e-10, **kwargs):
+                 jitter: float = 1e-10, fused: bool | str = 'auto', **kwargs):
         if estimator not in ('nystrom', 'empirical'):
             raise ValueError(f"estimator must be 'nystrom' or 'empirical', got {estimator!r}")
         if int(n_landmarks) < 1:
             raise ValueError(f'n_landmarks must be >= 1, got {n_landmarks}')
-        kwargs.setdefault('max_block', MMD_MAX_BLOCK)
         super().__init__(dim, **kwargs)
         self.estimator, self.n_landmarks, self.unbiased = estimator, int(n_landmarks), bool(unbiased)
         self.landmark_seed, self.jitter = int(landmark_seed), float(jitter)
+        if fused not in (True, False, 'auto'):
+            raise ValueError(f"fused must be True, False or 'auto', got {fused!r}")
+        self.fused = fused
         self.base_kernel = base_kernel if base_kernel is not None else AdditiveRQKernel()
-        self._landmarks: dict[int, Tensor] = {}
+        self._landmarks: dict[tuple[int, torch.device], Tensor] = {}
         self._memo: list[tuple[weakref.ref, tuple, tuple[Tensor, ...]]] = []
 
     # --------------------------------------------------------------- landmarks
-    def landmark_indices(self, m: int) -> Tensor:
-        """Indices of the ``min(h, m)`` landmarks among ``m`` samples (fixed until :meth:`resample_landmarks`)."""
-        if m not in self._landmarks:
-            gen = torch.Generator().manual_seed(self.landmark_seed * 1_000_003 + m)
-            self._landmarks[m] = torch.randperm(m, generator=gen)[:min(self.n_landmarks, m)].sort().values
-        return self._landmarks[m]
+    def landmark_indices(self, m: int, device: torch.device | str | None = None) -> Tensor:
+        """Indices of the ``min(h, m)`` landmarks among ``m`` samples (fixed until :meth:`resample_landmarks`),
+        on ``device`` (default CPU).
+
+        The permutation is drawn once per ``m`` from ``landmark_seed`` with a CPU generator, so every device
+        uses the same landmarks (a CUDA posterior equals the CPU one); the index tensor is copied to each
+        device once and kept, so indexing the samples happens on their device.
+        """
+        device = torch.device('cpu') if device is None else torch.device(device)
+        key = (m, device)
+        if key not in self._landmarks:
+            cpu = self._landmarks.get((m, torch.device('cpu')))
+            if cpu is None:
+                gen = torch.Generator().manual_seed(self.landmark_seed * 1_000_003 + m)
+                cpu = torch.randperm(m, generator=gen)[:min(self.n_landmarks, m)].sort().values
+                self._landmarks[(m, torch.device('cpu'))] = cpu
+            self._landmarks[key] = cpu.to(device)
+        return self._landmarks[key]
 
     def resample_landmarks(self, seed: int | None = None) -> None:
         """Draw new landmark indices (from ``seed``, or ``landmark_seed + 1``)."""
@@ -130,7 +153,7 @@ class MMDKernel(SampleDistributionKernel):
         (the V-statistic for ``'empirical'``, ``self_term`` for Nyström): the diagonal of ``mmd2(x, x)``."""
         n, m, d = samples.shape
         if self.estimator == 'empirical':
-            v_self = embedding_self_inner_products(samples, weights, self._base, self.max_block)
+            v_self = embedding_self_inner_products(samples, weights, self._base, self.block_size(samples))
             if not self.unbiased:
                 return samples, weights, v_self, v_self
             w2 = weights.pow(2)
@@ -138,19 +161,24 @@ class MMDKernel(SampleDistributionKernel):
             k_diag = self.base_kernel.forward(samples, samples, diag=True)  # (n, m)
             u_self = (v_self - (w2 * k_diag).sum(-1)) / (1.0 - s2).clamp_min(1e-300)
             return samples, weights, torch.where(s2 < 1.0 - 1e-12, u_self, v_self), v_self
-        idx = self.landmark_indices(m)
+        idx = self.landmark_indices(m, samples.device)
         h = idx.numel()
         marks = samples[:, idx]  # (n, h, d)
         eye = torch.eye(h, dtype=samples.dtype, device=samples.device)
+        # K(Ũ, U) w: the O(n h m) part; fused on large no-autograd CPU batches (see _fused_cross)
+        kw = self._fused_weighted_sums(marks, samples, weights)  # (n, h) or None
         coefs, selfs = [], []
-        for i0, i1 in _chunks(n, self.max_block // max(1, h * (m + h))):
+        for i0, i1 in _chunks(n, self.block_size(samples) // max(1, h * (h + (m if kw is None else 0)))):
             k_hh = self._base(marks[i0:i1], marks[i0:i1])  # (c, h, h)
-            k_hm = self._base(marks[i0:i1], samples[i0:i1])  # (c, h, m)
+            if kw is None:
+                rhs = self._base(marks[i0:i1], samples[i0:i1]) @ weights[i0:i1].unsqueeze(-1)  # (c, h, 1)
+            else:
+                rhs = kw[i0:i1].unsqueeze(-1)
             ridge = self.jitter * k_hh.diagonal(dim1=-2, dim2=-1).mean(-1).clamp_min(1e-300)
             chol, info = torch.linalg.cholesky_ex(k_hh + ridge[:, None, None] * eye)
             if bool((info > 0).any()):  # pragma: no cover - extreme conditioning; ridge x 1e4
                 chol = torch.linalg.cholesky(k_hh + 1e4 * ridge[:, None, None] * eye)
-            a = torch.cholesky_solve(k_hm @ weights[i0:i1].unsqueeze(-1), chol)  # (c, h, 1)
+            a = torch.cholesky_solve(rhs, chol)  # (c, h, 1)
             coefs.append(a.squeeze(-1))
             selfs.append((a.transpose(-1, -2) @ k_hh @ a).reshape(-1))
         selfs = torch.cat(selfs)
@@ -188,16 +216,42 @@ class MMDKernel(SampleDistributionKernel):
         (p1, c1, s1, v1), (p2, c2, s2, _) = e1, e2
         if diag:
             # a batch against itself: the cross term <mu_P, mu_P> is already known from the embedding
-            cross = v1 if same else embedding_paired_inner_products(p1, c1, p2, c2, self._base, self.max_block)
+            cross = v1 if same else embedding_paired_inner_products(p1, c1, p2, c2, self._base, self.block_size(p1))
             dist = s1 + s2 - 2.0 * cross
         else:
-            cross = embedding_inner_products(p1, c1, p2, c2, self._base, self.max_block, symmetric=same)
+            cross = self._fused_cross(p1, c1, p2, c2)
+            if cross is None:
+                cross = embedding_inner_products(p1, c1, p2, c2, self._base, self.block_size(p1),
+                                                 symmetric=same)
             dist = s1.unsqueeze(-1) + s2.unsqueeze(-2) - 2.0 * cross
             if same:
                 dist = 0.5 * (dist + dist.transpose(-1, -2))
         if self.estimator == 'nystrom' or not self.unbiased:
             dist = dist.clamp_min(0.0)  # squared RKHS distances; negative only by rounding
         return dist
+
+    def _fuse(self, ref: Tensor, work: int) -> bool:
+        """Whether to use the fused CPU loops of :class:`AdditiveRQKernel` for ``work`` sample pairs: CPU
+        tensors, no autograd, an additive-RQ base kernel, and ``fused`` True (or ``'auto'`` and ``work >=
+        FUSED_MIN_WORK``)."""
+        if (self.fused is False or torch.is_grad_enabled() or ref.device.type != 'cpu'
+                or not isinstance(self.base_kernel, AdditiveRQKernel)):
+            return False
+        return self.fused is True or work >= FUSED_MIN_WORK
+
+    def _fused_cross(self, p1: Tensor, c1: Tensor, p2: Tensor, c2: Tensor) -> Tensor | None:
+        """The cross term by :meth:`AdditiveRQKernel.fused_embedding_inner_products` where :meth:`_fuse`
+        allows it, else None."""
+        if not self._fuse(p1, p1.shape[0] * p1.shape[1] * p2.shape[0] * p2.shape[1]):
+            return None
+        return self.base_kernel.fused_embedding_inner_products(p1, c1, p2, c2)
+
+    def _fused_weighted_sums(self, marks: Tensor, samples: Tensor, weights: Tensor) -> Tensor | None:
+        """:math:`K(\\tilde U, U)\\,\\mathbf w` per distribution by :meth:`AdditiveRQKernel.fused_weighted_sums`
+        where :meth:`_fuse` allows it, else None."""
+        if not self._fuse(samples, marks.shape[0] * marks.shape[1] * samples.shape[1]):
+            return None
+        return self.base_kernel.fused_weighted_sums(marks, samples, weights)
 
     def _forward_2d(self, x1, x2, diag):
         ell2 = self.lengthscale.reshape(()).pow(2)
