@@ -67,7 +67,7 @@ class ExpectedRBFKernel(DistributionKernel):
                 **params) -> Tensor:
         if last_dim_is_batch:
             raise NotImplementedError('last_dim_is_batch is not supported by ExpectedRBFKernel')
-        ell = self.lengthscale  # (*batch, 1, d)
+        ell = self.lengthscale.to(x1.dtype)  # (*batch, 1, d); evaluate in the inputs' dtype
         m1, s1 = self._split(x1)
         m2, s2 = self._split(x2)
         # Work in lengthscale units: x/ℓ, Σ/(ℓℓᵀ); then A = I + Σ̃1 + Σ̃2 and

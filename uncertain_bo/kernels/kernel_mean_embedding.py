@@ -105,7 +105,7 @@ class KernelMeanEmbeddingKernel(SampleDistributionKernel):
     def _forward_2d(self, x1, x2, diag):
         u, w = self.decode(x1)
         v, z = self.decode(x2)
-        inv_ell = self.lengthscale.reshape(-1).reciprocal()
+        inv_ell = self.lengthscale.reshape(-1).to(x1.dtype).reciprocal()
         u, v = u * inv_ell, v * inv_ell
 
         def se(a, b):

@@ -83,6 +83,8 @@ class MMDKernel(SampleDistributionKernel):
 
     Raises:
         ValueError: unknown estimator, ``n_landmarks < 1``, ``fused`` not True, False or ``'auto'``.
+        TypeError: (on evaluation) the Nyström estimator on samples that are not float64. The empirical
+            estimator evaluates in the samples' dtype.
     """
 
     has_lengthscale = True
@@ -161,6 +163,10 @@ class MMDKernel(SampleDistributionKernel):
             k_diag = self.base_kernel.forward(samples, samples, diag=True)  # (n, m)
             u_self = (v_self - (w2 * k_diag).sum(-1)) / (1.0 - s2).clamp_min(1e-300)
             return samples, weights, torch.where(s2 < 1.0 - 1e-12, u_self, v_self), v_self
+        if samples.dtype != torch.float64:
+            raise TypeError(f'the Nyström estimator needs float64 samples, got {samples.dtype}: its ridge '
+                            f'(jitter {self.jitter:g} x the mean diagonal) is below the precision of '
+                            f'{samples.dtype}, where the landmark solve loses most digits')
         idx = self.landmark_indices(m, samples.device)
         h = idx.numel()
         marks = samples[:, idx]  # (n, h, d)
@@ -254,5 +260,5 @@ class MMDKernel(SampleDistributionKernel):
         return self.base_kernel.fused_weighted_sums(marks, samples, weights)
 
     def _forward_2d(self, x1, x2, diag):
-        ell2 = self.lengthscale.reshape(()).pow(2)
+        ell2 = self.lengthscale.reshape(()).to(x1.dtype).pow(2)
         return torch.exp(-self.mmd2(x1, x2, diag) / (2.0 * ell2))

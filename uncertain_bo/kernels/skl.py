@@ -85,4 +85,5 @@ class SymmetrizedKLKernel(DistributionKernel):
             raise InvalidDistributionError(
                 f'SymmetrizedKLKernel(dim={self.dim}) expects encoded inputs of width {2 * self.dim} '
                 f'(mean, log variance), got {x1.shape[-1]}; encode distributions with kernel.encode()')
-        return self.skl.forward(x1, x2, diag=diag)
+        # GPyTorch's kernel computes in its parameters' dtype; the result comes back in the inputs' dtype
+        return self.skl.forward(x1, x2, diag=diag).to(x1.dtype)
