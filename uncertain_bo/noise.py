@@ -94,7 +94,21 @@ class GaussianNoise(GaussianExecutionNoise):
         super().__init__(covariance, n_samples, seed)
 
 
-class BetaNoise(SampledExecutionNoise):
+class _InverseCdfNoise(SampledExecutionNoise):
+    """Models whose base sample is one variate of ``self.distribution`` (a frozen scipy law) per axis, drawn by
+    the inverse-CDF transform of uniforms."""
+
+    distribution: Any
+
+    @property
+    def base_dim(self) -> int:
+        return self.dim
+
+    def _draw_base(self, shape, generator):
+        return _ppf(self.distribution, _uniform((*shape, self.dim), generator))
+
+
+class BetaNoise(_InverseCdfNoise):
     r"""One-sided beta noise :math:`\delta_i = \sigma B_i`, :math:`B_i \sim \mathrm{Beta}(\alpha, \beta)` i.i.d.
     per axis (scipy ``beta(a=α, b=β, loc=0, scale=σ)``; digest §3, "parametrisation used throughout").
 
@@ -118,13 +132,6 @@ class BetaNoise(SampledExecutionNoise):
         super().__init__(dim, n_samples, seed)
         self.alpha, self.beta, self.scale, self.loc = float(alpha), float(beta), float(scale), float(loc)
         self.distribution = stats.beta(self.alpha, self.beta, loc=self.loc, scale=self.scale)
-
-    @property
-    def base_dim(self) -> int:
-        return self.dim
-
-    def _draw_base(self, shape, generator):
-        return _ppf(self.distribution, _uniform((*shape, self.dim), generator))
 
     def _offsets(self, base, targets):
         return base
@@ -175,7 +182,7 @@ class StepChi2Noise(SampledExecutionNoise):
                 'threshold': self.threshold, 'scale': self.scale, 'dim': self.dim}
 
 
-class VaryingBetaNoise(SampledExecutionNoise):
+class VaryingBetaNoise(_InverseCdfNoise):
     r"""Target-dependent beta noise :math:`\delta_i = a(\sin(2\pi f x_i) + 1)\,B_i`, :math:`B_i \sim
     \mathrm{Beta}(\alpha, \beta)` (AIRBO Fig. 2c).
 
@@ -201,13 +208,6 @@ class VaryingBetaNoise(SampledExecutionNoise):
     def scale_at(self, targets: Tensor) -> Tensor:
         """Noise scale :math:`a(\\sin(2\\pi f x) + 1)` at ``targets`` (same shape)."""
         return self.amplitude * (torch.sin(2 * math.pi * self.frequency * targets) + 1.0)
-
-    @property
-    def base_dim(self) -> int:
-        return self.dim
-
-    def _draw_base(self, shape, generator):
-        return _ppf(self.distribution, _uniform((*shape, self.dim), generator))
 
     def _offsets(self, base, targets):
         return self.scale_at(targets).unsqueeze(-2) * base

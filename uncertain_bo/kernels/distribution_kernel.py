@@ -52,6 +52,13 @@ class DistributionKernel(Kernel):
     def encode(self, distributions: LocationDistributions) -> Tensor:
         """``(n, D)`` encoding of a distribution batch consumed by ``forward``."""
 
+    def check_dim(self, distributions: LocationDistributions) -> None:
+        """Raise :class:`~uncertain_bo.distributions.InvalidDistributionError` unless ``distributions`` live in
+        ``R^dim``."""
+        if distributions.dim != self.dim:
+            raise InvalidDistributionError(
+                f'kernel expects distributions over R^{self.dim}, got R^{distributions.dim}')
+
 
 def _standard_normals(m: int, d: int, seed: int) -> Tensor:
     """``(m, d)`` fixed normal draws, centred and whitened (exact first two sample moments) when ``m > d``."""
@@ -130,9 +137,7 @@ class SampleDistributionKernel(DistributionKernel):
         return cached[1]
 
     def encode(self, distributions: LocationDistributions) -> Tensor:
-        if distributions.dim != self.dim:
-            raise InvalidDistributionError(
-                f'kernel expects distributions over R^{self.dim}, got R^{distributions.dim}')
+        self.check_dim(distributions)
         if isinstance(distributions, Empirical):
             samples, weights = distributions.samples, distributions.weights
             if self.max_samples is not None and samples.shape[1] > self.max_samples:

@@ -46,9 +46,7 @@ class ExpectedRBFKernel(DistributionKernel):
     has_lengthscale = True
 
     def encode(self, distributions: LocationDistributions) -> Tensor:
-        if distributions.dim != self.dim:
-            raise InvalidDistributionError(
-                f'kernel expects distributions over R^{self.dim}, got R^{distributions.dim}')
+        self.check_dim(distributions)
         if isinstance(distributions, (Dirac, Gaussian, Empirical)):
             mean, cov = distributions.mean, distributions.covariance
         else:  # pragma: no cover - future types

@@ -63,9 +63,7 @@ class SymmetrizedKLKernel(DistributionKernel):
         self.lengthscale_initialized.fill_(True)
 
     def encode(self, distributions: LocationDistributions) -> Tensor:
-        if distributions.dim != self.dim:
-            raise InvalidDistributionError(
-                f'kernel expects distributions over R^{self.dim}, got R^{distributions.dim}')
+        self.check_dim(distributions)
         var = torch.diagonal(distributions.covariance, dim1=-2, dim2=-1)
         enc = torch.cat([distributions.mean, var.clamp_min(self.variance_floor).log()], dim=-1)
         if self.median_init and not bool(self.lengthscale_initialized) and enc.shape[0] > 1:
