@@ -554,6 +554,7 @@ class SampledExecutionNoise(ExecutionNoise):
 
 
 def _generator_device(generator: torch.Generator | None) -> torch.device:
+    """Where draws from ``generator`` are made (the CPU for the default generator)."""
     return torch.device('cpu') if generator is None else generator.device
 
 

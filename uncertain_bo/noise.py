@@ -50,7 +50,7 @@ from scipy import stats
 from torch import Tensor
 
 from .distributions import (DEFAULT_N_SAMPLES, DTYPE, GaussianExecutionNoise, NoiseConfigError,
-                            SampledExecutionNoise, check_covariance, weights_problem)
+                            SampledExecutionNoise, _generator_device, check_covariance, weights_problem)
 from .linalg import psd_sqrt
 
 __all__ = [
@@ -60,14 +60,9 @@ __all__ = [
 ]
 
 
-def _device(generator: torch.Generator | None) -> torch.device:
-    """Where draws from ``generator`` are made (the CPU for the default generator)."""
-    return torch.device('cpu') if generator is None else generator.device
-
-
 def _uniform(shape: tuple[int, ...], generator: torch.Generator | None) -> Tensor:
     # open interval (0, 1): ppf(0) of a beta/chi2 is fine, but ppf(1) of chi2 is inf
-    u = torch.rand(shape, dtype=DTYPE, device=_device(generator), generator=generator)
+    u = torch.rand(shape, dtype=DTYPE, device=_generator_device(generator), generator=generator)
     return u.clamp(1e-16, 1.0 - 1e-16)
 
 
@@ -284,7 +279,7 @@ class GaussianMixtureNoise(SampledExecutionNoise):
         return 1 + self.dim
 
     def _draw_base(self, shape, generator):
-        dev = _device(generator)
+        dev = _generator_device(generator)
         u = torch.rand(*shape, 1, dtype=DTYPE, device=dev, generator=generator)
         comp = torch.searchsorted(self._cdf.to(dev), u, right=True).clamp(max=len(self.weights) - 1).to(DTYPE)
         return torch.cat([comp, torch.randn(*shape, self.dim, dtype=DTYPE, device=dev, generator=generator)], dim=-1)
@@ -334,7 +329,8 @@ class CircularNoise(SampledExecutionNoise):
         return 1
 
     def _draw_base(self, shape, generator):
-        return 2 * math.pi * torch.rand(*shape, 1, dtype=DTYPE, device=_device(generator), generator=generator)
+        dev = _generator_device(generator)
+        return 2 * math.pi * torch.rand(*shape, 1, dtype=DTYPE, device=dev, generator=generator)
 
     def _offsets(self, base, targets):
         return self.center.to(base) + self.radius * torch.cat([torch.cos(base), torch.sin(base)], dim=-1)
