@@ -193,7 +193,7 @@ class MMDKernel(SampleDistributionKernel):
     def _memo_key(self, x: Tensor) -> tuple:
         params = tuple(tuple(p.detach().reshape(-1).tolist()) for p in self.base_kernel.parameters())
         return (x._version, tuple(x.shape), x.dtype, x.device, self.estimator, self.unbiased, self.n_landmarks,
-                self.landmark_seed, self.jitter, self.max_block, id(self.base_kernel), params)
+                self.landmark_seed, self.jitter, self.max_block, self.fused, id(self.base_kernel), params)
 
     def _embedding(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """:meth:`_embed_full` of an encoded batch, memoised without autograd.
