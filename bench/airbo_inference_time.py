@@ -10,7 +10,12 @@ rebuilt in every repeat. Hyperparameters are the initial ones (inference only, n
 Usage::
 
     .venv/bin/python bench/airbo_inference_time.py [--repeats 5] [--threads 1] [--with-m1000]
-        [--settings nystrom-100-10,empirical-20] [--reference-times ref.json]
+        [--settings nystrom-100-10,empirical-20] [--reference-times ref.json] [--device cpu|cuda]
+
+``--device cuda`` builds the data on the CPU (the same numbers as ``--device cpu``), moves the samples, the
+targets and the model to the GPU and synchronises before reading the clock. Every setting first runs one
+untimed inference, reported as "first call": it compiles the fused CPU loops of the MMD kernel for the large
+settings (seconds; inductor caches the compiled code on disk) or initialises CUDA; the timed repeats follow.
 
 Output: a Markdown table with our median wall time (± half the min-max range), our median CPU time
 (``time.process_time``: on a loaded machine the wall time also counts the time other processes held the
@@ -57,8 +62,9 @@ TABLE1 = [
 ]
 
 
-def make_data(m: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Training/test targets and their beta(0.4, 0.2, 0.1) sample clouds.
+def make_data(m: int, seed: int = 0, device: str = 'cpu') -> tuple[torch.Tensor, ...]:
+    """Training/test targets and their beta(0.4, 0.2, 0.1) sample clouds, drawn on the CPU (the same numbers
+    for every device) and moved to ``device``.
 
     Returns:
         ``(train_samples (50, m, 1), train_y (50,), test_samples (512, m, 1), test_targets (512, 1))``.
@@ -71,48 +77,65 @@ def make_data(m: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.
     executed = noise.sample_executed(x_train, gen)
     y = double_peak(executed) + 0.01 * torch.randn(N_TRAIN, dtype=DTYPE, generator=gen)
     test = noise.sample_locations(x_test, m, gen)
-    return train, y, test, x_test
+    return tuple(t.to(device) for t in (train, y, test, x_test))
 
 
-def make_model(estimator: str, h: int | None) -> DistributionGP:
-    """MMD-GP with initial hyperparameters (RQ lengthscales 1, MMD lengthscale GPyTorch's default)."""
+def make_model(estimator: str, h: int | None, device: str = 'cpu') -> DistributionGP:
+    """MMD-GP with initial hyperparameters (RQ lengthscales 1, MMD lengthscale GPyTorch's default) on ``device``."""
     kernel = MMDKernel(1, estimator=estimator, n_landmarks=h or 1)
-    return DistributionGP(torch.tensor([[0.0], [1.0]], dtype=DTYPE), kernel)
+    return DistributionGP(torch.tensor([[0.0], [1.0]], dtype=DTYPE, device=device), kernel).to(device)
+
+
+def _sync(device: str) -> None:
+    if torch.device(device).type == 'cuda':
+        torch.cuda.synchronize()
 
 
 def time_ours(estimator: str, m: int, h: int | None, repeats: int, seed: int = 0,
-              cpu_times: list[float] | None = None) -> tuple[list[float], tuple]:
+              cpu_times: list[float] | None = None, device: str = 'cpu',
+              first_call: list[float] | None = None) -> tuple[list[float], tuple]:
     """Wall times (s) of ``repeats`` posterior inferences, and the last ``(mean, variance)``; the process CPU
-    times are appended to ``cpu_times`` if given."""
-    train, y, test, _ = make_data(m, seed)
-    model = make_model(estimator, h)
+    times are appended to ``cpu_times`` if given. With ``first_call`` (a list), one untimed-for-the-table
+    inference runs first (compilation, CUDA initialisation) and its wall time is appended there."""
+    train, y, test, _ = make_data(m, seed, device)
+    model = make_model(estimator, h, device)
     times, out = [], None
     with torch.no_grad():
+        if first_call is not None:
+            t0 = time.perf_counter()
+            model.set_data(Empirical(train), y)
+            model.posterior(Empirical(test))
+            _sync(device)
+            first_call.append(time.perf_counter() - t0)
         for _ in range(repeats):
             t0, c0 = time.perf_counter(), time.process_time()
             model.set_data(Empirical(train), y)
             out = model.posterior(Empirical(test))
+            _sync(device)
             times.append(time.perf_counter() - t0)
             if cpu_times is not None:
                 cpu_times.append(time.process_time() - c0)
     return times, out
 
 
-def estimate_ours(estimator: str, m: int, h: int | None, n_sub: int, seed: int = 0) -> tuple[float, float]:
+def estimate_ours(estimator: str, m: int, h: int | None, n_sub: int, seed: int = 0,
+                  device: str = 'cpu') -> tuple[float, float]:
     """Extrapolated wall and CPU times (s) for all 512 test distributions from a run on ``n_sub`` of them.
 
     Our posterior is linear in the number of test distributions (no test-test kernel block), so
     ``T(512) = T_train + 512 / n_sub * T_test(n_sub)``, with the training-side cost (kernel matrix, Cholesky)
     timed separately.
     """
-    train, y, test, _ = make_data(m, seed)
-    model = make_model(estimator, h)
+    train, y, test, _ = make_data(m, seed, device)
+    model = make_model(estimator, h, device)
     with torch.no_grad():
         t0, c0 = time.perf_counter(), time.process_time()
         model.set_data(Empirical(train), y)
         model.posterior(Empirical(test[:1]))  # builds the training cache (+ one test distribution)
+        _sync(device)
         t1, c1 = time.perf_counter(), time.process_time()
         model.posterior(Empirical(test[1:1 + n_sub]))
+        _sync(device)
         t2, c2 = time.perf_counter(), time.process_time()
     scale = (N_TEST - 1) / n_sub
     return (t1 - t0) + (t2 - t1) * scale, (c1 - c0) + (c2 - c1) * scale
@@ -154,6 +177,7 @@ def main(argv: list[str] | None = None) -> None:
                    help='without --with-m1000: test distributions timed for the extrapolated m = 1000 row')
     p.add_argument('--settings', default=None,
                    help='comma-separated subset of ' + ', '.join(setting_name(e, m, h) for e, m, h, *_ in TABLE1))
+    p.add_argument('--device', default='cpu', help="torch device of the samples and the model: cpu, cuda, cuda:1, ...")
     p.add_argument('--reference-times', default=None, metavar='JSON',
                    help="measured times of AIRBO's reference implementation on this machine (see docstring)")
     args = p.parse_args(argv)
@@ -163,22 +187,26 @@ def main(argv: list[str] | None = None) -> None:
     known = {setting_name(e, m, h) for e, m, h, *_ in TABLE1}
     if wanted and not wanted <= known:
         p.error(f'unknown settings {sorted(wanted - known)}; choose from {sorted(known)}')
-    print(f'torch {torch.__version__}, {torch.get_num_threads()} thread(s), float64, '
+    device = torch.device(args.device)
+    where = torch.cuda.get_device_name(device) if device.type == 'cuda' else f'{torch.get_num_threads()} thread(s)'
+    print(f'torch {torch.__version__}, device {device} ({where}), float64, '
           f'load average at start {os.getloadavg()[0]:.2f}\n')
-    print('| setting | paper GPU (s) | ours, wall (s) | ours, CPU (s) | reference, this CPU (s) | ratio | target |')
-    print('|---|---|---|---|---|---|---|')
+    print('| setting | paper GPU (s) | ours, first call (s) | ours, wall (s) | ours, CPU (s) | reference, this CPU (s) '
+          '| ratio | target |')
+    print('|---|---|---|---|---|---|---|---|')
     for estimator, m, h, (pm, ps), _ in TABLE1:
         name = setting_name(estimator, m, h)
         if wanted and name not in wanted:
             continue
         cpu: list[float] = []
+        first: list[float] = []
         if estimator == 'empirical' and m == 1000 and not args.with_m1000:
-            ours, ours_cpu = estimate_ours(estimator, m, h, args.subset)
+            ours, ours_cpu = estimate_ours(estimator, m, h, args.subset, device=str(device))
             cpu_txt = f'~{ours_cpu:.0f} (extrap.)'
             ours_txt = f'~{ours:.0f} (extrapolated from {args.subset} test distributions)'
         else:
             reps = 1 if m * (h or m) >= 10 ** 6 else args.repeats
-            times, _ = time_ours(estimator, m, h, reps, cpu_times=cpu)
+            times, _ = time_ours(estimator, m, h, reps, cpu_times=cpu, device=str(device), first_call=first)
             ours = statistics.median(times)
             ours_txt, cpu_txt = fmt(times), f'{statistics.median(cpu):.3f}'
         ref_txt, ratio_txt, ratio = '-', '-', None
@@ -193,7 +221,8 @@ def main(argv: list[str] | None = None) -> None:
         if ratio is not None:
             target.append(f'>= 5x ref.: {"yes" if ratio >= 5 else "NO"}')
         label = f'{estimator} m={m}' + (f', h={h}' if h else '')
-        print(f'| {label} | {pm:.3f} ± {ps:.3f} | {ours_txt} | {cpu_txt} | {ref_txt} | {ratio_txt} | '
+        first_txt = f'{first[0]:.3f}' if first else '-'
+        print(f'| {label} | {pm:.3f} ± {ps:.3f} | {first_txt} | {ours_txt} | {cpu_txt} | {ref_txt} | {ratio_txt} | '
               f'{"; ".join(target) or "-"} |', flush=True)
     print(f'\nload average at end {os.getloadavg()[0]:.2f}')
 

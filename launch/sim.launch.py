@@ -1,6 +1,6 @@
 """Simulated exploration graph: a simulated rover explores a field while the explorer chooses targets.
 
-Starts the four nodes of the package's simulation (DESIGN.md, "ROS 2 contract")::
+Starts the four nodes of the package's simulation (docs/architecture.md, "ROS 2 contract")::
 
     sim_rover     owns /clock; wheel/odometry, position_fix, ground_truth, reading  <- cmd_vel
     ekf           wheel/odometry + position_fix -> odometry/filtered (map frame, 6x6 covariance)

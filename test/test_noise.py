@@ -203,3 +203,37 @@ def test_config_rejects_non_mapping():
 def test_targets_shape_checked():
     with pytest.raises(ValueError, match=r'\(q, 1\)'):
         BetaNoise(0.4, 0.2, 0.1)(torch.zeros(3, 2))
+
+
+def test_one_gaussian_execution_noise_class_closed_form_or_sampled(gen):
+    from uncertain_bo.distributions import Empirical, Gaussian, GaussianExecutionNoise, InvalidDistributionError
+
+    cov = torch.tensor([[0.04, 0.01], [0.01, 0.09]])
+    closed, sampled = GaussianExecutionNoise(cov), GaussianNoise(cov, n_samples=4000, seed=3)
+    assert isinstance(sampled, GaussianExecutionNoise) and issubclass(NoiseConfigError, InvalidDistributionError)
+    x = torch.tensor([[1.0, 2.0]])
+    assert isinstance(closed(x), Gaussian) and torch.equal(closed(x).covariance[0], cov)
+    p = sampled(x)
+    assert isinstance(p, Empirical) and p.samples.shape == (1, 4000, 2)
+    torch.testing.assert_close(p.mean[0], x[0], rtol=0, atol=0.02)  # Monte Carlo: 4000 samples
+    torch.testing.assert_close(p.covariance[0], cov, rtol=0, atol=0.01)
+    for noise in (closed, sampled):  # fresh draws in both modes
+        draws = noise.sample_locations(x, 4000, gen)[0]
+        torch.testing.assert_close(torch.cov(draws.T), cov, rtol=0, atol=0.01)
+        rebuilt = noise_from_config(noise.to_config())
+        assert type(rebuilt(x)) is type(noise(x))
+        assert torch.equal(rebuilt.covariance, noise.covariance)
+    with pytest.raises(NoiseConfigError, match='std'):
+        GaussianExecutionNoise.isotropic([-0.1, 0.1])
+
+
+def test_weights_problem_shared_by_empirical_and_mixture():
+    from uncertain_bo.distributions import Empirical, InvalidDistributionError, weights_problem
+
+    assert weights_problem(torch.tensor([[0.2, 0.8]])) is None
+    assert weights_problem(torch.tensor([[0.2, -0.1]])) == 'weights must be finite and non-negative'
+    assert weights_problem(torch.tensor([[0.0, 0.0]])) == 'each distribution needs a positive total weight'
+    with pytest.raises(InvalidDistributionError, match='positive total weight'):
+        Empirical(torch.zeros(1, 2, 1), torch.zeros(1, 2))
+    with pytest.raises(NoiseConfigError, match='weights'):
+        GaussianMixtureNoise([float('nan'), 1.0], [[0.0], [1.0]], [[[1.0]], [[1.0]]])

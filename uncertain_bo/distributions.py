@@ -22,16 +22,18 @@ ROS 2 covariance layouts.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 from torch import Tensor
 
 from .covariance import covariance_problem
+from .linalg import psd_sqrt
 
 __all__ = [
     'InvalidDistributionError', 'LocationDistributions', 'Dirac', 'Gaussian', 'Empirical',
-    'ExecutionNoise', 'GaussianExecutionNoise', 'check_covariance', 'ros_covariance_to_xy', 'cat',
+    'ExecutionNoise', 'SampledExecutionNoise', 'GaussianExecutionNoise', 'NoiseConfigError', 'check_covariance',
+    'ros_covariance_to_xy', 'cat', 'DEFAULT_N_SAMPLES', 'weights_problem',
 ]
 
 DTYPE = torch.float64
@@ -45,19 +47,78 @@ def check_covariance(cov: Tensor, *, atol: float = 1e-9) -> str | None:
     """Why ``cov`` is not a valid covariance, or None if it is.
 
     Args:
-        cov: ``(..., d, d)`` candidate covariance matrices.
+        cov: ``(..., d, d)`` candidate covariance matrices: a tensor on any device, or anything NumPy reads.
         atol: tolerance on asymmetry and on negative eigenvalues, relative to the largest absolute entry
-            (absolute for an all-zero matrix).
+            (absolute for matrices whose largest entry is below 1).
 
     Returns:
         None when every matrix is finite, symmetric and positive semi-definite (the zero matrix is valid:
         a Dirac location); otherwise a short reason such as ``'not positive semi-definite (min eigenvalue
-        -3.1)'``. (The work is done by the torch-free :func:`uncertain_bo.covariance.covariance_problem`,
-        which the ROS message layer uses too.)
+        -3.1)'``. Tensors are checked where they live, in float64, each ``(d, d)`` matrix against tolerances
+        relative to its own entries, with one device-to-host transfer of a few numbers; other inputs go to
+        the NumPy :func:`uncertain_bo.covariance.covariance_problem` (the ROS message layer's check; the same
+        reasons, tolerances relative to the whole array).
     """
-    if isinstance(cov, Tensor):
-        cov = cov.detach().to(device='cpu', dtype=DTYPE).numpy()
-    return covariance_problem(cov, atol=atol)
+    if not isinstance(cov, Tensor):
+        return covariance_problem(cov, atol=atol)
+    return _first_covariance_problem(cov, atol)[1]
+
+
+def _first_covariance_problem(cov: Tensor, atol: float = 1e-9) -> tuple[int | None, str | None]:
+    """``(flat index of the first invalid matrix, its reason)``, or ``(None, None)``: every ``(d, d)`` matrix of
+    ``cov`` judged on its own (tolerances relative to its own largest entry), on ``cov``'s device, with one
+    device-to-host transfer of seven numbers."""
+    c = cov.detach()
+    if c.ndim < 2 or c.shape[-1] != c.shape[-2]:
+        return 0, f'expected square (..., d, d) matrices, got shape {tuple(c.shape)}'
+    if c.numel() == 0:
+        return None, None
+    d = c.shape[-1]
+    c = c.to(DTYPE).reshape(-1, d, d)
+    finite = torch.isfinite(c).flatten(1).all(-1)
+    c = torch.where(torch.isfinite(c), c, torch.zeros((), dtype=c.dtype, device=c.device))
+    scale = c.abs().flatten(1).amax(-1)                                # (N,)
+    tol = atol * scale.clamp_min(1.0)
+    diag_min = torch.diagonal(c, dim1=-2, dim2=-1).amin(-1)
+    asym = (c - c.transpose(-1, -2)).abs().flatten(1).amax(-1)
+    u = c / scale.clamp_min(torch.finfo(DTYPE).tiny)[:, None, None]   # entries <= 1: no overflow
+    emin = torch.linalg.eigvalsh(0.5 * (u + u.transpose(-1, -2))).amin(-1)
+    bad = ~finite | (diag_min < -tol) | (asym > tol) | ((scale > 0) & ~(emin >= -tol / scale.clamp_min(1e-300)))
+    first = torch.argmax(bad.to(torch.uint8))
+    stats = torch.stack([bad.any().to(DTYPE), first.to(DTYPE), finite[first].to(DTYPE), diag_min[first], tol[first],
+                         asym[first], emin[first] * scale[first]]).tolist()   # the one sync
+    any_bad, i, ok_finite, dmin, tol_i, asym_i, emin_i = stats
+    if not any_bad:
+        return None, None
+    i = int(i)
+    if not ok_finite:
+        return i, 'contains NaN or inf'
+    if dmin < -tol_i:
+        return i, f'negative variance ({dmin:.3g})'
+    if asym_i > tol_i:
+        return i, 'not symmetric'
+    return i, f'not positive semi-definite (min eigenvalue {emin_i:.3g})'
+
+
+def weights_problem(weights: Tensor) -> str | None:
+    """Why ``weights`` ``(..., m)`` are not usable sample weights (per row: finite, non-negative, positive
+    total), or None; checked on their device with one device-to-host transfer.
+
+    Returns:
+        None, ``'weights must be finite and non-negative'`` or ``'each distribution needs a positive total
+        weight'`` (also for ``m = 0``).
+    """
+    w = weights.detach()
+    if w.shape[-1] == 0:
+        return 'each distribution needs a positive total weight'
+    bad_entries = ~(torch.isfinite(w) & (w >= 0)).all()
+    bad_total = (w.sum(-1) <= 0).any()
+    bad_entries, bad_total = torch.stack([bad_entries, bad_total]).tolist()
+    if bad_entries:
+        return 'weights must be finite and non-negative'
+    if bad_total:
+        return 'each distribution needs a positive total weight'
+    return None
 
 
 def ros_covariance_to_xy(cov36: Sequence[float]) -> Tensor:
@@ -193,7 +254,7 @@ class Gaussian(LocationDistributions):
 
     def __init__(self, mean: Tensor, covariance: Tensor, *, validate: bool = True):
         self._mean = _as_tensor(mean, 'mean', 2)
-        cov = torch.as_tensor(covariance, dtype=DTYPE)
+        cov = torch.as_tensor(covariance, dtype=DTYPE, device=self._mean.device)
         n, d = self._mean.shape
         if cov.ndim == 2:
             cov = cov.expand(n, d, d)
@@ -203,14 +264,10 @@ class Gaussian(LocationDistributions):
         if validate:
             if not torch.isfinite(self._mean).all():
                 raise InvalidDistributionError('Gaussian means contain NaN or inf')
-            for i in range(n) if n <= 64 else []:
-                reason = check_covariance(cov[i].detach())
-                if reason:
-                    raise InvalidDistributionError(f'covariance of point {i} is invalid: {reason}')
-            if n > 64:
-                reason = check_covariance(cov.detach())
-                if reason:
-                    raise InvalidDistributionError(f'a covariance in the batch is invalid: {reason}')
+            i, reason = _first_covariance_problem(cov)
+            if reason:
+                raise InvalidDistributionError(f'covariance of point {i} is invalid: {reason}' if n <= 64 else
+                                               f'a covariance in the batch is invalid: {reason}')
         self._cov = cov
 
     @property
@@ -223,15 +280,15 @@ class Gaussian(LocationDistributions):
 
     def sample(self, m: int, generator: torch.Generator | None = None) -> Tensor:
         n, d = self._mean.shape
-        eps = torch.randn(n, m, d, dtype=DTYPE, generator=generator)
-        return self._mean.unsqueeze(-2) + eps @ _psd_sqrt(self._cov).transpose(-1, -2)
+        eps = torch.randn(n, m, d, dtype=self._mean.dtype, device=self._mean.device, generator=generator)
+        return self._mean.unsqueeze(-2) + eps @ psd_sqrt(self._cov).transpose(-1, -2)
 
     def __getitem__(self, index) -> 'Gaussian':
         i = self._index(index)
         return Gaussian(self._mean[i], self._cov[i], validate=False)
 
     def affine(self, scale: Tensor, shift: Tensor) -> 'Gaussian':
-        scale = torch.as_tensor(scale, dtype=DTYPE)
+        scale = torch.as_tensor(scale, dtype=DTYPE, device=self._mean.device)
         s = scale.unsqueeze(-1) * scale.unsqueeze(-2)  # (d, d): S Σ S for diagonal S
         return Gaussian(self._mean * scale + shift, self._cov * s, validate=False)
 
@@ -268,12 +325,10 @@ class Empirical(LocationDistributions):
             w = _as_tensor(weights, 'weights', 2)
             if w.shape != (n, m):
                 raise InvalidDistributionError(f'weights must have shape ({n}, {m}), got {tuple(w.shape)}')
-            if validate and (not torch.isfinite(w).all() or (w < 0).any()):
-                raise InvalidDistributionError('weights must be finite and non-negative')
-            total = w.sum(-1, keepdim=True)
-            if validate and (total <= 0).any():
-                raise InvalidDistributionError('each distribution needs a positive total weight')
-            weights = w / total
+            reason = weights_problem(w) if validate else None
+            if reason:
+                raise InvalidDistributionError(reason)
+            weights = w / w.sum(-1, keepdim=True)
         if validate and not torch.isfinite(self._samples).all():
             raise InvalidDistributionError('samples contain NaN or inf')
         self._weights = weights
@@ -357,12 +412,6 @@ def cat(batches: Sequence[LocationDistributions]) -> LocationDistributions:
     raise InvalidDistributionError(f'cannot mix {sorted(t.__name__ for t in types)} in one batch')
 
 
-def _psd_sqrt(cov: Tensor) -> Tensor:
-    """Matrix square root ``L`` with ``L Lᵀ = cov`` for PSD (possibly singular) ``cov``."""
-    evals, evecs = torch.linalg.eigh(cov)
-    return evecs * evals.clamp_min(0).sqrt().unsqueeze(-2)
-
-
 class ExecutionNoise(ABC):
     r"""Model of execution noise :math:`\hat P_{\mathbf x}`: where the rover ends up when sent to ``x``.
 
@@ -375,40 +424,222 @@ class ExecutionNoise(ABC):
         """Location distributions for ``targets`` of shape ``(q, d)``."""
 
 
-class GaussianExecutionNoise(ExecutionNoise):
-    r"""Gaussian execution noise :math:`\hat P_{\mathbf x} = \mathcal N(\mathbf x, \hat\Sigma)` (paper Alg. 1).
+DEFAULT_N_SAMPLES = 160
+"""Samples per distribution by default (AIRBO's sampling size, digest §3.2, App. D.2)."""
+
+
+class NoiseConfigError(InvalidDistributionError):
+    """An execution-noise configuration is invalid; the message names the offending field."""
+
+
+class SampledExecutionNoise(ExecutionNoise):
+    r"""Execution noise we can sample: :math:`\tilde{\mathbf x} = \mathbf x + \delta(\mathbf x; \xi)` (abstract).
+
+    Subclasses define the base randomness :math:`\xi` (:meth:`_draw_base`, not differentiable) and the map
+    to offsets :math:`\delta(\mathbf x; \xi)` (:meth:`_offsets`, differentiable in :math:`\mathbf x`).
+
+    Args:
+        dim: dimension ``d`` of the target space.
+        n_samples: number ``m`` of fixed base samples (samples per returned distribution).
+        seed: seed of the fixed base samples.
+
+    Raises:
+        NoiseConfigError: ``dim < 1`` or ``n_samples < 1``.
+    """
+
+    kind: str = ''
+
+    def __init__(self, dim: int, n_samples: int = DEFAULT_N_SAMPLES, seed: int = 0):
+        if int(dim) < 1:
+            raise NoiseConfigError(f'field dim must be >= 1, got {dim}')
+        if int(n_samples) < 1:
+            raise NoiseConfigError(f'field n_samples must be >= 1, got {n_samples}')
+        self._dim = int(dim)
+        self.n_samples = int(n_samples)
+        self.seed = int(seed)
+        self._base: Tensor | None = None
+        self._base_on: tuple[Tensor, Tensor] | None = None
+
+    # ------------------------------------------------------------ interface
+    @property
+    def dim(self) -> int:
+        """Dimension ``d`` of the target space."""
+        return self._dim
+
+    @property
+    def base_samples(self) -> Tensor:
+        """``(m, k)`` fixed base samples :math:`\\xi_j` (drawn lazily from ``seed``)."""
+        if self._base is None:
+            gen = torch.Generator().manual_seed(self.seed)
+            self._base = self._draw_base((self.n_samples,), gen)
+        return self._base
+
+    def base_samples_like(self, ref: Tensor) -> Tensor:
+        """:attr:`base_samples` on the device of ``ref`` (drawn once on the CPU from ``seed``, so every device
+        sees the same numbers; copied to each device once)."""
+        base = self.base_samples
+        if base.device == ref.device:
+            return base
+        cached = self._base_on
+        if cached is None or cached[0] is not base or cached[1].device != ref.device:
+            self._base_on = cached = (base, base.to(ref.device))
+        return cached[1]
+
+    def refresh(self, seed: int | None = None) -> None:
+        """Draw new fixed base samples (from ``seed``, or the next seed ``self.seed + 1``)."""
+        self.seed = self.seed + 1 if seed is None else int(seed)
+        self._base = None
+
+    def __call__(self, targets: Tensor) -> Empirical:
+        """Location distributions of ``targets`` with the fixed base samples (common random numbers).
+
+        Args:
+            targets: ``(q, d)`` commanded targets (input units). Gradients flow to them.
+
+        Returns:
+            :class:`~uncertain_bo.distributions.Empirical` with samples ``(q, m, d)``
+            :math:`= \\mathbf x_i + \\delta(\\mathbf x_i; \\xi_j)`, uniform weights.
+
+        Raises:
+            ValueError: ``targets`` is not ``(q, d)``.
+        """
+        targets = self._check_targets(targets)
+        base = self.base_samples_like(targets).unsqueeze(0).expand(targets.shape[0], -1, -1)
+        return Empirical(targets.unsqueeze(-2) + self._offsets(base, targets), validate=False)
+
+    def sample_locations(self, targets: Tensor, m: int, generator: torch.Generator | None = None) -> Tensor:
+        """Fresh draws of executed positions: ``(q, m, d)``, independent across targets and samples.
+
+        The randomness comes from ``generator`` on its device (default: the CPU's default generator) and is
+        moved to the targets' device."""
+        targets = self._check_targets(targets)
+        base = self._draw_base((targets.shape[0], int(m)), generator).to(targets.device)
+        return targets.unsqueeze(-2) + self._offsets(base, targets)
+
+    def sample_executed(self, targets: Tensor, generator: torch.Generator | None = None) -> Tensor:
+        """One true executed position per target, ``(q, d)`` (what the simulated world uses)."""
+        return self.sample_locations(targets, 1, generator).squeeze(-2)
+
+    @abstractmethod
+    def to_config(self) -> dict[str, Any]:
+        """Configuration dict accepted by :func:`noise_from_config` (round trip, same base samples)."""
+
+    # ------------------------------------------------------------ subclass API
+    @property
+    @abstractmethod
+    def base_dim(self) -> int:
+        """Number ``k`` of base columns per sample."""
+
+    @abstractmethod
+    def _draw_base(self, shape: tuple[int, ...], generator: torch.Generator | None) -> Tensor:
+        """``(*shape, k)`` base randomness (float64, no gradient), on ``generator``'s device (CPU if None)."""
+
+    @abstractmethod
+    def _offsets(self, base: Tensor, targets: Tensor) -> Tensor:
+        """Offsets ``(q, m, d)`` from base ``(q, m, k)`` and targets ``(q, d)``; differentiable in targets."""
+
+    # ------------------------------------------------------------ helpers
+    def _check_targets(self, targets: Tensor) -> Tensor:
+        targets = torch.as_tensor(targets, dtype=DTYPE)  # keeps a tensor's device
+        if targets.ndim != 2 or targets.shape[-1] != self.dim:
+            raise ValueError(f'targets must have shape (q, {self.dim}), got {tuple(targets.shape)}')
+        return targets
+
+    def _common_config(self) -> dict[str, Any]:
+        return {'kind': self.kind, 'n_samples': self.n_samples, 'seed': self.seed}
+
+    def __repr__(self) -> str:
+        fields = ', '.join(f'{k}={v}' for k, v in self.to_config().items() if k != 'kind')
+        return f'{type(self).__name__}({fields})'
+
+
+def _generator_device(generator: torch.Generator | None) -> torch.device:
+    """Where draws from ``generator`` are made (the CPU for the default generator)."""
+    return torch.device('cpu') if generator is None else generator.device
+
+
+class GaussianExecutionNoise(SampledExecutionNoise):
+    r"""Gaussian execution noise :math:`\hat P_{\mathbf x} = \mathcal N(\mathbf x, \hat\Sigma)` (Oliveira et al.
+    2019, Algorithm 1; AIRBO's Gaussian inputs), in closed form or sampled.
 
     Args:
         covariance: ``(d, d)`` covariance :math:`\hat\Sigma` (input units squared, e.g. m²). A zero matrix
             gives Dirac targets (standard BO).
+        n_samples: None (default): calling the model returns :class:`Gaussian` batches (the closed-form
+            kernels use :math:`\hat\Sigma` exactly; sample-based kernels draw their own fixed base samples).
+            An integer ``m``: returns :class:`Empirical` batches of ``m`` fixed base samples
+            :math:`\mathbf x + L\boldsymbol\varepsilon_j`, :math:`L L^\top = \hat\Sigma` (common random
+            numbers, as every model of :mod:`uncertain_bo.noise`).
+        seed: seed of the fixed base samples.
+
+    :meth:`sample_locations` and :meth:`sample_executed` draw fresh positions in both modes.
 
     Raises:
-        InvalidDistributionError: ``covariance`` is not a valid covariance.
+        NoiseConfigError: ``covariance`` is not a symmetric PSD ``(d, d)`` matrix (an
+            :class:`InvalidDistributionError`).
     """
 
-    def __init__(self, covariance: Tensor):
+    kind = 'gaussian'
+
+    def __init__(self, covariance: Tensor, n_samples: int | None = None, seed: int = 0):
         cov = torch.as_tensor(covariance, dtype=DTYPE)
-        reason = check_covariance(cov)
-        if reason or cov.ndim != 2:
-            raise InvalidDistributionError(f'execution-noise covariance is invalid: {reason or "not (d, d)"}')
+        reason = check_covariance(cov) if cov.ndim == 2 else 'not a (d, d) matrix'
+        if reason:
+            raise NoiseConfigError(f'field covariance is invalid: {reason}')
+        super().__init__(cov.shape[0], DEFAULT_N_SAMPLES if n_samples is None else n_samples, seed)
+        self.closed_form = n_samples is None
         self.covariance = cov
+        self._sqrt = psd_sqrt(cov)  # L Lᵀ = Σ
+        self._on: dict[tuple[torch.device, torch.dtype], tuple[Tensor, Tensor]] = {}
 
     @classmethod
-    def isotropic(cls, std: float | Sequence[float], dim: int | None = None) -> 'GaussianExecutionNoise':
-        """Diagonal noise from per-axis standard deviations (a scalar needs ``dim``)."""
+    def isotropic(cls, std: float | Sequence[float], dim: int | None = None, **kwargs) -> 'GaussianExecutionNoise':
+        """Diagonal noise from per-axis standard deviations (a scalar needs ``dim``); ``kwargs``: ``n_samples``,
+        ``seed``.
+
+        Raises:
+            NoiseConfigError: negative std, or scalar std without ``dim``.
+        """
         s = torch.as_tensor(std, dtype=DTYPE)
+        if (s < 0).any():
+            raise NoiseConfigError(f'field std must be >= 0, got {s.tolist()}')
         if s.ndim == 0:
             if dim is None:
-                raise ValueError('a scalar std needs dim')
-            s = s.expand(dim)
-        return cls(torch.diag(s ** 2))
+                raise NoiseConfigError('field dim is required when std is a scalar')
+            s = s.expand(int(dim))
+        return cls(torch.diag(s ** 2), **kwargs)
+
+    def _moments_like(self, ref: Tensor) -> tuple[Tensor, Tensor]:
+        """``(covariance, sqrt)`` in ``ref``'s dtype and on its device (copied once per device)."""
+        key = (ref.device, ref.dtype)
+        if key not in self._on:
+            self._on[key] = (self.covariance.to(ref), self._sqrt.to(ref))
+        return self._on[key]
+
+    def __call__(self, targets: Tensor) -> LocationDistributions:
+        """Location distributions of ``targets`` ``(q, d)``: :class:`Gaussian` (closed form) or
+        :class:`Empirical` (``n_samples`` fixed base samples). Gradients flow to the targets."""
+        if not self.closed_form:
+            return super().__call__(targets)
+        targets = self._check_targets(targets)
+        return Gaussian(targets, self._moments_like(targets)[0], validate=False)
 
     @property
-    def dim(self) -> int:
-        return self.covariance.shape[-1]
+    def base_dim(self) -> int:
+        return self.dim
 
-    def __call__(self, targets: Tensor) -> Gaussian:
-        return Gaussian(targets, self.covariance, validate=False)
+    def _draw_base(self, shape, generator):
+        return torch.randn(*shape, self.dim, dtype=DTYPE, device=_generator_device(generator), generator=generator)
+
+    def _offsets(self, base, targets):
+        return base @ self._moments_like(base)[1].T
+
+    def to_config(self) -> dict[str, Any]:
+        cfg = {**self._common_config(), 'covariance': self.covariance.tolist()}
+        if self.closed_form:
+            cfg['n_samples'] = None
+        return cfg
 
     def __repr__(self) -> str:
-        return f'GaussianExecutionNoise(std={torch.diagonal(self.covariance).sqrt().tolist()})'
+        mode = 'closed form' if self.closed_form else f'n_samples={self.n_samples}, seed={self.seed}'
+        return f'{type(self).__name__}(std={torch.diagonal(self.covariance).sqrt().tolist()}, {mode})'

@@ -41,7 +41,6 @@ identical base samples.
 from __future__ import annotations
 
 import math
-from abc import abstractmethod
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -50,197 +49,61 @@ import torch
 from scipy import stats
 from torch import Tensor
 
-from .distributions import DTYPE, Empirical, ExecutionNoise, check_covariance
+from .distributions import (DEFAULT_N_SAMPLES, DTYPE, GaussianExecutionNoise, NoiseConfigError,
+                            SampledExecutionNoise, _generator_device, check_covariance, weights_problem)
+from .linalg import psd_sqrt
 
 __all__ = [
     'NoiseConfigError', 'SampledExecutionNoise', 'GaussianNoise', 'BetaNoise', 'StepChi2Noise',
     'VaryingBetaNoise', 'GaussianMixtureNoise', 'CircularNoise', 'ConcatNoise', 'circular_gaussian',
-    'noise_from_config', 'noise_from_yaml', 'NOISE_KINDS',
+    'noise_from_config', 'noise_from_yaml', 'NOISE_KINDS', 'DEFAULT_N_SAMPLES',
 ]
-
-DEFAULT_N_SAMPLES = 160
-"""Samples per distribution by default (AIRBO's sampling size, digest §3.2, App. D.2)."""
-
-
-class NoiseConfigError(ValueError):
-    """An execution-noise configuration is invalid; the message names the offending field."""
-
-
-class SampledExecutionNoise(ExecutionNoise):
-    r"""Execution noise we can sample: :math:`\tilde{\mathbf x} = \mathbf x + \delta(\mathbf x; \xi)` (abstract).
-
-    Subclasses define the base randomness :math:`\xi` (:meth:`_draw_base`, not differentiable) and the map
-    to offsets :math:`\delta(\mathbf x; \xi)` (:meth:`_offsets`, differentiable in :math:`\mathbf x`).
-
-    Args:
-        dim: dimension ``d`` of the target space.
-        n_samples: number ``m`` of fixed base samples (samples per returned distribution).
-        seed: seed of the fixed base samples.
-
-    Raises:
-        NoiseConfigError: ``dim < 1`` or ``n_samples < 1``.
-    """
-
-    kind: str = ''
-
-    def __init__(self, dim: int, n_samples: int = DEFAULT_N_SAMPLES, seed: int = 0):
-        if int(dim) < 1:
-            raise NoiseConfigError(f'field dim must be >= 1, got {dim}')
-        if int(n_samples) < 1:
-            raise NoiseConfigError(f'field n_samples must be >= 1, got {n_samples}')
-        self._dim = int(dim)
-        self.n_samples = int(n_samples)
-        self.seed = int(seed)
-        self._base: Tensor | None = None
-
-    # ------------------------------------------------------------ interface
-    @property
-    def dim(self) -> int:
-        """Dimension ``d`` of the target space."""
-        return self._dim
-
-    @property
-    def base_samples(self) -> Tensor:
-        """``(m, k)`` fixed base samples :math:`\\xi_j` (drawn lazily from ``seed``)."""
-        if self._base is None:
-            gen = torch.Generator().manual_seed(self.seed)
-            self._base = self._draw_base((self.n_samples,), gen)
-        return self._base
-
-    def refresh(self, seed: int | None = None) -> None:
-        """Draw new fixed base samples (from ``seed``, or the next seed ``self.seed + 1``)."""
-        self.seed = self.seed + 1 if seed is None else int(seed)
-        self._base = None
-
-    def __call__(self, targets: Tensor) -> Empirical:
-        """Location distributions of ``targets`` with the fixed base samples (common random numbers).
-
-        Args:
-            targets: ``(q, d)`` commanded targets (input units). Gradients flow to them.
-
-        Returns:
-            :class:`~uncertain_bo.distributions.Empirical` with samples ``(q, m, d)``
-            :math:`= \\mathbf x_i + \\delta(\\mathbf x_i; \\xi_j)`, uniform weights.
-
-        Raises:
-            ValueError: ``targets`` is not ``(q, d)``.
-        """
-        targets = self._check_targets(targets)
-        base = self.base_samples.unsqueeze(0).expand(targets.shape[0], -1, -1)
-        return Empirical(targets.unsqueeze(-2) + self._offsets(base, targets), validate=False)
-
-    def sample_locations(self, targets: Tensor, m: int, generator: torch.Generator | None = None) -> Tensor:
-        """Fresh draws of executed positions: ``(q, m, d)``, independent across targets and samples."""
-        targets = self._check_targets(targets)
-        base = self._draw_base((targets.shape[0], int(m)), generator)
-        return targets.unsqueeze(-2) + self._offsets(base, targets)
-
-    def sample_executed(self, targets: Tensor, generator: torch.Generator | None = None) -> Tensor:
-        """One true executed position per target, ``(q, d)`` (what the simulated world uses)."""
-        return self.sample_locations(targets, 1, generator).squeeze(-2)
-
-    @abstractmethod
-    def to_config(self) -> dict[str, Any]:
-        """Configuration dict accepted by :func:`noise_from_config` (round trip, same base samples)."""
-
-    # ------------------------------------------------------------ subclass API
-    @property
-    @abstractmethod
-    def base_dim(self) -> int:
-        """Number ``k`` of base columns per sample."""
-
-    @abstractmethod
-    def _draw_base(self, shape: tuple[int, ...], generator: torch.Generator | None) -> Tensor:
-        """``(*shape, k)`` base randomness (float64, no gradient)."""
-
-    @abstractmethod
-    def _offsets(self, base: Tensor, targets: Tensor) -> Tensor:
-        """Offsets ``(q, m, d)`` from base ``(q, m, k)`` and targets ``(q, d)``; differentiable in targets."""
-
-    # ------------------------------------------------------------ helpers
-    def _check_targets(self, targets: Tensor) -> Tensor:
-        targets = torch.as_tensor(targets, dtype=DTYPE)
-        if targets.ndim != 2 or targets.shape[-1] != self.dim:
-            raise ValueError(f'targets must have shape (q, {self.dim}), got {tuple(targets.shape)}')
-        return targets
-
-    def _common_config(self) -> dict[str, Any]:
-        return {'kind': self.kind, 'n_samples': self.n_samples, 'seed': self.seed}
-
-    def __repr__(self) -> str:
-        fields = ', '.join(f'{k}={v}' for k, v in self.to_config().items() if k != 'kind')
-        return f'{type(self).__name__}({fields})'
 
 
 def _uniform(shape: tuple[int, ...], generator: torch.Generator | None) -> Tensor:
     # open interval (0, 1): ppf(0) of a beta/chi2 is fine, but ppf(1) of chi2 is inf
-    u = torch.rand(shape, dtype=DTYPE, generator=generator)
+    u = torch.rand(shape, dtype=DTYPE, device=_generator_device(generator), generator=generator)
     return u.clamp(1e-16, 1.0 - 1e-16)
 
 
 def _ppf(dist, u: Tensor) -> Tensor:
-    """Inverse-CDF transform of uniforms through a frozen scipy distribution (no gradient)."""
-    return torch.from_numpy(np.asarray(dist.ppf(u.numpy()), dtype=np.float64))
+    """Inverse-CDF transform of uniforms through a frozen scipy distribution (no gradient; scipy works on the
+    CPU, the result goes back to ``u``'s device)."""
+    return torch.from_numpy(np.asarray(dist.ppf(u.cpu().numpy()), dtype=np.float64)).to(u.device)
 
 
 # ---------------------------------------------------------------------- models
-class GaussianNoise(SampledExecutionNoise):
-    r"""Gaussian execution noise :math:`\delta \sim \mathcal N(\mathbf 0, \Sigma)`, sampled (digest §3.4).
+class GaussianNoise(GaussianExecutionNoise):
+    r"""Gaussian execution noise :math:`\delta \sim \mathcal N(\mathbf 0, \Sigma)`, sampled (digest §3.4): the
+    ``gaussian`` kind of :func:`noise_from_config`.
 
-    The closed-form counterpart is :class:`~uncertain_bo.distributions.GaussianExecutionNoise`; this one
-    returns samples so sample-based kernels (KME, MMD) can use it.
-
-    Args:
-        covariance: ``(d, d)`` covariance (input units squared).
-        n_samples, seed: see :class:`SampledExecutionNoise`.
+    :class:`~uncertain_bo.distributions.GaussianExecutionNoise` with ``n_samples`` defaulting to
+    :data:`DEFAULT_N_SAMPLES` instead of None, so calling it returns samples that sample-based kernels (KME,
+    MMD) use as they are, like every other model of this module.
 
     Raises:
         NoiseConfigError: ``covariance`` is not a symmetric PSD ``(d, d)`` matrix.
     """
 
-    kind = 'gaussian'
+    def __init__(self, covariance: Tensor, n_samples: int | None = DEFAULT_N_SAMPLES, seed: int = 0):
+        super().__init__(covariance, n_samples, seed)
 
-    def __init__(self, covariance: Tensor, n_samples: int = DEFAULT_N_SAMPLES, seed: int = 0):
-        cov = torch.as_tensor(covariance, dtype=DTYPE)
-        reason = check_covariance(cov) if cov.ndim == 2 else 'not a (d, d) matrix'
-        if reason:
-            raise NoiseConfigError(f'field covariance is invalid: {reason}')
-        super().__init__(cov.shape[0], n_samples, seed)
-        self.covariance = cov
-        evals, evecs = torch.linalg.eigh(cov)
-        self._sqrt = evecs * evals.clamp_min(0).sqrt().unsqueeze(-2)  # L Lᵀ = Σ
 
-    @classmethod
-    def isotropic(cls, std: float | Sequence[float], dim: int | None = None, **kwargs) -> 'GaussianNoise':
-        """Diagonal noise from per-axis standard deviations (a scalar needs ``dim``).
+class _InverseCdfNoise(SampledExecutionNoise):
+    """Models whose base sample is one variate of ``self.distribution`` (a frozen scipy law) per axis, drawn by
+    the inverse-CDF transform of uniforms."""
 
-        Raises:
-            NoiseConfigError: negative std, or scalar std without ``dim``.
-        """
-        s = torch.as_tensor(std, dtype=DTYPE)
-        if (s < 0).any():
-            raise NoiseConfigError(f'field std must be >= 0, got {s.tolist()}')
-        if s.ndim == 0:
-            if dim is None:
-                raise NoiseConfigError('field dim is required when std is a scalar')
-            s = s.expand(int(dim))
-        return cls(torch.diag(s ** 2), **kwargs)
+    distribution: Any
 
     @property
     def base_dim(self) -> int:
         return self.dim
 
     def _draw_base(self, shape, generator):
-        return torch.randn(*shape, self.dim, dtype=DTYPE, generator=generator)
-
-    def _offsets(self, base, targets):
-        return base @ self._sqrt.T
-
-    def to_config(self) -> dict[str, Any]:
-        return {**self._common_config(), 'covariance': self.covariance.tolist()}
+        return _ppf(self.distribution, _uniform((*shape, self.dim), generator))
 
 
-class BetaNoise(SampledExecutionNoise):
+class BetaNoise(_InverseCdfNoise):
     r"""One-sided beta noise :math:`\delta_i = \sigma B_i`, :math:`B_i \sim \mathrm{Beta}(\alpha, \beta)` i.i.d.
     per axis (scipy ``beta(a=α, b=β, loc=0, scale=σ)``; digest §3, "parametrisation used throughout").
 
@@ -264,13 +127,6 @@ class BetaNoise(SampledExecutionNoise):
         super().__init__(dim, n_samples, seed)
         self.alpha, self.beta, self.scale, self.loc = float(alpha), float(beta), float(scale), float(loc)
         self.distribution = stats.beta(self.alpha, self.beta, loc=self.loc, scale=self.scale)
-
-    @property
-    def base_dim(self) -> int:
-        return self.dim
-
-    def _draw_base(self, shape, generator):
-        return _ppf(self.distribution, _uniform((*shape, self.dim), generator))
 
     def _offsets(self, base, targets):
         return base
@@ -321,7 +177,7 @@ class StepChi2Noise(SampledExecutionNoise):
                 'threshold': self.threshold, 'scale': self.scale, 'dim': self.dim}
 
 
-class VaryingBetaNoise(SampledExecutionNoise):
+class VaryingBetaNoise(_InverseCdfNoise):
     r"""Target-dependent beta noise :math:`\delta_i = a(\sin(2\pi f x_i) + 1)\,B_i`, :math:`B_i \sim
     \mathrm{Beta}(\alpha, \beta)` (AIRBO Fig. 2c).
 
@@ -347,13 +203,6 @@ class VaryingBetaNoise(SampledExecutionNoise):
     def scale_at(self, targets: Tensor) -> Tensor:
         """Noise scale :math:`a(\\sin(2\\pi f x) + 1)` at ``targets`` (same shape)."""
         return self.amplitude * (torch.sin(2 * math.pi * self.frequency * targets) + 1.0)
-
-    @property
-    def base_dim(self) -> int:
-        return self.dim
-
-    def _draw_base(self, shape, generator):
-        return _ppf(self.distribution, _uniform((*shape, self.dim), generator))
 
     def _offsets(self, base, targets):
         return self.scale_at(targets).unsqueeze(-2) * base
@@ -390,7 +239,7 @@ class GaussianMixtureNoise(SampledExecutionNoise):
             mu = mu.unsqueeze(-1)
         cov = torch.as_tensor(covariances, dtype=DTYPE)
         k = w.numel()
-        if k == 0 or not torch.isfinite(w).all() or (w < 0).any() or float(w.sum()) <= 0:
+        if weights_problem(w):
             raise NoiseConfigError(f'field weights must be non-negative with a positive sum, got {w.tolist()}')
         if mu.ndim != 2 or mu.shape[0] != k:
             raise NoiseConfigError(f'field means must have shape ({k}, d), got {tuple(mu.shape)}')
@@ -403,8 +252,7 @@ class GaussianMixtureNoise(SampledExecutionNoise):
                 raise NoiseConfigError(f'field covariances: component {i} is invalid: {reason}')
         super().__init__(d, n_samples, seed)
         self.weights, self.means, self.covariances = w / w.sum(), mu, cov
-        evals, evecs = torch.linalg.eigh(cov)
-        self._sqrt = evecs * evals.clamp_min(0).sqrt().unsqueeze(-2)  # (K, d, d)
+        self._sqrt = psd_sqrt(cov)  # (K, d, d)
         self._cdf = torch.cumsum(self.weights, 0)
 
     @classmethod
@@ -431,14 +279,16 @@ class GaussianMixtureNoise(SampledExecutionNoise):
         return 1 + self.dim
 
     def _draw_base(self, shape, generator):
-        u = torch.rand(*shape, 1, dtype=DTYPE, generator=generator)
-        comp = torch.searchsorted(self._cdf, u, right=True).clamp(max=len(self.weights) - 1).to(DTYPE)
-        return torch.cat([comp, torch.randn(*shape, self.dim, dtype=DTYPE, generator=generator)], dim=-1)
+        dev = _generator_device(generator)
+        u = torch.rand(*shape, 1, dtype=DTYPE, device=dev, generator=generator)
+        comp = torch.searchsorted(self._cdf.to(dev), u, right=True).clamp(max=len(self.weights) - 1).to(DTYPE)
+        return torch.cat([comp, torch.randn(*shape, self.dim, dtype=DTYPE, device=dev, generator=generator)], dim=-1)
 
     def _offsets(self, base, targets):
         comp = base[..., 0].long()
         eps = base[..., 1:]
-        return self.means[comp] + (self._sqrt[comp] @ eps.unsqueeze(-1)).squeeze(-1)
+        means, sqrt = self.means.to(base.device), self._sqrt.to(base.device)
+        return means[comp] + (sqrt[comp] @ eps.unsqueeze(-1)).squeeze(-1)
 
     def mean_and_covariance(self) -> tuple[Tensor, Tensor]:
         """Exact mixture moments of :math:`\\delta`: ``(mean (d,), covariance (d, d))``."""
@@ -479,10 +329,11 @@ class CircularNoise(SampledExecutionNoise):
         return 1
 
     def _draw_base(self, shape, generator):
-        return 2 * math.pi * torch.rand(*shape, 1, dtype=DTYPE, generator=generator)
+        dev = _generator_device(generator)
+        return 2 * math.pi * torch.rand(*shape, 1, dtype=DTYPE, device=dev, generator=generator)
 
     def _offsets(self, base, targets):
-        return self.center + self.radius * torch.cat([torch.cos(base), torch.sin(base)], dim=-1)
+        return self.center.to(base) + self.radius * torch.cat([torch.cos(base), torch.sin(base)], dim=-1)
 
     def to_config(self) -> dict[str, Any]:
         return {**self._common_config(), 'radius': self.radius, 'center': self.center.tolist()}
@@ -615,7 +466,8 @@ def noise_from_config(config: Mapping[str, Any]) -> SampledExecutionNoise:
     Every kind accepts ``n_samples`` (samples per distribution, default 160) and ``seed`` (seed of the
     fixed base samples, default 0). Kind-specific fields (units: those of the targets):
 
-    - ``gaussian``: ``std`` (scalar with ``dim``, or per-axis list) or ``covariance`` (``d x d``).
+    - ``gaussian``: ``std`` (scalar with ``dim``, or per-axis list) or ``covariance`` (``d x d``);
+      ``n_samples: null`` gives the closed-form model (calls return Gaussian batches).
     - ``beta``: ``alpha``, ``beta``, ``scale``; optional ``dim`` (1), ``loc`` (0).
     - ``step_chi2``: ``df_below`` (0.5), ``df_above`` (7.0), ``threshold`` (0.6), ``scale`` (0.01), ``dim``.
     - ``varying_beta``: ``alpha`` (0.5), ``beta`` (0.5), ``amplitude`` (0.09), ``frequency`` (2), ``dim``.
@@ -641,6 +493,9 @@ def noise_from_config(config: Mapping[str, Any]) -> SampledExecutionNoise:
     for name in ('n_samples', 'seed'):
         if name in cfg:
             value = cfg.pop(name)
+            if name == 'n_samples' and value is None and kind == 'gaussian':
+                common[name] = None  # the closed-form Gaussian (GaussianExecutionNoise.to_config)
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise NoiseConfigError(f'field {name} must be an integer, got {value!r}')
             common[name] = int(value)

@@ -26,32 +26,31 @@ import math
 import torch
 from torch import Tensor
 
-from .distributions import DTYPE, _psd_sqrt
+from .distributions import DTYPE
 from .kernels import ExpectedRBFKernel
+from .linalg import psd_sqrt
 
 __all__ = ['sigma_points', 'sigma_weights', 'UnscentedRBFKernel']
 
 
-def sigma_weights(dim: int, kappa: float = 1.0, *, dtype=DTYPE) -> Tensor:
-    """``(2d + 1,)`` sigma-point weights ``[κ/(d+κ), 1/(2(d+κ)) × 2d]``.
+def sigma_weights(dim: int, kappa: float = 1.0, *, dtype=DTYPE, device=None) -> Tensor:
+    """``(2d + 1,)`` sigma-point weights ``[κ/(d+κ), 1/(2(d+κ)) × 2d]`` (``dtype``, ``device``: of the tensor).
 
     Raises:
         ValueError: ``d + κ <= 0``.
     """
     if not dim + kappa > 0:
         raise ValueError(f'the unscented transform needs d + kappa > 0, got d={dim}, kappa={kappa}')
-    w = torch.full((2 * dim + 1,), 1.0 / (2.0 * (dim + kappa)), dtype=dtype)
+    w = torch.full((2 * dim + 1,), 1.0 / (2.0 * (dim + kappa)), dtype=dtype, device=device)
     w[0] = kappa / (dim + kappa)
     return w
 
 
 def matrix_sqrt(cov: Tensor) -> Tensor:
     """Lower-triangular ``L`` with ``L Lᵀ = cov`` for ``(..., d, d)`` PSD ``cov``; falls back to an
-    eigendecomposition square root when a matrix is singular (e.g. zero: a Dirac input)."""
-    chol, info = torch.linalg.cholesky_ex(cov)
-    if bool((info == 0).all()):
-        return chol
-    return _psd_sqrt(cov)
+    eigendecomposition square root when a matrix is singular (e.g. zero: a Dirac input);
+    :func:`uncertain_bo.linalg.psd_sqrt` with ``method='cholesky'``."""
+    return psd_sqrt(cov, method='cholesky')
 
 
 def sigma_points(mean: Tensor, cov: Tensor, kappa: float = 1.0) -> tuple[Tensor, Tensor]:
@@ -67,8 +66,9 @@ def sigma_points(mean: Tensor, cov: Tensor, kappa: float = 1.0) -> tuple[Tensor,
         ``mean + sqrt(d+κ) L[:, i]`` and points ``d+1..2d`` are ``mean - sqrt(d+κ) L[:, i]``.
     """
     d = mean.shape[-1]
-    w = sigma_weights(d, kappa, dtype=mean.dtype)
-    scaled = math.sqrt(d + kappa) * matrix_sqrt(torch.as_tensor(cov, dtype=mean.dtype))  # (.., d, d)
+    w = sigma_weights(d, kappa, dtype=mean.dtype, device=mean.device)
+    cov = torch.as_tensor(cov, dtype=mean.dtype, device=mean.device)
+    scaled = math.sqrt(d + kappa) * matrix_sqrt(cov)  # (.., d, d)
     cols = scaled.transpose(-1, -2)  # row i = column i of the square root
     if cols.ndim == 2:
         cols = cols.expand(mean.shape[0], d, d)
@@ -120,7 +120,7 @@ class UnscentedRBFKernel(ExpectedRBFKernel):
             raise NotImplementedError('last_dim_is_batch is not supported by UnscentedRBFKernel')
         if x1.ndim != 2 or x2.ndim != 2:
             raise NotImplementedError('UnscentedRBFKernel supports (n, D) inputs only')
-        inv_ell = self.lengthscale.reshape(-1).reciprocal()
+        inv_ell = self.lengthscale.reshape(-1).to(x1.dtype).reciprocal()
         p1, w1 = self._points(x1)
         p2, w2 = self._points(x2)
         p1, p2 = p1 * inv_ell, p2 * inv_ell
