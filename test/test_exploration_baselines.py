@@ -146,7 +146,11 @@ def test_paired_comparisons_match_scipy_wilcoxon():
     assert own['wins'] == int((a[1:] < b[1:]).sum()) and own['losses'] == int((a[1:] > b[1:]).sum())
     assert comps[('lawnmower', 'own vs reading')]['p'] == pytest.approx(wilcoxon(a[1:] - b[1:] - 0.1).pvalue)
     assert comps[('lawnmower', 'distance driven')]['p'] == pytest.approx(wilcoxon(da[1:] - db[1:]).pvalue)
-    assert ('ugp_ucb', 'own vs own') not in comps   # only methods against baselines
+    assert ('ugp_ucb', 'own vs own') not in comps   # only methods against baselines and references
+    with_ref = results + [_fake_run('gp_ucb', s, b[s] + 0.05, db[s]) for s in range(12)]
+    ref = [c for c in paired_comparisons(with_ref) if c['baseline'] == 'gp_ucb' and c['rule'] == 'own vs own']
+    assert len(ref) == 1 and ref[0]['method'] == 'ugp_ucb' and ref[0]['n_pairs'] == 12
+    assert ref[0]['p'] == pytest.approx(wilcoxon(a - b - 0.05).pvalue)
     summary = summarize(results)
     md = markdown_tables(summary)
     assert '| ugp_ucb |' in md and '| lawnmower |' in md and 'Wilcoxon p' in md

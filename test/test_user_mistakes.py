@@ -143,7 +143,7 @@ CASES = [
          r"parameter 'beta' = -1.0 is invalid: out of range"),
     Case('field_sensor field:=missing',
          lambda t, r: lambda: run_node_main('uncertain_bo.ros.field_sensor', ['-p', f'field:={t / "nope.npz"}']),
-         r'cannot read field file .*nope.npz'),
+         r'field file .*nope\.npz does not exist'),
     Case('explorer corrupted middle journal line',
          lambda t, r: (corrupt_middle(r / 'journal.jsonl'),
                        lambda: run_node_main('uncertain_bo.ros.explorer', ['-p', f'run_dir:={r}']))[1],

@@ -2,7 +2,7 @@
 
 The explorer turns a stream of pose estimates (with covariance) and sensor readings into measurements
 (location distribution :math:`P^L_t`, reading :math:`y_t`) for a :class:`~uncertain_bo.planner.Planner`
-and sends the rover to the planner's targets (DESIGN.md, measurement cycle)::
+and sends the rover to the planner's targets (docs/architecture.md, measurement cycle)::
 
     WAITING_FOR_POSE -> DECIDING -> DRIVING -> DWELLING -> MEASURING -> DECIDING ... -> DONE
                                        | goal_timeout: stop and measure where the rover is

@@ -317,9 +317,10 @@ class _PosteriorCache:
     def build(cls, gp: DistributionGP) -> '_PosteriorCache':
         enc = gp.encode(gp.train_locations).detach()
         k = gp.covar_module.forward(enc, enc).detach()
-        k = k + float(gp.likelihood.noise) * torch.eye(k.shape[0], dtype=DTYPE)
+        k = k + float(gp.likelihood.noise) * torch.eye(k.shape[0], dtype=k.dtype, device=k.device)
         chol = psd_safe_cholesky(k)
-        linv = torch.linalg.solve_triangular(chol, torch.eye(k.shape[0], dtype=DTYPE), upper=False)
+        eye = torch.eye(k.shape[0], dtype=k.dtype, device=k.device)
+        linv = torch.linalg.solve_triangular(chol, eye, upper=False)
         cache = cls(enc, linv, float(gp.mean_module.constant))
         cache.set_targets(gp._standardized_y())
         return cache

@@ -1,6 +1,6 @@
 """Acquisition functions and the registry of methods.
 
-A **method** is a kernel choice plus an acquisition (DESIGN.md, "one GP, many kernels"): which kernel the
+A **method** is a kernel choice plus an acquisition (docs/architecture.md, "one GP, many kernels"): which kernel the
 shared :class:`~uncertain_bo.models.DistributionGP` uses, whether it trains on the location estimates
 :math:`P^L_t` or on the commanded targets, whether candidates are scored through the execution-noise
 model :math:`\\hat P_{\\mathbf x}` or as points, and which acquisition scores them. The

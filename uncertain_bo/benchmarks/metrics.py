@@ -79,8 +79,15 @@ def _rule_value(run: dict[str, Any], rule: str) -> float | None:
     return f.get('distance_driven_m')
 
 
-def paired_comparisons(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each method against each baseline over shared seeds (same problem, mismatch and field).
+#: methods every other method is also compared against: plain GP-UCB ignores location uncertainty, so the
+#: comparison says whether modelling it pays
+REFERENCES = ('gp_ucb',)
+
+
+def paired_comparisons(results: Sequence[dict[str, Any]],
+                       references: Sequence[str] = REFERENCES) -> list[dict[str, Any]]:
+    """Each method against each baseline (and each of ``references``) over shared seeds (same problem,
+    mismatch and field).
 
     For each pair of configurations, three comparisons: the method's own recommendation against the
     baseline's own and against the baseline's highest-reading rule (normalised regret where the problem has
@@ -96,11 +103,12 @@ def paired_comparisons(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]
     groups = group_runs(results)
     out = []
     base = {k: rs for k, rs in groups.items() if getattr(METHODS.get(k[1]), 'baseline', False)}
+    refs = {k: rs for k, rs in groups.items() if k[1] in references}
     for key, rs in groups.items():
         if key in base:
             continue
-        for bkey, brs in base.items():
-            if bkey[0] != key[0]:
+        for bkey, brs in {**refs, **base}.items():
+            if bkey[0] != key[0] or bkey[1] == key[1]:
                 continue
             by_seed = {(_pair_key(r), r['spec']['seed']): r for r in brs}
             pairs = [(r, by_seed[(_pair_key(r), r['spec']['seed'])]) for r in rs

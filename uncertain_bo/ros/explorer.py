@@ -1,6 +1,6 @@
 """Explorer node: pairs location distributions with readings and publishes the next target waypoint.
 
-Subscribes (DESIGN.md contract; every topic remappable):
+Subscribes (the ROS contract of docs/architecture.md; every topic remappable):
     ``odometry/filtered`` (nav_msgs/Odometry), ``pose`` (geometry_msgs/PoseWithCovarianceStamped) or
     ``particle_cloud`` (geometry_msgs/PoseArray of equally weighted particles, e.g. AMCL's or the simulated
     ``particle_filter``'s), by parameter ``pose_source``. A particle cloud is kept as an empirical location
