@@ -122,6 +122,13 @@ register(Method(
     train_on='location', robust_candidates=True,
     make_acquisition=lambda model, candidates, beta: UpperConfidenceBound(model, candidates, beta)))
 
+register(Method(
+    name='ugp_ucb_inbox',
+    description='uGP-UCB with the exploration term weighted by the share of the kernel footprint inside the '
+                'search box (boundary-aware variant, issue 10 experiment)',
+    train_on='location', robust_candidates=True,
+    make_acquisition=lambda model, candidates, beta: UpperConfidenceBound(model, candidates, beta, in_box=True)))
+
 from . import igp_ucb  # noqa: E402,F401  (registers 'igp_ucb')
 from . import uei  # noqa: E402,F401  (registers 'uei')
 from . import airbo  # noqa: E402,F401  (registers 'airbo', 'airbo_empirical', 'ugp_kme', 'skl', 'erbf', 'gp_ucb')
