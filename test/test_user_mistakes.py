@@ -223,16 +223,25 @@ def test_complete_last_record_without_newline_survives_every_reader(tmp_path, ca
     ('explorer', ['--ros-args', '--params-file', '{bad_yaml}'], r'is not valid YAML'),
 ], ids=['demo-out-file', 'explorer-bad-yaml'])
 def test_console_scripts_print_one_line(script, args, expect, tmp_path):
-    exe = Path(sys.executable).parent / script
+    exe = Path(sys.executable).parent / script          # pip: next to the interpreter
+    if not exe.exists():                                  # colcon/apt: <prefix>/lib/uncertain_bo (ros2 run's place)
+        try:
+            from ament_index_python.packages import get_package_prefix
+            exe = Path(get_package_prefix('uncertain_bo')) / 'lib' / 'uncertain_bo' / script
+        except (ImportError, LookupError, ValueError, OSError):
+            pass
     if not exe.exists():
-        pytest.skip(f'{script} console script not installed next to {sys.executable}')
+        pytest.skip(f'{script} console script installed neither next to {sys.executable} nor in the ament prefix')
     if script == 'explorer':
         pytest.importorskip('rclpy')
     bad = tmp_path / 'bad.yaml'
     bad.write_text('explorer:\n  ros__parameters:\n    beta: [1,\n')
     f = _file(tmp_path)
     argv = [a.format(file=f, bad_yaml=bad) for a in args]
-    env = {**os.environ, 'PYTHONPATH': str(Path(__file__).resolve().parent.parent), 'ROS_DOMAIN_ID': str(DOMAIN_ID)}
+    # the source tree first, then what was there (on a ROS machine rclpy comes from /opt/ros through PYTHONPATH)
+    pythonpath = os.pathsep.join(p for p in (str(Path(__file__).resolve().parent.parent), os.environ.get('PYTHONPATH'))
+                                 if p)
+    env = {**os.environ, 'PYTHONPATH': pythonpath, 'ROS_DOMAIN_ID': str(DOMAIN_ID)}
     r = subprocess.run([str(exe), *argv], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert r.returncode == 2, r.stderr
     assert 'Traceback' not in r.stderr
