@@ -113,6 +113,9 @@ EXPLORER_PARAMS = [
     Param('travel_weight', 0.0, 'travel-aware acquisition: subtract w x (GP signal std) x (distance to the target '
           '/ diagonal of search_bounds) from the acquisition, i.e. crossing the whole area costs w prior standard '
           'deviations of the field; 0 = off (dimensionless)', range=(0.0, 100.0), read_only=True),
+    Param('in_box_exploration', False, "weight UCB's exploration term by the share of the kernel footprint "
+          'inside search_bounds (against targets piling up on the edge of the area; UCB methods only)',
+          read_only=True),
     Param('learn_execution_noise', False, 'learn the execution-noise covariance online from (target, location '
           'estimate) pairs of reached goals, with execution_noise_std as the prior', read_only=True),
     Param('execution_noise_prior_weight', 5.0, 'weight of execution_noise_std as the prior of the learned '
@@ -328,6 +331,7 @@ def planner_from_parameters(params: dict, **overrides) -> Planner:
                   method=params['method'], beta=params['beta'], n_initial=params['n_initial'],
                   refit_every=params['refit_every'], seed=params['seed'], budget=params['max_measurements'],
                   recommendation=params['recommendation'], travel_weight=params['travel_weight'],
+                  in_box_exploration=params['in_box_exploration'],
                   execution_noise_prior_weight=(params['execution_noise_prior_weight']
                                                 if params['learn_execution_noise'] else None),
                   optimizer=OptimizerSettings(params['num_restarts'], params['raw_samples']))

@@ -124,8 +124,8 @@ register(Method(
 
 register(Method(
     name='ugp_ucb_inbox',
-    description='uGP-UCB with the exploration term weighted by the share of the kernel footprint inside the '
-                'search box (boundary-aware variant, issue 10 experiment)',
+    description='uGP-UCB with in_box_exploration (the exploration term weighted by the share of the kernel '
+                'footprint inside the search box); the same as method ugp_ucb with in_box_exploration: true',
     train_on='location', robust_candidates=True,
     make_acquisition=lambda model, candidates, beta: UpperConfidenceBound(model, candidates, beta, in_box=True)))
 
