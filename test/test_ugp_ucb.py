@@ -60,3 +60,20 @@ def test_in_box_ucb_only_damps_exploration_at_the_edge(model):
     phi = float(in_box_fraction(model, corner))
     assert phi == pytest.approx(0.25, rel=1e-6)
     assert float(boxed.score(corner)) == pytest.approx(float(mean + 3.0 * phi * var.sqrt()))
+
+
+def test_planner_in_box_exploration_applies_to_ucb_methods_only():
+    from uncertain_bo.planner import Planner
+
+    def run(method):
+        p = Planner(BOX, GaussianExecutionNoise.isotropic(0.75, 2), method=method, n_initial=3, seed=1,
+                    in_box_exploration=True)
+        for _ in range(3):
+            x = p.suggest()
+            p.observe(x, Gaussian(x[None], torch.eye(2, dtype=torch.float64)[None] * 0.1), float(x[0] / 100))
+        return p.suggest()
+
+    x = run('gp_ucb')
+    assert ((x >= BOX[0]) & (x <= BOX[1])).all()
+    with pytest.raises(ValueError, match='UCB'):
+        run('uei')
