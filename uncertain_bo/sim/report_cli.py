@@ -14,10 +14,12 @@ def add_parser(sub) -> None:
                        description='Recompute summary.json (robust optimum by grid convolution, regret per '
                                    'measurement) and run.png for a run folder written by the explorer.')
     p.add_argument('run_dir', type=Path, help='folder with journal.jsonl')
-    p.add_argument('--field', default='jacksboro',
-                   help="field: 'jacksboro', 'jacksboro-rough', 'jacksboro-smooth' or a .npz/.csv path")
+    p.add_argument('--field', default=None,
+                   help="field: 'jacksboro', 'jacksboro-rough', 'jacksboro-smooth' or a .npz/.csv path "
+                        "(default: the run's own, from its parameters.json; else the shipped config/sim.yaml's)")
     p.add_argument('--extent', type=float, nargs=4, metavar=('XMIN', 'XMAX', 'YMIN', 'YMAX'),
-                   help='field rectangle in m (default: the field file\'s, or 0 200 0 200)')
+                   help="field rectangle in m (default: the run's own field_extent, the field file's, or "
+                        '0 200 0 200)')
     p.add_argument('--execution-std', type=float, nargs=2, default=None, metavar=('SX', 'SY'),
                    help='execution-noise std of the robust objective, m (default: the explorer\'s '
                         'execution_noise_std recorded in the journal header)')
@@ -37,7 +39,12 @@ def run(args) -> int:
     journal = Journal(args.run_dir / 'journal.jsonl', read_only=True)
     std = args.execution_std or journal.header.get('parameters', {}).get('execution_noise_std', [2.0, 2.0])
     cov = np.diag(np.square(std))
-    field = Field.load(args.field, extent=args.extent)
+    spec, extent = args.field, args.extent
+    if spec is None:  # the field the run was simulated on (demo and sim.launch.py write parameters.json)
+        sim = _run_parameters(args.run_dir).get('sim_rover') or _shipped_sim_parameters()
+        spec = sim.get('field', 'jacksboro')
+        extent = extent if extent is not None else sim.get('field_extent')
+    field = Field.load(spec, extent=extent)
     summary = summarize(args.run_dir, field, cov)
     png = plot_run(args.run_dir, field, cov)
     keys = ('measurements', 'recommended_target', 'final_regret', 'final_normalised_regret')
@@ -48,3 +55,20 @@ def run(args) -> int:
         out = plot_comparison([args.run_dir, *args.compare], field, cov, args.run_dir / 'compare.png')
         print(f'wrote {out}')
     return 0
+
+
+def _shipped_sim_parameters() -> dict:
+    """``sim_rover``'s field and extent from the shipped ``config/sim.yaml`` (runs started by
+    ``sim.launch.py`` without a ``field`` argument)."""
+    from ..parameters import config_path, node_parameters
+
+    return node_parameters([config_path('sim.yaml')], 'sim_rover')
+
+
+def _run_parameters(run_dir: Path) -> dict:
+    """The run's ``parameters.json`` (empty if it has none or it is unreadable)."""
+    try:
+        params = json.loads((run_dir / 'parameters.json').read_text())
+    except (OSError, ValueError):
+        return {}
+    return params if isinstance(params, dict) else {}
