@@ -65,15 +65,14 @@ def test_in_box_ucb_only_damps_exploration_at_the_edge(model):
 def test_planner_in_box_exploration_applies_to_ucb_methods_only():
     from uncertain_bo.planner import Planner
 
-    def run(method):
+    def run(method, in_box):
         p = Planner(BOX, GaussianExecutionNoise.isotropic(0.75, 2), method=method, n_initial=3, seed=1,
-                    in_box_exploration=True)
+                    in_box_exploration=in_box)
         for _ in range(3):
             x = p.suggest()
             p.observe(x, Gaussian(x[None], torch.eye(2, dtype=torch.float64)[None] * 0.1), float(x[0] / 100))
         return p.suggest()
 
-    x = run('gp_ucb')
+    x = run('gp_ucb', True)
     assert ((x >= BOX[0]) & (x <= BOX[1])).all()
-    with pytest.raises(ValueError, match='UCB'):
-        run('uei')
+    assert torch.equal(run('uei', True), run('uei', False))   # no exploration bonus to weight

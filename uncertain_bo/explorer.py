@@ -107,13 +107,13 @@ EXPLORER_PARAMS = [
           'std of the execution-noise model P̂_x = N(x, diag(std²)) along x and y, m', range=(0.0, 1000.0),
           length=2),
     Param('beta', 3.0, 'UCB exploration weight β (μ + β σ), dimensionless', range=(0.0, 100.0)),
-    Param('recommendation', 'past_mean', 'where the robust peak is reported: ' + '; '.join(
+    Param('recommendation', 'highest_reading', 'where the robust peak is reported: ' + '; '.join(
           f'{k}: {v}' for k, v in RECOMMENDATION_RULES.items()), choices=tuple(RECOMMENDATION_RULES),
           read_only=True),
     Param('travel_weight', 0.0, 'travel-aware acquisition: subtract w x (GP signal std) x (distance to the target '
           '/ diagonal of search_bounds) from the acquisition, i.e. crossing the whole area costs w prior standard '
           'deviations of the field; 0 = off (dimensionless)', range=(0.0, 100.0), read_only=True),
-    Param('in_box_exploration', False, "weight UCB's exploration term by the share of the kernel footprint "
+    Param('in_box_exploration', True, "weight UCB's exploration term by the share of the kernel footprint "
           'inside search_bounds (against targets piling up on the edge of the area; UCB methods only)',
           read_only=True),
     Param('learn_execution_noise', False, 'learn the execution-noise covariance online from (target, location '

@@ -121,8 +121,8 @@ class Planner:
             (:class:`~uncertain_bo.acquisition.travel.TravelPenalty`): crossing the whole search box costs
             :math:`w` prior standard deviations of the field; 0 = the method's acquisition as it is.
         in_box_exploration: weight UCB's exploration term by the share of the kernel footprint inside the
-            bounds (:func:`~uncertain_bo.acquisition.ugp_ucb.in_box_fraction`), against boundary piling; for
-            methods whose acquisition is a UCB (ValueError at the first decision otherwise).
+            bounds (:func:`~uncertain_bo.acquisition.ugp_ucb.in_box_fraction`), against boundary piling; applies
+            to methods whose acquisition is a UCB (uGP-UCB, GP-UCB, IGP-UCB, AIRBO, ...), others are unaffected.
         execution_noise_prior_weight: learn the (Gaussian) execution-noise model online from the
             (target, location distribution) pairs of measurements whose goal was reached, with ``execution_noise``
             as the prior worth this many pseudo-observations (:meth:`learned_execution_covariance`); None = keep
@@ -318,11 +318,7 @@ class Planner:
             fit_seconds = self._update_model() + billed
             beta_t = self._beta(index, self.model)
             acq = self._method.make_acquisition(self.model, self.candidates, beta_t)
-            if self.in_box_exploration:
-                from .acquisition import UpperConfidenceBound
-                if not isinstance(acq, UpperConfidenceBound):
-                    raise ValueError(f'in_box_exploration weights a UCB exploration term; method {self.method!r} '
-                                     f'uses {type(acq).__name__}')
+            if self.in_box_exploration and hasattr(acq, 'in_box'):  # UCB acquisitions; others have no bonus
                 acq.in_box = True
             if self.travel_weight > 0:
                 from .acquisition.travel import TravelPenalty
