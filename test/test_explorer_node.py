@@ -22,6 +22,7 @@ from uncertain_bo.parameters import ParameterError  # noqa: E402
 from uncertain_bo.ros import conversions as cv  # noqa: E402
 from uncertain_bo.ros.explorer import ExplorerNode  # noqa: E402
 from uncertain_bo.ros.params import parameter_overrides  # noqa: E402
+from ros_spin import spin_until  # noqa: E402
 
 DOMAIN_ID = 200 + os.getpid() % 30
 
@@ -51,17 +52,6 @@ class Probe:
 
     def publish_reading(self, value):
         self.reading.publish(cv.make_reading('temperature', self.now(), 'base_link', value, 0.01))
-
-
-def spin_until(executor, cond, timeout=10.0, every=None):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        executor.spin_once(timeout_sec=0.01)
-        if every:
-            every()
-        if cond():
-            return True
-    return False
 
 
 def test_pose_and_reading_in_goal_out(context, tmp_path):

@@ -3,7 +3,6 @@
 Own rclpy context on ROS domain 170 + pid % 30, apart from the other ROS test modules.
 """
 import os
-import time
 
 import numpy as np
 import pytest
@@ -20,19 +19,9 @@ from sensor_msgs.msg import Temperature  # noqa: E402
 from uncertain_bo.ros import conversions as cv  # noqa: E402
 from uncertain_bo.ros.explorer import ExplorerNode  # noqa: E402
 from uncertain_bo.ros.params import parameter_overrides  # noqa: E402
+from ros_spin import spin_until  # noqa: E402
 
 DOMAIN_ID = 170 + os.getpid() % 30
-
-
-def spin_until(executor, cond, timeout=10.0, every=None):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        executor.spin_once(timeout_sec=0.01)
-        if every:
-            every()
-        if cond():
-            return True
-    return False
 
 
 def test_serialised_cloud_reader_matches_rclpy():

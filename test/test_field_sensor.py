@@ -1,7 +1,6 @@
 """field_sensor node over real rclpy topics: a reading of the field at the ground-truth pose, stamped with
 the pose's time and carrying its noise variance; silence outside the field or when ground truth stops."""
 import os
-import time
 
 import numpy as np
 import pytest
@@ -18,19 +17,9 @@ from uncertain_bo.ros import conversions as cv  # noqa: E402
 from uncertain_bo.ros.field_sensor import FieldSensorNode  # noqa: E402
 from uncertain_bo.ros.params import parameter_overrides  # noqa: E402
 from uncertain_bo.sim.field import Field  # noqa: E402
+from ros_spin import spin_until  # noqa: E402
 
 DOMAIN_ID = 110 + os.getpid() % 30
-
-
-def spin_until(executor, cond, timeout=10.0, every=None):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        executor.spin_once(timeout_sec=0.01)
-        if every:
-            every()
-        if cond():
-            return True
-    return False
 
 
 @pytest.fixture
