@@ -52,8 +52,8 @@ ARGUMENTS = [
      'extra ROS 2 parameter YAML applied after the shipped config/sim.yaml and config/explorer.yaml '
      '(sections sim_rover, ekf, particle_filter, pure_pursuit, explorer); empty = none'),
     ('field', '',
-     "ground-truth field of sim_rover: 'jacksboro' (real USGS elevation) or a path to a .npz grid / .csv "
-     'of x,y,value; empty = as in the parameter files (shipped: jacksboro)'),
+     "ground-truth field of sim_rover: 'jacksboro-smooth', 'jacksboro-rough' (real USGS elevation) or a path "
+     'to a .npz grid / .csv of x,y,value; empty = as in the parameter files (shipped: jacksboro-smooth)'),
     ('seed', '', 'seed of the simulation noise, of the particle filter and of the explorer (integer); empty = '
      'as in the parameter files (shipped: 0)'),
     ('localiser', '', "localisation filter: 'ekf' (ekf node) or 'pf' (particle_filter node); empty = sim_rover's "

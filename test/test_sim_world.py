@@ -100,7 +100,7 @@ def test_live_params_dict_and_field_loading():
     params = defaults(WORLD_PARAMS)
     params.update(field_extent=[0.0, 50.0, 0.0, 50.0], fix_rate=0.0, sim_rate=20.0)
     w = SimWorld.from_params(params)
-    assert w.field.name == 'jacksboro' and w.field.bounds == (0.0, 50.0, 0.0, 50.0)
+    assert w.field.name == 'jacksboro-smooth' and w.field.bounds == (0.0, 50.0, 0.0, 50.0)
     assert all(s.fix is None for s in drive(w, 40))
     params['fix_rate'] = 10.0                    # e.g. a ROS parameter update
     assert sum(s.fix is not None for s in drive(w, 40)) == 20

@@ -7,8 +7,9 @@ dwell, reading paired with the EKF pose estimate nearest in time), so the locati
 EKF's heteroscedastic :math:`\mathcal N(\hat{\mathbf x}_t, \Sigma_t)` and the execution noise is whatever the
 rover really does. Defaults follow the paper's robot experiment: 30 measurements, GP hyperparameters by
 marginal likelihood at every step, :math:`\beta_t = 3`, and the shipped ``config/sim.yaml`` /
-``config/explorer.yaml`` (field ``jacksboro``: real USGS elevation mapped onto 200 m x 200 m; execution-noise
-model :math:`\hat\Sigma = \mathrm{diag}(0.75^2, 0.75^2)` m²). The seed sets the simulation noise and the
+``config/explorer.yaml`` (field ``jacksboro-smooth``: a window of real USGS elevation mapped onto
+200 m x 200 m; ``--field jacksboro-rough`` for the whole, much rougher grid; execution-noise model
+:math:`\hat\Sigma = \mathrm{diag}(0.75^2, 0.75^2)` m²). The seed sets the simulation noise and the
 planner's seed.
 
 **Robust objective.** As the demo's report: :math:`g = f * \mathcal N(0, \Sigma_E)` with

@@ -30,7 +30,7 @@ __all__ = ['SIM_PARAMS', 'WORLD_PARAMS', 'SimWorld', 'SimStep', 'OdometryMeasure
            'Reading']
 
 SIM_PARAMS = [
-    Param('field', 'jacksboro', 'ground-truth field (field units, metres of elevation for the named ones): '
+    Param('field', 'jacksboro-smooth', 'ground-truth field (field units, metres of elevation for the named ones): '
           f'a name ({", ".join(FIELD_NAMES)}: real USGS elevation; -rough = the whole DEM, ridges a metre or '
           'two wide on 200 m, -smooth = its central 1/8 zoomed, features about ten metres wide) or a path to a '
           '.npz grid or a .csv of x,y,value measurements', read_only=True),
