@@ -57,8 +57,8 @@ _SMOOTH_ZOOM = 8
 #: The correlation length of the (plane-detrended) values hardly separates the two: terrain is close to
 #: self-similar, so its values stay correlated over a fixed fraction of whatever window is shown; the slopes
 #: show the 8x zoom. ``'default'`` and ``'jacksboro'`` are ``'jacksboro-rough'``; the simulation's default
-#: field (``config/sim.yaml``) is ``'jacksboro-smooth'``. On another extent the lengths scale with it, and the area fraction changes with the execution noise
-#: relative to the extent.
+#: field (``config/sim.yaml``) is ``'jacksboro-smooth'``. On another extent the lengths scale with it, and the
+#: area fraction changes with the execution noise relative to the extent.
 FIELD_NAMES = {
     'default': "the library's built-in field, 'jacksboro' (the simulation's default, config/sim.yaml, is "
                "'jacksboro-smooth')",
