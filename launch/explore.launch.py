@@ -64,7 +64,7 @@ from launch.event_handlers import OnProcessExit, OnShutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from uncertain_bo.ros.launch_args import PACKAGE, exit_handler, flag, share_directory
+from uncertain_bo.ros.launch_args import PACKAGE, exit_handler, flag, params_file, share_directory
 
 
 #: (name, default, description) of every launch argument, in ``--show-args`` order.
@@ -142,11 +142,8 @@ def node_configuration(args, share, temporary_dir=None):
         RuntimeError: a launch argument is invalid or ``params_file`` does not exist.
     """
     files = [os.path.join(share, 'config', 'explorer.yaml'), os.path.join(share, 'config', 'sim.yaml')]
-    user_file = args.get('params_file', '').strip()
+    user_file = params_file(args)
     if user_file:
-        user_file = os.path.abspath(os.path.expanduser(user_file))
-        if not os.path.isfile(user_file):
-            raise RuntimeError(f'launch argument params_file:={user_file!r}: no such file')
         files.append(user_file)
     files = [namespaced_file(f, args.get('namespace', ''), temporary_dir) for f in files]
     sim_time = flag(args.get('use_sim_time', 'false'), 'use_sim_time')

@@ -38,7 +38,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from uncertain_bo.parameters import node_parameters
-from uncertain_bo.ros.launch_args import exit_handler, flag, integer, share_directory
+from uncertain_bo.ros.launch_args import exit_handler, flag, integer, params_file, share_directory
 
 #: (name, default, description) of every launch argument, in ``--show-args`` order.
 ARGUMENTS = [
@@ -79,11 +79,8 @@ def gz_configuration(args, share):
     if not os.path.isfile(world):
         raise RuntimeError(f'launch argument world:={world!r}: no such file')
     files = [explorer_yaml, sim_yaml]
-    user_file = args.get('params_file', '').strip()
+    user_file = params_file(args)
     if user_file:
-        user_file = os.path.abspath(os.path.expanduser(user_file))
-        if not os.path.isfile(user_file):
-            raise RuntimeError(f'launch argument params_file:={user_file!r}: no such file')
         files.append(user_file)
     sim = node_parameters([sim_yaml], 'sim_rover')
     # field_sensor: the simulated rover's field and reading noise, then params_file, then the arguments

@@ -43,7 +43,8 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from uncertain_bo.parameters import node_parameters, unknown_sections
-from uncertain_bo.ros.launch_args import bounds_outside, choice, exit_handler, flag, integer, share_directory
+from uncertain_bo.ros.launch_args import (bounds_outside, choice, exit_handler, flag, integer, params_file,
+                                          share_directory)
 
 
 #: (name, default, description) of every launch argument, in ``--show-args`` order.
@@ -87,11 +88,8 @@ def graph_parameters(args, share):
         RuntimeError: a launch argument is invalid or ``params_file`` does not exist.
     """
     files = [os.path.join(share, 'config', 'sim.yaml'), os.path.join(share, 'config', 'explorer.yaml')]
-    user_file = args.get('params_file', '').strip()
+    user_file = params_file(args)
     if user_file:
-        user_file = os.path.abspath(os.path.expanduser(user_file))
-        if not os.path.isfile(user_file):
-            raise RuntimeError(f'launch argument params_file:={user_file!r}: no such file')
         for _, key in unknown_sections([user_file], ['/' + n for n in (*NODE_NAMES, 'rviz2')]):
             raise RuntimeError(f'params_file {user_file}: section {key!r} names no node of the simulation; '
                                f"known: {', '.join(NODE_NAMES)} (or '/**' for all)")

@@ -9,7 +9,7 @@ import os
 from typing import Collection
 
 __all__ = ['PACKAGE', 'NodeFailed', 'bounds_outside', 'choice', 'exit_handler', 'flag', 'integer',
-           'share_directory']
+           'params_file', 'share_directory']
 
 PACKAGE = 'uncertain_bo'
 
@@ -34,6 +34,21 @@ def share_directory(launch_file: str, marker: str) -> str:
         if os.path.isfile(os.path.join(source, 'config', marker)):
             return source
         raise
+
+
+def params_file(args) -> str | None:
+    """The ``params_file`` launch argument as an absolute path (``~`` expanded), or None when empty.
+
+    Raises:
+        RuntimeError: the file does not exist.
+    """
+    path = str(args.get('params_file', '') or '').strip()
+    if not path:
+        return None
+    path = os.path.abspath(os.path.expanduser(path))
+    if not os.path.isfile(path):
+        raise RuntimeError(f'launch argument params_file:={path!r}: no such file')
+    return path
 
 
 def flag(value, name: str) -> bool:
