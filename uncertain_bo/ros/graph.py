@@ -171,6 +171,12 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
     if (run_dir / 'journal.jsonl').is_file():   # a damaged journal fails here, before anything is written
         Journal(run_dir / 'journal.jsonl', read_only=True)
     params['explorer']['run_dir'] = str(run_dir)
+    if 'decide_in_background' not in {**node_parameters(extra_files or [], 'explorer'),
+                                      **(overrides or {}).get('explorer', {})}:
+        # One process: the executor thread runs the lockstep simulation flat out, and a decision thread would
+        # get the GIL only between its callbacks (decisions of 0.05 s took 5-40 s, while simulated time ran
+        # on). Deciding inline pauses the simulated world during a decision, as a lockstep clock should.
+        params['explorer']['decide_in_background'] = False
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / 'parameters.json').write_text(json.dumps(params, indent=2))
 
