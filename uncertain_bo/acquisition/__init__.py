@@ -122,13 +122,6 @@ register(Method(
     train_on='location', robust_candidates=True,
     make_acquisition=lambda model, candidates, beta: UpperConfidenceBound(model, candidates, beta)))
 
-register(Method(
-    name='ugp_ucb_inbox',
-    description='uGP-UCB with in_box_exploration (the exploration term weighted by the share of the kernel '
-                'footprint inside the search box); the same as method ugp_ucb with in_box_exploration: true',
-    train_on='location', robust_candidates=True,
-    make_acquisition=lambda model, candidates, beta: UpperConfidenceBound(model, candidates, beta, in_box=True)))
-
 from . import igp_ucb  # noqa: E402,F401  (registers 'igp_ucb')
 from . import uei  # noqa: E402,F401  (registers 'uei')
 from . import airbo  # noqa: E402,F401  (registers 'airbo', 'airbo_empirical', 'ugp_kme', 'skl', 'erbf', 'gp_ucb')
