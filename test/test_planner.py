@@ -99,3 +99,27 @@ def test_fixed_hyperparameters_use_cheap_updates():
     planner.suggest()
     assert planner.model.hyperparameters()['lengthscale'] == pytest.approx(before['lengthscale'])
     assert all(d.fit_seconds == 0.0 for d in planner.decisions)
+
+
+def test_refit_schedule_fits_through_the_initial_design_then_every_refit_every():
+    """With refit_every > 1 the first decision must not rest on a fit to the first observation (review
+    defect: fits happened at n = 1 and n = 1 + refit_every)."""
+    import torch
+
+    from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
+    from uncertain_bo.planner import Planner
+
+    bounds = torch.tensor([[0.0, 0.0], [10.0, 10.0]], dtype=torch.float64)
+    p = Planner(bounds, GaussianExecutionNoise.isotropic(0.1, 2), n_initial=5, refit_every=10, seed=3)
+    fitted = []
+    for _ in range(16):
+        x = p.suggest()
+        if p.decisions[-1].phase == 'acquisition':
+            fitted.append(p.fitted_on)
+        p.observe(x, Gaussian(x[None], torch.eye(2, dtype=torch.float64)[None] * 0.01),
+                  float(torch.sin(x[0]) * torch.cos(x[1])))
+        p.recommend()
+        if p.n <= 5:
+            assert p.fitted_on == p.n            # every observation of the initial design
+    assert fitted[0] == 5                        # the first decision uses the whole initial design
+    assert set(fitted[:10]) == {5} and fitted[10] == 15   # then every refit_every = 10 observations

@@ -189,6 +189,7 @@ class Planner:
         self._pending: list[tuple[LocationDistributions, float]] = []  # observed, not yet in the GP
         self._since_fit = 0
         self._fitted = False
+        self._fitted_on: int | None = None  # observations in the GP at its last hyperparameter fit
         self._fit_seconds_unbilled = 0.0  # fits made by recommend(), billed to the next decision
         self._strategy: Strategy | None = self._method.make_strategy() if self._method.make_strategy else None
         self.decisions: list[Decision] = []
@@ -272,6 +273,7 @@ class Planner:
             self._strategy = self._method.make_strategy()
         self._since_fit = 0
         self._fitted = False
+        self._fitted_on = None
         self._design = self._initial_design()
         if self._journal is not None:
             self._journal.append({'type': 'bounds', 'bounds': bounds.tolist(), 'index': self.n,
@@ -335,6 +337,11 @@ class Planner:
                                   'acquisition_value': _finite_or_none(decision.acquisition_value),
                                   'beta': _finite_or_none(decision.beta), 'wall_time': time.time()})
         return target
+
+    @property
+    def fitted_on(self) -> int | None:
+        """Number of observations the GP hyperparameters were last fitted on (None: never fitted)."""
+        return self._fitted_on
 
     @property
     def position(self) -> Tensor:
@@ -524,7 +531,11 @@ class Planner:
 
     def _update_model(self, refit: bool = True) -> float:
         """Move pending observations into the GP; refit hyperparameters when due (always if never fitted,
-        e.g. after resuming from a journal). Returns the fit's wall time, s."""
+        e.g. after resuming from a journal). Returns the fit's wall time, s.
+
+        The schedule: after every observation while the initial design is under way (``n <= n_initial``: the
+        fits are cheap and the first decision must not rest on a fit to the first point alone), then every
+        ``refit_every`` observations. With ``refit_every = 1`` that is every observation."""
         if self._pending:
             new_locs = cat([p[0] for p in self._pending])
             new_y = torch.tensor([p[1] for p in self._pending], dtype=DTYPE)
@@ -535,7 +546,8 @@ class Planner:
                 self._since_fit = max(self._since_fit, 1)
             else:
                 self.model.append(new_locs, new_y)
-        due = self.refit_every > 0 and ((refit and self._since_fit >= self.refit_every) or not self._fitted)
+        period = 1 if self.model.n <= self.n_initial else self.refit_every
+        due = self.refit_every > 0 and ((refit and self._since_fit >= period) or not self._fitted)
         if due and self.model.n > 0:
             t0 = time.perf_counter()
             # the fit's retries draw from the global torch stream (BoTorch samples restarts from the priors):
@@ -544,6 +556,7 @@ class Planner:
                 torch.manual_seed(self.seed * 100_003 + self.model.n)
                 self.model.fit()
             self._fitted = True
+            self._fitted_on = self.model.n
             self._since_fit = 0
             return time.perf_counter() - t0
         return 0.0
