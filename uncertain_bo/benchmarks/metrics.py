@@ -21,13 +21,17 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..planner import RECOMMENDATION_RULES
+
 __all__ = ['group_runs', 'curves', 'summarize', 'paired_comparisons', 'markdown_tables', 'FINAL_STATS']
+
+#: the planner's recommendation rules, each scored on every run (``final['rule_<name>']``)
+RULES = tuple(RECOMMENDATION_RULES)
 
 #: per-run finals aggregated as median / mean / std where present (exploration problems)
 FINAL_STATS = ('rec_normalised_regret', 'reading_normalised_regret', 'best_visited_normalised_regret',
                'reading_regret', 'best_visited_regret', 'distance_driven_m', 'mission_time_s', 'edge_fraction',
-               'rule_past_mean', 'rule_past_lcb', 'rule_area_mean', 'rule_highest_reading')
-RULES = ('past_mean', 'past_lcb', 'area_mean', 'highest_reading')
+               *(f'rule_{r}' for r in RULES))
 
 GROUP_KEYS = ('problem', 'method', 'variant')
 
