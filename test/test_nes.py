@@ -111,13 +111,17 @@ def test_robust_max_values_match_a_dense_grid_maximum():
     gp, _, _ = _model()
     view = _view(gp)
     bounds = torch.tensor([[0.0], [1.0]], dtype=DTYPE)
-    mv, argmax, g_tilde = sample_robust_max_values(view, bounds, num=20, n_features=500, seed=4, raw_points=64)
+    mv, argmax, g_tilde = sample_robust_max_values(view, bounds, num=20, n_features=500, seed=4, raw_points=64,
+                                                   polish=True)
     grid = torch.linspace(0, 1, 20_001, dtype=DTYPE)[:, None]
     with torch.no_grad():
         dense = g_tilde(grid).max(0).values
         at = g_tilde(argmax).diagonal()
     assert torch.allclose(mv, dense, atol=1e-6)   # L-BFGS-B from 64 points finds the grid maximum
     assert torch.allclose(mv, at)
+    mv1, _, g1 = sample_robust_max_values(view, bounds, num=20, n_features=500, seed=4)   # 1-D default: 1024 points
+    with torch.no_grad():
+        assert torch.allclose(mv1, g1(grid).max(0).values, atol=1e-4)
     levels = max_value_levels(mv, 3)
     assert levels.shape == (3,) and (levels[1:] >= levels[:-1]).all()
 

@@ -238,8 +238,8 @@ def lengthscale_prior_factory(sigma_x: np.ndarray, prior: bool, fixed: dict[str,
     """``model_factory(bounds, kernel)`` for the two regimes: the reference code's lengthscale hyperprior
     :math:`\\log\\ell_j \\sim \\mathcal N(\\log\\sigma_{x,j}, 0.07^2)` (``prior``, in the model's unit-cube units,
     lengthscales starting at :math:`\\sigma_x`) or a free marginal-likelihood fit of the lengthscales; both keep the
-    model's weak Gamma prior on :math:`\\sigma_f^2` (without it the fits on the first one or two
-    points of the initial design send :math:`\\sigma_f^2 \\to 0`, and later fits, started there, stay); ``fixed``: hyperparameters
+    model's weak Gamma prior on :math:`\\sigma_f^2` (without it the fits on the first one or two points of the
+    initial design send :math:`\\sigma_f^2 \\to 0`, and later fits, started there, stay); ``fixed``: hyperparameters
     held at these values (``lengthscale``, ``outputscale``, ``noise``; no refits)."""
 
     def factory(bounds: Tensor, kernel):
