@@ -81,6 +81,8 @@ def add_parser(subparsers) -> None:
                               description='Mean ± std regret curves (and mismatch / beta sweeps) as PNG.')
     p.add_argument('dir', help='output directory of `uncertain-bo bench`')
     p.add_argument('--std', type=float, default=1.0, help='half-width of the bands in std (default 1)')
+    p.add_argument('--band', choices=['std', 'quartiles'], default='std',
+                   help='curves: mean ± std (default) or median with the 25-75 %% band (NES benchmarks)')
     p.add_argument('--out', default=None, help='where to write the PNGs (default: DIR)')
     p.set_defaults(func=plot_main)
 
@@ -165,7 +167,7 @@ def plot_main(args: argparse.Namespace) -> int:
     except (OSError, json.JSONDecodeError):
         command = None
     write_tables(results, args.dir, command=command)  # tables from every run in DIR/runs
-    for path in plot_directory(results, args.out or args.dir, std_mult=args.std):
+    for path in plot_directory(results, args.out or args.dir, std_mult=args.std, band=args.band):
         print(f'wrote {path}')
     return 0
 

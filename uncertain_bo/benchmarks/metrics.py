@@ -23,7 +23,8 @@ import numpy as np
 
 from ..planner import RECOMMENDATION_RULES
 
-__all__ = ['group_runs', 'curves', 'summarize', 'paired_comparisons', 'markdown_tables', 'FINAL_STATS']
+__all__ = ['group_runs', 'curves', 'quantile_curves', 'summarize', 'paired_comparisons', 'markdown_tables',
+           'FINAL_STATS']
 
 #: the planner's recommendation rules, each scored on every run (``final['rule_<name>']``)
 RULES = tuple(RECOMMENDATION_RULES)
@@ -50,6 +51,20 @@ def curves(runs: Sequence[dict[str, Any]], key: str = 'mean_regret') -> tuple[np
     vals = np.array([[rec[key] for rec in r['records'][:n]] for r in runs], dtype=float)
     t = np.arange(1, n + 1)
     return t, vals.mean(0), vals.std(0, ddof=1) if len(runs) > 1 else np.zeros(n)
+
+
+def quantile_curves(runs: Sequence[dict[str, Any]], key: str = 'rec_regret',
+                    q: tuple[float, float, float] = (0.25, 0.5, 0.75)) -> tuple[np.ndarray, np.ndarray]:
+    """``(t, quantiles (3, T))`` of a per-iteration quantity over runs (default: 25 %, median, 75 %; the
+    figures of Fröhlich et al. 2020), truncated to the shortest run."""
+    n = min(len(r['records']) for r in runs)
+    vals = np.array([[rec[key] for rec in r['records'][:n]] for r in runs], dtype=float)
+    return np.arange(1, n + 1), np.quantile(vals, q, axis=0)
+
+
+def _quartiles(values: Sequence[float | None]) -> list[float] | None:
+    v = [x for x in values if x is not None and np.isfinite(x)]
+    return [float(x) for x in np.quantile(v, (0.25, 0.5, 0.75))] if v else None
 
 
 def _mean_std(x: Sequence[float]) -> tuple[float, float]:
@@ -138,7 +153,8 @@ def paired_comparisons(results: Sequence[dict[str, Any]],
 
 
 def summarize(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Per-run finals and per-configuration aggregates (mean and sample std over seeds; medians and
+    """Per-run finals and per-configuration aggregates (mean and sample std over seeds; the final recommendation's
+    regret and distance to the robust optimiser as quartiles ``[25 %, median, 75 %]``; medians and
     :data:`FINAL_STATS` for exploration problems), and :func:`paired_comparisons`."""
     runs, groups = [], []
     for r in results:
@@ -162,6 +178,8 @@ def summarize(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
             'n_runs': len(rs), 'seeds': sorted(r['spec']['seed'] for r in rs), 'iterations': s['iterations'],
             'mean_regret_mean': mr[0], 'mean_regret_std': mr[1], 'rec_regret_mean': rr[0], 'rec_regret_std': rr[1],
             'rec_distance_median': float(np.median(dist)) if dist else None,
+            'rec_regret_quartiles': _quartiles([r['final']['rec_regret'] for r in rs]),
+            'rec_distance_quartiles': _quartiles(dist or []),
             'argmax_tolerance': tol,
             'n_within_tolerance': int(sum(v <= tol for v in dist)) if tol is not None and dist else None,
             'median_decision_seconds': float(np.median(secs)) if secs else None,

@@ -25,15 +25,19 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .metrics import curves, group_runs
+from .metrics import curves, group_runs, quantile_curves
 
 __all__ = ['plot_directory']
 
-COLORS = {'ugp_ucb': 'tab:blue', 'igp_ucb': 'tab:orange', 'uei': 'tab:green', 'airbo': 'tab:red',
+COLORS = {'nes_ep': 'tab:red', 'nes_rs': 'darkred', 'bo_uu_ei': 'tab:purple', 'bo_uu_ucb': 'tab:olive',
+          'bo_uu_mes': 'tab:pink', 'ei': 'black',
+          'ugp_ucb': 'tab:blue', 'igp_ucb': 'tab:orange', 'uei': 'tab:green', 'airbo': 'tab:red',
           'airbo_empirical': 'tab:pink', 'ugp_kme': 'tab:blue', 'skl': 'tab:purple', 'erbf': 'tab:brown',
           'gp_ucb': 'tab:gray', 'lawnmower': 'tab:olive', 'lawnmower_fixed': 'khaki', 'random': 'tab:cyan',
           'botorch_robust': 'tab:red'}
-LABELS = {'ugp_ucb': 'uGP-UCB', 'igp_ucb': 'IGP-UCB', 'uei': 'UEI', 'airbo': 'AIRBO',
+LABELS = {'nes_ep': 'NES-EP', 'nes_rs': 'NES-RS', 'bo_uu_ei': 'BO-UU EI', 'bo_uu_ucb': 'BO-UU UCB',
+          'bo_uu_mes': 'BO-UU MES', 'ei': 'standard EI',
+          'ugp_ucb': 'uGP-UCB', 'igp_ucb': 'IGP-UCB', 'uei': 'UEI', 'airbo': 'AIRBO',
           'airbo_empirical': 'AIRBO (empirical MMD)', 'ugp_kme': 'uGP (KME)', 'skl': 'SKL-UCB', 'erbf': 'ERBF-UCB',
           'gp_ucb': 'GP-UCB', 'lawnmower': 'lawnmower', 'lawnmower_fixed': 'lawnmower (unshifted)',
           'random': 'random tour', 'botorch_robust': 'BoTorch robust (qLogNEI)'}
@@ -60,8 +64,15 @@ def _finals(runs: Sequence[dict[str, Any]], key: str = 'mean_regret') -> np.ndar
     return np.array([r['final'][key] for r in runs], dtype=float)
 
 
-def plot_directory(results: Sequence[dict[str, Any]], out_dir: str | Path, std_mult: float = 1.0) -> list[Path]:
-    """Draw every applicable figure for ``results`` into ``out_dir``; returns the written files."""
+def plot_directory(results: Sequence[dict[str, Any]], out_dir: str | Path, std_mult: float = 1.0,
+                   band: str = 'std') -> list[Path]:
+    """Draw every applicable figure for ``results`` into ``out_dir``; returns the written files.
+
+    ``band``: ``'std'`` (mean ± ``std_mult`` std over seeds) or ``'quartiles'`` (median with the 25/75 %
+    band, as Fröhlich et al. 2020 plot; the distance of the recommendation to the robust optimiser is then drawn
+    for every problem)."""
+    if band not in ('std', 'quartiles'):
+        raise ValueError(f"band must be 'std' or 'quartiles', got {band!r}")
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
@@ -87,7 +98,8 @@ def plot_directory(results: Sequence[dict[str, Any]], out_dir: str | Path, std_m
                    ('rec_regret', 'recommendation_regret', r'recommendation regret')]
         tols = {r['instance'].get('argmax_tolerance') for r in runs}
         tol = tols.pop() if len(tols) == 1 else None
-        if tol is not None and all('rec_distance' in rec for r in runs for rec in r['records']):
+        if ((tol is not None or band == 'quartiles')
+                and all('rec_distance' in rec for r in runs for rec in r['records'])):
             metrics.append(('rec_distance', 'recommendation_distance', 'distance of the recommendation to x*'))
         for metric, fname, ylabel in metrics:
             cols = min(3, len(keys))
@@ -96,23 +108,28 @@ def plot_directory(results: Sequence[dict[str, Any]], out_dir: str | Path, std_m
             for ax, key in zip(axes.flat, keys):
                 groups = sorted(group_runs(panels[key]).items(), key=lambda kv: _order(kv[0][1]))
                 for i, ((_, method, variant), rs) in enumerate(groups):
-                    t, mean, std = curves(rs, metric)
                     c = _color(method, i)
-                    ax.plot(t, mean, color=c, label=f'{_label(method)} (n={len(rs)})')
-                    ax.fill_between(t, mean - std_mult * std, mean + std_mult * std, color=c, alpha=0.2, lw=0)
+                    if band == 'quartiles':
+                        t, (low, mid, high) = quantile_curves(rs, metric)
+                    else:
+                        t, mid, std = curves(rs, metric)
+                        low, high = mid - std_mult * std, mid + std_mult * std
+                    ax.plot(t, mid, color=c, label=f'{_label(method)} (n={len(rs)})')
+                    ax.fill_between(t, low, high, color=c, alpha=0.2, lw=0)
                 beta, mismatch, noise = key
                 title = f'{problem}: beta={beta}, ' + r'$\hat\sigma_x/\sigma_x$' + f'={mismatch:g}'
                 ax.set_title(title + ('' if noise == 'output' else f', uGP noise={noise}'), fontsize=9)
                 ax.set_xlabel('iteration t')
                 ax.set_ylabel(ylabel)
-                if metric == 'rec_distance':
+                if metric == 'rec_distance' and tol is not None:
                     ax.axhline(tol, color='k', ls='--', lw=0.8, label=f'tolerance {tol:g}')
                 ax.set_yscale('log')
                 ax.grid(alpha=0.3, which='both')
                 ax.legend(fontsize=8)
             for ax in list(axes.flat)[len(keys):]:
                 ax.axis('off')
-            fig.suptitle(f'shaded: mean ± {std_mult:g} std over seeds', fontsize=8)
+            fig.suptitle('median, shaded: 25-75 % over seeds' if band == 'quartiles' else
+                         f'shaded: mean ± {std_mult:g} std over seeds', fontsize=8)
             fig.tight_layout()
             path = out / f'{problem}_{fname}.png'
             fig.savefig(path, dpi=120)
