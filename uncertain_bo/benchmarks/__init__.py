@@ -4,7 +4,8 @@
 Problems (see :data:`PROBLEMS`): ``rkhs2d`` (paper §6.1), ``michalewicz4d`` (paper §6.2), ``rover`` (§6.3
 analogue: the simulated rover mission of the demo, in-process), and AIRBO's sampled-noise problems
 ``rkhs1d-gauss``, ``double-peak-beta``, ``bumped-bowl-10d`` (:mod:`.functions_airbo` on the generic
-:class:`~uncertain_bo.benchmarks.sampled.SampledNoiseProblem`). A problem
+:class:`~uncertain_bo.benchmarks.sampled.SampledNoiseProblem`), and NES's benchmarks ``nes-*``
+(:mod:`.nes_problems`). A problem
 supplies its own :class:`World` (how a target becomes an executed position, a location distribution and a
 reading), so a simulated rover mission plugs in as one more problem.
 """

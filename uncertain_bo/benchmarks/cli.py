@@ -47,7 +47,8 @@ def add_parser(subparsers) -> None:
                                           'records (CSV + JSON) and summaries to --out.')
     b.add_argument('--problem', required=True,
                    help='rkhs2d | michalewicz4d | rover | rover-pf | rover-degraded | rkhs1d-gauss | double-peak-beta '
-                        '| bumped-bowl-10d (registered problems)')
+                        '| bumped-bowl-10d | nes-sin | nes-rkhs | nes-gmm | nes-poly | nes-hartmann3 | nes-hartmann6 '
+                        '(each also -ml: free lengthscale fit) | nes-within-model (registered problems)')
     b.add_argument('--method', default=None,
                    help="comma-separated methods and baselines (default: the problem's: ugp_ucb,igp_ucb,uei for "
                         'rkhs2d, michalewicz4d; ugp_ucb,gp_ucb,lawnmower,random,botorch_robust for the rover '
