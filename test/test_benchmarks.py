@@ -154,8 +154,8 @@ def test_michalewicz_prior_lets_the_fit_explain_noiseless_data(seed):
     assert gp.fit()
     hp = gp.hyperparameters()
     assert hp['noise'] / (hp['noise'] + hp['outputscale']) < 0.5
-    uei = get_method('uei')
-    gp_uei = factory(inst.bounds, uei.make_kernel(4))
+    uei = get_method('uei')()
+    gp_uei = factory(inst.bounds, uei.kernel(4))
     assert gp_uei.kernel.lengthscale_prior.rate.item() == pytest.approx(10.0)
 
 
