@@ -107,9 +107,9 @@ def test_weights_problem_same_verdict_for_tensors_and_numpy(w):
     import numpy as np
 
     from uncertain_bo.distributions import weights_problem
-    expected = {0: None, 1: 'finite and non-negative', 2: 'positive total weight', 3: 'finite and non-negative',
-                4: 'overflows', 5: 'finite and non-negative', 6: 'positive total weight',
-                7: 'positive total weight'}[WEIGHT_CASES.index(w)]
+    expected = {0: None, 1: 'finite and non-negative', 2: 'positive total', 3: 'finite and non-negative',
+                4: 'overflow', 5: 'finite and non-negative', 6: 'positive total',
+                7: 'positive total'}[WEIGHT_CASES.index(w)]
     got_t, got_np = weights_problem(torch.tensor(w, dtype=torch.float64)), weights_problem(np.array(w))
     assert got_t == got_np
     assert (got_t is None) if expected is None else (expected in got_t)
@@ -133,7 +133,8 @@ def test_particle_moments_equal_the_empirical_moments(gen):
     mean, cov = particle_moments([[1.0, 2.0]], [3.0])
     assert mean.tolist() == [1.0, 2.0] and not cov.any()
     for bad, match in (([1.0, -1.0], 'particle weights must be finite'), ([1.0], 'one per sample'),
-                       ([0.0, 0.0], 'positive total')):
+                       ([0.0, 0.0], 'particle weights must have a positive total'),
+                       ([1e308, 1e308], 'particle weights overflow')):
         with pytest.raises(ValueError, match=match):
             particle_moments([[0.0, 0.0], [1.0, 1.0]], bad)
     with pytest.raises(ValueError, match='empty'):

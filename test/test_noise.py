@@ -233,8 +233,8 @@ def test_weights_problem_shared_by_empirical_and_mixture():
 
     assert weights_problem(torch.tensor([[0.2, 0.8]])) is None
     assert weights_problem(torch.tensor([[0.2, -0.1]])) == 'weights must be finite and non-negative'
-    assert weights_problem(torch.tensor([[0.0, 0.0]])) == 'each distribution needs a positive total weight'
-    with pytest.raises(InvalidDistributionError, match='positive total weight'):
+    assert weights_problem(torch.tensor([[0.0, 0.0]])) == 'weights must have a positive total (per distribution)'
+    with pytest.raises(InvalidDistributionError, match='positive total'):
         Empirical(torch.zeros(1, 2, 1), torch.zeros(1, 2))
     with pytest.raises(NoiseConfigError, match='weights'):
         GaussianMixtureNoise([float('nan'), 1.0], [[0.0], [1.0]], [[[1.0]], [[1.0]]])

@@ -86,8 +86,8 @@ def _problem_2x2(a: float, b: float, c: float, d: float, atol: float) -> str | N
 
 
 WEIGHTS_NOT_FINITE = 'weights must be finite and non-negative'
-WEIGHTS_NO_TOTAL = 'each distribution needs a positive total weight'
-WEIGHTS_TOTAL_OVERFLOWS = 'the total weight overflows (is not finite)'
+WEIGHTS_NO_TOTAL = 'weights must have a positive total (per distribution)'
+WEIGHTS_TOTAL_OVERFLOWS = 'weights overflow (their total is not finite)'
 
 
 def weights_problem(weights, m: int | None = None) -> str | None:

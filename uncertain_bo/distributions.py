@@ -113,8 +113,8 @@ def weights_problem(weights) -> str | None:
     same reasons.
 
     Returns:
-        None, ``'weights must be finite and non-negative'``, ``'each distribution needs a positive total
-        weight'`` (also for ``m = 0``) or ``'the total weight overflows (is not finite)'``.
+        None, ``'weights must be finite and non-negative'``, ``'weights must have a positive total (per
+        distribution)'`` (also for ``m = 0``) or ``'weights overflow (their total is not finite)'``.
     """
     if not isinstance(weights, Tensor):
         return _np_weights_problem(weights)
