@@ -86,7 +86,7 @@ def test_backwards_stamp_resets_buffers():
         ex.on_pose(pose(t, [1, 1]))
     assert ex.on_pose(pose(2.0, [1, 1]))  # simulation reset / bag loop
     assert ex.latest_pose.stamp == 2.0
-    assert len(ex._poses) == 1
+    assert len(ex.inputs.poses) == 1
     assert any('backwards' in k for k in ex.rejected)
 
 
@@ -320,7 +320,7 @@ def test_runtime_parameter_changes_take_effect(tmp_path):
     ex.apply_parameters({'beta': 1.5, 'pose_buffer_size': 20, 'search_bounds': None,
                          'execution_noise_std': None})
     assert ex.planner._beta(0, None) == 1.5
-    assert ex._poses.maxlen == 20
+    assert ex.inputs.poses.maxlen == 20
     assert ex.planner.bounds.tolist() == [[10.0, 10.0], [20.0, 20.0]]
     t = at_goal_until(ex, host, 0.0, lambda: ex.planner.n == 2)
     assert all((10 <= g).all() and (g <= 20).all() for g in host.goals[1:])  # next decisions in the new box

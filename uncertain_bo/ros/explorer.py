@@ -37,10 +37,8 @@ start-up configuration.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import logging
 import math
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -197,7 +195,8 @@ class ExplorerNode(Node):
             metadata={'node': self.get_fully_qualified_name(), 'parameters': self.p})
         self._decider = (ThreadPoolExecutor(max_workers=1, thread_name_prefix='explorer-decide')
                          if self.p['decide_in_background'] else None)
-        self.explorer = Explorer(planner, self, self.p, decider=self._decider)
+        self.explorer = Explorer(planner, self, self.p, decider=self._decider,
+                                 result_file=self.run_dir / 'explorer_result.json')
         self._cloud_rng = np.random.default_rng(np.random.SeedSequence([int(self.p['seed']), 0xC10D]))
         self.recommendation: Recommendation | None = None
         self._resumed_checks(planner)
@@ -226,7 +225,6 @@ class ExplorerNode(Node):
         self._last_state: State | None = None
         self._last_rejected = 0
         self._last_status_wall = -math.inf
-        self._finish_reported = False
         self.timer = self.create_timer(1.0 / self.p['tick_rate'], self._tick)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic, clock=self._steady)
@@ -307,13 +305,7 @@ class ExplorerNode(Node):
         if now is None:
             return
         ex = self.explorer
-        if ex.state is State.DONE:
-            if not self._finish_reported and ex.planner.n:  # resumed a journal that was already complete
-                self.finished(self.recommendation or ex.planner.recommend())
-            if ex.planner.n >= self.p['max_measurements']:
-                self._status_on_change()
-                return
-        ex.tick(now)
+        ex.tick(now)   # when done: reports a resumed journal that was already complete, else returns at once
         if self._maps_dirty and ex.state is not State.DECIDING:
             self._update_maps()
         self._status_on_change()
@@ -334,14 +326,7 @@ class ExplorerNode(Node):
         self._publish_markers()
 
     def _on_parameters(self, changed: dict[str, Any]) -> None:
-        explorer_keys = {p.name for p in EXPLORER_PARAMS}
-        ex_changed = {k: v for k, v in changed.items() if k in explorer_keys}
-        if ex_changed:
-            self.explorer.apply_parameters(ex_changed)
-        journal = self.explorer.planner.journal_file
-        if journal is not None:
-            journal.append({'type': 'parameters', 'changed': changed, 'index': self.explorer.planner.n,
-                            'wall_time': time.time()})
+        self.explorer.apply_parameters(changed)   # journals the change; the node's own keys are ignored there
         if 'diagnostics_period' in changed:
             self.destroy_timer(self.status_timer)
             self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic,
@@ -379,10 +364,6 @@ class ExplorerNode(Node):
         self.recommendation = rec
         self._maps_dirty = True
         sd = math.sqrt(max(position_trace(m.pose.cov) / 2.0, 0.0))
-        journal = self.explorer.planner.journal_file
-        if journal is not None:
-            journal.append({'type': 'recommendation', 'index': m.index, 'target': rec.target.tolist(),
-                            'mean': rec.mean, 'std': rec.std})
         self.get_logger().info(
             f"measurement {m.index + 1}/{self.p['max_measurements']}: reading {m.reading.value:.6g} at "
             f"({m.pose.xy[0]:.2f}, {m.pose.xy[1]:.2f}) ± {sd:.2f} m (target ({m.target[0]:.2f}, "
@@ -390,17 +371,11 @@ class ExplorerNode(Node):
             f"({rec.target[0]:.2f}, {rec.target[1]:.2f}) μ̂ = {rec.mean:.2f} ± {rec.std:.2f}")
 
     def finished(self, rec: Recommendation) -> None:
+        # the explorer has written explorer_result.json and the journal
         self.recommendation = rec
-        self._finish_reported = True
-        result = {'recommended_target': rec.target.tolist(), 'predicted_robust_value': rec.mean,
-                  'predicted_std': rec.std, 'measurements': self.explorer.planner.n,
-                  'rejected': dict(self.explorer.rejected)}
-        path = self.run_dir / 'explorer_result.json'
-        tmp = path.with_suffix('.json.tmp')
-        tmp.write_text(json.dumps(result, indent=2))
-        os.replace(tmp, path)  # atomic: a crash leaves the old file or the new one, never half of one
         self.get_logger().info(
-            f'done: robust peak believed at ({rec.target[0]:.2f}, {rec.target[1]:.2f}) m, '
+            f'done ({self.explorer.done_reason}): robust peak believed at ({rec.target[0]:.2f}, '
+            f'{rec.target[1]:.2f}) m, '
             f'E[f] ≈ {rec.mean:.2f} ± {rec.std:.2f}; journal {self.run_dir / "journal.jsonl"}')
         self._update_maps()
         self._publish_status()

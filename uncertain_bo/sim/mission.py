@@ -76,9 +76,13 @@ class MissionResult:
         true_positions: ``(n, 2)`` where each reading was really taken, m.
         sim_time: simulated duration, s.
         wall_time: wall-clock duration, s.
-        completed: all measurements were taken before ``max_sim_time``.
+        completed: the explorer finished before ``max_sim_time``: all measurements taken, or a budget spent
+            (``max_distance``, ``max_mission_time``; see ``stop_reason``).
         rejected: the explorer's rejection counters.
         trajectory: ``(k, 5)`` rows ``(t, true x, true y, estimated x, estimated y)`` at 1 Hz.
+        stop_reason: why the explorer ended the mission (None if it did not).
+        distance_estimate: distance driven as the explorer measured it on the pose estimates (what
+            ``max_distance`` is checked against), m.
     """
 
     planner: Planner
@@ -90,6 +94,8 @@ class MissionResult:
     completed: bool
     rejected: dict[str, int]
     trajectory: np.ndarray = field(repr=False)
+    stop_reason: str | None = None
+    distance_estimate: float = 0.0
 
 
 class _Host:
@@ -194,4 +200,5 @@ class Mission:
         return MissionResult(self.planner, host.measurements, host.recommendations,
                              np.array(host.true_positions).reshape(-1, 2), s.t,
                              time.perf_counter() - wall0, explorer.state is State.DONE,
-                             dict(explorer.rejected), np.array(trajectory))
+                             dict(explorer.rejected), np.array(trajectory), explorer.done_reason,
+                             explorer.budget.distance)
