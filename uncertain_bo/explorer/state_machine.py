@@ -162,7 +162,7 @@ class Explorer:
         self.locations = LocationPolicy(self.planner, self.params)
         journal = self.planner.journal_file
         self.budget = TravelBudget.resumed(self.params, journal.observations if journal is not None else [])
-        self._goal_time = self._dwell_end = self._measure_start = 0.0
+        self._goal_time = self._dwell_end = self._measure_start = self._stop_start = 0.0
         self._timed_out = False
         self._retries = 0
         self._last_now: float | None = None
@@ -262,6 +262,7 @@ class Explorer:
             self._goal_time += shift
             self._dwell_end += shift
             self._measure_start += shift
+            self._stop_start += shift
             self.budget.shift(shift)
         if self.state is State.DRIVING and self._last_now is not None:
             self.budget.drove(now - self._last_now)
@@ -384,6 +385,7 @@ class Explorer:
             self._unsent = target
             self._finish(reason, stop=False)
             return
+        self.budget.stopped()      # the leg starts here: the odometer's step so far is complete
         self.last_decision_wall_time = time.time()
         self.target = target
         self._goal_time = now
@@ -413,6 +415,8 @@ class Explorer:
             self._start_dwell(now)
 
     def _start_dwell(self, now: float) -> None:
+        self.budget.stopped()
+        self._stop_start = now
         self.state = State.DWELLING
         self._dwell_end = now + self.params['dwell_time']
 
@@ -454,6 +458,7 @@ class Explorer:
             self.reject('measurement', 'invalid observation', str(exc))
             return
         self.locations.stored(location)
+        self.budget.measured(now - self._stop_start)
         m = Measurement(index, self.target.copy(), pose, reading, self._timed_out)
         rec = self.planner.recommend()
         journal = self.planner.journal_file

@@ -137,14 +137,16 @@ class Mission:
         method: planner method name (overrides ``params['explorer']['method']``).
         execution_noise: the planner's execution-noise model (default
             ``N(x, diag(execution_noise_std²))``).
-        journal: optional journal path for the planner.
+        journal: optional journal path for the planner (the explorer adds its recommendation records).
+        result_file: optional path of the explorer's result JSON (written when the mission ends).
         planner_kwargs: extra :class:`~uncertain_bo.planner.Planner` arguments (e.g. ``beta``).
     """
 
     def __init__(self, params: dict[str, dict[str, Any]], *, field: Field | None = None,
                  method: str | None = None, execution_noise: ExecutionNoise | None = None,
-                 journal=None, planner_kwargs: dict[str, Any] | None = None):
+                 journal=None, planner_kwargs: dict[str, Any] | None = None, result_file=None):
         self.params = params
+        self.result_file = result_file
         sim, ex = params['sim_rover'], params['explorer']
         self.world = SimWorld(field, sim)
         self.field = self.world.field
@@ -163,7 +165,7 @@ class Mission:
             on_measurement: Callable[[Measurement, Recommendation], None] | None = None) -> MissionResult:
         """Run until the explorer is done (or ``max_sim_time`` simulated seconds)."""
         host = _Host(on_measurement)
-        explorer = Explorer(self.planner, host, self.params['explorer'])
+        explorer = Explorer(self.planner, host, self.params['explorer'], result_file=self.result_file)
         world, ekf, law = self.world, self.ekf, self.law
         pf = isinstance(ekf, ParticleFilter)
         frame = self.params['explorer']['frame_id']
