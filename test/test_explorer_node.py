@@ -3,6 +3,7 @@
 Own rclpy context on ROS domain 200 + pid % 30 (200..229, below the 233 limit), apart from the other
 ROS test modules.
 """
+import contextlib
 import json
 import os
 import time
@@ -54,13 +55,24 @@ class Probe:
         self.reading.publish(cv.make_reading('temperature', self.now(), 'base_link', value, 0.01))
 
 
-def test_pose_and_reading_in_goal_out(context, tmp_path):
+@contextlib.contextmanager
+def wall_clock_run(context, tmp_path):
+    """The explorer node and a Probe on one executor (wall clock); destroyed on exit."""
     node = make_explorer(context, tmp_path)
     probe = Probe(context)
     ex = SingleThreadedExecutor(context=context)
     ex.add_node(node)
     ex.add_node(probe.node)
     try:
+        yield node, probe, ex
+    finally:
+        ex.shutdown()
+        node.destroy_node()
+        probe.node.destroy_node()
+
+
+def test_pose_and_reading_in_goal_out(context, tmp_path):
+    with wall_clock_run(context, tmp_path) as (node, probe, ex):
         assert spin_until(ex, lambda: bool(probe.goals and probe.plans),
                           every=lambda: probe.publish_pose([10.0, 10.0]))
         goal = probe.goals[-1]
@@ -74,10 +86,6 @@ def test_pose_and_reading_in_goal_out(context, tmp_path):
             probe.publish_reading(42.0)
         assert spin_until(ex, lambda: node.explorer.planner.n >= 1, every=at_target)
         assert spin_until(ex, lambda: len(probe.goals) >= 2, every=at_target)
-    finally:
-        ex.shutdown()
-        node.destroy_node()
-        probe.node.destroy_node()
     obs = [json.loads(s) for s in (tmp_path / 'journal.jsonl').read_text().splitlines()
            if '"observation"' in s]
     assert obs[0]['y'] == 42.0
@@ -86,27 +94,18 @@ def test_pose_and_reading_in_goal_out(context, tmp_path):
 
 
 def test_malformed_poses_are_rejected_over_topics(context, tmp_path):
-    node = make_explorer(context, tmp_path)
-    probe = Probe(context)
-    ex = SingleThreadedExecutor(context=context)
-    ex.add_node(node)
-    ex.add_node(probe.node)
     bad = [
         {'xy': [1.0, 1.0], 'cov': np.array([[np.nan, 0], [0, 1.0]])},
         {'xy': [1.0, 1.0], 'cov': np.array([[1.0, 3.0], [3.0, 1.0]])},
         {'xy': [1.0, 1.0], 'cov': np.array([[-1.0, 0], [0, 1.0]])},
         {'xy': [1.0, 1.0], 'frame': 'odom'},
     ]
-    try:
+    with wall_clock_run(context, tmp_path) as (node, probe, ex):
         for b in bad:
             probe.publish_pose(**b)
         assert spin_until(ex, lambda: sum(node.explorer.rejected.values()) >= 4, timeout=5.0)
         assert node.explorer.latest_pose is None
         assert not probe.goals  # never started: no valid pose yet
-    finally:
-        ex.shutdown()
-        node.destroy_node()
-        probe.node.destroy_node()
 
 
 def test_invalid_parameter_fails_at_startup_naming_it(context, tmp_path):

@@ -110,14 +110,20 @@ def test_reading_without_pose_nearby_is_dropped_and_not_stored():
     assert ex.planner.n == 0 and any('no pose within max_pose_age' in k for k in ex.rejected)
 
 
-def test_reading_held_while_localisation_lags():
-    ex, host = make(max_pose_age=0.2)
+def arrived(max_pose_age):
+    """An explorer measuring at its first goal (arrived at t = 1 s, dwell over at t = 2 s), its host, the goal."""
+    ex, host = make(max_pose_age=max_pose_age)
     ex.on_pose(pose(0.0, [1.0, 1.0]))
     ex.tick(0.0)
     goal = host.goals[0]
     ex.on_pose(pose(1.0, goal))
     ex.tick(1.0)
     ex.tick(2.0)
+    return ex, host, goal
+
+
+def test_reading_held_while_localisation_lags():
+    ex, host, goal = arrived(max_pose_age=0.2)
     ex.on_reading(Reading(3.0, 7.0))
     ex.tick(4.5)            # clock is 1.5 s past the reading, poses still at 1.0: hold, don't drop
     assert ex.planner.n == 0 and not ex.rejected
@@ -128,13 +134,7 @@ def test_reading_held_while_localisation_lags():
 
 
 def test_reading_waits_for_a_closer_pose():
-    ex, host = make(max_pose_age=0.5)
-    ex.on_pose(pose(0.0, [1.0, 1.0]))
-    ex.tick(0.0)
-    goal = host.goals[0]
-    ex.on_pose(pose(1.0, goal))
-    ex.tick(1.0)
-    ex.tick(2.0)
+    ex, host, goal = arrived(max_pose_age=0.5)
     ex.on_pose(pose(2.0, goal))
     ex.on_reading(Reading(2.3, 7.0))
     ex.tick(2.35)           # nearest pose 0.3 s old; a newer one may come: hold
