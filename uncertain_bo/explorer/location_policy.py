@@ -1,7 +1,8 @@
 """Which location distribution :math:`P^L_t` a measurement gets: a Gaussian, a particle cloud, or (for the GP)
 the commanded target.
 
-The method decides what its GP trains on (docs/architecture.md, "How a method plugs in"):
+The method decides what its GP trains on (:attr:`~uncertain_bo.planner.Planner.input_kind`; docs/architecture.md,
+"How a method plugs in"):
 
 - **samples** — a sample-based kernel (:class:`~uncertain_bo.kernels.SampleDistributionKernel`: ``airbo``,
   ``airbo_empirical``, ``ugp_kme``). A pose estimate that carries the localiser's particle cloud
@@ -29,9 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..acquisition import get_method
 from ..distributions import DTYPE, Empirical, Gaussian, InvalidDistributionError, LocationDistributions
-from ..kernels import SampleDistributionKernel
 from ..planner import Planner
 from .inputs import PoseEstimate, psd_projection
 
@@ -70,11 +69,10 @@ def resample_particles(samples: np.ndarray, weights: np.ndarray | None, m: int,
 
 
 def takes_sample_sets(planner: Planner) -> bool:
-    """True when ``planner``'s GP trains on location distributions through a sample-based kernel
-    (:class:`~uncertain_bo.kernels.SampleDistributionKernel`), i.e. an empirical location distribution is
-    used as such rather than moment-matched."""
-    return (get_method(planner.method).train_on == 'location'
-            and isinstance(planner.model.kernel, SampleDistributionKernel))
+    """True when ``planner``'s GP trains on sample sets (:attr:`~uncertain_bo.planner.Planner.input_kind` is
+    ``'samples'``: a sample-based kernel), i.e. an empirical location distribution is used as such rather than
+    moment-matched."""
+    return planner.input_kind == 'samples'
 
 
 class LocationPolicy:
@@ -85,7 +83,9 @@ class LocationPolicy:
         params: the explorer's parameters (``max_particles``, ``seed``).
 
     Attributes:
-        samples: the method's GP trains on sample sets (empirical location distributions).
+        kind: what the method's GP trains on (:attr:`~uncertain_bo.planner.Planner.input_kind`): ``'target'``,
+            ``'gaussian'`` or ``'samples'``.
+        samples: ``kind == 'samples'`` (empirical location distributions are kept as such).
         stored_particles: the run's kind once decided: None (nothing stored yet), 0 (Gaussian) or the particle
             count of its empirical locations.
     """
@@ -93,7 +93,8 @@ class LocationPolicy:
     def __init__(self, planner: Planner, params: dict[str, Any]):
         self.params = params
         self.rng = np.random.default_rng(np.random.SeedSequence([int(params['seed']), 0x9A27]))
-        self.samples = takes_sample_sets(planner)
+        self.kind = planner.input_kind
+        self.samples = self.kind == 'samples'
         self.stored_particles = self._journal_particles(planner)
 
     def _journal_particles(self, planner: Planner) -> int | None:
