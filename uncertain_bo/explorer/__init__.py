@@ -25,11 +25,11 @@ from .inputs import (MAX_ABS_COORDINATE, READING_QUEUE, InputStreams, PoseEstima
                      psd_projection)
 from .location_policy import LocationPolicy, resample_particles, takes_sample_sets
 from .parameters import (EXPLORER_PARAMS, MAX_ABS_READING, RESUME_FRACTION, check_explorer_parameters,
-                         planner_from_parameters, update_planner)
+                         planner_from_parameters, run_folder, update_planner)
 from .state_machine import Explorer, ExplorerOutputs, Measurement, State, execution_noise_summary
 
 __all__ = ['Explorer', 'ExplorerOutputs', 'State', 'PoseEstimate', 'Reading', 'Measurement',
            'EXPLORER_PARAMS', 'RESUME_FRACTION', 'READING_QUEUE', 'MAX_ABS_COORDINATE', 'MAX_ABS_READING',
            'check_explorer_parameters', 'psd_projection', 'position_trace', 'resample_particles',
-           'takes_sample_sets', 'planner_from_parameters', 'update_planner', 'InputStreams', 'LocationPolicy',
-           'TravelBudget', 'ODOMETER_STEP', 'execution_noise_summary']
+           'takes_sample_sets', 'planner_from_parameters', 'update_planner', 'run_folder', 'InputStreams',
+           'LocationPolicy', 'TravelBudget', 'ODOMETER_STEP', 'execution_noise_summary']

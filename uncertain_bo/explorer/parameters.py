@@ -7,6 +7,8 @@ the one place that maps parameters onto planner settings, for both hosts.
 """
 from __future__ import annotations
 
+import datetime as _dt
+from pathlib import Path
 from typing import Any, Mapping
 
 import torch
@@ -14,11 +16,12 @@ import torch
 from ..acquisition import METHODS
 from ..distributions import DTYPE, GaussianExecutionNoise
 from ..optim import OptimizerSettings
-from ..parameters import Param
+from ..parameters import Param, ParameterError
 from ..planner import RECOMMENDATION_RULES, Planner
+from ..user_errors import UsageError, check_run_dir
 
 __all__ = ['EXPLORER_PARAMS', 'RESUME_FRACTION', 'MAX_ABS_READING', 'check_explorer_parameters',
-           'planner_from_parameters', 'update_planner', 'PLANNER_SETTINGS']
+           'planner_from_parameters', 'update_planner', 'PLANNER_SETTINGS', 'run_folder', 'RESUME_CHECKED']
 
 #: after a divergence pause, resume when the covariance trace is below this fraction of the threshold
 RESUME_FRACTION = 0.8
@@ -116,6 +119,25 @@ def check_explorer_parameters(values: Mapping[str, Any]) -> str | None:
     if r is not None and not r[1] > r[0]:
         return f"parameter 'reading_range' = {list(r)} is invalid: need [low, high] with high > low"
     return None
+
+
+#: parameters whose change between a journal's run and its resumption is worth a warning
+RESUME_CHECKED = ('search_bounds', 'method', 'seed', 'n_initial', 'execution_noise_std')
+
+
+def run_folder(params: Mapping[str, Any]) -> Path:
+    """The run folder named by ``run_dir`` (empty: ``runs/<date-time>``), created if needed.
+
+    Raises:
+        ParameterError: ``run_dir`` (or a parent of it) is a file.
+    """
+    run_dir = Path(params['run_dir'] or Path('runs') / _dt.datetime.now().strftime('%Y%m%d-%H%M%S'))
+    try:
+        check_run_dir(run_dir, "parameter 'run_dir'")
+    except UsageError as exc:
+        raise ParameterError(str(exc)) from None
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
 
 
 def _bounds(params: Mapping[str, Any]) -> torch.Tensor:

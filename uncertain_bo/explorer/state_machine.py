@@ -48,7 +48,7 @@ from ..planner import InvalidObservationError, Planner, Recommendation
 from .budget import TravelBudget
 from .inputs import InputStreams, PoseEstimate, Reading, position_trace
 from .location_policy import LocationPolicy
-from .parameters import RESUME_FRACTION, update_planner
+from .parameters import RESUME_CHECKED, RESUME_FRACTION, update_planner
 
 __all__ = ['Explorer', 'ExplorerOutputs', 'State', 'Measurement', 'execution_noise_summary']
 
@@ -177,8 +177,27 @@ class Explorer:
         self._unsent: np.ndarray | None = None      # a decided target a budget did not let us send
         self._done_limits: tuple | None = None
         self._finish_reported = False
+        self._log_resume()
         if self.planner.n >= self.params['max_measurements']:
             self._end(f"max_measurements = {self.params['max_measurements']} reached")
+
+    def _log_resume(self) -> None:
+        """Say what a resumed journal brought (and which of its parameters differ from this run's)."""
+        planner, journal = self.planner, self.planner.journal_file
+        if journal is None or not (planner.n or planner.decisions):
+            return
+        pending = planner.resumed_target
+        log.info('resumed %d measurements from %s%s', planner.n, journal.path,
+                 f'; target {planner.n + 1} ({pending[0]:.2f}, {pending[1]:.2f}) was decided before the restart '
+                 'and is sent again' if pending is not None else '')
+        before = journal.header.get('parameters') or {}
+        changed = [k for k in RESUME_CHECKED if k in before and before[k] != self.params[k]]
+        if changed:
+            log.warning('resuming a journal written with different %s',
+                        ', '.join(f'{k} ({before[k]} then, {self.params[k]} now)' for k in changed))
+        if self.budget.distance or self.budget.elapsed(0.0):
+            log.info('budgets so far: %.1f m driven, %.1f s of mission time', self.budget.distance,
+                     self.budget.elapsed(0.0))
 
     # ------------------------------------------------------------ views
     @property

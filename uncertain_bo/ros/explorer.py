@@ -19,7 +19,10 @@ Publishes:
     decision; every ``diagnostics_period`` and on changes).
 
 All logic lives in :class:`uncertain_bo.explorer.Explorer` and :mod:`uncertain_bo.operator_view`; this node
-converts messages and runs ``tick`` on a timer of the node clock (simulated time under ``use_sim_time``).
+converts messages and runs ``tick`` on a timer of the node clock (simulated time under ``use_sim_time``). The
+planner comes from the parameters through :func:`~uncertain_bo.explorer.planner_from_parameters` (as in the
+in-process mission), run-time parameter changes go to :meth:`~uncertain_bo.explorer.Explorer.apply_parameters`,
+and the run folder's files (``journal.jsonl``, ``explorer_result.json``) are written by the library.
 Decisions run on a worker thread (``decide_in_background``), so ``/diagnostics``, markers and the
 subscriptions keep going while the planner thinks; a busy executor would otherwise let the node clock jump
 ahead of queued poses (they then look stale). Poses are subscribed best effort (compatible with reliable
@@ -36,12 +39,10 @@ start-up configuration.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import logging
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -56,15 +57,14 @@ from visualization_msgs.msg import MarkerArray
 
 from ..distributions import DTYPE
 from ..explorer import (EXPLORER_PARAMS, Explorer, Measurement, PoseEstimate, Reading, State, planner_from_parameters,
-                        check_explorer_parameters, position_trace)
+                        check_explorer_parameters, position_trace, run_folder)
 from ..operator_view import GridScale, StatusReporter, grid_over, scale_to_occupancy, STATE_TEXT
 from ..parameters import Param, ParameterError
-from ..planner import Planner, Recommendation
+from ..planner import Recommendation
 from .conversions import (READING_TYPES, from_time_msg, make_path, make_pose_stamped, pose_array_from_cdr,
                           pose_array_to_particles, reading_from_msg, ros_covariance_to_xy)
 from .operator_view import (ELLIPSE_SIGMA, MarkerScene, clean_stamp, make_diagnostics, make_markers,
                             make_occupancy_grid)
-from ..user_errors import UsageError, check_run_dir
 from .params import declare_parameters
 from .spin import run_node
 
@@ -183,13 +183,7 @@ class ExplorerNode(Node):
         reason = check_explorer_parameters(self.p)
         if reason:
             raise ParameterError(reason)
-        xmin, xmax, ymin, ymax = self.p['search_bounds']
-        self.run_dir = Path(self.p['run_dir'] or Path('runs') / _dt.datetime.now().strftime('%Y%m%d-%H%M%S'))
-        try:
-            check_run_dir(self.run_dir, "parameter 'run_dir'")
-        except UsageError as exc:
-            raise ParameterError(str(exc)) from None
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.run_dir = run_folder(self.p)
         planner = planner_from_parameters(
             self.p, journal=self.run_dir / 'journal.jsonl',
             metadata={'node': self.get_fully_qualified_name(), 'parameters': self.p})
@@ -198,8 +192,7 @@ class ExplorerNode(Node):
         self.explorer = Explorer(planner, self, self.p, decider=self._decider,
                                  result_file=self.run_dir / 'explorer_result.json')
         self._cloud_rng = np.random.default_rng(np.random.SeedSequence([int(self.p['seed']), 0xC10D]))
-        self.recommendation: Recommendation | None = None
-        self._resumed_checks(planner)
+        self.recommendation: Recommendation | None = planner.recommend() if planner.n else None
 
         self.goal_pub = self.create_publisher(PoseStamped, 'goal_pose', _RELIABLE_10)
         self.plan_pub = self.create_publisher(PathMsg, 'plan', _RELIABLE_10)
@@ -233,25 +226,6 @@ class ExplorerNode(Node):
         self.get_logger().info(
             f"exploring {self.p['search_bounds']} m with {self.p['method']} ({kind}), "
             f"{self.p['max_measurements']} measurements; journal in {self.run_dir}")
-
-    def _resumed_checks(self, planner: Planner) -> None:
-        journal = planner.journal_file
-        if journal is None or not (planner.n or planner.decisions):
-            return
-        pending = planner.resumed_target
-        self.get_logger().info(
-            f'resumed {planner.n} measurements from {journal.path}'
-            + (f'; target {planner.n + 1} ({pending[0]:.2f}, {pending[1]:.2f}) was decided before the restart '
-               'and is sent again' if pending is not None else ''))
-        before = journal.header.get('parameters') or {}
-        changed = [k for k in ('search_bounds', 'method', 'seed', 'n_initial', 'execution_noise_std')
-                   if k in before and before[k] != self.p[k]]
-        if changed:
-            self.get_logger().warning(
-                'resuming a journal written with different ' + ', '.join(
-                    f'{k} ({before[k]} then, {self.p[k]} now)' for k in changed))
-        if planner.n:
-            self.recommendation = planner.recommend()
 
     def destroy_node(self) -> None:
         decider = getattr(self, '_decider', None)
