@@ -137,6 +137,9 @@ def test_time_budget_spent_mid_leg_stops_the_rover_at_once(tmp_path):
     rover.run(ex, host)
     assert ex.done_reason.startswith('max_mission_time = 5 s used') and ex.planner.n == 0
     assert len(host.stops) == 1 and rover.t <= 5.0 + 0.2
+    result = json.loads((tmp_path / 'explorer_result.json').read_text())   # no measurement, no recommendation
+    assert result['measurements'] == 0 and result['recommended_target'] is None and host.done is None
+    assert result['stopped_because'] == ex.done_reason and result['mission_time_s'] == pytest.approx(5.0, abs=0.11)
 
 
 def test_budgets_resume_from_the_journal(tmp_path):

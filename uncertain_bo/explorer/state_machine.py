@@ -505,25 +505,31 @@ class Explorer:
         self._report_finish()
 
     def _report_finish(self, rec: Recommendation | None = None) -> None:
-        """Tell the host (once per end) and write the result file; nothing before the first measurement."""
-        if self._finish_reported or not self.planner.n:
+        """Write the result file and tell the host, once per end. A mission that a budget ended before its first
+        measurement has no recommendation: the result file says so, the host is not called."""
+        if self._finish_reported:
             return
         self._finish_reported = True
-        rec = rec if rec is not None else self.planner.recommend()
+        if self.planner.n:
+            rec = rec if rec is not None else self.planner.recommend()
         if self.result_file is not None:
             self._write_result(rec)
-        self.outputs.finished(rec)
+        if rec is not None:
+            self.outputs.finished(rec)
 
-    def result(self, rec: Recommendation) -> dict[str, Any]:
-        """The run's result as written to ``result_file``: the recommendation, counts, why it ended, distance
-        driven (m), mission time (s) and the execution-noise model (:func:`execution_noise_summary`)."""
+    def result(self, rec: Recommendation | None) -> dict[str, Any]:
+        """The run's result as written to ``result_file``: the recommendation (None before any measurement),
+        counts, why it ended, distance driven (m), mission time (s) and the execution-noise model
+        (:func:`execution_noise_summary`)."""
         now = self._last_now if self._last_now is not None else 0.0
-        return {'recommended_target': rec.target.tolist(), 'predicted_robust_value': rec.mean,
-                'predicted_std': rec.std, 'measurements': self.planner.n, 'rejected': dict(self.rejected),
+        return {'recommended_target': rec.target.tolist() if rec is not None else None,
+                'predicted_robust_value': rec.mean if rec is not None else None,
+                'predicted_std': rec.std if rec is not None else None,
+                'measurements': self.planner.n, 'rejected': dict(self.rejected),
                 'stopped_because': self.done_reason, **self.budget.totals(now),
                 'execution_noise': execution_noise_summary(self.planner)}
 
-    def _write_result(self, rec: Recommendation) -> None:
+    def _write_result(self, rec: Recommendation | None) -> None:
         path = Path(self.result_file)
         tmp = path.with_suffix(path.suffix + '.tmp')
         tmp.write_text(json.dumps(self.result(rec), indent=2))

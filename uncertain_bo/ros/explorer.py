@@ -280,6 +280,10 @@ class ExplorerNode(Node):
             return
         ex = self.explorer
         ex.tick(now)   # when done: reports a resumed journal that was already complete, else returns at once
+        if ex.state is State.DONE and not ex.planner.n and self.p['exit_when_done']:
+            self.get_logger().info(f'done before the first measurement: {ex.done_reason}')  # no finished()
+            self.timer.cancel()
+            raise SystemExit(0)
         if self._maps_dirty and ex.state is not State.DECIDING:
             self._update_maps()
         self._status_on_change()
