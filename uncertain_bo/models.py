@@ -41,7 +41,7 @@ from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.means import ConstantMean
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from gpytorch.models import ExactGP
-from gpytorch.priors import GammaPrior
+from gpytorch.priors import GammaPrior, Prior
 from linear_operator.operators import DiagLinearOperator
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
@@ -87,13 +87,18 @@ class DistributionGP(ExactGP):
             :math:`\\sigma_f^2`, :math:`\\lambda`).
         priors: put BoTorch's classic Gamma priors on signal variance and noise (MAP instead of ML).
         noise_lower_bound: lower bound on :math:`\\lambda` (standardised units when ``standardize``).
+        lengthscale_prior: a prior on the kernel's lengthscales (unit-cube units) replacing the kernel's own
+            (the default kernel's Gamma(3, 6)); for kernels with GPyTorch lengthscales (expected SE,
+            unscented SE, kernel mean embeddings, SKL). None keeps the kernel's. A problem whose objective
+            has features far shorter than the box (Michalewicz) sets one that allows them.
 
     Raises:
-        ValueError: malformed ``bounds``.
+        ValueError: malformed ``bounds``; a ``lengthscale_prior`` for a kernel without GPyTorch lengthscales.
     """
 
     def __init__(self, bounds: Tensor, kernel: DistributionKernel | None = None, *,
-                 standardize: bool = True, priors: bool = True, noise_lower_bound: float = 1e-6):
+                 standardize: bool = True, priors: bool = True, noise_lower_bound: float = 1e-6,
+                 lengthscale_prior: Prior | None = None):
         bounds = torch.as_tensor(bounds, dtype=DTYPE)
         if bounds.ndim != 2 or bounds.shape[0] != 2 or not (bounds[1] > bounds[0]).all():
             raise ValueError(f'bounds must be (2, d) with upper > lower, got {bounds.tolist()}')
@@ -106,6 +111,11 @@ class DistributionGP(ExactGP):
             kernel = ExpectedRBFKernel(d, lengthscale_prior=GammaPrior(3.0, 6.0) if priors else None)
         if kernel.dim != d:
             raise ValueError(f'kernel is over R^{kernel.dim} but bounds are {d}-dimensional')
+        if lengthscale_prior is not None:
+            if not getattr(kernel, 'has_lengthscale', False):
+                raise ValueError(f'{type(kernel).__name__} has no GPyTorch lengthscale for lengthscale_prior')
+            kernel.register_prior('lengthscale_prior', lengthscale_prior, lambda m: m.lengthscale,
+                                  lambda m, v: m._set_lengthscale(v))
         self.mean_module = ConstantMean()
         self.covar_module = ScaleKernel(kernel, outputscale_prior=GammaPrior(2.0, 0.15) if priors else None)
         self.register_buffer('bounds', bounds)
