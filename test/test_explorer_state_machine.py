@@ -351,3 +351,24 @@ def test_invalid_reading_variance_and_huge_values_are_rejected():
     assert not ex.on_reading(Reading(1.0, 1e300))
     assert ex.on_reading(Reading(1.0, 5.0, 0.0))
     assert set(ex.rejected) == {'reading: invalid variance', 'reading: value out of range'}
+
+
+@pytest.mark.parametrize('message_variance, expected', [(0.0, 0.25), (0.09, 0.09)])
+def test_reading_variance_reaches_the_gp_with_reading_noise_std_as_fallback(message_variance, expected):
+    """A message's variance is the reading's noise floor; without one, reading_noise_std² is."""
+    ex, host = make(reading_noise_std=0.5)
+    ex.on_pose(pose(0.0, [1.0, 1.0]))
+    ex.tick(0.0)
+    t = 0.1
+    for _ in range(100):
+        goal = host.goals[-1]
+        ex.on_pose(pose(t, goal))
+        if abs((t * 2) - round(t * 2)) < 1e-9:
+            ex.on_reading(Reading(t + 0.03, 5.0, message_variance))
+        ex.tick(t)
+        t = round(t + 0.1, 6)
+        if host.measurements:
+            break
+    assert ex.planner.n == 1
+    ex.planner.predict(torch.zeros(1, 2, dtype=torch.float64))  # moves the observation into the GP
+    assert ex.planner.model.reading_noise.tolist() == [pytest.approx(expected)]

@@ -15,6 +15,7 @@ import torch
 
 from ..acquisition import METHODS
 from ..distributions import DTYPE, GaussianExecutionNoise
+from ..models import NOISE_PRIORS
 from ..optim import OptimizerSettings
 from ..parameters import Param, ParameterError
 from ..planner import RECOMMENDATION_RULES, Planner
@@ -51,6 +52,12 @@ EXPLORER_PARAMS = [
     Param('in_box_exploration', True, "weight UCB's exploration term by the share of the kernel footprint "
           'inside search_bounds (against targets piling up on the edge of the area; UCB methods only)',
           read_only=True),
+    Param('gp_noise_prior', 'lognormal', 'prior on the GP noise the sensor does not report (standardised '
+          'readings): ' + '; '.join(f'{k}: {v}' for k, v in NOISE_PRIORS.items()), choices=tuple(NOISE_PRIORS),
+          read_only=True),
+    Param('reading_noise_std', 0.0, "the sensor's noise std, field units, for readings that carry no variance "
+          '(std_msgs/Float64, or a variance of 0); a variance in the message wins. It is the floor of the '
+          "reading's noise in the GP; 0 = unknown (the learned noise alone)", range=(0.0, 1e12)),
     Param('learn_execution_noise', False, 'learn the execution-noise covariance online from (target, location '
           'estimate) pairs of reached goals, with execution_noise_std as the prior', read_only=True),
     Param('execution_noise_prior_weight', 5.0, 'weight of execution_noise_std as the prior of the learned '
@@ -171,7 +178,7 @@ def planner_from_parameters(params: Mapping[str, Any], **overrides) -> Planner:
                   method=params['method'], beta=params['beta'], n_initial=params['n_initial'],
                   refit_every=params['refit_every'], seed=params['seed'], budget=params['max_measurements'],
                   recommendation=params['recommendation'], travel_weight=params['travel_weight'],
-                  in_box_exploration=params['in_box_exploration'],
+                  in_box_exploration=params['in_box_exploration'], noise_prior=params['gp_noise_prior'],
                   execution_noise_prior_weight=(params['execution_noise_prior_weight']
                                                 if params['learn_execution_noise'] else None),
                   optimizer=_optimizer(params))

@@ -466,7 +466,9 @@ class Explorer:
         self.state = State.DECIDING
 
     def _store(self, pose: PoseEstimate, reading: Reading, now: float) -> None:
-        meta = {'reading_stamp': reading.stamp, 'pose_stamp': pose.stamp, 'reading_variance': reading.variance,
+        # the sensor's own variance when the message carries one, else the configured reading_noise_std²
+        variance = reading.variance if reading.variance > 0 else float(self.params['reading_noise_std']) ** 2
+        meta = {'reading_stamp': reading.stamp, 'pose_stamp': pose.stamp, 'reading_variance': variance,
                 'frame_id': pose.frame_id, 'goal_timed_out': self._timed_out, **self.budget.totals(now)}
         try:
             location = self.locations.location(pose)
