@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..covariance import covariance_problem
+from ..covariance import covariance_problem, particle_moments, weights_problem
 
 __all__ = ['PoseEstimate', 'Reading', 'InputStreams', 'MAX_ABS_COORDINATE', 'READING_QUEUE', 'WARN_PERIOD',
            'STALE_REPLAY_AGE', 'position_trace', 'psd_projection']
@@ -71,21 +71,6 @@ def psd_projection(cov: np.ndarray) -> np.ndarray:
     return np.array([[a, s], [s, d]])
 
 
-def _weights_problem(w: np.ndarray, m: int) -> str | None:
-    """Why ``w`` are not usable particle weights for ``m`` particles, or None."""
-    if w.shape != (m,):
-        return f'must be one per particle ({m}), got {w.shape[0] if w.ndim == 1 else w.shape}'
-    if not np.all(np.isfinite(w)):
-        return 'contain NaN or inf'
-    if np.any(w < 0):
-        return 'contain negative values'
-    with np.errstate(over='ignore'):
-        total = w.sum()
-    if not 0 < total < np.inf:
-        return f'must have a positive finite sum, got {total}'
-    return None
-
-
 @dataclass(frozen=True)
 class PoseEstimate:
     """A localisation estimate: stamp (s), frame, position mean ``(2,)`` m, covariance ``(2, 2)`` m², and
@@ -114,27 +99,17 @@ class PoseEstimate:
 
         Raises:
             ValueError: an empty cloud, samples not ``(m, >= 2)``, or weights that are not finite,
-                non-negative, one per particle with a positive finite sum.
+                non-negative, one per particle with a positive finite sum
+                (:func:`uncertain_bo.covariance.particle_moments`).
         """
         x = np.asarray(samples, dtype=float)
         if x.ndim != 2 or x.shape[1] < 2:
             raise ValueError(f'particle samples must be (m, 2), got shape {x.shape}')
         x = np.ascontiguousarray(x[:, :2])
-        if x.shape[0] == 0:
-            raise ValueError('empty particle cloud')
-        w = None
-        if weights is not None:
-            w = np.asarray(weights, dtype=float).reshape(-1)
-            problem = _weights_problem(w, x.shape[0])
-            if problem:
-                raise ValueError(f'particle weights {problem}')
-            with np.errstate(over='ignore', invalid='ignore', under='ignore'):
-                w = w / w.sum()
-        wn = np.full(x.shape[0], 1.0 / x.shape[0]) if w is None else w
-        with np.errstate(over='ignore', invalid='ignore', under='ignore'):
-            mean = wn @ x
-            d = x - mean
-            cov = (wn[:, None] * d).T @ d
+        mean, cov = particle_moments(x, weights)   # ValueError: an empty cloud, unusable weights
+        w = None if weights is None else np.asarray(weights, dtype=float).reshape(-1)
+        if w is not None:
+            w = w / w.sum()
         return cls(float(stamp), frame_id, mean, cov, x, w)
 
 
@@ -365,9 +340,9 @@ class InputStreams:
                 return ('particles out of range', f'a particle is beyond ±{MAX_ABS_COORDINATE:g} m (a sentinel or '
                         'overflowed value)')
             if pose.weights is not None:
-                problem = _weights_problem(np.asarray(pose.weights, dtype=float).reshape(-1), x.shape[0])
+                problem = weights_problem(np.asarray(pose.weights, dtype=float).reshape(-1), x.shape[0])
                 if problem:
-                    return 'invalid particle weights', f'particle weights {problem}'
+                    return 'invalid particle weights', f'particle {problem}'
         return None
 
     def stamp_problem(self, stamp: float, now: float, max_age: float) -> tuple[str, str] | None:
