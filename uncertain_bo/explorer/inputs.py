@@ -53,18 +53,29 @@ def position_trace(cov: np.ndarray) -> float:
 
 
 def psd_projection(cov: np.ndarray) -> np.ndarray:
-    """Exactly symmetric, positive semi-definite version of a (2, 2) covariance that passed
+    r"""Exactly symmetric, positive semi-definite version of a (2, 2) covariance that passed
     :func:`~uncertain_bo.covariance.covariance_problem` (which tolerates round-off asymmetry and tiny
     negative eigenvalues).
 
-    The off-diagonal becomes the mean of the two, negative variances become 0, and the off-diagonal is
-    clipped to ``|xy| <= sqrt(xx) sqrt(yy)`` (a 2x2 matrix is PSD iff its diagonal and determinant are
-    non-negative): robust where an eigendecomposition of an ill-conditioned matrix (e.g. variances 0 and
-    1e165, off-diagonal 1e-12) is not. Exact zeros stay zero (a Dirac).
+    The off-diagonal becomes the mean of the two and negative variances become 0; a negative eigenvalue
+    :math:`\lambda_{min}` that remains (within the check's tolerance) is lifted by adding :math:`|\lambda_{min}|`
+    to both variances, so no entry moves by more than the tolerance (clipping the off-diagonal alone moved it
+    by up to :math:`3\cdot10^{-5}` of the largest entry when a variance is 0); last, the off-diagonal is
+    clipped to ``|xy| <= sqrt(xx) sqrt(yy)`` against rounding (a 2x2 matrix is PSD iff its diagonal and
+    determinant are non-negative). Closed forms in units of the largest entry: robust where an
+    eigendecomposition of an ill-conditioned matrix (e.g. variances 0 and 1e165, off-diagonal 1e-12) is not.
+    Exact zeros stay zero (a Dirac).
     """
     c = np.asarray(cov, dtype=float).reshape(2, 2)
     a, d = max(c[0, 0], 0.0), max(c[1, 1], 0.0)
     s = 0.5 * c[0, 1] + 0.5 * c[1, 0]
+    scale = max(a, d, abs(s))
+    if 0.0 < scale < math.inf:
+        an, dn, sn = a / scale, d / scale, s / scale         # entries <= 1: no overflow
+        det = an * dn - sn * sn
+        if det < 0.0:   # -lambda_min = -2 det / (tr + sqrt(tr^2 - 4 det)), without cancellation
+            lift = -2.0 * det / ((an + dn) + math.hypot(an - dn, 2.0 * sn)) * scale
+            a, d = a + lift, d + lift
     bound = math.sqrt(a) * math.sqrt(d)
     if abs(s) > bound:
         s = math.copysign(bound, s)
