@@ -224,23 +224,24 @@ class Replay:
 
     Attributes:
         start: ``(d,)`` the last start position recorded, or None.
-        observations: ``(target (d,), location, reading, goal_reached)`` in journal order.
+        observations: ``(target (d,), location, reading, reading variance, goal_reached)`` in journal order
+            (the variance is 0 where the journal has none).
         decisions: decision records with ``index``, ``target`` ``(d,)``, ``phase``, ``seconds``,
             ``acquisition_value``, ``beta`` (NaN where absent) and ``fit_seconds``.
     """
 
     start: torch.Tensor | None = None
-    observations: list[tuple[torch.Tensor, LocationDistributions, float, bool]] = field(default_factory=list)
+    observations: list[tuple[torch.Tensor, LocationDistributions, float, float, bool]] = field(default_factory=list)
     decisions: list[dict[str, Any]] = field(default_factory=list)
 
 
 def replay(journal: Journal, dim: int,
-           validate: Callable[[torch.Tensor, LocationDistributions, float], None]) -> Replay:
+           validate: Callable[[torch.Tensor, LocationDistributions, float, float], None]) -> Replay:
     """Read a journal back into a run's start, observations and decisions.
 
-    A record that does not parse, or that ``validate(target, location, y)`` rejects (it raises ``ValueError``),
-    is skipped with a warning naming it; nothing is guessed. ``dim`` is the search space's dimension (a start
-    of another dimension is ignored).
+    A record that does not parse, or that ``validate(target, location, y, reading_variance)`` rejects (it raises
+    ``ValueError``), is skipped with a warning naming it; nothing is guessed. ``dim`` is the search space's
+    dimension (a start of another dimension is ignored).
     """
     out = Replay()
     starts = [r for r in journal.records if r.get('type') == 'start' and 'position' in r]
@@ -255,11 +256,13 @@ def replay(journal: Journal, dim: int,
         try:
             loc = location_from_record(rec['location'])
             target = torch.tensor(rec['target'], dtype=DTYPE)
-            validate(target, loc, rec['y'])
+            variance = rec.get('reading_variance', 0.0)
+            validate(target, loc, rec['y'], variance)
         except (KeyError, TypeError, ValueError, InvalidDistributionError) as exc:
             log.warning('journal %s: skipping invalid observation %s: %s', journal.path, rec.get('index'), exc)
             continue
-        out.observations.append((target, loc, float(rec['y']), not rec.get('goal_timed_out', False)))
+        out.observations.append((target, loc, float(rec['y']), float(variance),
+                                 not rec.get('goal_timed_out', False)))
     for rec in journal.records:
         if rec.get('type') != 'decision':
             continue

@@ -22,6 +22,10 @@ kind                   :math:`\delta` (per axis unless stated)                  
 ``concat``             independent components on consecutive axes                       general products
 =====================  ===============================================================  ====================
 
+The ``gaussian`` kind is :class:`~uncertain_bo.distributions.GaussianExecutionNoise` (re-exported here), the
+one Gaussian model of the library: closed form by default, sampled with ``n_samples`` (the configuration's
+default, 160, as every kind here).
+
 **Common random numbers.** Each model keeps fixed *base samples* (``n_samples`` draws of the
 standardised randomness). Calling the model on targets ``(q, d)`` returns an
 :class:`~uncertain_bo.distributions.Empirical` batch whose samples are :math:`\mathbf x_i + \delta(\mathbf
@@ -54,7 +58,7 @@ from .distributions import (DEFAULT_N_SAMPLES, DTYPE, GaussianExecutionNoise, No
 from .linalg import psd_sqrt
 
 __all__ = [
-    'NoiseConfigError', 'SampledExecutionNoise', 'GaussianNoise', 'BetaNoise', 'StepChi2Noise',
+    'NoiseConfigError', 'SampledExecutionNoise', 'GaussianExecutionNoise', 'BetaNoise', 'StepChi2Noise',
     'VaryingBetaNoise', 'GaussianMixtureNoise', 'CircularNoise', 'ConcatNoise', 'circular_gaussian',
     'noise_from_config', 'noise_from_yaml', 'NOISE_KINDS', 'DEFAULT_N_SAMPLES',
 ]
@@ -73,22 +77,6 @@ def _ppf(dist, u: Tensor) -> Tensor:
 
 
 # ---------------------------------------------------------------------- models
-class GaussianNoise(GaussianExecutionNoise):
-    r"""Gaussian execution noise :math:`\delta \sim \mathcal N(\mathbf 0, \Sigma)`, sampled (digest §3.4): the
-    ``gaussian`` kind of :func:`noise_from_config`.
-
-    :class:`~uncertain_bo.distributions.GaussianExecutionNoise` with ``n_samples`` defaulting to
-    :data:`DEFAULT_N_SAMPLES` instead of None, so calling it returns samples that sample-based kernels (KME,
-    MMD) use as they are, like every other model of this module.
-
-    Raises:
-        NoiseConfigError: ``covariance`` is not a symmetric PSD ``(d, d)`` matrix.
-    """
-
-    def __init__(self, covariance: Tensor, n_samples: int | None = DEFAULT_N_SAMPLES, seed: int = 0):
-        super().__init__(covariance, n_samples, seed)
-
-
 class _InverseCdfNoise(SampledExecutionNoise):
     """Models whose base sample is one variate of ``self.distribution`` (a frozen scipy law) per axis, drawn by
     the inverse-CDF transform of uniforms."""
@@ -395,7 +383,9 @@ def circular_gaussian(dim: int = 10, radius: float = 0.5, std: float = 0.1, **kw
     """
     if int(dim) < 3:
         raise NoiseConfigError(f'field dim must be >= 3 for circular_gaussian, got {dim}')
-    return ConcatNoise([CircularNoise(radius), GaussianNoise.isotropic(std, int(dim) - 2)], **kwargs)
+    return ConcatNoise([CircularNoise(radius), GaussianExecutionNoise.isotropic(std, int(dim) - 2,
+                                                                                n_samples=DEFAULT_N_SAMPLES)],
+                       **kwargs)
 
 
 def _positive(**values: float) -> None:
@@ -409,12 +399,13 @@ def _positive(**values: float) -> None:
 
 
 # ---------------------------------------------------------------------- configuration
-def _gaussian(cfg: dict[str, Any], common: dict[str, Any]) -> GaussianNoise:
+def _gaussian(cfg: dict[str, Any], common: dict[str, Any]) -> GaussianExecutionNoise:
     if ('std' in cfg) == ('covariance' in cfg):
         raise NoiseConfigError("kind 'gaussian' needs exactly one of the fields std, covariance")
+    common = {'n_samples': DEFAULT_N_SAMPLES, **common}   # sampled unless the configuration says null
     if 'covariance' in cfg:
-        return GaussianNoise(cfg['covariance'], **common)
-    return GaussianNoise.isotropic(cfg['std'], cfg.get('dim'), **common)
+        return GaussianExecutionNoise(cfg['covariance'], **common)
+    return GaussianExecutionNoise.isotropic(cfg['std'], cfg.get('dim'), **common)
 
 
 def _mixture(cfg: dict[str, Any], common: dict[str, Any]) -> GaussianMixtureNoise:

@@ -113,6 +113,8 @@ class Planner:
             (target, location distribution) pairs of measurements whose goal was reached, with ``execution_noise``
             as the prior worth this many pseudo-observations (:meth:`learned_execution_covariance`); None = keep
             ``execution_noise`` fixed.
+        noise_prior: the GP's prior on its learned noise (a key of :data:`~uncertain_bo.models.NOISE_PRIORS`);
+            used by the default model (not by a ``model_factory``).
         journal: optional path of the observations journal; an existing journal is resumed.
         model_factory: optional ``(bounds, kernel) -> DistributionGP`` (e.g. fixed hyperparameters).
         metadata: extra fields for a new journal's header.
@@ -138,6 +140,7 @@ class Planner:
     travel_weight: float = 0.0
     in_box_exploration: bool = False
     execution_noise_prior_weight: float | None = None
+    noise_prior: str = 'gamma'
     journal: str | Path | None = None
     model_factory: Callable[..., DistributionGP] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -172,7 +175,8 @@ class Planner:
         self._targets = torch.zeros(0, self.dim, dtype=DTYPE)
         self._inputs: list[LocationDistributions] = []
         self._y: list[float] = []
-        self._pending: list[tuple[LocationDistributions, float]] = []  # observed, not yet in the GP
+        self._noise: list[float] = []  # reported reading variances (field units², 0 = not reported)
+        self._pending: list[tuple[LocationDistributions, float, float]] = []  # observed, not yet in the GP
         self._since_fit = 0
         self._fitted = False
         self._fitted_on: int | None = None  # observations in the GP at its last hyperparameter fit
@@ -275,7 +279,8 @@ class Planner:
                              f'got {bounds.tolist()}')
         self.bounds = bounds
         self.model = self._new_model()
-        self._pending = [(self._gp_input(t, loc), y) for t, loc, y in zip(self._targets, self._inputs, self._y)]
+        self._pending = [(self._gp_input(t, loc), y, v)
+                         for t, loc, y, v in zip(self._targets, self._inputs, self._y, self._noise)]
         self._method = self._new_method()  # a survey re-plans in the new box
         self._since_fit = 0
         self._fitted = False
@@ -369,30 +374,36 @@ class Planner:
         cov = (nu0 * self._execution_prior + self._execution_sum) / (nu0 + n)
         return 0.5 * (cov + cov.T)
 
-    def observe(self, target: Tensor, location: LocationDistributions, y: float, **meta: Any) -> int:
+    def observe(self, target: Tensor, location: LocationDistributions, y: float, reading_variance: float = 0.0,
+                **meta: Any) -> int:
         """Store one measurement: the commanded ``target``, where it was taken, and the reading.
 
         Args:
             target: ``(d,)`` commanded target :math:`\\mathbf x_t`.
             location: one location distribution :math:`P^L_t` (batch of 1; Dirac, Gaussian or Empirical).
             y: reading :math:`y_t` (field units).
+            reading_variance: the variance the sensor reports for this reading (field units²; 0 = not
+                reported). It is the floor of this reading's noise in the GP
+                (:class:`~uncertain_bo.models.DistributionGP`: reported variance + learned :math:`\\lambda`).
             **meta: JSON-able extras for the journal (stamps, covariance source, ...).
 
         Returns:
             Index of the stored observation.
 
         Raises:
-            InvalidObservationError: non-finite target or reading, wrong dimension, invalid covariance,
-                or a batch of more than one distribution. Nothing is stored in that case.
+            InvalidObservationError: non-finite target or reading, negative or non-finite reading variance,
+                wrong dimension, invalid covariance, or a batch of more than one distribution. Nothing is
+                stored in that case.
         """
         target = torch.as_tensor(target, dtype=DTYPE).reshape(-1)
-        self._validate(target, location, y)
+        self._validate(target, location, y, reading_variance)
         index = self.n
         if self._journal is not None:
             self._journal.append({'type': 'observation', 'index': index, 'target': target.tolist(),
                                   'location': location_to_record(location), 'y': float(y),
-                                  'wall_time': time.time(), **meta})
-        self._store(target, location, float(y), reached=not meta.get('goal_timed_out', False))
+                                  'reading_variance': float(reading_variance), 'wall_time': time.time(), **meta})
+        self._store(target, location, float(y), float(reading_variance),
+                    reached=not meta.get('goal_timed_out', False))
         return index
 
     def recommend(self, rule: str | None = None) -> Recommendation:
@@ -444,7 +455,8 @@ class Planner:
         return mean, var.sqrt()
 
     # ----------------------------------------------------------- internals
-    def _validate(self, target: Tensor, location: LocationDistributions, y: float) -> None:
+    def _validate(self, target: Tensor, location: LocationDistributions, y: float,
+                  reading_variance: float = 0.0) -> None:
         def bad(msg: str) -> InvalidObservationError:
             return InvalidObservationError(f'observation rejected, nothing stored: {msg}')
 
@@ -452,6 +464,9 @@ class Planner:
             raise bad(f'target must be {self.dim} finite numbers, got {target.tolist()}')
         if not isinstance(y, (int, float)) or isinstance(y, bool) or not math.isfinite(y):
             raise bad(f'reading must be a finite number, got {y!r}')
+        if (not isinstance(reading_variance, (int, float)) or isinstance(reading_variance, bool)
+                or not math.isfinite(reading_variance) or reading_variance < 0):
+            raise bad(f'reading variance must be a finite number >= 0, got {reading_variance!r}')
         if not isinstance(location, LocationDistributions) or len(location) != 1:
             raise bad('location must be a single LocationDistributions (batch of 1)')
         if location.dim != self.dim:
@@ -463,7 +478,8 @@ class Planner:
             if reason:
                 raise bad(f'location covariance {reason}')
 
-    def _store(self, target: Tensor, location: LocationDistributions, y: float, reached: bool = True) -> None:
+    def _store(self, target: Tensor, location: LocationDistributions, y: float, reading_variance: float = 0.0,
+               reached: bool = True) -> None:
         if self._execution_prior is not None and reached:
             e = (location.mean[0] - target).to(self._execution_sum)
             self._execution_sum += torch.outer(e, e) + location.covariance[0].to(self._execution_sum)
@@ -472,7 +488,8 @@ class Planner:
         self._targets = torch.cat([self._targets, target.reshape(1, -1)])
         self._inputs.append(location)
         self._y.append(y)
-        self._pending.append((self._gp_input(target, location), y))
+        self._noise.append(reading_variance)
+        self._pending.append((self._gp_input(target, location), y, reading_variance))
 
     def _gp_input(self, target: Tensor, location: LocationDistributions) -> LocationDistributions:
         return Dirac(target.reshape(1, -1)) if self._method.inputs == 'target' else location
@@ -486,7 +503,8 @@ class Planner:
 
     def _new_model(self) -> DistributionGP:
         kernel = self._method.kernel(self.dim)
-        factory = self.model_factory or (lambda bounds, kernel: DistributionGP(bounds, kernel))
+        factory = self.model_factory or (
+            lambda bounds, kernel: DistributionGP(bounds, kernel, noise_prior=self.noise_prior))
         return factory(self.bounds, kernel)
 
     def _replay(self, journal: Journal) -> None:
@@ -495,8 +513,8 @@ class Planner:
             self.start = run.start
             self._design = self._initial_design()
             self._method = self._new_method()
-        for target, loc, y, reached in run.observations:
-            self._store(target, loc, y, reached=reached)
+        for target, loc, y, variance, reached in run.observations:
+            self._store(target, loc, y, variance, reached=reached)
         self.decisions += [Decision(**d) for d in run.decisions]
         pending = [d for d in self.decisions if d.index == self.n]
         if pending:
@@ -521,13 +539,14 @@ class Planner:
         if self._pending:
             new_locs = cat([p[0] for p in self._pending])
             new_y = torch.tensor([p[1] for p in self._pending], dtype=DTYPE)
+            new_noise = torch.tensor([p[2] for p in self._pending], dtype=DTYPE)
             self._since_fit += len(self._pending)
             self._pending = []
             if self.model.n == 0:
-                self.model.set_data(new_locs, new_y)
+                self.model.set_data(new_locs, new_y, new_noise)
                 self._since_fit = max(self._since_fit, 1)
             else:
-                self.model.append(new_locs, new_y)
+                self.model.append(new_locs, new_y, new_noise)
         period = 1 if self.model.n <= self.n_initial else self.refit_every
         due = self.refit_every > 0 and ((refit and self._since_fit >= period) or not self._fitted)
         if due and self.model.n > 0:
