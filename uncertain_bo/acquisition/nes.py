@@ -177,11 +177,11 @@ class RobustGPView:
         self.model, self.candidates, self.query = model, candidates, query
         with torch.no_grad():
             self.x_enc = model.encode(model.train_locations).detach()
-            self.noise = float(model.likelihood.noise)
+            self.noise = float(model.likelihood.noise)     # λ: the noise of a new reading
+            self.noise_diag = model._noise_diagonal().detach().to(self.x_enc)   # λ + each reading's own variance
             self.mean_const = float(model.mean_module.constant)
             self.y = (model.train_targets - self.mean_const).detach()  # standardised, centred
-            k = self.k(self.x_enc, self.x_enc) + self.noise * torch.eye(self.n, dtype=self.y.dtype,
-                                                                        device=self.y.device)
+            k = self.k(self.x_enc, self.x_enc) + torch.diag(self.noise_diag)
             self.chol = torch.linalg.cholesky(k)
             self.alpha = torch.cholesky_solve(self.y[:, None], self.chol)[:, 0]
 
@@ -233,8 +233,9 @@ class RobustGPView:
         phi = feats(mean, cov)  # (n, M): each training input filtered by its own covariance
         y = self.y
         a0 = torch.randn(phi.shape[1], num, generator=generator, dtype=y.dtype, device=y.device)
-        eps = math.sqrt(self.noise) * torch.randn(self.n, num, generator=generator, dtype=y.dtype, device=y.device)
-        gram = phi @ phi.T + self.noise * torch.eye(self.n, dtype=y.dtype, device=y.device)
+        eps = self.noise_diag.sqrt()[:, None] * torch.randn(self.n, num, generator=generator, dtype=y.dtype,
+                                                            device=y.device)
+        gram = phi @ phi.T + torch.diag(self.noise_diag)
         chol = torch.linalg.cholesky(gram)
         return a0 + phi.T @ torch.cholesky_solve(y[:, None] - phi @ a0 - eps, chol)
 
@@ -340,7 +341,7 @@ class NESEntropyReduction(AcquisitionFunction):
             # joint matrix of (g(C), y): [[k_g(C,C), k_gf(C,X)], [k_fg(X,C), K]] (Eq. 13)
             nc = c_enc.shape[0]
             eye = torch.eye(nc + view.n, dtype=kcc.dtype, device=kcc.device)
-            kxx = view.k(view.x_enc, view.x_enc) + view.noise * eye[:view.n, :view.n]
+            kxx = view.k(view.x_enc, view.x_enc) + torch.diag(view.noise_diag)
             joint = torch.cat([torch.cat([kcc, kgc], 1), torch.cat([kgc.T, kxx], 1)], 0)
             joint = joint + 1e-8 * kcc.diagonal().mean() * eye
             self.joint_chol = torch.linalg.cholesky(joint)
