@@ -189,11 +189,6 @@ class RobustGPView:
     def n(self) -> int:
         return self.x_enc.shape[0]
 
-    @property
-    def scale(self) -> float:
-        """Output scale of the model's standardisation (physical units per model unit)."""
-        return float(self.model._y_scale)
-
     def k(self, a: Tensor, b: Tensor, diag: bool = False) -> Tensor:
         """Kernel (with signal variance) between encoded distributions."""
         return self.model.covar_module.forward(a, b, diag=diag)
