@@ -14,7 +14,7 @@ from uncertain_bo.acquisition import METHODS, TheoryBeta, get_method
 from uncertain_bo.acquisition.beta import effective_noise_std, prop3_sigma_f, se_lipschitz_constant
 from uncertain_bo.acquisition.igp_ucb import input_noise_sigma_nu
 from uncertain_bo.acquisition.uei import (UnscentedExpectedImprovement, expected_improvement,
-                                          log_expected_improvement, uei_method)
+                                          log_expected_improvement)
 from uncertain_bo.distributions import Dirac, Gaussian, GaussianExecutionNoise
 from uncertain_bo.models import DistributionGP
 from uncertain_bo.planner import Planner
@@ -169,10 +169,17 @@ def test_prop3_and_theory_beta_against_hand_computation():
 def test_registry_describes_the_baselines():
     assert {'ugp_ucb', 'igp_ucb', 'uei'} <= set(METHODS)
     igp, uei = get_method('igp_ucb'), get_method('uei')
-    assert igp.train_on == 'target' and not igp.robust_candidates
-    assert uei.train_on == 'target' and uei.robust_candidates
-    assert isinstance(uei.make_kernel(3), UnscentedRBFKernel)
-    assert uei_method(0.5).name == 'uei_kappa0.5'
+    assert igp.inputs == 'target' and not igp.robust_candidates
+    assert uei.inputs == 'target' and uei.robust_candidates
+    assert isinstance(uei().kernel(3), UnscentedRBFKernel) and uei().kernel(3).kappa == 1.0
+    assert uei(kappa=0.5).kernel(3).kappa == 0.5
+
+
+def test_method_settings_reach_the_method_and_unknown_ones_are_refused():
+    planner = Planner(UNIT, GaussianExecutionNoise.isotropic(0.05, 2), method='uei', method_settings={'kappa': 0.5})
+    assert planner.method_object.kappa == 0.5 and planner.model.kernel.kappa == 0.5
+    with pytest.raises(ValueError, match="method 'ugp_ucb'.*takes no settings"):
+        Planner(UNIT, GaussianExecutionNoise.isotropic(0.05, 2), method='ugp_ucb', method_settings={'kappa': 1})
 
 
 @pytest.mark.parametrize('method', ['igp_ucb', 'uei'])

@@ -13,8 +13,8 @@ import pytest
 import torch
 from scipy.stats import wilcoxon
 
-from uncertain_bo.acquisition import get_method
-from uncertain_bo.acquisition.botorch_robust import BoTorchRobustStrategy, perturbation_set
+from uncertain_bo.acquisition import DecisionContext, get_method
+from uncertain_bo.acquisition.botorch_robust import BoTorchRobust, perturbation_set
 from uncertain_bo.acquisition.survey import grid_shape, lawnmower_targets, nearest_neighbour_tour, random_tour
 from uncertain_bo.benchmarks import BenchSettings, expand, run_many
 from uncertain_bo.benchmarks.metrics import markdown_tables, paired_comparisons, summarize
@@ -61,7 +61,8 @@ def test_lawnmower_planner_shift_is_seeded_and_at_most_half_a_cell():
     def plan(method, seed):
         p = Planner(BOX, GaussianExecutionNoise.isotropic(0.75, 2), method=method, seed=seed, budget=30)
         p.set_start(torch.tensor([100.0, 60.0], dtype=torch.float64))
-        return torch.stack([p.suggest() for _ in range(1)] + [p._strategy.plan(p)[i] for i in range(1, 30)])
+        plan = p.method_object.plan(DecisionContext(p, p.n))
+        return torch.stack([p.suggest()] + [plan[i] for i in range(1, 30)])
 
     a, b, a2 = plan('lawnmower', 1), plan('lawnmower', 2), plan('lawnmower', 1)
     fixed1, fixed2 = plan('lawnmower_fixed', 1), plan('lawnmower_fixed', 2)
@@ -109,14 +110,14 @@ def test_perturbation_set_moments_match_the_execution_noise():
 
 
 def test_botorch_robust_decides_after_the_initial_design_and_recommends_a_past_target():
-    strategy = BoTorchRobustStrategy(n_w=8, num_restarts=2, raw_samples=32)
+    method = BoTorchRobust(n_w=8, num_restarts=2, raw_samples=32)
     p = Planner(BOX, GaussianExecutionNoise.isotropic(2.0, 2), method='botorch_robust', seed=5, n_initial=4)
     peak = torch.tensor([150.0, 40.0], dtype=torch.float64)
     for t in range(6):
-        own = strategy.decide(p, p.n)
-        assert (own is None) == (t < 4)
+        own = method.decide(DecisionContext(p, p.n))
+        assert (own.phase == 'initial') == (t < 4)
         x = p.suggest()
-        if own is not None:   # the planner's strategy is the same rule with the same seed
+        if own.phase != 'initial':   # the planner's method object is the same rule with the same seed
             assert ((x >= BOX[0]) & (x <= BOX[1])).all() and p.decisions[-1].phase == 'acquisition'
         y = float(torch.exp(-((x - peak) ** 2).sum() / 2000.0))
         p.observe(x, Gaussian(x[None], torch.eye(2, dtype=torch.float64)[None]), y)

@@ -64,10 +64,9 @@ import numpy as np
 import torch
 
 from .covariance import covariance_problem
-from .acquisition import METHODS, get_method
+from .acquisition import METHODS
 from .distributions import (DTYPE, Empirical, Gaussian, GaussianExecutionNoise, InvalidDistributionError,
                             LocationDistributions)
-from .kernels import SampleDistributionKernel
 from .optim import OptimizerSettings
 from .parameters import Param
 from .planner import RECOMMENDATION_RULES, InvalidObservationError, Planner, Recommendation
@@ -310,8 +309,7 @@ def takes_sample_sets(planner: Planner) -> bool:
     """True when ``planner``'s GP trains on location distributions through a sample-based kernel
     (:class:`~uncertain_bo.kernels.SampleDistributionKernel`), i.e. an empirical location distribution is
     used as such rather than moment-matched."""
-    return (get_method(planner.method).train_on == 'location'
-            and isinstance(planner.model.kernel, SampleDistributionKernel))
+    return planner.input_kind == 'samples'
 
 
 def planner_from_parameters(params: dict, **overrides) -> Planner:

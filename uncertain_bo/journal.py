@@ -23,13 +23,14 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
-from .distributions import DTYPE, Dirac, Empirical, Gaussian, LocationDistributions
+from .distributions import DTYPE, Dirac, Empirical, Gaussian, InvalidDistributionError, LocationDistributions
 
-__all__ = ['Journal', 'JournalError', 'location_to_record', 'location_from_record', 'FORMAT', 'VERSION']
+__all__ = ['Journal', 'JournalError', 'Replay', 'replay', 'location_to_record', 'location_from_record', 'FORMAT',
+           'VERSION']
 
 FORMAT = 'uncertain_bo.journal'
 VERSION = 1
@@ -215,6 +216,69 @@ class Journal:
                             *loc.covariance[0].reshape(-1).tolist(), r['location']['kind'], r['y'],
                             *[_csv_value(r.get(k)) for k in extra]])
         return path
+
+
+@dataclass
+class Replay:
+    """What a journal says about a run, validated record by record (see :func:`replay`).
+
+    Attributes:
+        start: ``(d,)`` the last start position recorded, or None.
+        observations: ``(target (d,), location, reading, reading variance, goal_reached)`` in journal order
+            (the variance is 0 where the journal has none).
+        decisions: decision records with ``index``, ``target`` ``(d,)``, ``phase``, ``seconds``,
+            ``acquisition_value``, ``beta`` (NaN where absent) and ``fit_seconds``.
+    """
+
+    start: torch.Tensor | None = None
+    observations: list[tuple[torch.Tensor, LocationDistributions, float, float, bool]] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+
+
+def replay(journal: Journal, dim: int,
+           validate: Callable[[torch.Tensor, LocationDistributions, float, float], None]) -> Replay:
+    """Read a journal back into a run's start, observations and decisions.
+
+    A record that does not parse, or that ``validate(target, location, y, reading_variance)`` rejects (it raises
+    ``ValueError``), is skipped with a warning naming it; nothing is guessed. ``dim`` is the search space's
+    dimension (a start of another dimension is ignored).
+    """
+    out = Replay()
+    starts = [r for r in journal.records if r.get('type') == 'start' and 'position' in r]
+    if starts:
+        try:
+            start = torch.tensor(starts[-1]['position'], dtype=DTYPE).reshape(-1)
+            if start.numel() == dim and torch.isfinite(start).all():
+                out.start = start
+        except (TypeError, ValueError) as exc:
+            log.warning('journal %s: ignoring invalid start record: %s', journal.path, exc)
+    for rec in journal.observations:
+        try:
+            loc = location_from_record(rec['location'])
+            target = torch.tensor(rec['target'], dtype=DTYPE)
+            variance = rec.get('reading_variance', 0.0)
+            validate(target, loc, rec['y'], variance)
+        except (KeyError, TypeError, ValueError, InvalidDistributionError) as exc:
+            log.warning('journal %s: skipping invalid observation %s: %s', journal.path, rec.get('index'), exc)
+            continue
+        out.observations.append((target, loc, float(rec['y']), float(variance),
+                                 not rec.get('goal_timed_out', False)))
+    for rec in journal.records:
+        if rec.get('type') != 'decision':
+            continue
+        try:
+            out.decisions.append({
+                'index': int(rec['index']), 'target': torch.tensor(rec['target'], dtype=DTYPE).reshape(-1),
+                'phase': str(rec.get('phase', '')), 'seconds': float(rec.get('seconds') or 0.0),
+                'acquisition_value': _nan_if_none(rec.get('acquisition_value')),
+                'beta': _nan_if_none(rec.get('beta')), 'fit_seconds': float(rec.get('fit_seconds') or 0.0)})
+        except (KeyError, TypeError, ValueError) as exc:
+            log.warning('journal %s: skipping invalid decision record: %s', journal.path, exc)
+    return out
+
+
+def _nan_if_none(v: Any) -> float:
+    return math.nan if v is None else float(v)
 
 
 def _csv_value(v: Any) -> Any:

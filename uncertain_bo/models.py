@@ -16,6 +16,13 @@ Between fits, new observations are added by growing the inverse Cholesky factor 
 
 Inputs are normalised to the unit cube of ``bounds`` and outputs standardised internally; every public
 method takes and returns physical units (e.g. metres, field units).
+
+**Observation noise.** Each reading may carry the variance its sensor reports, :math:`\sigma^2_{\epsilon,i}` (field
+units², 0 = not reported). The noise of reading :math:`i` is then :math:`\sigma^2_{\epsilon,i} + \lambda`: the
+reported variance is its floor and the learned :math:`\lambda` models what the sensor does not report (the
+input-induced noise of IGP-UCB, Oliveira et al. 2019 Thm. 2, model mismatch). Readings without a reported
+variance get :math:`\lambda` alone, as before; the marginal likelihood and the posterior use the same
+heteroscedastic diagonal.
 """
 from __future__ import annotations
 
@@ -35,15 +42,35 @@ from gpytorch.means import ConstantMean
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from gpytorch.models import ExactGP
 from gpytorch.priors import GammaPrior
+from linear_operator.operators import DiagLinearOperator
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
 from .distributions import DTYPE, LocationDistributions, cat
 from .kernels import DistributionKernel, ExpectedRBFKernel
 
-__all__ = ['DistributionGP', 'ModelFittingError']
+__all__ = ['DistributionGP', 'ReadingNoiseLikelihood', 'ModelFittingError']
 
 log = logging.getLogger(__name__)
+
+
+class ReadingNoiseLikelihood(GaussianLikelihood):
+    """Gaussian likelihood with a learned homoscedastic noise :math:`\\lambda` plus known per-reading variances.
+
+    ``known_noise`` (buffer, ``(n,)``, the model's standardised units) is added to the diagonal of the
+    training marginal when its length matches (the marginal likelihood's training call); zeros change nothing.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.register_buffer('known_noise', torch.zeros(0, dtype=DTYPE))
+
+    def marginal(self, function_dist: MultivariateNormal, *args, **kwargs) -> MultivariateNormal:
+        out = super().marginal(function_dist, *args, **kwargs)
+        known = self.known_noise
+        if known.numel() and known.numel() == out.mean.shape[-1] and bool((known > 0).any()):
+            out = MultivariateNormal(out.mean, out.lazy_covariance_matrix + DiagLinearOperator(known.to(out.mean)))
+        return out
 
 
 class DistributionGP(ExactGP):
@@ -71,7 +98,7 @@ class DistributionGP(ExactGP):
         if bounds.ndim != 2 or bounds.shape[0] != 2 or not (bounds[1] > bounds[0]).all():
             raise ValueError(f'bounds must be (2, d) with upper > lower, got {bounds.tolist()}')
         d = bounds.shape[1]
-        likelihood = GaussianLikelihood(
+        likelihood = ReadingNoiseLikelihood(
             noise_prior=GammaPrior(1.1, 0.05) if priors else None,
             noise_constraint=GreaterThan(noise_lower_bound))
         super().__init__(None, None, likelihood)
@@ -85,6 +112,7 @@ class DistributionGP(ExactGP):
         self.standardize = standardize
         self._locations: LocationDistributions | None = None
         self._y = torch.zeros(0, dtype=DTYPE)
+        self._noise = torch.zeros(0, dtype=DTYPE)  # reported reading variances, output units²
         self._y_shift, self._y_scale = 0.0, 1.0
         self._cache: _PosteriorCache | None = None
         self.to(DTYPE)
@@ -114,6 +142,11 @@ class DistributionGP(ExactGP):
         """``(n,)`` observed values (physical units)."""
         return self._y
 
+    @property
+    def reading_noise(self) -> Tensor:
+        """``(n,)`` reported reading variances :math:`\\sigma^2_{\\epsilon,i}` (output units², 0 = not reported)."""
+        return self._noise
+
     def normalize(self, distributions: LocationDistributions) -> LocationDistributions:
         """Map distributions from physical units to the unit cube of ``bounds``."""
         lo, hi = self.bounds
@@ -124,43 +157,49 @@ class DistributionGP(ExactGP):
         """Kernel encoding of (normalised) distributions, ``(n, D)``."""
         return self.kernel.encode(self.normalize(distributions))
 
-    def set_data(self, locations: LocationDistributions, y: Tensor) -> None:
+    def set_data(self, locations: LocationDistributions, y: Tensor, noise: Tensor | None = None) -> None:
         """Replace the data set ``{(P_i, y_i)}``.
 
         Args:
             locations: ``n`` training location distributions.
             y: ``(n,)`` observations.
+            noise: ``(n,)`` reported reading variances (output units², 0 = not reported); None = none reported.
 
         Raises:
-            ValueError: length mismatch or non-finite ``y``.
+            ValueError: length mismatch, non-finite ``y``, negative or non-finite ``noise``.
         """
         y = _checked_targets(locations, y)
-        self._locations, self._y = locations, y
+        self._locations, self._y, self._noise = locations, y, _checked_noise(noise, y)
         self._update_standardization()
         self._sync_train_data()
         self._cache = None
 
-    def append(self, locations: LocationDistributions, y: Tensor) -> None:
+    def append(self, locations: LocationDistributions, y: Tensor, noise: Tensor | None = None) -> None:
         """Add observations without refitting hyperparameters.
 
         Grows the cached inverse Cholesky factor by one row per new point (:math:`O(n^2)` each) when a
         posterior cache exists; output standardisation constants stay those of the last fit.
 
+        Args:
+            locations, y, noise: as for :meth:`set_data`.
+
         Raises:
-            ValueError: length mismatch or non-finite ``y``.
+            ValueError: length mismatch, non-finite ``y``, negative or non-finite ``noise``.
         """
         y = _checked_targets(locations, y)
+        noise = _checked_noise(noise, y)
         if self._locations is None:
-            self.set_data(locations, y)
+            self.set_data(locations, y, noise)
             return
         self._locations = cat([self._locations, locations])
         self._y = torch.cat([self._y, y])
+        self._noise = torch.cat([self._noise, noise])
         self._sync_train_data()
         if self._cache is not None:
             with torch.no_grad():
                 enc = self.encode(locations)
                 for i in range(enc.shape[0]):
-                    self._cache.grow(self, enc[i:i + 1])
+                    self._cache.grow(self, enc[i:i + 1], float(noise[i]) / self._y_scale ** 2)
                 self._cache.set_targets(self._standardized_y())
 
     # ------------------------------------------------------------ fitting
@@ -225,7 +264,7 @@ class DistributionGP(ExactGP):
         return {
             'lengthscale': (self.kernel.lengthscale.detach().reshape(-1) * span).tolist(),
             'outputscale': float(self.covar_module.outputscale.detach()) * self._y_scale ** 2,
-            'noise': float(self.likelihood.noise.detach()) * self._y_scale ** 2,
+            'noise': float(self.likelihood.noise.detach()) * self._y_scale ** 2,  # learned λ, beyond the reported
             'mean': float(self.mean_module.constant.detach()) * self._y_scale + self._y_shift,
         }
 
@@ -262,11 +301,13 @@ class DistributionGP(ExactGP):
         return mean * self._y_scale + self._y_shift, var * self._y_scale ** 2
 
     def information_gain(self) -> float:
-        """:math:`\\tfrac12 \\log|I + \\lambda^{-1}\\hat K_n|` of the current data (paper Eq. 18), nats."""
+        """:math:`\\tfrac12 \\log|I + \\Lambda^{-1}\\hat K_n|` of the current data, nats (paper Eq. 18 with
+        :math:`\\Lambda = \\lambda I`; with reported reading variances
+        :math:`\\Lambda_{ii} = \\lambda + \\sigma^2_{\\epsilon,i}`)."""
         cache = self._posterior_cache()
-        lam = float(self.likelihood.noise.detach())
+        diag = self._noise_diagonal()
         logdet = -2.0 * torch.log(torch.diagonal(cache.linv)).sum()
-        return 0.5 * float(logdet - self.n * math.log(lam))
+        return 0.5 * float(logdet - torch.log(diag).sum())
 
     # ----------------------------------------------------------- internals
     def _standardized_y(self) -> Tensor:
@@ -280,11 +321,16 @@ class DistributionGP(ExactGP):
         else:
             self._y_shift, self._y_scale = 0.0, 1.0
 
+    def _noise_diagonal(self) -> Tensor:
+        """``(n,)`` :math:`\\lambda + \\sigma^2_{\\epsilon,i}` in standardised units (detached)."""
+        return float(self.likelihood.noise.detach()) + self._noise / self._y_scale ** 2
+
     def _sync_train_data(self) -> None:
         if self._locations is None:
             return
         self.set_train_data(inputs=(self.encode(self._locations).detach(),),
                             targets=self._standardized_y(), strict=False)
+        self.likelihood.known_noise = (self._noise / self._y_scale ** 2).to(self._y)
 
     def _posterior_cache(self) -> '_PosteriorCache':
         if self._locations is None or self.n == 0:
@@ -293,6 +339,18 @@ class DistributionGP(ExactGP):
             with torch.no_grad():
                 self._cache = _PosteriorCache.build(self)
         return self._cache
+
+
+def _checked_noise(noise: Tensor | None, y: Tensor) -> Tensor:
+    """Reported variances as a float64 ``(n,)`` tensor matching ``y`` (zeros when None); ValueError otherwise."""
+    if noise is None:
+        return torch.zeros_like(y)
+    noise = torch.as_tensor(noise, dtype=DTYPE).reshape(-1).to(y.device)
+    if noise.numel() != y.numel():
+        raise ValueError(f'{y.numel()} observations but {noise.numel()} reading variances')
+    if not (torch.isfinite(noise).all() and (noise >= 0).all()):
+        raise ValueError('reading variances must be finite and >= 0')
+    return noise
 
 
 def _checked_targets(locations: LocationDistributions, y: Tensor) -> Tensor:
@@ -317,7 +375,7 @@ class _PosteriorCache:
     def build(cls, gp: DistributionGP) -> '_PosteriorCache':
         enc = gp.encode(gp.train_locations).detach()
         k = gp.covar_module.forward(enc, enc).detach()
-        k = k + float(gp.likelihood.noise) * torch.eye(k.shape[0], dtype=k.dtype, device=k.device)
+        k = k + torch.diag(gp._noise_diagonal().to(k))
         chol = psd_safe_cholesky(k)
         eye = torch.eye(k.shape[0], dtype=k.dtype, device=k.device)
         linv = torch.linalg.solve_triangular(chol, eye, upper=False)
@@ -329,11 +387,12 @@ class _PosteriorCache:
         r = y_std - self.mean
         self.alpha = self.linv.T @ (self.linv @ r)
 
-    def grow(self, gp: DistributionGP, enc_new: Tensor) -> None:
+    def grow(self, gp: DistributionGP, enc_new: Tensor, known_noise: float = 0.0) -> None:
         r"""Append one point: :math:`L_{new}^{-1} = [[L^{-1}, 0], [-l^\top L^{-1}/d, 1/d]]`,
         :math:`l = L^{-1}k`, :math:`d = \sqrt{k_{**} + \lambda - l^\top l}`."""
         k = gp.covar_module.forward(enc_new, self.enc).reshape(-1)
-        kss = float(gp.covar_module.forward(enc_new, enc_new, diag=True)) + float(gp.likelihood.noise)
+        kss = (float(gp.covar_module.forward(enc_new, enc_new, diag=True)) + float(gp.likelihood.noise)
+               + known_noise)
         lvec = self.linv @ k
         d2 = kss - float(lvec @ lvec)
         d = math.sqrt(max(d2, 1e-10 * max(kss, 1e-12)))

@@ -9,10 +9,12 @@ r"""The ask/tell loop shared by the ROS explorer and the benchmark runner (paper
         planner.observe(target, location, y)            # D_t = D_{t-1} ∪ {(P^L_t, y_t)}
     best = planner.recommend()                          # argmax_{x_t ∈ D} μ̂(P̂_{x_t})
 
-The first ``n_initial`` targets are a scrambled Sobol design (ordered as a short tour from ``start`` when
-given, so a rover does not zig-zag). Afterwards each target maximises the method's acquisition. A method with
-decision rules of its own (a survey baseline, BoTorch's robust loop: :class:`~uncertain_bo.acquisition.Strategy`)
-decides and recommends instead, from the same observations.
+The planner owns the observations, the shared GP, its refit schedule, the journal and the space-filling initial
+design (``n_initial`` scrambled Sobol targets, ordered as a short tour from ``start`` when given, so a rover does
+not zig-zag). What to measure next and what to recommend is the method's: the planner builds a
+:class:`~uncertain_bo.acquisition.DecisionContext` and asks the method object
+(:class:`~uncertain_bo.acquisition.Method`; by default it takes the initial design, then maximises its
+acquisition).
 Observations are validated before anything is stored, written durably to the journal (if any), then
 added to the GP. A planner opened on an existing journal resumes from its observations.
 """
@@ -28,10 +30,11 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from .acquisition import Method, Strategy, get_method, make_beta
-from .distributions import (DTYPE, Dirac, ExecutionNoise, Gaussian, GaussianExecutionNoise, InvalidDistributionError,
-                            LocationDistributions, check_covariance, cat)
-from .journal import Journal, location_from_record, location_to_record
+from .acquisition import DecisionContext, Method, Recommendation, get_method, make_beta
+from .distributions import (DTYPE, Dirac, ExecutionNoise, Gaussian, GaussianExecutionNoise, LocationDistributions,
+                            check_covariance, cat)
+from .journal import Journal, location_to_record, replay
+from .kernels import SampleDistributionKernel
 from .models import DistributionGP
 from .optim import OptimizerSettings, maximize
 
@@ -77,25 +80,6 @@ class Decision:
     fit_seconds: float = 0.0
 
 
-@dataclass(frozen=True)
-class Recommendation:
-    """Where the planner believes the robust peak is (by default the best past target by posterior mean of
-    its location distribution; see :data:`RECOMMENDATION_RULES`).
-
-    Attributes:
-        target: ``(d,)`` recommended target, e.g. :math:`\\mathbf x^*_n = \\operatorname{argmax}_{\\mathbf x_t}
-            \\hat\\mu_n(\\hat P_{\\mathbf x_t})`.
-        mean: :math:`\\hat\\mu_n` at it (predicted robust value :math:`\\mathbb E[f(\\tilde{\\mathbf x})]`).
-        std: posterior standard deviation there.
-        index: which past measurement's target it is (-1 for a target that is none of them).
-    """
-
-    target: Tensor
-    mean: float
-    std: float
-    index: int
-
-
 @dataclass
 class Planner:
     """Bayesian optimisation under uncertain inputs, one target at a time.
@@ -105,6 +89,8 @@ class Planner:
         execution_noise: the execution-noise model :math:`\\hat P_{\\mathbf x}` used for candidates and
             the recommendation (robust methods).
         method: registered method name (see :data:`uncertain_bo.acquisition.METHODS`).
+        method_settings: the method's own settings, passed to its constructor (e.g. ``{'kappa': 0.5}`` for
+            ``uei``); None = its defaults.
         beta: :math:`\\beta_t` — a number (fixed) or a schedule (:class:`~uncertain_bo.acquisition.beta.
             TheoryBeta`).
         n_initial: number of space-filling initial targets (>= 1).
@@ -132,13 +118,15 @@ class Planner:
         metadata: extra fields for a new journal's header.
 
     Raises:
-        ValueError: invalid bounds, ``n_initial < 1``, dimension mismatch between bounds and noise model.
+        ValueError: invalid bounds, ``n_initial < 1``, dimension mismatch between bounds and noise model,
+            settings the method does not take.
         KeyError: unknown method.
     """
 
     bounds: Tensor
     execution_noise: ExecutionNoise
     method: str = 'ugp_ucb'
+    method_settings: dict[str, Any] | None = None
     beta: Any = 3.0
     n_initial: int = 5
     refit_every: int = 1
@@ -178,20 +166,18 @@ class Planner:
         if self.recommendation not in RECOMMENDATION_RULES:
             raise ValueError(f'recommendation must be one of {", ".join(RECOMMENDATION_RULES)}, '
                              f'got {self.recommendation!r}')
-        self._method: Method = get_method(self.method)
+        self._method: Method = self._new_method()
         self._beta = make_beta(self.beta)
-        kernel = self._method.make_kernel(self.dim) if self._method.make_kernel else None
-        factory = self.model_factory or (lambda bounds, kernel: DistributionGP(bounds, kernel))
-        self.model: DistributionGP = factory(self.bounds, kernel)
+        self.model: DistributionGP = self._new_model()
         self._targets = torch.zeros(0, self.dim, dtype=DTYPE)
         self._inputs: list[LocationDistributions] = []
         self._y: list[float] = []
-        self._pending: list[tuple[LocationDistributions, float]] = []  # observed, not yet in the GP
+        self._noise: list[float] = []  # reported reading variances (field units², 0 = not reported)
+        self._pending: list[tuple[LocationDistributions, float, float]] = []  # observed, not yet in the GP
         self._since_fit = 0
         self._fitted = False
         self._fitted_on: int | None = None  # observations in the GP at its last hyperparameter fit
         self._fit_seconds_unbilled = 0.0  # fits made by recommend(), billed to the next decision
-        self._strategy: Strategy | None = self._method.make_strategy() if self._method.make_strategy else None
         self.decisions: list[Decision] = []
         self._design = self._initial_design()
         self._resumed_target: Tensor | None = None
@@ -230,6 +216,31 @@ class Planner:
     def journal_file(self) -> Journal | None:
         return self._journal
 
+    @property
+    def method_object(self) -> Method:
+        """The method deciding and recommending for this planner (:class:`~uncertain_bo.acquisition.Method`)."""
+        return self._method
+
+    @property
+    def input_kind(self) -> str:
+        """What the GP trains on, so a caller knows which location distributions to pass: ``'target'`` (none
+        needed: Dirac inputs at the targets), ``'gaussian'`` (mean and covariance) or ``'samples'`` (a particle
+        cloud as it is; also for a ``model_factory`` kernel that sees distributions through samples)."""
+        kind = self._method.inputs
+        if kind == 'gaussian' and isinstance(self.model.kernel, SampleDistributionKernel):
+            return 'samples'
+        return kind
+
+    @property
+    def beta_schedule(self) -> Callable[[int, DistributionGP], float]:
+        """:math:`\\beta_t` as a schedule ``(t, model) -> float`` (a fixed number is a constant schedule)."""
+        return self._beta
+
+    @property
+    def initial_design(self) -> Tensor:
+        """``(n_initial, d)`` the space-filling initial targets in visiting order."""
+        return self._design
+
     def set_start(self, position: Tensor) -> None:
         """Order the initial design as a short tour from ``position`` ``(d,)`` (e.g. the rover's first pose).
 
@@ -240,8 +251,7 @@ class Planner:
             raise RuntimeError('set_start() must be called before the first observation')
         self.start = torch.as_tensor(position, dtype=DTYPE).reshape(-1)
         self._design = self._initial_design()
-        if self._strategy is not None:  # a survey re-plans its tour from the start
-            self._strategy = self._method.make_strategy()
+        self._method = self._new_method()  # a survey re-plans its tour from the start
         if self._journal is not None:  # a resumed run orders its initial design the same way
             self._journal.append({'type': 'start', 'position': self.start.tolist(), 'wall_time': time.time()})
 
@@ -265,12 +275,10 @@ class Planner:
             raise ValueError(f'bounds must be {tuple(self.bounds.shape)} with upper > lower, '
                              f'got {bounds.tolist()}')
         self.bounds = bounds
-        kernel = self._method.make_kernel(self.dim) if self._method.make_kernel else None
-        factory = self.model_factory or (lambda bounds, kernel: DistributionGP(bounds, kernel))
-        self.model = factory(self.bounds, kernel)
-        self._pending = [(self._gp_input(t, loc), y) for t, loc, y in zip(self._targets, self._inputs, self._y)]
-        if self._strategy is not None:  # a survey re-plans in the new box
-            self._strategy = self._method.make_strategy()
+        self.model = self._new_model()
+        self._pending = [(self._gp_input(t, loc), y, v)
+                         for t, loc, y, v in zip(self._targets, self._inputs, self._y, self._noise)]
+        self._method = self._new_method()  # a survey re-plans in the new box
         self._since_fit = 0
         self._fitted = False
         self._fitted_on = None
@@ -300,7 +308,8 @@ class Planner:
         return self.execution_noise(targets) if self._method.robust_candidates else Dirac(targets)
 
     def suggest(self) -> Tensor:
-        """The next target ``(d,)``: initial design first, then the acquisition maximiser.
+        """The next target ``(D,)``, as the method decides (:meth:`~uncertain_bo.acquisition.Method.decide`; by
+        default the initial design, then the acquisition maximiser).
 
         The decision (wall time, acquisition value, :math:`\\beta_t`) is appended to :attr:`decisions` and
         to the journal.
@@ -308,27 +317,11 @@ class Planner:
         t0 = time.perf_counter()
         index = self.n
         billed, self._fit_seconds_unbilled = self._fit_seconds_unbilled, 0.0
-        own = self._strategy.decide(self, index) if self._strategy is not None else None
-        if own is not None:
-            target = own.target.to(self.bounds).reshape(-1)
-            decision = Decision(index, target, own.phase, time.perf_counter() - t0 + billed,
-                                own.acquisition_value, fit_seconds=billed)
-        elif index < self.n_initial:
-            target = self._design[index].clone()
-            decision = Decision(index, target, 'initial', time.perf_counter() - t0)
-        else:
-            fit_seconds = self._update_model() + billed
-            beta_t = self._beta(index, self.model)
-            acq = self._method.make_acquisition(self.model, self.candidates, beta_t)
-            if self.in_box_exploration and hasattr(acq, 'in_box'):  # UCB acquisitions; others have no bonus
-                acq.in_box = True
-            if self.travel_weight > 0:
-                from .acquisition.travel import TravelPenalty
-                acq = TravelPenalty(acq, self.position, self.bounds, self.travel_weight,
-                                    self.model.hyperparameters()['outputscale'] ** 0.5)
-            target, value = maximize(acq, self.bounds, self.optimizer, seed=self.seed * 100_003 + index)
-            decision = Decision(index, target, 'acquisition', time.perf_counter() - t0 + billed, value, beta_t,
-                                fit_seconds)
+        ctx = DecisionContext(self, index)
+        proposal = self._method.decide(ctx)
+        target = proposal.target.to(self.bounds).reshape(-1)
+        decision = Decision(index, target, proposal.phase, time.perf_counter() - t0 + billed,
+                            proposal.acquisition_value, proposal.beta, ctx.fit_seconds + billed)
         self.decisions.append(decision)
         if self._journal is not None:
             self._journal.append({'type': 'decision', 'index': index, 'target': target.tolist(),
@@ -378,38 +371,44 @@ class Planner:
         cov = (nu0 * self._execution_prior + self._execution_sum) / (nu0 + n)
         return 0.5 * (cov + cov.T)
 
-    def observe(self, target: Tensor, location: LocationDistributions, y: float, **meta: Any) -> int:
+    def observe(self, target: Tensor, location: LocationDistributions, y: float, reading_variance: float = 0.0,
+                **meta: Any) -> int:
         """Store one measurement: the commanded ``target``, where it was taken, and the reading.
 
         Args:
             target: ``(d,)`` commanded target :math:`\\mathbf x_t`.
             location: one location distribution :math:`P^L_t` (batch of 1; Dirac, Gaussian or Empirical).
             y: reading :math:`y_t` (field units).
+            reading_variance: the variance the sensor reports for this reading (field units²; 0 = not
+                reported). It is the floor of this reading's noise in the GP
+                (:class:`~uncertain_bo.models.DistributionGP`: reported variance + learned :math:`\\lambda`).
             **meta: JSON-able extras for the journal (stamps, covariance source, ...).
 
         Returns:
             Index of the stored observation.
 
         Raises:
-            InvalidObservationError: non-finite target or reading, wrong dimension, invalid covariance,
-                or a batch of more than one distribution. Nothing is stored in that case.
+            InvalidObservationError: non-finite target or reading, negative or non-finite reading variance,
+                wrong dimension, invalid covariance, or a batch of more than one distribution. Nothing is
+                stored in that case.
         """
         target = torch.as_tensor(target, dtype=DTYPE).reshape(-1)
-        self._validate(target, location, y)
+        self._validate(target, location, y, reading_variance)
         index = self.n
         if self._journal is not None:
             self._journal.append({'type': 'observation', 'index': index, 'target': target.tolist(),
                                   'location': location_to_record(location), 'y': float(y),
-                                  'wall_time': time.time(), **meta})
-        self._store(target, location, float(y), reached=not meta.get('goal_timed_out', False))
+                                  'reading_variance': float(reading_variance), 'wall_time': time.time(), **meta})
+        self._store(target, location, float(y), float(reading_variance),
+                    reached=not meta.get('goal_timed_out', False))
         return index
 
     def recommend(self, rule: str | None = None) -> Recommendation:
         """Where the robust peak is believed to be, by ``rule`` (default :attr:`recommendation`; see
         :data:`RECOMMENDATION_RULES`): ``'past_mean'`` is the paper's (Alg. 1, last line), the best past
         target by the posterior mean of its candidate distribution. A method with a rule of its own
-        (:meth:`~uncertain_bo.acquisition.Strategy.recommend`, e.g. BoTorch's risk measure) uses it when no
-        ``rule`` is given.
+        (:meth:`~uncertain_bo.acquisition.Method.recommend`, e.g. BoTorch's risk measure, NES's posterior mean
+        of the robust objective over the domain) uses it when no ``rule`` is given.
 
         Hyperparameters are refitted first when the schedule (``refit_every``) says a fit is due, so the
         recommendation uses the same fit the next decision will (its time is billed to that decision).
@@ -422,7 +421,9 @@ class Planner:
             raise RuntimeError('nothing to recommend before the first observation')
         if rule is not None and rule not in RECOMMENDATION_RULES:
             raise ValueError(f'unknown recommendation rule {rule!r}; known: {", ".join(RECOMMENDATION_RULES)}')
-        own = self._strategy.recommend(self) if self._strategy is not None and rule is None else None
+        ctx = DecisionContext(self, self.n)
+        own = self._method.recommend(ctx, rule)
+        self._fit_seconds_unbilled += ctx.fit_seconds
         if own is not None:
             return own
         rule = rule or self.recommendation
@@ -451,7 +452,8 @@ class Planner:
         return mean, var.sqrt()
 
     # ----------------------------------------------------------- internals
-    def _validate(self, target: Tensor, location: LocationDistributions, y: float) -> None:
+    def _validate(self, target: Tensor, location: LocationDistributions, y: float,
+                  reading_variance: float = 0.0) -> None:
         def bad(msg: str) -> InvalidObservationError:
             return InvalidObservationError(f'observation rejected, nothing stored: {msg}')
 
@@ -459,6 +461,9 @@ class Planner:
             raise bad(f'target must be {self.dim} finite numbers, got {target.tolist()}')
         if not isinstance(y, (int, float)) or isinstance(y, bool) or not math.isfinite(y):
             raise bad(f'reading must be a finite number, got {y!r}')
+        if (not isinstance(reading_variance, (int, float)) or isinstance(reading_variance, bool)
+                or not math.isfinite(reading_variance) or reading_variance < 0):
+            raise bad(f'reading variance must be a finite number >= 0, got {reading_variance!r}')
         if not isinstance(location, LocationDistributions) or len(location) != 1:
             raise bad('location must be a single LocationDistributions (batch of 1)')
         if location.dim != self.dim:
@@ -470,7 +475,8 @@ class Planner:
             if reason:
                 raise bad(f'location covariance {reason}')
 
-    def _store(self, target: Tensor, location: LocationDistributions, y: float, reached: bool = True) -> None:
+    def _store(self, target: Tensor, location: LocationDistributions, y: float, reading_variance: float = 0.0,
+               reached: bool = True) -> None:
         if self._execution_prior is not None and reached:
             e = (location.mean[0] - target).to(self._execution_sum)
             self._execution_sum += torch.outer(e, e) + location.covariance[0].to(self._execution_sum)
@@ -479,43 +485,33 @@ class Planner:
         self._targets = torch.cat([self._targets, target.reshape(1, -1)])
         self._inputs.append(location)
         self._y.append(y)
-        self._pending.append((self._gp_input(target, location), y))
+        self._noise.append(reading_variance)
+        self._pending.append((self._gp_input(target, location), y, reading_variance))
 
     def _gp_input(self, target: Tensor, location: LocationDistributions) -> LocationDistributions:
-        return location if self._method.train_on == 'location' else Dirac(target.reshape(1, -1))
+        return Dirac(target.reshape(1, -1)) if self._method.inputs == 'target' else location
+
+    def _new_method(self) -> Method:
+        cls = get_method(self.method)
+        try:
+            return cls(**(self.method_settings or {}))
+        except TypeError as exc:
+            raise ValueError(f'method {self.method!r}: {exc}') from None
+
+    def _new_model(self) -> DistributionGP:
+        kernel = self._method.kernel(self.dim)
+        factory = self.model_factory or (lambda bounds, kernel: DistributionGP(bounds, kernel))
+        return factory(self.bounds, kernel)
 
     def _replay(self, journal: Journal) -> None:
-        starts = [r for r in journal.records if r.get('type') == 'start' and 'position' in r]
-        if starts:
-            try:
-                start = torch.tensor(starts[-1]['position'], dtype=DTYPE).reshape(-1)
-                if start.numel() == self.dim and torch.isfinite(start).all():
-                    self.start = start
-                    self._design = self._initial_design()
-            except (TypeError, ValueError) as exc:
-                log.warning('journal %s: ignoring invalid start record: %s', journal.path, exc)
-        for rec in journal.observations:
-            try:
-                loc = location_from_record(rec['location'])
-                target = torch.tensor(rec['target'], dtype=DTYPE)
-                self._validate(target, loc, rec['y'])
-            except (KeyError, TypeError, InvalidDistributionError, InvalidObservationError) as exc:
-                log.warning('journal %s: skipping invalid observation %s: %s', journal.path,
-                            rec.get('index'), exc)
-                continue
-            self._store(target, loc, float(rec['y']), reached=not rec.get('goal_timed_out', False))
-        for rec in journal.records:
-            if rec.get('type') != 'decision':
-                continue
-            try:
-                target = torch.tensor(rec['target'], dtype=DTYPE).reshape(-1)
-                decision = Decision(int(rec['index']), target, str(rec.get('phase', '')),
-                                    float(rec.get('seconds') or 0.0), _nan_if_none(rec.get('acquisition_value')),
-                                    _nan_if_none(rec.get('beta')), float(rec.get('fit_seconds') or 0.0))
-            except (KeyError, TypeError, ValueError) as exc:
-                log.warning('journal %s: skipping invalid decision record: %s', journal.path, exc)
-                continue
-            self.decisions.append(decision)
+        run = replay(journal, self.dim, self._validate)
+        if run.start is not None:
+            self.start = run.start
+            self._design = self._initial_design()
+            self._method = self._new_method()
+        for target, loc, y, variance, reached in run.observations:
+            self._store(target, loc, y, variance, reached=reached)
+        self.decisions += [Decision(**d) for d in run.decisions]
         pending = [d for d in self.decisions if d.index == self.n]
         if pending:
             t = pending[-1].target
@@ -539,13 +535,14 @@ class Planner:
         if self._pending:
             new_locs = cat([p[0] for p in self._pending])
             new_y = torch.tensor([p[1] for p in self._pending], dtype=DTYPE)
+            new_noise = torch.tensor([p[2] for p in self._pending], dtype=DTYPE)
             self._since_fit += len(self._pending)
             self._pending = []
             if self.model.n == 0:
-                self.model.set_data(new_locs, new_y)
+                self.model.set_data(new_locs, new_y, new_noise)
                 self._since_fit = max(self._since_fit, 1)
             else:
-                self.model.append(new_locs, new_y)
+                self.model.append(new_locs, new_y, new_noise)
         period = 1 if self.model.n <= self.n_initial else self.refit_every
         due = self.refit_every > 0 and ((refit and self._since_fit >= period) or not self._fitted)
         if due and self.model.n > 0:
@@ -580,7 +577,3 @@ class Planner:
 
 def _finite_or_none(v: float) -> float | None:
     return v if math.isfinite(v) else None
-
-
-def _nan_if_none(v: Any) -> float:
-    return math.nan if v is None else float(v)

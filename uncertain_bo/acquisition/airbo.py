@@ -36,8 +36,7 @@ import math
 from gpytorch.priors import GammaPrior
 
 from ..kernels import AdditiveRQKernel, KernelMeanEmbeddingKernel, MMDKernel, SymmetrizedKLKernel
-from . import Method, register
-from .ugp_ucb import UpperConfidenceBound
+from .method import UCBMethod, register
 
 __all__ = ['AIRBO_BETA', 'AIRBO_N_LANDMARKS', 'UGP_MAX_SAMPLES', 'mmd_kernel', 'kme_kernel', 'skl_kernel']
 
@@ -82,27 +81,55 @@ def skl_kernel(dim: int) -> SymmetrizedKLKernel:
     return SymmetrizedKLKernel(dim)
 
 
-def _ucb(model, candidates, beta):
-    return UpperConfidenceBound(model, candidates, beta)
+@register
+class AIRBO(UCBMethod):
+    name = 'airbo'
+    description = ('AIRBO: MMD kernel with the Nystrom estimator over sampled input distributions, UCB '
+                   '(Yang et al. 2023; use beta=2)')
+    inputs = 'samples'
+
+    def kernel(self, dim: int) -> MMDKernel:
+        return mmd_kernel(dim)
 
 
-register(Method(
-    name='airbo', train_on='location', robust_candidates=True, make_acquisition=_ucb, make_kernel=mmd_kernel,
-    description='AIRBO: MMD kernel with the Nystrom estimator over sampled input distributions, UCB '
-                '(Yang et al. 2023; use beta=2)'))
-register(Method(
-    name='airbo_empirical', train_on='location', robust_candidates=True, make_acquisition=_ucb,
-    make_kernel=lambda dim: mmd_kernel(dim, estimator='empirical'),
-    description='AIRBO ablation "MMDGP-raw": MMD kernel with the empirical U-statistic, UCB'))
-register(Method(
-    name='ugp_kme', train_on='location', robust_candidates=True, make_acquisition=_ucb, make_kernel=kme_kernel,
-    description='uGP-UCB with the sample-based kernel mean embedding (SE base kernel, <= 40 samples/input)'))
-register(Method(
-    name='skl', train_on='location', robust_candidates=True, make_acquisition=_ucb, make_kernel=skl_kernel,
-    description='SKL-UCB: symmetrised-KL kernel on moment-matched diagonal Gaussians (Moreno et al. 2003)'))
-register(Method(
-    name='erbf', train_on='location', robust_candidates=True, make_acquisition=_ucb, make_kernel=None,
-    description='ERBF-UCB: closed-form expected SE kernel on moment-matched Gaussians (Dallaire et al. 2011)'))
-register(Method(
-    name='gp_ucb', train_on='target', robust_candidates=False, make_acquisition=_ucb, make_kernel=None,
-    description='GP-UCB: standard GP on the commanded targets, ignoring input noise (AIRBO baseline)'))
+@register
+class AIRBOEmpirical(UCBMethod):
+    name = 'airbo_empirical'
+    description = 'AIRBO ablation "MMDGP-raw": MMD kernel with the empirical U-statistic, UCB'
+    inputs = 'samples'
+
+    def kernel(self, dim: int) -> MMDKernel:
+        return mmd_kernel(dim, estimator='empirical')
+
+
+@register
+class UGPKME(UCBMethod):
+    name = 'ugp_kme'
+    description = 'uGP-UCB with the sample-based kernel mean embedding (SE base kernel, <= 40 samples/input)'
+    inputs = 'samples'
+
+    def kernel(self, dim: int) -> KernelMeanEmbeddingKernel:
+        return kme_kernel(dim)
+
+
+@register
+class SKL(UCBMethod):
+    name = 'skl'
+    description = 'SKL-UCB: symmetrised-KL kernel on moment-matched diagonal Gaussians (Moreno et al. 2003)'
+
+    def kernel(self, dim: int) -> SymmetrizedKLKernel:
+        return skl_kernel(dim)
+
+
+@register
+class ERBF(UCBMethod):
+    name = 'erbf'
+    description = 'ERBF-UCB: closed-form expected SE kernel on moment-matched Gaussians (Dallaire et al. 2011)'
+
+
+@register
+class GPUCB(UCBMethod):
+    name = 'gp_ucb'
+    description = 'GP-UCB: standard GP on the commanded targets, ignoring input noise (AIRBO baseline)'
+    inputs = 'target'
+    robust_candidates = False

@@ -26,10 +26,9 @@ import warnings
 import torch
 from torch import Tensor
 
-from . import Method, StrategyDecision, register
-from .ugp_ucb import UpperConfidenceBound
+from .method import DecisionContext, Method, Proposal, Recommendation, register
 
-__all__ = ['BoTorchRobustStrategy', 'perturbation_set']
+__all__ = ['BoTorchRobust', 'perturbation_set']
 
 N_W = 32
 
@@ -58,61 +57,68 @@ def perturbation_set(execution_noise, bounds: Tensor, n_w: int, seed: int) -> Te
     return xi / span
 
 
-class BoTorchRobustStrategy:
-    """SingleTaskGP + InputPerturbation + Expectation + qLogNEI (see the module docstring).
+@register
+class BoTorchRobust(Method):
+    """SingleTaskGP + InputPerturbation + Expectation + qLogNEI (see the module docstring); the planner's
+    initial design first, as for every method.
 
     Args:
         n_w: size of the perturbation set.
         num_restarts, raw_samples: ``optimize_acqf`` settings.
     """
 
+    name = 'botorch_robust'
+    description = ("baseline: BoTorch's robust BO (SingleTaskGP on localisation means + InputPerturbation + "
+                   'Expectation risk measure + qLogNEI via optimize_acqf)')
+    baseline = True
+
     def __init__(self, n_w: int = N_W, num_restarts: int = 10, raw_samples: int = 512):
         self.n_w, self.num_restarts, self.raw_samples = n_w, num_restarts, raw_samples
         self._cache: tuple[int, object, Tensor] | None = None  # (n, model, unit inputs)
 
-    def _model(self, planner):
+    def _model(self, ctx: DecisionContext):
         """The fitted model on the planner's ``n`` observations (one fit per ``n``: the recommendation after
         measurement ``n`` and the decision of target ``n + 1`` share it). Seeded from the seed and ``n``."""
-        n = planner.n
+        n = len(ctx.y)
         if self._cache is not None and self._cache[0] == n:
             return self._cache[1], self._cache[2]
-        bounds = planner.bounds
-        seed = planner.seed * 100_003 + n
+        bounds = ctx.bounds
+        seed = ctx.run_seed * 100_003 + n
         with torch.random.fork_rng(devices=[bounds.device] if bounds.is_cuda else []):
             torch.manual_seed(seed)
-            model, x = self._fit(planner, seed)
+            model, x = self._fit(ctx, seed)
         self._cache = (n, model, x)
         return model, x
 
-    def _fit(self, planner, seed: int):
+    def _fit(self, ctx: DecisionContext, seed: int):
         from botorch.fit import fit_gpytorch_mll
         from botorch.models import SingleTaskGP
         from botorch.models.transforms.input import InputPerturbation
         from botorch.models.transforms.outcome import Standardize
         from gpytorch.mlls import ExactMarginalLogLikelihood
 
-        bounds = planner.bounds
+        bounds = ctx.bounds
         span = bounds[1] - bounds[0]
-        x = ((planner.locations.mean.to(bounds) - bounds[0]) / span)
-        y = planner.y.to(bounds).reshape(-1, 1)
-        tf = InputPerturbation(perturbation_set(planner.execution_noise, bounds, self.n_w, seed))
+        x = ((ctx.locations.mean.to(bounds) - bounds[0]) / span)
+        y = ctx.y.to(bounds).reshape(-1, 1)
+        tf = InputPerturbation(perturbation_set(ctx.execution_noise, bounds, self.n_w, seed))
         model = SingleTaskGP(x, y, outcome_transform=Standardize(m=1), input_transform=tf)
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
             fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
         return model, x
 
-    def decide(self, planner, index: int) -> StrategyDecision | None:
-        if index < planner.n_initial:
-            return None  # the planner's initial design: the same first targets as the explorer
+    def decide(self, ctx: DecisionContext) -> Proposal:
+        if ctx.index < ctx.n_initial:
+            return super().decide(ctx)  # the planner's initial design: the same first targets as the explorer
         from botorch.acquisition.logei import qLogNoisyExpectedImprovement
         from botorch.acquisition.risk_measures import Expectation
         from botorch.optim import optimize_acqf
 
-        seed = planner.seed * 100_003 + index
-        bounds = planner.bounds
+        seed = ctx.seed
+        bounds = ctx.bounds
         unit = torch.stack([torch.zeros_like(bounds[0]), torch.ones_like(bounds[0])])
-        model, x = self._model(planner)
+        model, x = self._model(ctx)
         with torch.random.fork_rng(devices=[bounds.device] if bounds.is_cuda else []):
             torch.manual_seed(seed)
             acq = qLogNoisyExpectedImprovement(model, X_baseline=x, objective=Expectation(n_w=self.n_w),
@@ -123,16 +129,16 @@ class BoTorchRobustStrategy:
                                             raw_samples=self.raw_samples, options={'seed': seed})
         target = bounds[0] + cand.detach().reshape(-1) * (bounds[1] - bounds[0])
         target = torch.minimum(torch.maximum(target, bounds[0]), bounds[1])
-        return StrategyDecision(target, 'acquisition', float(value))
+        return Proposal(target, 'acquisition', float(value))
 
-    def recommend(self, planner):
-        from ..planner import Recommendation
-
-        bounds = planner.bounds
-        targets = planner.targets.to(bounds)
-        if planner.n == 1:
-            return Recommendation(targets[0].clone(), float(planner.y[0]), float('nan'), 0)
-        model, _ = self._model(planner)
+    def recommend(self, ctx: DecisionContext, rule: str | None) -> Recommendation | None:
+        if rule is not None:
+            return None  # the caller asked for one of the planner's rules
+        bounds = ctx.bounds
+        targets = ctx.targets.to(bounds)
+        if len(targets) == 1:
+            return Recommendation(targets[0].clone(), float(ctx.y[0]), float('nan'), 0)
+        model, _ = self._model(ctx)
         unit_targets = (targets - bounds[0]) / (bounds[1] - bounds[0])
         model.eval()
         with torch.no_grad():
@@ -141,12 +147,3 @@ class BoTorchRobustStrategy:
             var = post.variance.reshape(len(targets), -1).mean(-1)  # mean variance over the set (a summary)
         i = int(torch.argmax(mean))
         return Recommendation(targets[i].clone(), float(mean[i]), float(var[i].clamp_min(0).sqrt()), i)
-
-
-register(Method(
-    name='botorch_robust',
-    description="baseline: BoTorch's robust BO (SingleTaskGP on localisation means + InputPerturbation + "
-                'Expectation risk measure + qLogNEI via optimize_acqf)',
-    train_on='location', robust_candidates=True,
-    make_acquisition=lambda model, candidates, beta: UpperConfidenceBound(model, candidates, beta),
-    make_strategy=BoTorchRobustStrategy, uses_beta=False, baseline=True))

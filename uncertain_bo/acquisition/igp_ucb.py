@@ -18,11 +18,10 @@ from typing import Sequence
 
 from torch import Tensor
 
-from . import Method, register
 from .beta import effective_noise_std, prop3_sigma_f
-from .ugp_ucb import UpperConfidenceBound
+from .method import UCBMethod, register
 
-__all__ = ['input_noise_sigma_nu']
+__all__ = ['input_noise_sigma_nu', 'IGPUCB']
 
 
 def input_noise_sigma_nu(norm_bound: float, execution_covariance: Tensor, sigma_zeta: float, *,
@@ -33,9 +32,12 @@ def input_noise_sigma_nu(norm_bound: float, execution_covariance: Tensor, sigma_
     return effective_noise_std(sigma_zeta, sigma_f)
 
 
-register(Method(
-    name='igp_ucb',
-    description='IGP-UCB: standard GP-UCB on the commanded targets, noise accounting for input noise '
-                '(Chowdhury & Gopalan 2017; Oliveira et al. 2019, Thm. 2)',
-    train_on='target', robust_candidates=False,
-    make_acquisition=lambda model, candidates, beta: UpperConfidenceBound(model, candidates, beta)))
+@register
+class IGPUCB(UCBMethod):
+    """IGP-UCB: GP-UCB on the commanded targets; the planner's β (Thm. 2 + Prop. 3) accounts for input noise."""
+
+    name = 'igp_ucb'
+    description = ('IGP-UCB: standard GP-UCB on the commanded targets, noise accounting for input noise '
+                   '(Chowdhury & Gopalan 2017; Oliveira et al. 2019, Thm. 2)')
+    inputs = 'target'
+    robust_candidates = False

@@ -24,10 +24,10 @@ import math
 import torch
 from torch import Tensor
 
-from . import Method, StrategyDecision, register
-from .ugp_ucb import UpperConfidenceBound
+from .method import DecisionContext, Proposal, UCBMethod, register
 
-__all__ = ['SurveyStrategy', 'lawnmower_targets', 'random_tour', 'grid_shape', 'nearest_neighbour_tour']
+__all__ = ['Survey', 'Lawnmower', 'LawnmowerFixed', 'RandomSurvey', 'lawnmower_targets', 'random_tour', 'grid_shape',
+           'nearest_neighbour_tour']
 
 
 def grid_shape(n: int, width: float, height: float) -> tuple[int, int]:
@@ -108,57 +108,60 @@ def random_tour(bounds: Tensor, n: int, seed: int, start: Tensor | None = None) 
     return nearest_neighbour_tour(pts, start)
 
 
-class SurveyStrategy:
-    """Targets planned once from the bounds, budget, seed and start (see the module docstring).
+class Survey(UCBMethod):
+    """Targets planned once from the bounds, budget, seed and start (see the module docstring); past the
+    budget, and for the recommendation, the uGP-UCB rules on the same observations."""
 
-    Args:
-        kind: ``'lawnmower'``, ``'lawnmower_fixed'`` or ``'random'``.
-    """
+    kind = ''
+    baseline = True
+    uses_beta = False
 
-    def __init__(self, kind: str):
-        if kind not in ('lawnmower', 'lawnmower_fixed', 'random'):
-            raise ValueError(f'unknown survey {kind!r}')
-        self.kind = kind
+    def __init__(self):
         self._plan: Tensor | None = None
 
-    def plan(self, planner) -> Tensor:
+    def plan(self, ctx: DecisionContext) -> Tensor:
         """The survey's ``(budget, d)`` targets in visiting order.
 
         Raises:
             ValueError: the planner has no ``budget`` (the survey needs the number of measurements).
         """
         if self._plan is None:
-            if planner.budget is None:
-                raise ValueError(f'{self.kind} needs the measurement budget: construct the Planner with '
+            if ctx.budget is None:
+                raise ValueError(f'{self.name} needs the measurement budget: construct the Planner with '
                                  'budget=max_measurements')
-            bounds, seed = planner.bounds, planner.seed
-            start = None if planner.start is None else planner.start.to(bounds)
+            bounds, seed = ctx.bounds, ctx.run_seed
+            start = None if ctx.start is None else ctx.start.to(bounds)
             if self.kind == 'random':
-                self._plan = random_tour(bounds, planner.budget, seed, start)
+                self._plan = random_tour(bounds, ctx.budget, seed, start)
             else:
                 shift = None
                 if self.kind == 'lawnmower':
                     gen = torch.Generator(device=bounds.device).manual_seed(int(seed))
                     shift = torch.rand(2, generator=gen, dtype=bounds.dtype, device=bounds.device) - 0.5
-                self._plan = lawnmower_targets(bounds, planner.budget, start, shift)
+                self._plan = lawnmower_targets(bounds, ctx.budget, start, shift)
         return self._plan
 
-    def decide(self, planner, index: int) -> StrategyDecision | None:
-        plan = self.plan(planner)
-        return StrategyDecision(plan[index].clone(), 'survey') if index < len(plan) else None
+    def decide(self, ctx: DecisionContext) -> Proposal:
+        plan = self.plan(ctx)
+        if ctx.index < len(plan):
+            return Proposal(plan[ctx.index].clone(), 'survey')
+        return super().decide(ctx)
 
-    def recommend(self, planner):
-        return None  # the planner's GP rule on the same observations
+
+@register
+class Lawnmower(Survey):
+    name = kind = 'lawnmower'
+    description = 'survey baseline: boustrophedon grid, one cell per measurement, seeded shift of up to half a cell'
 
 
-_DESCRIPTIONS = {
-    'lawnmower': 'survey baseline: boustrophedon grid, one cell per measurement, seeded shift of up to half a cell',
-    'lawnmower_fixed': 'survey baseline: boustrophedon grid, one cell per measurement, unshifted',
-    'random': 'survey baseline: uniform random targets visited as a nearest-neighbour tour',
-}
+@register
+class LawnmowerFixed(Survey):
+    name = 'lawnmower_fixed'
+    kind = 'lawnmower_fixed'
+    description = 'survey baseline: boustrophedon grid, one cell per measurement, unshifted'
 
-for _kind, _text in _DESCRIPTIONS.items():
-    register(Method(
-        name=_kind, description=_text, train_on='location', robust_candidates=True,
-        make_acquisition=lambda model, candidates, beta: UpperConfidenceBound(model, candidates, beta),
-        make_strategy=lambda kind=_kind: SurveyStrategy(kind), uses_beta=False, baseline=True))
+
+@register
+class RandomSurvey(Survey):
+    name = kind = 'random'
+    description = 'survey baseline: uniform random targets visited as a nearest-neighbour tour'

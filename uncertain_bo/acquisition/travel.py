@@ -19,6 +19,7 @@ distribution (where the rover measured last), or its start before the first meas
 from __future__ import annotations
 
 import torch
+from botorch.acquisition import AcquisitionFunction
 from torch import Tensor
 
 from .base import TargetAcquisition
@@ -30,7 +31,7 @@ class TravelPenalty(TargetAcquisition):
     """``inner`` minus the travel cost from ``position`` (see the module docstring).
 
     Args:
-        inner: the method's acquisition.
+        inner: the method's acquisition (any BoTorch ``AcquisitionFunction`` over ``(b, 1, d)`` targets).
         position: ``(d,)`` the rover's position :math:`\\mathbf p` (m).
         bounds: ``(2, d)`` search box (m); its diagonal is :math:`D`.
         weight: :math:`w \\ge 0`.
@@ -40,9 +41,9 @@ class TravelPenalty(TargetAcquisition):
         ValueError: negative weight or signal std.
     """
 
-    def __init__(self, inner: TargetAcquisition, position: Tensor, bounds: Tensor, weight: float,
+    def __init__(self, inner: AcquisitionFunction, position: Tensor, bounds: Tensor, weight: float,
                  signal_std: float):
-        super().__init__(inner.model, inner.candidates)
+        super().__init__(inner.model, getattr(inner, 'candidates', None))
         if not (weight >= 0 and signal_std >= 0):
             raise ValueError(f'travel weight and signal std must be >= 0, got {weight}, {signal_std}')
         self.inner = inner
@@ -50,4 +51,4 @@ class TravelPenalty(TargetAcquisition):
         self.per_metre = float(weight) * float(signal_std) / float((bounds[1] - bounds[0]).norm())
 
     def score(self, targets: Tensor) -> Tensor:
-        return self.inner.score(targets) - self.per_metre * (targets - self.position).norm(dim=-1)
+        return self.inner(targets.unsqueeze(-2)) - self.per_metre * (targets - self.position).norm(dim=-1)

@@ -27,10 +27,10 @@ from torch import Tensor
 from ..distributions import Dirac, LocationDistributions
 from ..models import DistributionGP
 from ..unscented import UnscentedRBFKernel, sigma_points
-from . import Method, register
 from .base import TargetAcquisition
+from .method import DecisionContext, Method, register
 
-__all__ = ['UnscentedExpectedImprovement', 'expected_improvement', 'log_expected_improvement', 'uei_method']
+__all__ = ['UnscentedExpectedImprovement', 'expected_improvement', 'log_expected_improvement', 'UEI']
 
 
 def expected_improvement(mean: Tensor, std: Tensor, best: float | Tensor) -> Tensor:
@@ -86,16 +86,26 @@ class UnscentedExpectedImprovement(TargetAcquisition):
         return (w * expected_improvement(mean, std, self.best)).sum(-1)
 
 
-def uei_method(kappa: float = 1.0, name: str | None = None) -> Method:
-    """The UEI :class:`~uncertain_bo.acquisition.Method` with sigma-point spread ``kappa`` (not registered;
-    ``'uei'`` in :data:`~uncertain_bo.acquisition.METHODS` is κ = 1)."""
-    return Method(
-        name=name or ('uei' if kappa == 1.0 else f'uei_kappa{kappa:g}'),
-        description=f'UEI: EI of a GP on targets averaged over unscented sigma points (Nogueira et al. '
-                    f'2016), kappa={kappa:g}',
-        train_on='target', robust_candidates=True,
-        make_acquisition=lambda model, candidates, beta: UnscentedExpectedImprovement(model, candidates, kappa),
-        make_kernel=lambda dim: UnscentedRBFKernel(dim, kappa=kappa, lengthscale_prior=GammaPrior(3.0, 6.0)))
+@register
+class UEI(Method):
+    """UEI on the protocol: a GP on the commanded targets with the unscented kernel, candidates
+    :math:`\\hat P_{\\mathbf x}` scored by :class:`UnscentedExpectedImprovement`.
 
+    Args:
+        kappa: sigma-point spread :math:`\\kappa` (default 1, the paper's).
+    """
 
-register(uei_method(1.0))
+    name = 'uei'
+    description = ('UEI: EI of a GP on targets averaged over unscented sigma points (Nogueira et al. 2016); '
+                   'setting kappa (default 1)')
+    inputs = 'target'
+    robust_candidates = True
+
+    def __init__(self, kappa: float = 1.0):
+        self.kappa = float(kappa)
+
+    def kernel(self, dim: int) -> UnscentedRBFKernel:
+        return UnscentedRBFKernel(dim, kappa=self.kappa, lengthscale_prior=GammaPrior(3.0, 6.0))
+
+    def acquisition(self, ctx: DecisionContext) -> UnscentedExpectedImprovement:
+        return UnscentedExpectedImprovement(ctx.model, ctx.candidates, self.kappa)

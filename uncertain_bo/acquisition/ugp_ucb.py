@@ -17,8 +17,9 @@ from torch import Tensor
 from ..distributions import LocationDistributions
 from ..models import DistributionGP
 from .base import TargetAcquisition
+from .method import UCBMethod, register
 
-__all__ = ['UpperConfidenceBound', 'in_box_fraction']
+__all__ = ['UpperConfidenceBound', 'in_box_fraction', 'UGPUCB']
 
 
 class UpperConfidenceBound(TargetAcquisition):
@@ -73,3 +74,12 @@ def in_box_fraction(model: DistributionGP, targets: Tensor) -> Tensor:
     ell = model.kernel.lengthscale.reshape(-1).to(u)
     normal = torch.distributions.Normal(torch.zeros((), dtype=u.dtype, device=u.device), 1.0)
     return (normal.cdf((1.0 - u) / ell) - normal.cdf(-u / ell)).prod(-1).clamp_min(1e-12)
+
+
+@register
+class UGPUCB(UCBMethod):
+    """uGP-UCB: the GP on the location distributions :math:`P^L_t`, UCB over :math:`\\hat P_{\\mathbf x}`."""
+
+    name = 'ugp_ucb'
+    description = ('uGP-UCB: GP over location distributions, UCB over the execution-noise model '
+                   '(Oliveira et al. 2019)')

@@ -76,7 +76,7 @@ class BenchSettings:
 def theory_noise_source(method: Method, settings: BenchSettings) -> NoiseSource:
     """Source of :math:`\\sigma_\\nu` for ``method``: Theorem 2 (input noise as output noise) for GPs on targets,
     ``settings.ugp_noise`` for GPs on location distributions."""
-    return 'execution' if method.train_on == 'target' else settings.ugp_noise
+    return 'execution' if method.inputs == 'target' else settings.ugp_noise
 
 
 @dataclass(frozen=True)

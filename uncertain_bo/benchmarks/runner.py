@@ -246,7 +246,7 @@ def expand(problem: str, methods: Sequence[str], seeds: Iterable[int], iteration
         for method in methods:
             meth = get_method(method)
             canon = s if prob.uses_beta(meth) else replace(s, beta=prob.default_beta)
-            canon = canon if meth.train_on == 'location' else replace(canon, ugp_noise='output')
+            canon = canon if meth.inputs != 'target' else replace(canon, ugp_noise='output')
             for seed in seeds:
                 spec = RunSpec(problem, method, seed, iterations, canon)
                 if spec.key in seen:
