@@ -67,7 +67,9 @@ class JointPosterior:
         with torch.no_grad():
             self.train_enc = model.encode(locations).detach()
             k = self.kernel(self.train_enc, self.train_enc)
-            k = k + self.noise * torch.eye(k.shape[0], dtype=k.dtype, device=k.device)
+            # λ plus each reading's reported variance, as the model's own posterior
+            self.noise_diag = self.noise + model.reading_noise.to(k)
+            k = k + torch.diag(self.noise_diag)
             self.chol = torch.linalg.cholesky(k)
             self.train_y = model.train_y.to(k)
             self.alpha = torch.cholesky_solve((self.train_y - self.mean0).unsqueeze(-1), self.chol).squeeze(-1)
@@ -128,7 +130,7 @@ class PosteriorPath:
         eps = torch.randn(posterior.train_y.numel(), **kw)
         train_points = posterior.model.train_locations.mean.to(like)
         prior_train = self._features(train_points) @ theta
-        resid = posterior.train_y - posterior.mean0 - prior_train - math.sqrt(posterior.noise) * eps
+        resid = posterior.train_y - posterior.mean0 - prior_train - posterior.noise_diag.sqrt() * eps
         self.theta = theta
         self.weights = torch.cholesky_solve(resid.unsqueeze(-1), posterior.chol).squeeze(-1)
 

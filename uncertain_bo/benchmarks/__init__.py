@@ -10,7 +10,7 @@ reading), so a simulated rover mission plugs in as one more problem.
 """
 from .base import (PROBLEMS, BenchSettings, GaussianInputWorld, Instance, Measurement, Problem, World,
                    get_problem, register_problem)
-from . import functions_airbo, michalewicz, rkhs2d, rover  # noqa: F401  (register the problems)
+from . import cv, functions_airbo, michalewicz, quadrature, rkhs2d, rover  # noqa: F401  (register the problems)
 from .runner import RunSpec, expand, load_runs, run, run_many
 
 __all__ = ['PROBLEMS', 'BenchSettings', 'GaussianInputWorld', 'Instance', 'Measurement', 'Problem', 'World',
