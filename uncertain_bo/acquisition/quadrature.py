@@ -267,7 +267,8 @@ class EmpDRBQO(ThompsonQuadrature):
 @register
 class BQOTS(ThompsonQuadrature):
     name = 'bqo_ts'
-    description = 'BQO-TS: Thompson sample of the empirical quadrature, empirical-mean recommendation (Nguyen et al. 2020)'
+    description = ('BQO-TS: Thompson sample of the empirical quadrature, empirical-mean recommendation '
+                   '(Nguyen et al. 2020)')
     robust_decision = False
     robust_recommendation = False
 
@@ -282,7 +283,8 @@ class MaximinBQOTS(ThompsonQuadrature):
 @register
 class BQOEI(EIQuadrature):
     name = 'bqo_ei'
-    description = 'BQO-EI: EI on the empirical quadrature of the joint GP, empirical-mean recommendation (Nguyen et al. 2020)'
+    description = ('BQO-EI: EI on the empirical quadrature of the joint GP, empirical-mean recommendation '
+                   '(Nguyen et al. 2020)')
     robust_recommendation = False
 
 
@@ -370,7 +372,7 @@ class MTBO(EIQuadrature):
         xi = 0.1 * float(y.max() - y.min()) if y.numel() > 1 else 0.0
         model = ctx.model
         with torch.no_grad():
-            mean, cov = JointPosterior(model).mean_covariance(joint_points(x.reshape(1, -1).to(contexts),
-                                                                               contexts))
+            points = joint_points(x.reshape(1, -1).to(contexts), contexts)
+            mean, cov = JointPosterior(model).mean_covariance(points)
             ei = expected_improvement(mean[0], cov[0].diagonal().clamp_min(0).sqrt(), float(y.max()), xi)
         return int(torch.argmax(ei))
