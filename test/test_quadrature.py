@@ -10,7 +10,7 @@ from uncertain_bo.acquisition.quadrature import ICMKernel, joint_points
 from uncertain_bo.acquisition.quadrature_gp import JointPosterior, PosteriorPath
 from uncertain_bo.ambiguity import worst_case_mean
 from uncertain_bo.benchmarks import BenchSettings, get_problem, run
-from uncertain_bo.distributions import DTYPE, Dirac
+from uncertain_bo.distributions import DTYPE, Dirac, Gaussian
 from uncertain_bo.models import DistributionGP
 from uncertain_bo.optim import OptimizerSettings
 from uncertain_bo.planner import Planner
@@ -19,13 +19,17 @@ from uncertain_bo.planner import Planner
 FAST = OptimizerSettings(num_restarts=2, raw_samples=64, maxiter=50)
 
 
-def fitted_gp(n=15, seed=0):
+def fitted_gp(n=15, seed=0, gaussian=False):
     g = torch.Generator().manual_seed(seed)
     bounds = torch.tensor([[0.0, 0.0, -1.0], [1.0, 2.0, 1.0]], dtype=DTYPE)
     x = bounds[0] + (bounds[1] - bounds[0]) * torch.rand(n, 3, generator=g, dtype=DTYPE)
     y = torch.sin(3 * x[:, 0]) + x[:, 1] * x[:, 2] + 0.05 * torch.randn(n, generator=g, dtype=DTYPE)
     gp = DistributionGP(bounds)
-    gp.set_data(Dirac(x), y)
+    if gaussian:   # location distributions of different widths (the rover's EKF poses)
+        cov = torch.diag_embed(0.01 + 0.05 * torch.rand(n, 3, generator=g, dtype=DTYPE))
+        gp.set_data(Gaussian(x, cov), y)
+    else:
+        gp.set_data(Dirac(x), y)
     gp.fit()
     return gp, bounds
 
@@ -41,9 +45,10 @@ def test_joint_posterior_matches_the_models_posterior():
     assert torch.linalg.eigvalsh(cov).min() > -1e-8   # a covariance per group
 
 
-def test_posterior_paths_have_the_posterior_moments():
+@pytest.mark.parametrize('gaussian', [False, True])
+def test_posterior_paths_have_the_posterior_moments(gaussian):
     # Monte Carlo over paths: mean and covariance at a few points against the exact joint posterior
-    gp, bounds = fitted_gp()
+    gp, bounds = fitted_gp(gaussian=gaussian)
     post = JointPosterior(gp)
     u = torch.rand(1, 4, 3, dtype=DTYPE, generator=torch.Generator().manual_seed(1))
     pts = bounds[0] + (bounds[1] - bounds[0]) * u
@@ -51,6 +56,9 @@ def test_posterior_paths_have_the_posterior_moments():
     gen = torch.Generator().manual_seed(2)
     with torch.no_grad():
         draws = torch.stack([PosteriorPath(post, 1000, gen)(pts[0]) for _ in range(800)])
+    path = PosteriorPath(post, 50, gen)
+    torch.testing.assert_close(path.on_contexts(pts[0, :, :2], pts[0, :2, 2:]),
+                               path(joint_points(pts[0, :, :2], pts[0, :2, 2:])))
     sd = cov[0].diagonal().sqrt()
     assert ((draws.mean(0) - mean[0]).abs() < 4 * sd / math.sqrt(800) + 1e-3).all()
     emp = torch.cov(draws.T)
@@ -154,3 +162,23 @@ def test_app_c_functions_shift_the_input():
     assert np.allclose(f(u, w), 0 * f(u, w) + f(u, w)[0, 0])   # w = 0: f(x, 0) = -h(x)
     from botorch.test_functions import Beale
     assert f(u, w)[0, 0] == pytest.approx(-float(Beale().evaluate_true(torch.tensor([[0.0, 0.0]]))))
+
+
+def test_drbqo_on_the_rover_uses_the_observed_offsets():
+    # no sample set: the samples are the offsets between location estimates and targets; the configured
+    # execution-noise model (here absurdly wide) is never read
+    from uncertain_bo.distributions import GaussianExecutionNoise
+    bounds = torch.tensor([[0.0, 0.0], [10.0, 10.0]], dtype=DTYPE)
+    p = Planner(bounds, GaussianExecutionNoise.isotropic(50.0, 2), method='drbqo', n_initial=5, optimizer=FAST,
+                method_settings={'rho': 0.5})
+    g = torch.Generator().manual_seed(0)
+    for _ in range(8):
+        t = p.suggest()
+        assert ((t >= bounds[0]) & (t <= bounds[1])).all()
+        executed = t + 0.5 * torch.randn(2, generator=g, dtype=DTYPE)
+        y = float(torch.exp(-((executed - 6.0) ** 2).sum() / 8))
+        p.observe(t, Gaussian(executed.reshape(1, 2), 0.04 * torch.eye(2, dtype=DTYPE).unsqueeze(0)), y)
+    rec = p.recommend()
+    offsets = p.locations.mean - p.targets
+    mean, _ = JointPosterior(p.model).mean_covariance(p.targets.unsqueeze(1) + offsets.unsqueeze(0))
+    assert rec.index == int(worst_case_mean(mean.detach(), 0.5).argmax())

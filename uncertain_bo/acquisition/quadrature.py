@@ -41,6 +41,16 @@ incumbent :math:`\tau = \max_{\mathbf x \in \mathbf x_{1:t}} \mu_t(\mathbf x, \h
 is drawn uniformly from :math:`S_n` by a stream seeded with (run seed, ``i``), so every method with the same
 seed starts from the same points.
 
+**On the rover** (``drbqo`` without ``contexts``). A rover cannot choose its perturbation, but its execution
+noise is known only through samples: the offsets :math:`\mathbf e_i = \hat{\mathbf x}_i - \mathbf x_i` between
+where it ended up (the location estimate's mean) and the commanded targets. DRBQO then chooses the target
+:math:`\mathbf x_t = \arg\max_{\mathbf x} \min_{p \in \mathcal P_{n,\rho}} \sum_i p_i \tilde f_t(\mathbf x +
+\mathbf e_i)` with a posterior sample path of the shared GP on location distributions, and recommends the past
+target maximising the same worst case of the posterior mean. It never reads the configured execution-noise
+model, so a wrong ``execution_noise_std`` does not mislead it. **The paper's regret bound (Theorem 2) does not
+carry over**: it rests on choosing :math:`w_t` by maximum posterior variance, and a rover cannot choose its
+execution error; the offsets also mix controller error with localisation error.
+
 Not implemented from the authors' code: ε-greedy exploration (ε = 0.1) and re-fitting with 100 restarts.
 The paper's regret bound (Theorem 2) assumes :math:`w_t` is chosen by maximum variance; the RandW variants have
 no such guarantee.
@@ -96,7 +106,7 @@ class DistributionallyRobustThompson(AcquisitionFunction):
 
     def forward(self, X: Tensor) -> Tensor:
         """``X`` ``(b, 1, d)`` decision parts -> ``(b,)``."""
-        values = self.path(joint_points(X.reshape(-1, X.shape[-1]), self.contexts))
+        values = self.path.on_contexts(X.reshape(-1, X.shape[-1]), self.contexts)
         return worst_case_mean(values, self.rho).reshape(X.shape[:-2])
 
 
@@ -138,17 +148,21 @@ class QuadratureMethod(Method):
     robust_recommendation: ClassVar[bool] = True
     #: the default of the ``random_context`` setting
     random_context_default: ClassVar[bool] = False
+    #: whether the method needs ``contexts`` (DRBQO without them works on the execution-noise offsets)
+    needs_contexts: ClassVar[bool] = True
 
     def __init__(self, contexts: Any = None, rho: float = 1.0, n_features: int = 1000,
                  random_context: bool | None = None, **settings: Any):
         super().__init__(**settings)
-        if contexts is None:
-            raise TypeError(f'method {self.name!r} needs the sample set: method_settings contexts=(n, m) samples')
-        contexts = torch.as_tensor(contexts)
-        if contexts.ndim != 2 or contexts.shape[0] < 1 or not torch.isfinite(contexts).all():
-            raise TypeError(f'contexts must be finite (n, m) samples, got shape {tuple(contexts.shape)}')
-        if not (isinstance(rho, (int, float)) and 0 <= rho < math.inf):
+        if not (isinstance(rho, (int, float)) and not isinstance(rho, bool) and 0 <= rho < math.inf):
             raise TypeError(f'rho must be a number >= 0, got {rho!r}')
+        if contexts is None:
+            if self.needs_contexts:
+                raise TypeError(f'method {self.name!r} needs the sample set: method_settings contexts=(n, m) samples')
+        else:
+            contexts = torch.as_tensor(contexts)
+            if contexts.ndim != 2 or contexts.shape[0] < 1 or not torch.isfinite(contexts).all():
+                raise TypeError(f'contexts must be finite (n, m) samples, got shape {tuple(contexts.shape)}')
         self.contexts = contexts
         self.rho = float(rho)
         self.n_features = int(n_features)
@@ -250,11 +264,71 @@ class EIQuadrature(QuadratureMethod):
         return QuadratureExpectedImprovement(model, post, contexts, float(mean.mean(-1).max()), xi)
 
 
+class OffsetRobustThompson(AcquisitionFunction):
+    """:math:`\\min_{p \\in \\mathcal P_{n,\\rho}} \\sum_i p_i \\tilde f_t(\\mathbf x + \\mathbf e_i)` over the observed
+    execution offsets :math:`\\mathbf e_i` (DRBQO on the rover; module docstring).
+
+    Args:
+        model: the GP (BoTorch bookkeeping only).
+        path: a posterior sample path :math:`\\tilde f_t` (a function of points).
+        offsets: ``(n, d)`` offsets between where the rover ended up and its targets.
+        rho: ambiguity radius.
+    """
+
+    def __init__(self, model, path: PosteriorPath, offsets: Tensor, rho: float):
+        super().__init__(model=model)
+        self.path, self.offsets, self.rho = path, offsets, rho
+
+    def forward(self, X: Tensor) -> Tensor:
+        x = X.reshape(-1, X.shape[-1])
+        values = self.path(x.unsqueeze(-2) + self.offsets.to(x))
+        return worst_case_mean(values, self.rho).reshape(X.shape[:-2])
+
+
+def execution_offsets(ctx: DecisionContext) -> Tensor:
+    """``(n, d)`` offsets :math:`\\hat{\\mathbf x}_i - \\mathbf x_i` between the location estimates' means and the
+    commanded targets of the past measurements (goal timeouts included: the context does not tell them apart)."""
+    return (ctx.locations.mean.to(ctx.targets) - ctx.targets).detach()
+
+
 @register
 class DRBQO(ThompsonQuadrature):
+    """DRBQO (Algorithm 1). Without ``contexts`` (the rover): the samples are the execution offsets observed so
+    far and the method decides only the target (module docstring, "On the rover")."""
+
     name = 'drbqo'
     description = ('DRBQO: Thompson sample on the joint GP, worst case over the chi-square ball of radius rho around '
-                   'the empirical distribution of the samples (Nguyen et al. 2020, Alg. 1)')
+                   'the empirical distribution of the samples (Nguyen et al. 2020, Alg. 1); on the rover the samples '
+                   'are the observed execution offsets')
+    inputs = 'gaussian'        # points in the quadrature problems (their locations are Diracs), EKF poses on the rover
+    needs_contexts = False
+
+    def decide(self, ctx: DecisionContext) -> Proposal:
+        if self.contexts is None:   # initial design, then the acquisition's maximiser (travel cost included)
+            return Method.decide(self, ctx)
+        return super().decide(ctx)
+
+    def acquisition(self, ctx: DecisionContext) -> AcquisitionFunction:
+        if self.contexts is not None:
+            return super().acquisition(ctx)
+        model = ctx.model
+        gen = self._generator(ctx.bounds, ctx.seed, 5)
+        path = PosteriorPath(JointPosterior(model), self.n_features, gen)
+        return OffsetRobustThompson(model, path, execution_offsets(ctx), self.rho)
+
+    def recommend(self, ctx: DecisionContext, rule: str | None) -> Recommendation | None:
+        if self.contexts is not None or rule is not None:
+            return super().recommend(ctx, rule)
+        model = ctx.model
+        offsets = execution_offsets(ctx)
+        with torch.no_grad():
+            points = ctx.targets.unsqueeze(-2) + offsets.unsqueeze(0)          # (N, n, d)
+            mean, cov = JointPosterior(model).mean_covariance(points)
+            p = worst_case_weights(mean, self.rho)
+            score = (p * mean).sum(-1)
+            i = int(torch.argmax(score))
+            var = (p[i] @ cov[i] @ p[i]).clamp_min(0)
+        return Recommendation(ctx.targets[i].clone(), float(score[i]), float(var.sqrt()), i)
 
 
 @register

@@ -27,9 +27,12 @@ with :math:`\phi(\mathbf z) = \sqrt{2\sigma_f^2/M}\cos(\Omega\mathbf u + \mathbf
 :math:`\mathbf u` the point in the model's unit cube. Its mean and covariance are the GP posterior's up to the
 random-feature error of the prior term only.
 
-Both work on the shared :class:`~uncertain_bo.models.DistributionGP` with its default expected-SE kernel and
-Dirac (point) inputs through its public interface (data, hyperparameters, kernel), in the model's dtype and
-device.
+Both work on the shared :class:`~uncertain_bo.models.DistributionGP` through its public interface (data,
+hyperparameters, kernel), in the model's dtype and device. The sample paths need its default expected-SE
+kernel; its training inputs may be points (the quadrature problems) or Gaussian location distributions (the
+rover): a Gaussian input's random feature is its expectation :math:`e^{-\omega^\top\Sigma\omega/2}
+\cos(\omega^\top\mathbf m + b)`, so the prior draw is consistent with the expected SE kernel the GP
+trains with. The path itself is a function of points (test inputs are Diracs).
 """
 from __future__ import annotations
 
@@ -128,11 +131,47 @@ class PosteriorPath:
         self.scale = math.sqrt(2 * posterior.outputscale / n_features)
         theta = torch.randn(n_features, **kw)
         eps = torch.randn(posterior.train_y.numel(), **kw)
-        train_points = posterior.model.train_locations.mean.to(like)
-        prior_train = self._features(train_points) @ theta
+        locations = posterior.model.train_locations
+        train_points = locations.mean.to(like)
+        self.ell = ell
+        self.train_u = (train_points - self.lo) / self.span / ell     # training points in lengthscale units
+        cov = locations.covariance.to(like) / (self.span.unsqueeze(-1) * self.span.unsqueeze(-2))  # unit cube
+        self.points_only = bool((cov == 0).all())
+        # training inputs that are distributions: the expected feature E_P[cos(ω·u + b)] =
+        # exp(-ωᵀΣω/2) cos(ω·m + b) for a Gaussian P = N(m, Σ) (moment-matched otherwise), whose inner products are
+        # the expected SE kernel the model trains with
+        damping = torch.exp(-0.5 * torch.einsum('md,nde,me->nm', self.omega, cov, self.omega))
+        prior_train = (self._features(train_points) * damping) @ theta
         resid = posterior.train_y - posterior.mean0 - prior_train - posterior.noise_diag.sqrt() * eps
         self.theta = theta
         self.weights = torch.cholesky_solve(resid.unsqueeze(-1), posterior.chol).squeeze(-1)
+
+    def _cross(self, flat: Tensor) -> Tensor:
+        """Prior covariance between points ``flat`` ``(q, D)`` and the training inputs -> ``(q, N)``."""
+        if self.points_only:  # the SE kernel on points, without the encoding's covariance part
+            u = (flat - self.lo) / self.span / self.ell
+            return self.posterior.outputscale * torch.exp(-0.5 * torch.cdist(u, self.train_u).pow(2))
+        return self.posterior.kernel(self.posterior.encode(flat), self.posterior.train_enc)
+
+    def on_contexts(self, x: Tensor, contexts: Tensor) -> Tensor:
+        """:math:`\\tilde f(\\mathbf x_j, w_i)` for decision parts ``x`` ``(b, d)`` and ``contexts`` ``(n, m)`` (the
+        last ``m`` coordinates) -> ``(b, n)``; the same values as ``self(joint points)`` with the context half of
+        the random features computed once."""
+        d = x.shape[-1]
+        if not self.points_only:
+            from .quadrature import joint_points
+            return self(joint_points(x, contexts))
+        lo, span, ell = self.lo, self.span, self.ell
+        ux = (x - lo[:d]) / span[:d]
+        uw = (contexts.to(x) - lo[d:]) / span[d:]
+        arg = (ux @ self.omega[:, :d].T).unsqueeze(-2) + (uw @ self.omega[:, d:].T + self.phase).unsqueeze(0)
+        prior = torch.cos(arg) @ (self.scale * self.theta)                       # (b, n)
+        ax = ux / ell[:d]
+        aw = uw / ell[d:]
+        tx, tw = self.train_u[:, :d], self.train_u[:, d:]
+        sq = torch.cdist(ax, tx).pow(2).unsqueeze(-2) + torch.cdist(aw, tw).pow(2).unsqueeze(0)   # (b, n, N)
+        k = self.posterior.outputscale * torch.exp(-0.5 * sq)
+        return self.posterior.mean0 + prior + k @ self.weights
 
     def _features(self, points: Tensor) -> Tensor:
         u = (points - self.lo) / self.span
@@ -141,6 +180,5 @@ class PosteriorPath:
     def __call__(self, points: Tensor) -> Tensor:
         """:math:`\\tilde f` at ``points`` ``(..., D)`` (physical units) -> ``(...)``; differentiable."""
         flat = points.reshape(-1, points.shape[-1])
-        k = self.posterior.kernel(self.posterior.encode(flat), self.posterior.train_enc)
-        out = self.posterior.mean0 + self._features(flat) @ self.theta + k @ self.weights
+        out = self.posterior.mean0 + self._features(flat) @ self.theta + self._cross(flat) @ self.weights
         return out.reshape(points.shape[:-1])
