@@ -250,7 +250,9 @@ class ThompsonQuadrature(QuadratureMethod):
 
 
 class EIQuadrature(QuadratureMethod):
-    """:math:`\\mathbf x_t` by EI on the empirical quadrature."""
+    """:math:`\\mathbf x_t` by EI on the empirical quadrature (no ρ in the decision)."""
+
+    robust_decision = False
 
     def acquisition(self, ctx: DecisionContext) -> AcquisitionFunction:
         model = ctx.model
