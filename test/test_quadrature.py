@@ -182,3 +182,11 @@ def test_drbqo_on_the_rover_uses_the_observed_offsets():
     offsets = p.locations.mean - p.targets
     mean, _ = JointPosterior(p.model).mean_covariance(p.targets.unsqueeze(1) + offsets.unsqueeze(0))
     assert rec.index == int(worst_case_mean(mean.detach(), 0.5).argmax())
+
+
+def test_problem_param_sweep_and_unknown_name():
+    from uncertain_bo.benchmarks.cli import _problem_grid
+    assert _problem_grid(['rho=[0.1,3]']) == [(('rho', 0.1),), (('rho', 3),)]
+    assert _problem_grid([]) == [()]
+    from uncertain_bo.benchmarks.cli import main
+    assert main(['bench', '--problem', 'drbqo-logistic', '--problem-param', 'radius=1', '--out', '/tmp/x']) == 2
