@@ -132,7 +132,7 @@ def test_missing_sample_set_is_a_one_line_error():
     bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DTYPE)
     from uncertain_bo.distributions import GaussianExecutionNoise
     with pytest.raises(ValueError, match='contexts'):
-        Planner(bounds, GaussianExecutionNoise.isotropic(0.1, 2), method='drbqo')
+        Planner(bounds, GaussianExecutionNoise.isotropic(0.1, 2), method='bqo_ei')
 
 
 def test_logistic_problem_rho_regret_and_empirical_value():
