@@ -98,7 +98,9 @@ def plot_directory(results: Sequence[dict[str, Any]], out_dir: str | Path, std_m
                 for i, ((_, method, variant), rs) in enumerate(groups):
                     t, mean, std = curves(rs, metric)
                     c = _color(method, i)
-                    ax.plot(t, mean, color=c, label=f'{_label(method)} (n={len(rs)})')
+                    params = ''.join(f', {n}={v:g}' if isinstance(v, float) else f', {n}={v}'
+                                     for n, v in rs[0]['spec']['settings'].get('problem', []))
+                    ax.plot(t, mean, color=c, label=f'{_label(method)}{params} (n={len(rs)})')
                     ax.fill_between(t, mean - std_mult * std, mean + std_mult * std, color=c, alpha=0.2, lw=0)
                 beta, mismatch, noise = key
                 title = f'{problem}: beta={beta}, ' + r'$\hat\sigma_x/\sigma_x$' + f'={mismatch:g}'
