@@ -40,10 +40,8 @@ def depends_on_rho(method: str) -> bool:
 
 
 def rho_of(run) -> float | None:
-    for name, value in run['spec']['settings'].get('problem', []):
-        if name == 'rho':
-            return float(value)
-    return None
+    rho = run['instance'].get('rho')   # the problem's radius (its default when not set)
+    return None if rho is None else float(rho)
 
 
 def tables(runs) -> str:
