@@ -31,7 +31,7 @@ def interval(values) -> str:
         return f'{m:.3g} (n=1)'
     s = a.std(ddof=1)
     h = stats.t.ppf(0.98, a.size - 1) * s / math.sqrt(a.size)
-    return f'{m:.3g} ± {s:.2g} [{m - h:.3g}, {m + h:.3g}]'
+    return f'{m:.3g} ± {s:.2g} [{m - h:.3g}, {m + h:.3g}] (n={a.size})'
 
 
 def depends_on_rho(method: str) -> bool:
