@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip('rclpy')
@@ -179,6 +179,7 @@ def test_weighted_particles_moment_match_or_refuse(points, weights):
 
 @FUZZ
 @given(c=st.lists(value, min_size=4, max_size=4))
+@example(c=[248.0, 0.0078125, 0.0078125, 0.0])   # clipping xy alone moved it by 3e-5 of the scale
 def test_covariance_checks_agree_and_never_raise(c):
     m = np.array(c, dtype=float).reshape(2, 2)
     fast = covariance_problem(m)                  # closed form (2x2)

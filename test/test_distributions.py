@@ -94,3 +94,63 @@ def test_execution_noise_is_differentiable_in_targets():
     assert torch.equal(p.covariance[0], torch.diag(torch.tensor([1.0, 4.0])))
     with pytest.raises(InvalidDistributionError):
         GaussianExecutionNoise(torch.tensor([[1.0, 2.0], [2.0, 1.0]]))
+
+
+# ------------------------------------------------------------ one weight check, one moment matching
+WEIGHT_CASES = [[[0.2, 0.8]], [[0.2, -0.1]], [[0.0, 0.0]], [[1.0, float('nan')]], [[1e308, 1e308]],
+                [[1.0, float('inf')]], [[0.5, 0.5], [0.0, 0.0]], [[]]]
+
+
+@pytest.mark.parametrize('w', WEIGHT_CASES)
+def test_weights_problem_same_verdict_for_tensors_and_numpy(w):
+    """The tensor path (on the tensor's device) and the NumPy path (torch-free ROS layer) give the same reason."""
+    import numpy as np
+
+    from uncertain_bo.distributions import weights_problem
+    expected = {0: None, 1: 'finite and non-negative', 2: 'positive total', 3: 'finite and non-negative',
+                4: 'overflow', 5: 'finite and non-negative', 6: 'positive total',
+                7: 'positive total'}[WEIGHT_CASES.index(w)]
+    got_t, got_np = weights_problem(torch.tensor(w, dtype=torch.float64)), weights_problem(np.array(w))
+    assert got_t == got_np
+    assert (got_t is None) if expected is None else (expected in got_t)
+
+
+def test_particle_moments_equal_the_empirical_moments(gen):
+    """The NumPy moment matching (particle clouds of the ROS layer) and :class:`Empirical`'s (tensors) agree to
+    1e-12 on a random weighted cloud; a one-particle cloud is a Dirac; bad weights raise one-line errors."""
+    import numpy as np
+
+    from uncertain_bo.distributions import particle_moments
+    x = torch.randn(500, 2, generator=gen, dtype=torch.float64) * torch.tensor([3.0, 0.5]) + 10.0
+    w = torch.rand(500, generator=gen, dtype=torch.float64)
+    mean, cov = particle_moments(x.numpy(), w.numpy())
+    e = Empirical(x.unsqueeze(0), w.unsqueeze(0))
+    np.testing.assert_allclose(mean, e.mean[0].numpy(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(cov, e.covariance[0].numpy(), rtol=0, atol=1e-12)
+    mean, cov = particle_moments(x.numpy())     # equal weights
+    np.testing.assert_allclose(mean, x.mean(0).numpy(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(cov, torch.cov(x.T, correction=0).numpy(), rtol=0, atol=1e-12)
+    mean, cov = particle_moments([[1.0, 2.0]], [3.0])
+    assert mean.tolist() == [1.0, 2.0] and not cov.any()
+    for bad, match in (([1.0, -1.0], 'particle weights must be finite'), ([1.0], 'one per sample'),
+                       ([0.0, 0.0], 'particle weights must have a positive total'),
+                       ([1e308, 1e308], 'particle weights overflow')):
+        with pytest.raises(ValueError, match=match):
+            particle_moments([[0.0, 0.0], [1.0, 1.0]], bad)
+    with pytest.raises(ValueError, match='empty'):
+        particle_moments(np.zeros((0, 2)))
+
+
+def test_gaussian_noise_configuration_is_the_one_gaussian_class():
+    """``kind: gaussian`` builds :class:`GaussianExecutionNoise`, sampled with 160 base samples unless the
+    configuration says ``n_samples: null`` (closed form)."""
+    from uncertain_bo.noise import noise_from_config
+
+    sampled = noise_from_config({'kind': 'gaussian', 'std': 0.1, 'dim': 2})
+    closed = noise_from_config({'kind': 'gaussian', 'std': 0.1, 'dim': 2, 'n_samples': None})
+    assert type(sampled) is GaussianExecutionNoise and type(closed) is GaussianExecutionNoise
+    x = torch.tensor([[0.3, 0.4]], dtype=torch.float64)
+    assert isinstance(sampled(x), Empirical) and sampled(x).samples.shape == (1, 160, 2)
+    assert isinstance(closed(x), Gaussian)
+    direct = GaussianExecutionNoise.isotropic(0.1, 2, n_samples=160)
+    assert torch.equal(sampled(x).samples, direct(x).samples)

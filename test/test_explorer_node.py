@@ -3,6 +3,7 @@
 Own rclpy context on ROS domain 200 + pid % 30 (200..229, below the 233 limit), apart from the other
 ROS test modules.
 """
+import contextlib
 import json
 import os
 import time
@@ -54,13 +55,24 @@ class Probe:
         self.reading.publish(cv.make_reading('temperature', self.now(), 'base_link', value, 0.01))
 
 
-def test_pose_and_reading_in_goal_out(context, tmp_path):
+@contextlib.contextmanager
+def wall_clock_run(context, tmp_path):
+    """The explorer node and a Probe on one executor (wall clock); destroyed on exit."""
     node = make_explorer(context, tmp_path)
     probe = Probe(context)
     ex = SingleThreadedExecutor(context=context)
     ex.add_node(node)
     ex.add_node(probe.node)
     try:
+        yield node, probe, ex
+    finally:
+        ex.shutdown()
+        node.destroy_node()
+        probe.node.destroy_node()
+
+
+def test_pose_and_reading_in_goal_out(context, tmp_path):
+    with wall_clock_run(context, tmp_path) as (node, probe, ex):
         assert spin_until(ex, lambda: bool(probe.goals and probe.plans),
                           every=lambda: probe.publish_pose([10.0, 10.0]))
         goal = probe.goals[-1]
@@ -74,10 +86,6 @@ def test_pose_and_reading_in_goal_out(context, tmp_path):
             probe.publish_reading(42.0)
         assert spin_until(ex, lambda: node.explorer.planner.n >= 1, every=at_target)
         assert spin_until(ex, lambda: len(probe.goals) >= 2, every=at_target)
-    finally:
-        ex.shutdown()
-        node.destroy_node()
-        probe.node.destroy_node()
     obs = [json.loads(s) for s in (tmp_path / 'journal.jsonl').read_text().splitlines()
            if '"observation"' in s]
     assert obs[0]['y'] == 42.0
@@ -86,27 +94,18 @@ def test_pose_and_reading_in_goal_out(context, tmp_path):
 
 
 def test_malformed_poses_are_rejected_over_topics(context, tmp_path):
-    node = make_explorer(context, tmp_path)
-    probe = Probe(context)
-    ex = SingleThreadedExecutor(context=context)
-    ex.add_node(node)
-    ex.add_node(probe.node)
     bad = [
         {'xy': [1.0, 1.0], 'cov': np.array([[np.nan, 0], [0, 1.0]])},
         {'xy': [1.0, 1.0], 'cov': np.array([[1.0, 3.0], [3.0, 1.0]])},
         {'xy': [1.0, 1.0], 'cov': np.array([[-1.0, 0], [0, 1.0]])},
         {'xy': [1.0, 1.0], 'frame': 'odom'},
     ]
-    try:
+    with wall_clock_run(context, tmp_path) as (node, probe, ex):
         for b in bad:
             probe.publish_pose(**b)
         assert spin_until(ex, lambda: sum(node.explorer.rejected.values()) >= 4, timeout=5.0)
         assert node.explorer.latest_pose is None
         assert not probe.goals  # never started: no valid pose yet
-    finally:
-        ex.shutdown()
-        node.destroy_node()
-        probe.node.destroy_node()
 
 
 def test_invalid_parameter_fails_at_startup_naming_it(context, tmp_path):
@@ -374,6 +373,42 @@ def test_runtime_parameter_changes_are_validated_and_take_effect(sim):
     assert s.probe.means[-1].info.origin.position.x == 5.0
     changes = [r for r in s.journal() if r['type'] == 'parameters']
     assert changes and changes[0]['changed']['beta'] == 1.5
+
+
+def test_learned_execution_noise_in_diagnostics_and_the_distance_budget_over_ros(sim):
+    from rclpy.parameter_client import AsyncParameterClient
+
+    s = sim(max_measurements=4, learn_execution_noise=True, max_distance=1000.0)
+    p = s.probe
+    client = AsyncParameterClient(p.node, 'explorer')
+    assert s.run(lambda: client.services_are_ready(), timeout=10.0)
+    assert s.run(lambda: bool(p.goals), each=lambda: p.send_pose([10.0, 10.0]))
+    target, offset = p.goal_xy(), np.array([0.3, -0.2])
+
+    def at(xy):
+        p.send_pose(xy)
+        p.publish_reading(42.0)
+    assert s.run(lambda: s.explorer.planner.n == 1, each=lambda: at(target + offset))
+    # oracle: the prior diag(0.75²) m² worth 5 measurements, plus one reached goal (offset, covariance 0.04 I)
+    sigma = (5.0 * np.diag([0.75 ** 2] * 2) + np.outer(offset, offset) + 0.04 * np.eye(2)) / 6.0
+    sx, sy = np.sqrt(np.diag(sigma))
+    assert s.run(lambda: p.diag()[2].get('execution noise std x, y (m)') == f'{sx:.4g}, {sy:.4g}',
+                 each=lambda: p.send_pose(target + offset))
+    values = p.diag()[2]
+    assert values['execution noise model'] == 'learned'
+    assert values['execution noise correlation'] == f'{sigma[0, 1] / (sx * sy):.4g}'
+    # the budget lowered at run time to what has been driven: the next leg spends it, the mission ends
+    assert s.run(lambda: len(p.goals) >= 2, each=lambda: p.send_pose(target + offset))
+    future = client.set_parameters([Parameter('max_distance', value=s.explorer.budget.distance + 0.5)])
+    assert s.run(lambda: future.done(), timeout=10.0) and future.result().results[0].successful
+    second = p.goal_xy()
+    assert s.run(lambda: s.explorer.state.value == 'done', each=lambda: at(second))
+    assert s.explorer.planner.n == 2 and s.explorer.done_reason.startswith('max_distance')
+    assert s.run(lambda: p.diag()[2].get('stopped because') == s.explorer.done_reason)
+    assert p.diag()[1].startswith('done: 2/4 measurements (max_distance')
+    result = json.loads((s.node.run_dir / 'explorer_result.json').read_text())
+    assert result['stopped_because'] == s.explorer.done_reason and result['execution_noise']['source'] == 'learned'
+    assert [r['changed'] for r in s.journal() if r['type'] == 'parameters'][-1].keys() == {'max_distance'}
 
 
 def test_restart_mid_drive_resends_the_goal_and_counts_once(context, tmp_path, sim):

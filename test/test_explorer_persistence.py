@@ -65,12 +65,18 @@ def reference_targets(tmp_path, n=4):
             if r['type'] == 'observation']
 
 
-def test_crash_after_observation_before_next_decision(tmp_path):
+def first_measurement(tmp_path):
+    """A run's journal path, explorer, host and rover just after the first measurement was stored."""
     path = tmp_path / 'run' / 'journal.jsonl'
     ex, host = start(path)
     rover = Rover()
     while ex.planner.n < 1:
         rover.step(ex, host)
+    return path, ex, host, rover
+
+
+def test_crash_after_observation_before_next_decision(tmp_path):
+    path, ex, host, rover = first_measurement(tmp_path)
     assert ex.state is State.DECIDING          # stored, next target not decided yet: crash here
     ex2, host2 = start(path)
     assert ex2.planner.n == 1 and ex2.planner.resumed_target is None
@@ -84,11 +90,7 @@ def test_crash_after_observation_before_next_decision(tmp_path):
 
 
 def test_crash_mid_drive_resends_the_pending_goal_without_a_new_decision(tmp_path):
-    path = tmp_path / 'run' / 'journal.jsonl'
-    ex, host = start(path)
-    rover = Rover()
-    while ex.planner.n < 1:
-        rover.step(ex, host)
+    path, ex, host, rover = first_measurement(tmp_path)
     for _ in range(3):                          # decided target 2, driving to it: crash
         rover.step(ex, host)
     assert ex.state is State.DRIVING and len(host.goals) == 2

@@ -14,7 +14,7 @@ from uncertain_bo.distributions import DTYPE, Dirac, Empirical, Gaussian, Gaussi
 from uncertain_bo.kernels import (AdditiveRQKernel, ExpectedRBFKernel, KernelMeanEmbeddingKernel, MMDKernel,
                                   SymmetrizedKLKernel)
 from uncertain_bo.models import DistributionGP
-from uncertain_bo.noise import BetaNoise, GaussianMixtureNoise, GaussianNoise, circular_gaussian
+from uncertain_bo.noise import DEFAULT_N_SAMPLES, BetaNoise, GaussianMixtureNoise, circular_gaussian
 from uncertain_bo.unscented import UnscentedRBFKernel
 
 KERNELS = {
@@ -103,7 +103,8 @@ def test_cuda_distribution_gp_posterior_equals_cpu(name, gen):
 @cuda
 def test_cuda_noise_models_and_covariance_check(gen):
     x = torch.rand(5, 2, generator=gen, dtype=DTYPE)
-    for noise in (GaussianExecutionNoise.isotropic(0.1, 2), GaussianNoise.isotropic(0.1, 2),
+    for noise in (GaussianExecutionNoise.isotropic(0.1, 2),
+                  GaussianExecutionNoise.isotropic(0.1, 2, n_samples=DEFAULT_N_SAMPLES),
                   GaussianMixtureNoise.from_stds([0.5, 0.5], [[0.0, 0.0], [0.1, 0.0]], [0.01, 0.02]),
                   BetaNoise(0.4, 0.2, 0.1, dim=2)):
         ref, got = noise(x), noise(x.cuda())

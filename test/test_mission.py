@@ -1,4 +1,6 @@
 """In-process mission (no DDS): same sim, EKF, pure pursuit and measurement cycle as the ROS graph."""
+import json
+
 import numpy as np
 
 from uncertain_bo.sim.mission import Mission, mission_parameters
@@ -21,3 +23,42 @@ def test_mission_reaches_targets_and_stores_ekf_locations():
         assert np.all(np.linalg.eigvalsh(m.pose.cov) > 1e-4) and not m.timed_out
     assert len(result.recommendations) == 7 and result.rejected == {}
     assert result.trajectory.shape[1] == 5 and result.sim_time < 3000.0
+
+
+def small_field(**explorer):
+    start = {'initial_x': 30.0, 'initial_y': 30.0}
+    return mission_parameters({'sim_rover': {'field_extent': [0.0, 60.0, 0.0, 60.0], 'seed': 1, **start},
+                               'ekf': start, 'explorer': {'max_measurements': 7, 'n_initial': 4, **explorer}})
+
+
+def test_mission_stops_before_a_target_beyond_the_distance_budget():
+    mission = Mission(small_field(max_distance=100.0))
+    result = mission.run(max_sim_time=3000.0)
+    assert result.completed and 1 <= len(result.measurements) < 7
+    assert result.stop_reason.startswith('the next target') and 'max_distance = 100 m' in result.stop_reason
+    assert result.distance_estimate <= 100.0 and mission.world.distance_travelled <= 100.0
+    unsent = mission.planner.decisions[-1]            # decided, never sent: the explorer's odometer + the leg
+    assert unsent.index == len(result.measurements)
+    leg = np.linalg.norm(unsent.target.numpy() - result.measurements[-1].pose.xy)
+    assert result.distance_estimate + leg > 100.0
+
+
+def test_learned_execution_noise_reaches_the_result_file_and_summary_json(tmp_path):
+    from uncertain_bo.sim.report import summarize
+
+    mission = Mission(small_field(learn_execution_noise=True, max_measurements=4), journal=tmp_path / 'journal.jsonl',
+                      result_file=tmp_path / 'explorer_result.json')
+    result = mission.run(max_sim_time=3000.0)
+    assert result.completed and len(result.measurements) == 4
+    # oracle: the shrinkage estimate written out from the stored pairs (prior diag(0.75²) m² worth 5 measurements)
+    obs = mission.planner.journal_file.observations
+    e = np.array([np.array(r['location']['mean']) - np.array(r['target']) for r in obs if not r['goal_timed_out']])
+    covs = [np.array(r['location']['covariance']) for r in obs if not r['goal_timed_out']]
+    expected = (5.0 * np.diag([0.75 ** 2] * 2) + e.T @ e + sum(covs)) / (5.0 + len(e))
+    summary = summarize(tmp_path, mission.field, np.diag([0.75 ** 2] * 2))
+    for noise in (json.loads((tmp_path / 'explorer_result.json').read_text())['execution_noise'],
+                  summary['execution_noise_model']):
+        assert noise['source'] == 'learned'
+        assert np.allclose(noise['std'], np.sqrt(np.diag(expected)))
+        assert np.isclose(noise['correlation'], expected[0, 1] / np.sqrt(expected[0, 0] * expected[1, 1]))
+    assert summary['stopped_because'] == 'max_measurements = 4 reached'

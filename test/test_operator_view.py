@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from uncertain_bo.distributions import GaussianExecutionNoise
+from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
 from uncertain_bo.explorer import EXPLORER_PARAMS, Explorer, PoseEstimate
 from uncertain_bo.operator_view import (GridScale, Level, StatusReporter, colour_ramp, covariance_ellipse,
                                         grid_over, scale_to_occupancy)
@@ -77,3 +77,29 @@ def test_status_levels_follow_the_explorer_state():
     r = rep.report(ex, 10.0, extra={'journal': 'x.jsonl'})
     assert r.level is Level.ERROR and r.message.startswith('paused: localisation diverged')
     assert dict(r.values)['journal'] == 'x.jsonl' and dict(r.values)['state'] == 'paused'
+
+
+def test_status_shows_the_learned_execution_noise_and_the_budgets():
+    prior = np.diag([0.75 ** 2, 0.5 ** 2])
+    planner = Planner(torch.tensor([[0.0, 0.0], [10.0, 10.0]]), GaussianExecutionNoise(torch.as_tensor(prior)),
+                      execution_noise_prior_weight=2.0)
+    offsets = np.array([[1.0, 0.6], [-0.4, -0.5], [0.8, 1.1]])
+    cov_l = np.array([[0.04, 0.01], [0.01, 0.09]])
+    for i, e in enumerate(offsets):
+        target = np.array([2.0 + i, 5.0])
+        planner.observe(torch.as_tensor(target), Gaussian(torch.as_tensor(target + e)[None],
+                                                          torch.as_tensor(cov_l)[None]), float(i))
+    params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 10.0, 0.0, 10.0], 'max_distance': 500.0})
+    ex = Explorer(planner, RecordingHost(), params)
+    values = dict(StatusReporter().report(ex, None).values)
+    # oracle: (nu0 Sigma0 + sum(e e^T + Sigma_L)) / (nu0 + n), written out
+    sigma = (2.0 * prior + offsets.T @ offsets + 3 * cov_l) / (2.0 + 3)
+    sx, sy = np.sqrt(np.diag(sigma))
+    assert values['execution noise model'] == 'learned'
+    assert values['execution noise std x, y (m)'] == f'{sx:.4g}, {sy:.4g}'
+    assert values['execution noise correlation'] == f'{sigma[0, 1] / (sx * sy):.4g}'
+    assert values['distance driven (m)'] == '0 of max_distance 500'
+    fixed = Explorer(Planner(torch.tensor([[0.0, 0.0], [10.0, 10.0]]), GaussianExecutionNoise.isotropic(0.75, 2)),
+                     RecordingHost(), params)
+    values = dict(StatusReporter().report(fixed, None).values)
+    assert values['execution noise model'] == 'configured' and values['execution noise std x, y (m)'] == '0.75, 0.75'

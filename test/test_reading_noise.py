@@ -100,3 +100,14 @@ def test_reading_variances_survive_a_resume_from_the_journal(tmp_path):
     assert torch.equal(p.predict(xs)[0], q.predict(xs)[0])
     q._update_model(refit=False)
     assert torch.equal(q.model.reading_noise, var)
+
+
+def test_noise_prior_is_a_planner_setting():
+    from gpytorch.priors import GammaPrior, LogNormalPrior
+    kinds = {}
+    for prior in ('gamma', 'lognormal'):
+        p = Planner(BOX, GaussianExecutionNoise.isotropic(0.5, 2), noise_prior=prior)
+        kinds[prior] = type(p.model.likelihood.noise_covar.noise_prior)
+    assert kinds == {'gamma': GammaPrior, 'lognormal': LogNormalPrior}
+    with pytest.raises(ValueError, match='unknown noise prior'):
+        Planner(BOX, GaussianExecutionNoise.isotropic(0.5, 2), noise_prior='flat')

@@ -1,8 +1,15 @@
-"""Covariance validity check shared by the library (tensors) and the ROS message layer (NumPy).
+"""Covariance and particle-cloud checks shared by the library and the ROS message layer (NumPy).
 
-One implementation, NumPy only, so nodes that never touch the GP (ekf, pure_pursuit, sim_rover) can use
-it without importing torch; :func:`uncertain_bo.distributions.check_covariance` (tensors) and
-:func:`uncertain_bo.ros.conversions.validate_position_covariance` (messages) both call it.
+One implementation of each, NumPy only, so code that never touches the GP (the ekf, pure_pursuit,
+sim_rover and particle-filter nodes, the message conversions) can use it without importing torch:
+
+- :func:`covariance_problem`: why a matrix is not a covariance;
+  :func:`uncertain_bo.distributions.check_covariance` (tensors) and
+  :func:`uncertain_bo.ros.conversions.validate_position_covariance` (messages) both call it;
+- :func:`weights_problem`: why particle weights are not usable (the tensor path of
+  :func:`uncertain_bo.distributions.weights_problem` gives the same reasons);
+- :func:`particle_moments`: the moment-matched mean and covariance of a weighted particle cloud (what
+  :class:`uncertain_bo.distributions.Empirical` computes for tensors).
 """
 from __future__ import annotations
 
@@ -10,7 +17,7 @@ import math
 
 import numpy as np
 
-__all__ = ['covariance_problem']
+__all__ = ['covariance_problem', 'weights_problem', 'particle_moments']
 
 
 def covariance_problem(cov, *, atol: float = 1e-9) -> str | None:
@@ -76,3 +83,74 @@ def _problem_2x2(a: float, b: float, c: float, d: float, atol: float) -> str | N
     if emin < -tol / scale:
         return f'not positive semi-definite (min eigenvalue {emin * scale:.3g})'
     return None
+
+
+WEIGHTS_NOT_FINITE = 'weights must be finite and non-negative'
+WEIGHTS_NO_TOTAL = 'weights must have a positive total (per distribution)'
+WEIGHTS_TOTAL_OVERFLOWS = 'weights overflow (their total is not finite)'
+
+
+def weights_problem(weights, m: int | None = None) -> str | None:
+    """Why ``weights`` are not usable sample weights, or None.
+
+    Args:
+        weights: ``(..., m)`` weights, one row per distribution (array-like, converted to float64).
+        m: the number of samples the weights belong to, or None to skip the count check.
+
+    Returns:
+        None when every row is finite, non-negative with a positive finite total; otherwise one of
+        ``'weights must be one per sample (m), got shape ...'``, :data:`WEIGHTS_NOT_FINITE`,
+        :data:`WEIGHTS_NO_TOTAL` (also for ``m = 0``) or :data:`WEIGHTS_TOTAL_OVERFLOWS`.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim == 0 or (m is not None and w.shape[-1] != m):
+        return f'weights must be one per sample ({m}), got shape {tuple(w.shape)}'
+    if w.shape[-1] == 0:
+        return WEIGHTS_NO_TOTAL
+    if not np.all(np.isfinite(w) & (w >= 0)):
+        return WEIGHTS_NOT_FINITE
+    with np.errstate(over='ignore'):
+        total = w.sum(-1)
+    if np.any(total <= 0):
+        return WEIGHTS_NO_TOTAL
+    if not np.all(np.isfinite(total)):
+        return WEIGHTS_TOTAL_OVERFLOWS
+    return None
+
+
+def particle_moments(samples, weights=None) -> tuple[np.ndarray, np.ndarray]:
+    r"""Moment matching of a weighted particle cloud: mean :math:`\bar{\mathbf x} = \sum_i w_i \mathbf x_i` and
+    population covariance :math:`\sum_i w_i (\mathbf x_i - \bar{\mathbf x})(\mathbf x_i - \bar{\mathbf x})^\top`
+    with the weights normalised to sum to 1 (one particle: zero covariance, a Dirac).
+
+    Args:
+        samples: ``(m, d)`` particle positions (array-like, any units).
+        weights: ``(m,)`` non-negative weights with a positive finite sum, or None for equal weights.
+
+    Returns:
+        ``(mean (d,), covariance (d, d))`` in the units of the samples (squared). Overflow of huge samples
+        gives non-finite moments without warnings (callers validate the result).
+
+    Raises:
+        ValueError: samples not ``(m, d)``, an empty cloud, or weights that :func:`weights_problem` refuses
+            (the message says why).
+    """
+    x = np.asarray(samples, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f'particle samples must be (m, d), got shape {x.shape}')
+    if x.shape[0] == 0:
+        raise ValueError('empty particle cloud')
+    if weights is None:
+        w = np.full(x.shape[0], 1.0 / x.shape[0])
+    else:
+        w = np.asarray(weights, dtype=np.float64).reshape(-1)
+        problem = weights_problem(w, x.shape[0])
+        if problem:
+            raise ValueError(f'particle {problem}')
+        with np.errstate(over='ignore', invalid='ignore', under='ignore'):
+            w = w / w.sum()
+    with np.errstate(over='ignore', invalid='ignore', under='ignore'):
+        mean = w @ x
+        d = x - mean
+        cov = (w[:, None] * d).T @ d
+    return mean, cov

@@ -16,8 +16,10 @@ Three batched types share one interface (:class:`LocationDistributions`):
 Kernels over distributions (``uncertain_bo.kernels``) turn a batch into the flat tensor they consume with
 their own ``encode`` method, so every model and acquisition works on these types only.
 
-The module also holds the execution-noise models :math:`\hat P_{\mathbf x}` and the conversions from
-ROS 2 covariance layouts.
+The module also holds the execution-noise models :math:`\hat P_{\mathbf x}`, the conversions from
+ROS 2 covariance layouts, and the checks shared with the NumPy (torch-free) layer: covariances, sample
+weights, and the moment matching of particle clouds (:func:`particle_moments`, from
+:mod:`uncertain_bo.covariance`).
 """
 from __future__ import annotations
 
@@ -27,13 +29,15 @@ from typing import Any, Sequence
 import torch
 from torch import Tensor
 
-from .covariance import covariance_problem
+from .covariance import (WEIGHTS_NO_TOTAL, WEIGHTS_NOT_FINITE, WEIGHTS_TOTAL_OVERFLOWS, covariance_problem,
+                         particle_moments)
+from .covariance import weights_problem as _np_weights_problem
 from .linalg import psd_sqrt
 
 __all__ = [
     'InvalidDistributionError', 'LocationDistributions', 'Dirac', 'Gaussian', 'Empirical',
     'ExecutionNoise', 'SampledExecutionNoise', 'GaussianExecutionNoise', 'NoiseConfigError', 'check_covariance',
-    'ros_covariance_to_xy', 'cat', 'DEFAULT_N_SAMPLES', 'weights_problem',
+    'ros_covariance_to_xy', 'cat', 'DEFAULT_N_SAMPLES', 'weights_problem', 'particle_moments',
 ]
 
 DTYPE = torch.float64
@@ -100,24 +104,33 @@ def _first_covariance_problem(cov: Tensor, atol: float = 1e-9) -> tuple[int | No
     return i, f'not positive semi-definite (min eigenvalue {emin_i:.3g})'
 
 
-def weights_problem(weights: Tensor) -> str | None:
-    """Why ``weights`` ``(..., m)`` are not usable sample weights (per row: finite, non-negative, positive
-    total), or None; checked on their device with one device-to-host transfer.
+def weights_problem(weights) -> str | None:
+    """Why ``weights`` ``(..., m)`` are not usable sample weights (per row: finite, non-negative, a positive
+    finite total), or None.
+
+    Tensors are checked on their device with one device-to-host transfer; anything else goes to the NumPy
+    :func:`uncertain_bo.covariance.weights_problem` (the particle clouds of the ROS layer), which gives the
+    same reasons.
 
     Returns:
-        None, ``'weights must be finite and non-negative'`` or ``'each distribution needs a positive total
-        weight'`` (also for ``m = 0``).
+        None, ``'weights must be finite and non-negative'``, ``'weights must have a positive total (per
+        distribution)'`` (also for ``m = 0``) or ``'weights overflow (their total is not finite)'``.
     """
+    if not isinstance(weights, Tensor):
+        return _np_weights_problem(weights)
     w = weights.detach()
     if w.shape[-1] == 0:
-        return 'each distribution needs a positive total weight'
+        return WEIGHTS_NO_TOTAL
+    total = w.sum(-1)
     bad_entries = ~(torch.isfinite(w) & (w >= 0)).all()
-    bad_total = (w.sum(-1) <= 0).any()
-    bad_entries, bad_total = torch.stack([bad_entries, bad_total]).tolist()
+    bad_total, total_overflows = (total <= 0).any(), ~torch.isfinite(total).all()
+    bad_entries, bad_total, total_overflows = torch.stack([bad_entries, bad_total, total_overflows]).tolist()
     if bad_entries:
-        return 'weights must be finite and non-negative'
+        return WEIGHTS_NOT_FINITE
     if bad_total:
-        return 'each distribution needs a positive total weight'
+        return WEIGHTS_NO_TOTAL
+    if total_overflows:
+        return WEIGHTS_TOTAL_OVERFLOWS
     return None
 
 
@@ -425,7 +438,7 @@ class ExecutionNoise(ABC):
 
 
 DEFAULT_N_SAMPLES = 160
-"""Samples per distribution by default (AIRBO's sampling size, digest §3.2, App. D.2)."""
+"""Samples per distribution by default (AIRBO's sampling size, App. D.2)."""
 
 
 class NoiseConfigError(InvalidDistributionError):

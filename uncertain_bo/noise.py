@@ -2,7 +2,7 @@ r"""Sample-based execution-noise models :math:`P_{\mathbf x}`: the law of :math:
 
 AIRBO (Yang et al., NeurIPS 2023, §1 and §5) only needs to *sample* the distribution of the executed input,
 so the noise may be non-Gaussian, multimodal, one-sided or depend on the target. This module holds the
-paper's set of noise models (digest ``notes/airbo.md`` §3; scipy parametrisation with ``loc = 0``, i.e. a
+paper's set of noise models (AIRBO §5 and App. C; scipy parametrisation with ``loc = 0``, i.e. a
 beta or :math:`\chi^2` perturbation is a one-sided shift, not zero-mean):
 
 =====================  ===============================================================  ====================
@@ -22,13 +22,17 @@ kind                   :math:`\delta` (per axis unless stated)                  
 ``concat``             independent components on consecutive axes                       general products
 =====================  ===============================================================  ====================
 
+The ``gaussian`` kind is :class:`~uncertain_bo.distributions.GaussianExecutionNoise` (re-exported here), the
+one Gaussian model of the library: closed form by default, sampled with ``n_samples`` (the configuration's
+default, 160, as every kind here).
+
 **Common random numbers.** Each model keeps fixed *base samples* (``n_samples`` draws of the
 standardised randomness). Calling the model on targets ``(q, d)`` returns an
 :class:`~uncertain_bo.distributions.Empirical` batch whose samples are :math:`\mathbf x_i + \delta(\mathbf
 x_i; \xi_j)` with the *same* :math:`\xi_j` for every target and every call, so the acquisition is a
 deterministic, smooth function of the targets during one maximisation and its gradient flows through
-:math:`\mathbf x + \delta` (AIRBO's code redraws on every call, which makes its acquisition stochastic;
-digest §2.6). :meth:`SampledExecutionNoise.refresh` draws new base samples.
+:math:`\mathbf x + \delta` (AIRBO's code redraws on every call, which makes its acquisition
+stochastic). :meth:`SampledExecutionNoise.refresh` draws new base samples.
 
 :meth:`SampledExecutionNoise.sample_executed` draws one fresh executed position per target (what a
 simulated world uses); :meth:`SampledExecutionNoise.sample_locations` draws fresh Monte Carlo samples
@@ -54,7 +58,7 @@ from .distributions import (DEFAULT_N_SAMPLES, DTYPE, GaussianExecutionNoise, No
 from .linalg import psd_sqrt
 
 __all__ = [
-    'NoiseConfigError', 'SampledExecutionNoise', 'GaussianNoise', 'BetaNoise', 'StepChi2Noise',
+    'NoiseConfigError', 'SampledExecutionNoise', 'GaussianExecutionNoise', 'BetaNoise', 'StepChi2Noise',
     'VaryingBetaNoise', 'GaussianMixtureNoise', 'CircularNoise', 'ConcatNoise', 'circular_gaussian',
     'noise_from_config', 'noise_from_yaml', 'NOISE_KINDS', 'DEFAULT_N_SAMPLES',
 ]
@@ -73,22 +77,6 @@ def _ppf(dist, u: Tensor) -> Tensor:
 
 
 # ---------------------------------------------------------------------- models
-class GaussianNoise(GaussianExecutionNoise):
-    r"""Gaussian execution noise :math:`\delta \sim \mathcal N(\mathbf 0, \Sigma)`, sampled (digest §3.4): the
-    ``gaussian`` kind of :func:`noise_from_config`.
-
-    :class:`~uncertain_bo.distributions.GaussianExecutionNoise` with ``n_samples`` defaulting to
-    :data:`DEFAULT_N_SAMPLES` instead of None, so calling it returns samples that sample-based kernels (KME,
-    MMD) use as they are, like every other model of this module.
-
-    Raises:
-        NoiseConfigError: ``covariance`` is not a symmetric PSD ``(d, d)`` matrix.
-    """
-
-    def __init__(self, covariance: Tensor, n_samples: int | None = DEFAULT_N_SAMPLES, seed: int = 0):
-        super().__init__(covariance, n_samples, seed)
-
-
 class _InverseCdfNoise(SampledExecutionNoise):
     """Models whose base sample is one variate of ``self.distribution`` (a frozen scipy law) per axis, drawn by
     the inverse-CDF transform of uniforms."""
@@ -105,9 +93,9 @@ class _InverseCdfNoise(SampledExecutionNoise):
 
 class BetaNoise(_InverseCdfNoise):
     r"""One-sided beta noise :math:`\delta_i = \sigma B_i`, :math:`B_i \sim \mathrm{Beta}(\alpha, \beta)` i.i.d.
-    per axis (scipy ``beta(a=α, b=β, loc=0, scale=σ)``; digest §3, "parametrisation used throughout").
+    per axis (scipy ``beta(a=α, b=β, loc=0, scale=σ)``, "parametrisation used throughout").
 
-    ``beta(0.4, 0.2, 0.1)`` is the double-peak benchmark's input (digest §3.5) and Table 1's inputs.
+    ``beta(0.4, 0.2, 0.1)`` is the double-peak benchmark's input and Table 1's inputs.
 
     Args:
         alpha, beta: shape parameters (> 0).
@@ -183,7 +171,7 @@ class VaryingBetaNoise(_InverseCdfNoise):
 
     Defaults are the reference code's: :math:`\alpha = \beta = 0.5` (U-shaped, bimodal), ``amplitude``
     :math:`a = 0.09`, ``frequency`` :math:`f = 2` (i.e. :math:`\sin 4\pi x`). The paper prints
-    :math:`0.9(\cdot)`, a typo: scales up to 1.8 do not fit the domain [0, 1] (digest §3.1, §6 item 4).
+    :math:`0.9(\cdot)`, a typo: scales up to 1.8 do not fit the domain [0, 1].
     The offsets are differentiable in :math:`x` through the scale.
 
     Raises:
@@ -217,7 +205,7 @@ class GaussianMixtureNoise(SampledExecutionNoise):
 
     The AIRBO code's 1-D default is means ``[-0.017, 0.03]``, stds ``[0.010, 0.017]``, weights
     ``[0.5, 0.5]``. Every :math:`\Sigma_k` must be PSD: the robot-push covariance of the paper (Eq. 34) is
-    indefinite and is rejected (digest §3.7 explains how the authors' sampler silently altered it).
+    indefinite and is rejected (the authors' sampler silently altered it).
 
     Args:
         weights: ``(K,)`` non-negative mixture weights (normalised here).
@@ -395,7 +383,9 @@ def circular_gaussian(dim: int = 10, radius: float = 0.5, std: float = 0.1, **kw
     """
     if int(dim) < 3:
         raise NoiseConfigError(f'field dim must be >= 3 for circular_gaussian, got {dim}')
-    return ConcatNoise([CircularNoise(radius), GaussianNoise.isotropic(std, int(dim) - 2)], **kwargs)
+    return ConcatNoise([CircularNoise(radius), GaussianExecutionNoise.isotropic(std, int(dim) - 2,
+                                                                                n_samples=DEFAULT_N_SAMPLES)],
+                       **kwargs)
 
 
 def _positive(**values: float) -> None:
@@ -409,12 +399,13 @@ def _positive(**values: float) -> None:
 
 
 # ---------------------------------------------------------------------- configuration
-def _gaussian(cfg: dict[str, Any], common: dict[str, Any]) -> GaussianNoise:
+def _gaussian(cfg: dict[str, Any], common: dict[str, Any]) -> GaussianExecutionNoise:
     if ('std' in cfg) == ('covariance' in cfg):
         raise NoiseConfigError("kind 'gaussian' needs exactly one of the fields std, covariance")
+    common = {'n_samples': DEFAULT_N_SAMPLES, **common}   # sampled unless the configuration says null
     if 'covariance' in cfg:
-        return GaussianNoise(cfg['covariance'], **common)
-    return GaussianNoise.isotropic(cfg['std'], cfg.get('dim'), **common)
+        return GaussianExecutionNoise(cfg['covariance'], **common)
+    return GaussianExecutionNoise.isotropic(cfg['std'], cfg.get('dim'), **common)
 
 
 def _mixture(cfg: dict[str, Any], common: dict[str, Any]) -> GaussianMixtureNoise:

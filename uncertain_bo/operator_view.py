@@ -215,7 +215,7 @@ class StatusReporter:
             now: current time on the clock of the pose stamps.
             extra: more key/values appended as they are (e.g. journal path, GP map scales).
         """
-        from .explorer import State
+        from .explorer import State, execution_noise_summary
 
         ex, p = explorer, explorer.params
         state = ex.state
@@ -232,6 +232,8 @@ class StatusReporter:
             level, message = Level.ERROR, f'paused: {ex.paused_reason}'
         elif state is State.DONE:
             message = f'done: {n}/{n_max} measurements'
+            if ex.done_reason and not ex.done_reason.startswith('max_measurements'):
+                message += f' ({ex.done_reason})'
         elif state is State.WAITING_FOR_POSE:
             level = Level.WARN
             message = 'waiting for pose' + (f' (last rejection: {ex.last_reason})' if ex.last_reason else '')
@@ -262,6 +264,12 @@ class StatusReporter:
             d = ex.planner.decisions[-1]
             values.append(('last decision seconds', _fmt(d.seconds)))
             values.append(('last decision phase', d.phase))
+        values += _budget_values(ex, now)
+        noise = execution_noise_summary(ex.planner)
+        if noise is not None:
+            values += [('execution noise model', noise['source']),
+                       ('execution noise std x, y (m)', _fmt(noise['std'])),
+                       ('execution noise correlation', _fmt(noise['correlation']))]
         values += [
             ('pose age (s)', _fmt(age) if age is not None else 'no valid pose yet'),
             ('position covariance trace (m^2)', _fmt(trace) if trace is not None else ''),
@@ -277,3 +285,17 @@ class StatusReporter:
             values.append(('paused because', ex.paused_reason))
         values += [(k, _fmt(v)) for k, v in (extra or {}).items()]
         return StatusReport(level, message, values)
+
+
+def _budget_values(ex, now: float | None) -> list[tuple[str, str]]:
+    """Distance driven and mission time against their budgets, and why the mission ended."""
+    p, budget = ex.params, ex.budget
+    out = [('distance driven (m)', _fmt(budget.distance)
+            + (f" of max_distance {_fmt(float(p['max_distance']))}" if p['max_distance'] > 0 else ''))]
+    if now is not None:
+        out.append(('mission time (s)', _fmt(budget.elapsed(now))
+                    + (f" of max_mission_time {_fmt(float(p['max_mission_time']))}" if p['max_mission_time'] > 0
+                       else '')))
+    if ex.done_reason:
+        out.append(('stopped because', ex.done_reason))
+    return out

@@ -113,6 +113,8 @@ class Planner:
             (target, location distribution) pairs of measurements whose goal was reached, with ``execution_noise``
             as the prior worth this many pseudo-observations (:meth:`learned_execution_covariance`); None = keep
             ``execution_noise`` fixed.
+        noise_prior: the GP's prior on its learned noise (a key of :data:`~uncertain_bo.models.NOISE_PRIORS`);
+            used by the default model (not by a ``model_factory``).
         journal: optional path of the observations journal; an existing journal is resumed.
         model_factory: optional ``(bounds, kernel) -> DistributionGP`` (e.g. fixed hyperparameters).
         metadata: extra fields for a new journal's header.
@@ -138,6 +140,7 @@ class Planner:
     travel_weight: float = 0.0
     in_box_exploration: bool = False
     execution_noise_prior_weight: float | None = None
+    noise_prior: str = 'gamma'
     journal: str | Path | None = None
     model_factory: Callable[..., DistributionGP] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -500,7 +503,8 @@ class Planner:
 
     def _new_model(self) -> DistributionGP:
         kernel = self._method.kernel(self.dim)
-        factory = self.model_factory or (lambda bounds, kernel: DistributionGP(bounds, kernel))
+        factory = self.model_factory or (
+            lambda bounds, kernel: DistributionGP(bounds, kernel, noise_prior=self.noise_prior))
         return factory(self.bounds, kernel)
 
     def _replay(self, journal: Journal) -> None:

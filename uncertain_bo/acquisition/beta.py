@@ -37,9 +37,9 @@ class TheoryBeta:
     Attributes:
         b: RKHS norm bound :math:`\|f\|_k \le b`.
         delta: failure probability :math:`\delta \in (0, 1)`.
-        sigma_nu: sub-Gaussian parameter of the effective noise; for uGP-UCB with i.i.d. output noise
-            :math:`\sigma_\nu = \sigma_\zeta`, for IGP-UCB under input noise
-            :math:`\sigma_\nu = \sqrt{\sigma_F^2 + \sigma_\zeta^2}` (Prop. 3).
+        sigma_nu: sub-Gaussian parameter of the effective noise: Theorems 2 (IGP-UCB) and 5 (uGP-UCB) both
+            take :math:`\sigma_\nu = \sqrt{\sigma_E^2 + \sigma_\zeta^2}`, :math:`\sigma_E` the input-noise
+            induced part (Prop. 3, :func:`prop3_sigma_f`) and :math:`\sigma_\zeta` the output noise.
     """
 
     b: float

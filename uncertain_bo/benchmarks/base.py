@@ -28,9 +28,13 @@ from ..optim import OptimizerSettings
 from ..planner import Planner
 
 __all__ = ['BenchSettings', 'Measurement', 'World', 'GaussianInputWorld', 'Instance', 'Problem',
-           'PROBLEMS', 'register_problem', 'get_problem', 'theory_noise_source']
+           'PROBLEMS', 'register_problem', 'get_problem', 'theory_noise_source', 'DEFAULT_UGP_NOISE']
 
 NoiseSource = Literal['output', 'location', 'execution']
+DEFAULT_UGP_NOISE: NoiseSource = 'execution'
+"""The paper's §6.1 setting (Oliveira et al. 2019): every method's GP noise from Proposition 3 on its own
+execution-noise model :math:`\\hat\\Sigma = \\hat\\sigma_x^2 I`, uGP-UCB included (Theorem 5's
+:math:`\\sigma_\\nu = \\sqrt{\\sigma_E^2 + \\sigma_\\zeta^2}`)."""
 
 
 @dataclass(frozen=True)
@@ -43,9 +47,9 @@ class BenchSettings:
         mismatch: ratio :math:`\\hat\\sigma_x / \\sigma_x` of the execution-noise model to the true
             execution noise (paper §6.1 model-mismatch study).
         ugp_noise: which noise :math:`\\sigma_\\nu` the theory assigns to methods trained on location
-            distributions (uGP-UCB): ``'output'`` = :math:`\\sigma_\\zeta` (default), ``'location'`` = Prop. 3
-            on the localisation covariance, ``'execution'`` = Prop. 3 on :math:`\\hat\\Sigma` (Theorem 5 read
-            literally). Methods trained on targets always use ``'execution'`` (Theorem 2).
+            distributions (uGP-UCB): ``'execution'`` = Prop. 3 on :math:`\\hat\\Sigma` (default: the paper's
+            §6.1 setting, Theorem 5), ``'output'`` = :math:`\\sigma_\\zeta` alone, ``'location'`` = Prop. 3
+            on the localisation covariance. Methods trained on targets always use ``'execution'`` (Theorem 2).
         refit_every: GP refit schedule (None = problem default; 0 = fixed hyperparameters).
         n_initial: initial space-filling targets (None = problem default).
         optimizer: acquisition maximiser settings.
@@ -59,7 +63,7 @@ class BenchSettings:
 
     beta: str | float | None = None
     mismatch: float = 1.0
-    ugp_noise: NoiseSource = 'output'
+    ugp_noise: NoiseSource = DEFAULT_UGP_NOISE
     refit_every: int | None = None
     n_initial: int | None = None
     optimizer: OptimizerSettings = field(default_factory=OptimizerSettings)

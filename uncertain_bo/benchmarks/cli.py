@@ -75,8 +75,10 @@ def add_parser(subparsers) -> None:
                    help="comma-separated beta values: numbers and/or 'theory' (default: the problem's; "
                         "several values = a sweep)")
     b.add_argument('--mismatch', default='1', help='comma-separated ratios sigma_hat_x / sigma_x (default 1)')
-    b.add_argument('--ugp-noise', default='output', choices=['output', 'location', 'execution'],
-                   help='noise sigma_nu the theory assigns to uGP-UCB (default: output noise sigma_zeta)')
+    b.add_argument('--ugp-noise', default='execution', choices=['execution', 'output', 'location'],
+                   help="noise sigma_nu the theory assigns to uGP-UCB: 'execution' (default, the paper's 6.1 "
+                        "setting: Prop. 3 on the execution-noise model, as for IGP-UCB), 'output' (sigma_zeta "
+                        "alone) or 'location' (Prop. 3 on the localisation covariance)")
     b.add_argument('--refit-every', type=int, default=None, help='GP refit schedule (default: the problem\'s)')
     b.add_argument('--n-initial', type=int, default=None, help='initial design size (default: the problem\'s)')
     b.add_argument('--restarts', type=int, default=10, help='L-BFGS-B restarts (default 10)')

@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .base import DEFAULT_UGP_NOISE
 from .metrics import curves, group_runs
 
 __all__ = ['plot_directory']
@@ -104,7 +105,7 @@ def plot_directory(results: Sequence[dict[str, Any]], out_dir: str | Path, std_m
                     ax.fill_between(t, mean - std_mult * std, mean + std_mult * std, color=c, alpha=0.2, lw=0)
                 beta, mismatch, noise = key
                 title = f'{problem}: beta={beta}, ' + r'$\hat\sigma_x/\sigma_x$' + f'={mismatch:g}'
-                ax.set_title(title + ('' if noise == 'output' else f', uGP noise={noise}'), fontsize=9)
+                ax.set_title(title + ('' if noise == DEFAULT_UGP_NOISE else f', uGP noise={noise}'), fontsize=9)
                 ax.set_xlabel('iteration t')
                 ax.set_ylabel(ylabel)
                 if metric == 'rec_distance':
@@ -204,7 +205,7 @@ def _sweep_plot(plt, runs, problem: str, out: Path, axis: str, std_mult: float) 
     series: dict[str, dict[float, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for r in runs:
         s = r['spec']['settings']
-        if s['ugp_noise'] != 'output':
+        if s['ugp_noise'] != DEFAULT_UGP_NOISE:
             continue
         if axis == 'mismatch':
             x = float(s['mismatch'])

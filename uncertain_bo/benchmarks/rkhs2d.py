@@ -17,8 +17,9 @@ so :math:`\|f\|_k^2 = \boldsymbol\alpha^\top K \boldsymbol\alpha` exactly. Execu
 
 **Planner (theory settings, paper §6.1).** Hyperparameters fixed at the true ones (lengthscale 0.1,
 :math:`\sigma_f^2 = 1`, zero mean), no refits (rank-one updates). Each method's noise variance is
-:math:`\lambda = \sigma_\nu^2` with :math:`\sigma_\nu` from Prop. 3 for its noise assumption (see
-:class:`~uncertain_bo.benchmarks.base.BenchSettings`), and :math:`\beta_t` from Eq. 20 with
+:math:`\lambda = \sigma_\nu^2` with :math:`\sigma_\nu` from Prop. 3 on its execution-noise model
+:math:`\hat\sigma_x^2 I` (the paper's setting for every method, uGP-UCB included; ``ugp_noise`` of
+:class:`~uncertain_bo.benchmarks.base.BenchSettings` gives uGP-UCB other choices), and :math:`\beta_t` from Eq. 20 with
 :math:`b = \|f\|_k`, :math:`\delta = 0.4`.
 """
 from __future__ import annotations

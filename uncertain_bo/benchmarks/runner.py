@@ -28,7 +28,7 @@ from typing import Any, Iterable, Sequence, TextIO
 import torch
 
 from ..acquisition import get_method
-from .base import BenchSettings, Problem, get_problem
+from .base import DEFAULT_UGP_NOISE, BenchSettings, Problem, get_problem
 
 __all__ = ['RunSpec', 'run', 'run_many', 'write_tables', 'load_runs', 'RECORD_FIELDS']
 
@@ -55,7 +55,7 @@ class RunSpec:
         """Configuration label shared by all seeds, e.g. ``beta=theory_mismatch=1``."""
         uses_beta = get_problem(self.problem).uses_beta(get_method(self.method))
         label = f'beta={self.settings.beta_label(uses_beta)}_mismatch={self.settings.mismatch:g}'
-        if self.settings.ugp_noise != 'output':
+        if self.settings.ugp_noise != DEFAULT_UGP_NOISE:
             label += f'_ugpnoise={self.settings.ugp_noise}'
         if self.settings.field is not None:
             label += f'_field={field_label(self.settings.field)}'
@@ -246,7 +246,7 @@ def expand(problem: str, methods: Sequence[str], seeds: Iterable[int], iteration
         for method in methods:
             meth = get_method(method)
             canon = s if prob.uses_beta(meth) else replace(s, beta=prob.default_beta)
-            canon = canon if meth.inputs != 'target' else replace(canon, ugp_noise='output')
+            canon = canon if meth.inputs != 'target' else replace(canon, ugp_noise=DEFAULT_UGP_NOISE)
             for seed in seeds:
                 spec = RunSpec(problem, method, seed, iterations, canon)
                 if spec.key in seen:

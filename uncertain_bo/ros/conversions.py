@@ -20,7 +20,7 @@ from nav_msgs.msg import Odometry, Path
 from sensor_msgs.msg import FluidPressure, Illuminance, RelativeHumidity, Temperature
 from std_msgs.msg import Float64, Header
 
-from ..covariance import covariance_problem
+from ..covariance import covariance_problem, particle_moments
 
 __all__ = [
     'StampedPose', 'StampedParticles', 'READING_TYPES', 'XY_INDICES',
@@ -305,25 +305,10 @@ def particles_to_pose(cloud: StampedParticles) -> StampedPose:
     Gaussian inputs (uGP-UCB) use it this way; the result is validated by the caller like any pose.
 
     Raises:
-        ValueError: an empty cloud, or weights that are not finite, non-negative with a positive sum.
+        ValueError: an empty cloud, or weights that are not finite, non-negative, one per particle with a
+            positive finite sum (:func:`uncertain_bo.covariance.particle_moments`).
     """
-    x = np.asarray(cloud.samples, dtype=float).reshape(-1, 2)
-    if x.shape[0] == 0:
-        raise ValueError('empty particle cloud')
-    if cloud.weights is None:
-        w = np.full(x.shape[0], 1.0 / x.shape[0])
-    else:
-        w = np.asarray(cloud.weights, dtype=float).reshape(-1)
-        with np.errstate(over='ignore', invalid='ignore'):
-            total = w.sum() if w.shape[0] == x.shape[0] else 0.0
-        if not (np.all(np.isfinite(w)) and np.all(w >= 0) and 0 < total < np.inf):
-            raise ValueError('particle weights must be finite, non-negative, one per particle, with a '
-                             'positive finite sum')
-        w = w / total
-    with np.errstate(over='ignore', invalid='ignore', under='ignore'):
-        mean = w @ x
-        d = x - mean
-        cov = (w[:, None] * d).T @ d
+    mean, cov = particle_moments(np.asarray(cloud.samples, dtype=float).reshape(-1, 2), cloud.weights)
     return StampedPose(cloud.stamp, cloud.frame_id, mean, 0.0, cov)
 
 

@@ -19,7 +19,10 @@ Publishes:
     decision; every ``diagnostics_period`` and on changes).
 
 All logic lives in :class:`uncertain_bo.explorer.Explorer` and :mod:`uncertain_bo.operator_view`; this node
-converts messages and runs ``tick`` on a timer of the node clock (simulated time under ``use_sim_time``).
+converts messages and runs ``tick`` on a timer of the node clock (simulated time under ``use_sim_time``). The
+planner comes from the parameters through :func:`~uncertain_bo.explorer.planner_from_parameters` (as in the
+in-process mission), run-time parameter changes go to :meth:`~uncertain_bo.explorer.Explorer.apply_parameters`,
+and the run folder's files (``journal.jsonl``, ``explorer_result.json``) are written by the library.
 Decisions run on a worker thread (``decide_in_background``), so ``/diagnostics``, markers and the
 subscriptions keep going while the planner thinks; a busy executor would otherwise let the node clock jump
 ahead of queued poses (they then look stale). Poses are subscribed best effort (compatible with reliable
@@ -36,14 +39,10 @@ start-up configuration.
 """
 from __future__ import annotations
 
-import datetime as _dt
-import json
 import logging
 import math
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -58,15 +57,14 @@ from visualization_msgs.msg import MarkerArray
 
 from ..distributions import DTYPE
 from ..explorer import (EXPLORER_PARAMS, Explorer, Measurement, PoseEstimate, Reading, State, planner_from_parameters,
-                        check_explorer_parameters, position_trace)
+                        check_explorer_parameters, position_trace, run_folder)
 from ..operator_view import GridScale, StatusReporter, grid_over, scale_to_occupancy, STATE_TEXT
 from ..parameters import Param, ParameterError
-from ..planner import Planner, Recommendation
+from ..planner import Recommendation
 from .conversions import (READING_TYPES, from_time_msg, make_path, make_pose_stamped, pose_array_from_cdr,
                           pose_array_to_particles, reading_from_msg, ros_covariance_to_xy)
 from .operator_view import (ELLIPSE_SIGMA, MarkerScene, clean_stamp, make_diagnostics, make_markers,
                             make_occupancy_grid)
-from ..user_errors import UsageError, check_run_dir
 from .params import declare_parameters
 from .spin import run_node
 
@@ -185,22 +183,16 @@ class ExplorerNode(Node):
         reason = check_explorer_parameters(self.p)
         if reason:
             raise ParameterError(reason)
-        xmin, xmax, ymin, ymax = self.p['search_bounds']
-        self.run_dir = Path(self.p['run_dir'] or Path('runs') / _dt.datetime.now().strftime('%Y%m%d-%H%M%S'))
-        try:
-            check_run_dir(self.run_dir, "parameter 'run_dir'")
-        except UsageError as exc:
-            raise ParameterError(str(exc)) from None
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.run_dir = run_folder(self.p)
         planner = planner_from_parameters(
             self.p, journal=self.run_dir / 'journal.jsonl',
             metadata={'node': self.get_fully_qualified_name(), 'parameters': self.p})
         self._decider = (ThreadPoolExecutor(max_workers=1, thread_name_prefix='explorer-decide')
                          if self.p['decide_in_background'] else None)
-        self.explorer = Explorer(planner, self, self.p, decider=self._decider)
+        self.explorer = Explorer(planner, self, self.p, decider=self._decider,
+                                 result_file=self.run_dir / 'explorer_result.json')
         self._cloud_rng = np.random.default_rng(np.random.SeedSequence([int(self.p['seed']), 0xC10D]))
-        self.recommendation: Recommendation | None = None
-        self._resumed_checks(planner)
+        self.recommendation: Recommendation | None = planner.recommend() if planner.n else None
 
         self.goal_pub = self.create_publisher(PoseStamped, 'goal_pose', _RELIABLE_10)
         self.plan_pub = self.create_publisher(PathMsg, 'plan', _RELIABLE_10)
@@ -226,7 +218,6 @@ class ExplorerNode(Node):
         self._last_state: State | None = None
         self._last_rejected = 0
         self._last_status_wall = -math.inf
-        self._finish_reported = False
         self.timer = self.create_timer(1.0 / self.p['tick_rate'], self._tick)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic, clock=self._steady)
@@ -235,25 +226,6 @@ class ExplorerNode(Node):
         self.get_logger().info(
             f"exploring {self.p['search_bounds']} m with {self.p['method']} ({kind}), "
             f"{self.p['max_measurements']} measurements; journal in {self.run_dir}")
-
-    def _resumed_checks(self, planner: Planner) -> None:
-        journal = planner.journal_file
-        if journal is None or not (planner.n or planner.decisions):
-            return
-        pending = planner.resumed_target
-        self.get_logger().info(
-            f'resumed {planner.n} measurements from {journal.path}'
-            + (f'; target {planner.n + 1} ({pending[0]:.2f}, {pending[1]:.2f}) was decided before the restart '
-               'and is sent again' if pending is not None else ''))
-        before = journal.header.get('parameters') or {}
-        changed = [k for k in ('search_bounds', 'method', 'seed', 'n_initial', 'execution_noise_std')
-                   if k in before and before[k] != self.p[k]]
-        if changed:
-            self.get_logger().warning(
-                'resuming a journal written with different ' + ', '.join(
-                    f'{k} ({before[k]} then, {self.p[k]} now)' for k in changed))
-        if planner.n:
-            self.recommendation = planner.recommend()
 
     def destroy_node(self) -> None:
         decider = getattr(self, '_decider', None)
@@ -307,13 +279,11 @@ class ExplorerNode(Node):
         if now is None:
             return
         ex = self.explorer
-        if ex.state is State.DONE:
-            if not self._finish_reported and ex.planner.n:  # resumed a journal that was already complete
-                self.finished(self.recommendation or ex.planner.recommend())
-            if ex.planner.n >= self.p['max_measurements']:
-                self._status_on_change()
-                return
-        ex.tick(now)
+        ex.tick(now)   # when done: reports a resumed journal that was already complete, else returns at once
+        if ex.state is State.DONE and not ex.planner.n and self.p['exit_when_done']:
+            self.get_logger().info(f'done before the first measurement: {ex.done_reason}')  # no finished()
+            self.timer.cancel()
+            raise SystemExit(0)
         if self._maps_dirty and ex.state is not State.DECIDING:
             self._update_maps()
         self._status_on_change()
@@ -334,14 +304,7 @@ class ExplorerNode(Node):
         self._publish_markers()
 
     def _on_parameters(self, changed: dict[str, Any]) -> None:
-        explorer_keys = {p.name for p in EXPLORER_PARAMS}
-        ex_changed = {k: v for k, v in changed.items() if k in explorer_keys}
-        if ex_changed:
-            self.explorer.apply_parameters(ex_changed)
-        journal = self.explorer.planner.journal_file
-        if journal is not None:
-            journal.append({'type': 'parameters', 'changed': changed, 'index': self.explorer.planner.n,
-                            'wall_time': time.time()})
+        self.explorer.apply_parameters(changed)   # journals the change; the node's own keys are ignored there
         if 'diagnostics_period' in changed:
             self.destroy_timer(self.status_timer)
             self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic,
@@ -379,10 +342,6 @@ class ExplorerNode(Node):
         self.recommendation = rec
         self._maps_dirty = True
         sd = math.sqrt(max(position_trace(m.pose.cov) / 2.0, 0.0))
-        journal = self.explorer.planner.journal_file
-        if journal is not None:
-            journal.append({'type': 'recommendation', 'index': m.index, 'target': rec.target.tolist(),
-                            'mean': rec.mean, 'std': rec.std})
         self.get_logger().info(
             f"measurement {m.index + 1}/{self.p['max_measurements']}: reading {m.reading.value:.6g} at "
             f"({m.pose.xy[0]:.2f}, {m.pose.xy[1]:.2f}) ± {sd:.2f} m (target ({m.target[0]:.2f}, "
@@ -390,17 +349,11 @@ class ExplorerNode(Node):
             f"({rec.target[0]:.2f}, {rec.target[1]:.2f}) μ̂ = {rec.mean:.2f} ± {rec.std:.2f}")
 
     def finished(self, rec: Recommendation) -> None:
+        # the explorer has written explorer_result.json and the journal
         self.recommendation = rec
-        self._finish_reported = True
-        result = {'recommended_target': rec.target.tolist(), 'predicted_robust_value': rec.mean,
-                  'predicted_std': rec.std, 'measurements': self.explorer.planner.n,
-                  'rejected': dict(self.explorer.rejected)}
-        path = self.run_dir / 'explorer_result.json'
-        tmp = path.with_suffix('.json.tmp')
-        tmp.write_text(json.dumps(result, indent=2))
-        os.replace(tmp, path)  # atomic: a crash leaves the old file or the new one, never half of one
         self.get_logger().info(
-            f'done: robust peak believed at ({rec.target[0]:.2f}, {rec.target[1]:.2f}) m, '
+            f'done ({self.explorer.done_reason}): robust peak believed at ({rec.target[0]:.2f}, '
+            f'{rec.target[1]:.2f}) m, '
             f'E[f] ≈ {rec.mean:.2f} ± {rec.std:.2f}; journal {self.run_dir / "journal.jsonl"}')
         self._update_maps()
         self._publish_status()

@@ -154,7 +154,7 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
-    from ..explorer import State
+    from ..explorer import State, execution_noise_summary
     from ..journal import Journal
     from .launch_args import bounds_outside
     from ..sim.field import Field
@@ -232,6 +232,8 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
     write_trajectory(run_dir / 'trajectory.csv', trajectory)
     cov = np.diag(np.square(params['explorer']['execution_noise_std']))
     extra = {'completed': completed, 'wall_time_s': wall, 'simulation': sim_stats,
+             'stopped_because': explorer.done_reason, 'distance_estimate_m': explorer.budget.distance,
+             'execution_noise_model': execution_noise_summary(explorer.planner),
              **_execution_scatter(explorer.planner.journal_file, truth_at)}
     summary = summarize(run_dir, field, cov, extra=extra)
     ex = params['explorer']

@@ -76,9 +76,13 @@ class MissionResult:
         true_positions: ``(n, 2)`` where each reading was really taken, m.
         sim_time: simulated duration, s.
         wall_time: wall-clock duration, s.
-        completed: all measurements were taken before ``max_sim_time``.
+        completed: the explorer finished before ``max_sim_time``: all measurements taken, or a budget spent
+            (``max_distance``, ``max_mission_time``; see ``stop_reason``).
         rejected: the explorer's rejection counters.
         trajectory: ``(k, 5)`` rows ``(t, true x, true y, estimated x, estimated y)`` at 1 Hz.
+        stop_reason: why the explorer ended the mission (None if it did not).
+        distance_estimate: distance driven as the explorer measured it on the pose estimates (what
+            ``max_distance`` is checked against), m.
     """
 
     planner: Planner
@@ -90,6 +94,8 @@ class MissionResult:
     completed: bool
     rejected: dict[str, int]
     trajectory: np.ndarray = field(repr=False)
+    stop_reason: str | None = None
+    distance_estimate: float = 0.0
 
 
 class _Host:
@@ -131,14 +137,16 @@ class Mission:
         method: planner method name (overrides ``params['explorer']['method']``).
         execution_noise: the planner's execution-noise model (default
             ``N(x, diag(execution_noise_std²))``).
-        journal: optional journal path for the planner.
+        journal: optional journal path for the planner (the explorer adds its recommendation records).
+        result_file: optional path of the explorer's result JSON (written when the mission ends).
         planner_kwargs: extra :class:`~uncertain_bo.planner.Planner` arguments (e.g. ``beta``).
     """
 
     def __init__(self, params: dict[str, dict[str, Any]], *, field: Field | None = None,
                  method: str | None = None, execution_noise: ExecutionNoise | None = None,
-                 journal=None, planner_kwargs: dict[str, Any] | None = None):
+                 journal=None, planner_kwargs: dict[str, Any] | None = None, result_file=None):
         self.params = params
+        self.result_file = result_file
         sim, ex = params['sim_rover'], params['explorer']
         self.world = SimWorld(field, sim)
         self.field = self.world.field
@@ -157,7 +165,7 @@ class Mission:
             on_measurement: Callable[[Measurement, Recommendation], None] | None = None) -> MissionResult:
         """Run until the explorer is done (or ``max_sim_time`` simulated seconds)."""
         host = _Host(on_measurement)
-        explorer = Explorer(self.planner, host, self.params['explorer'])
+        explorer = Explorer(self.planner, host, self.params['explorer'], result_file=self.result_file)
         world, ekf, law = self.world, self.ekf, self.law
         pf = isinstance(ekf, ParticleFilter)
         frame = self.params['explorer']['frame_id']
@@ -194,4 +202,5 @@ class Mission:
         return MissionResult(self.planner, host.measurements, host.recommendations,
                              np.array(host.true_positions).reshape(-1, 2), s.t,
                              time.perf_counter() - wall0, explorer.state is State.DONE,
-                             dict(explorer.rejected), np.array(trajectory))
+                             dict(explorer.rejected), np.array(trajectory), explorer.done_reason,
+                             explorer.budget.distance)

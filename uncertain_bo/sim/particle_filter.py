@@ -46,7 +46,7 @@ from uncertain_bo.sim.ekf import EKF_PARAMS
 from uncertain_bo.sim.localisation import StampedFusion
 from uncertain_bo.sim.rover import _ensure, wrap_angle
 
-__all__ = ['PF_PARAMS', 'ParticleFilter', 'effective_sample_size', 'moments']
+__all__ = ['PF_PARAMS', 'ParticleFilter', 'effective_sample_size']
 
 _SHARED = ('initial_x', 'initial_y', 'initial_yaw', 'initial_xy_std', 'initial_yaw_std', 'process_noise_scale',
            'min_linear_vel_std', 'min_angular_vel_std', 'fix_gate_mahalanobis', 'fix_gate_max_rejections',
@@ -68,20 +68,6 @@ def effective_sample_size(weights: np.ndarray) -> float:
     """Effective sample size :math:`1 / \\sum_i w_i^2` of normalised weights ``(N,)`` (1 to N)."""
     w = np.asarray(weights, dtype=float)
     return float(1.0 / np.dot(w, w))
-
-
-def moments(points: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Weighted mean ``(d,)`` and population covariance ``(d, d)`` of ``points`` ``(N, d)``.
-
-    Args:
-        points: samples.
-        weights: ``(N,)`` non-negative weights (normalised here), or None for equal weights.
-    """
-    x = np.asarray(points, dtype=float)
-    w = np.full(len(x), 1.0 / len(x)) if weights is None else np.asarray(weights, dtype=float) / np.sum(weights)
-    mean = w @ x
-    d = x - mean
-    return mean, (w[:, None] * d).T @ d
 
 
 @contextlib.contextmanager

@@ -67,7 +67,9 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
         run_dir: folder holding ``journal.jsonl``.
         field: the true field :math:`f`.
         execution_cov: ``(2, 2)`` execution-noise covariance :math:`\\Sigma_E` of the robust objective, m².
-        extra: more fields for the summary (e.g. measured arrival scatter, wall time).
+        extra: more fields for the summary (e.g. measured arrival scatter, wall time); they replace what
+            the explorer's ``explorer_result.json`` says (``stopped_because``, ``execution_noise_model``: the
+            execution-noise model at the end, learned or configured, as std along x and y in m and correlation).
 
     Returns:
         The summary dict (also written to ``run_dir/summary.json``).
@@ -127,10 +129,24 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
         'decision_seconds_median_acquisition': _median(
             [d['seconds'] for d in decisions if d.get('phase') == 'acquisition']),
         'per_measurement': per,
+        **_explorer_result(run_dir),
         **(extra or {}),
     }
     (run_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _explorer_result(run_dir: Path) -> dict[str, Any]:
+    """Why the explorer ended and its final execution-noise model, from the ``explorer_result.json`` it
+    wrote (empty when the run has none, or it is unreadable)."""
+    try:
+        result = json.loads((run_dir / 'explorer_result.json').read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(result, dict):
+        return {}
+    return {'stopped_because': result.get('stopped_because'),
+            'execution_noise_model': result.get('execution_noise')}
 
 
 def _median(values: list[float]) -> float | None:

@@ -123,7 +123,7 @@ def test_invalid_particle_clouds_never_reach_the_journal(tmp_path, bad, key):
         ex.tick(t)
         t = round(t + 0.1, 6)
     assert ex.rejected[key] >= 30
-    assert all(np.all(np.isfinite(p.xy)) for p in ex._poses)
+    assert all(np.all(np.isfinite(p.xy)) for p in ex.inputs.poses)
     assert ex.planner.n == 0 and not observations(tmp_path)
     for t_, w in ((0.0, [1.0, np.nan]), (0.0, [0.0, 0.0]), (0.0, [1e308, 1e308])):
         with pytest.raises(ValueError, match='weights'):

@@ -86,7 +86,7 @@ def test_backwards_stamp_resets_buffers():
         ex.on_pose(pose(t, [1, 1]))
     assert ex.on_pose(pose(2.0, [1, 1]))  # simulation reset / bag loop
     assert ex.latest_pose.stamp == 2.0
-    assert len(ex._poses) == 1
+    assert len(ex.inputs.poses) == 1
     assert any('backwards' in k for k in ex.rejected)
 
 
@@ -110,14 +110,20 @@ def test_reading_without_pose_nearby_is_dropped_and_not_stored():
     assert ex.planner.n == 0 and any('no pose within max_pose_age' in k for k in ex.rejected)
 
 
-def test_reading_held_while_localisation_lags():
-    ex, host = make(max_pose_age=0.2)
+def arrived(max_pose_age):
+    """An explorer measuring at its first goal (arrived at t = 1 s, dwell over at t = 2 s), its host, the goal."""
+    ex, host = make(max_pose_age=max_pose_age)
     ex.on_pose(pose(0.0, [1.0, 1.0]))
     ex.tick(0.0)
     goal = host.goals[0]
     ex.on_pose(pose(1.0, goal))
     ex.tick(1.0)
     ex.tick(2.0)
+    return ex, host, goal
+
+
+def test_reading_held_while_localisation_lags():
+    ex, host, goal = arrived(max_pose_age=0.2)
     ex.on_reading(Reading(3.0, 7.0))
     ex.tick(4.5)            # clock is 1.5 s past the reading, poses still at 1.0: hold, don't drop
     assert ex.planner.n == 0 and not ex.rejected
@@ -128,13 +134,7 @@ def test_reading_held_while_localisation_lags():
 
 
 def test_reading_waits_for_a_closer_pose():
-    ex, host = make(max_pose_age=0.5)
-    ex.on_pose(pose(0.0, [1.0, 1.0]))
-    ex.tick(0.0)
-    goal = host.goals[0]
-    ex.on_pose(pose(1.0, goal))
-    ex.tick(1.0)
-    ex.tick(2.0)
+    ex, host, goal = arrived(max_pose_age=0.5)
     ex.on_pose(pose(2.0, goal))
     ex.on_reading(Reading(2.3, 7.0))
     ex.tick(2.35)           # nearest pose 0.3 s old; a newer one may come: hold
@@ -320,7 +320,7 @@ def test_runtime_parameter_changes_take_effect(tmp_path):
     ex.apply_parameters({'beta': 1.5, 'pose_buffer_size': 20, 'search_bounds': None,
                          'execution_noise_std': None})
     assert ex.planner._beta(0, None) == 1.5
-    assert ex._poses.maxlen == 20
+    assert ex.inputs.poses.maxlen == 20
     assert ex.planner.bounds.tolist() == [[10.0, 10.0], [20.0, 20.0]]
     t = at_goal_until(ex, host, 0.0, lambda: ex.planner.n == 2)
     assert all((10 <= g).all() and (g <= 20).all() for g in host.goals[1:])  # next decisions in the new box
@@ -351,3 +351,24 @@ def test_invalid_reading_variance_and_huge_values_are_rejected():
     assert not ex.on_reading(Reading(1.0, 1e300))
     assert ex.on_reading(Reading(1.0, 5.0, 0.0))
     assert set(ex.rejected) == {'reading: invalid variance', 'reading: value out of range'}
+
+
+@pytest.mark.parametrize('message_variance, expected', [(0.0, 0.25), (0.09, 0.09)])
+def test_reading_variance_reaches_the_gp_with_reading_noise_std_as_fallback(message_variance, expected):
+    """A message's variance is the reading's noise floor; without one, reading_noise_std² is."""
+    ex, host = make(reading_noise_std=0.5)
+    ex.on_pose(pose(0.0, [1.0, 1.0]))
+    ex.tick(0.0)
+    t = 0.1
+    for _ in range(100):
+        goal = host.goals[-1]
+        ex.on_pose(pose(t, goal))
+        if abs((t * 2) - round(t * 2)) < 1e-9:
+            ex.on_reading(Reading(t + 0.03, 5.0, message_variance))
+        ex.tick(t)
+        t = round(t + 0.1, 6)
+        if host.measurements:
+            break
+    assert ex.planner.n == 1
+    ex.planner.predict(torch.zeros(1, 2, dtype=torch.float64))  # moves the observation into the GP
+    assert ex.planner.model.reading_noise.tolist() == [pytest.approx(expected)]

@@ -1,0 +1,35 @@
+"""A localisation-aware explorer without ROS: turns pose estimates (with covariance or particles) and sensor
+readings into measurements (location distribution :math:`P^L_t`, reading :math:`y_t`) for a
+:class:`~uncertain_bo.planner.Planner` and sends the rover to the planner's targets (docs/architecture.md,
+"The measurement cycle").
+
+Modules, one concept each:
+
+- :mod:`~uncertain_bo.explorer.parameters` — the explorer's parameters (:data:`EXPLORER_PARAMS`) and the
+  planner they configure (:func:`planner_from_parameters`, shared by the ROS node and the in-process mission;
+  :func:`update_planner` for run-time changes).
+- :mod:`~uncertain_bo.explorer.inputs` — pose estimates and readings: validation (stamps, frames, covariances,
+  particle clouds) and pairing a reading with the pose nearest in time.
+- :mod:`~uncertain_bo.explorer.location_policy` — which location distribution a measurement gets: a Gaussian,
+  the particle cloud, or (for the GP) the commanded target, as the method asks.
+- :mod:`~uncertain_bo.explorer.budget` — the distance and time budgets beside ``max_measurements``.
+- :mod:`~uncertain_bo.explorer.state_machine` — the measurement cycle (:class:`Explorer`): deciding, driving,
+  dwelling, measuring, pausing on diverged localisation, ending; the journal and result records.
+
+The ROS node (:mod:`uncertain_bo.ros.explorer`) and the in-process mission (:mod:`uncertain_bo.sim.mission`)
+drive the same :class:`Explorer` through :meth:`Explorer.on_pose`, :meth:`Explorer.on_reading` and
+:meth:`Explorer.tick`, and receive its actions through an :class:`ExplorerOutputs` implementation.
+"""
+from .budget import ODOMETER_STEP, TravelBudget
+from .inputs import (MAX_ABS_COORDINATE, READING_QUEUE, InputStreams, PoseEstimate, Reading, position_trace,
+                     psd_projection)
+from .location_policy import LocationPolicy, resample_particles, takes_sample_sets
+from .parameters import (EXPLORER_PARAMS, MAX_ABS_READING, RESUME_FRACTION, check_explorer_parameters,
+                         planner_from_parameters, run_folder, update_planner)
+from .state_machine import Explorer, ExplorerOutputs, Measurement, State, execution_noise_summary
+
+__all__ = ['Explorer', 'ExplorerOutputs', 'State', 'PoseEstimate', 'Reading', 'Measurement',
+           'EXPLORER_PARAMS', 'RESUME_FRACTION', 'READING_QUEUE', 'MAX_ABS_COORDINATE', 'MAX_ABS_READING',
+           'check_explorer_parameters', 'psd_projection', 'position_trace', 'resample_particles',
+           'takes_sample_sets', 'planner_from_parameters', 'update_planner', 'run_folder', 'InputStreams',
+           'LocationPolicy', 'TravelBudget', 'ODOMETER_STEP', 'execution_noise_summary']

@@ -1,0 +1,411 @@
+"""The explorer's inputs: pose estimates and readings, their validation, and their pairing by stamp.
+
+- A reading is paired with the pose estimate **nearest in time**. While no pose newer than the reading
+  has arrived (the localisation output lags the sensor, or has stopped), the reading is held, for at most
+  ``reading_timeout``; once newer poses exist the nearest one is final, and if it is more than
+  ``max_pose_age`` away the reading is dropped with a warning.
+- Poses with NaN/inf, negative variances or non-PSD covariances (:func:`~uncertain_bo.covariance.
+  covariance_problem`), in the wrong frame, stamped more than ``max_pose_age`` before the host's clock (stale:
+  the localisation lags, or a bag is replayed without simulated time) or more than ``future_stamp_tolerance``
+  after it never reach the buffer. Readings are rejected outside ``reading_range``, stamped in the future, or
+  older than ``reading_timeout`` (stamped 0, another clock). A pose stamped before the newest buffered pose by
+  more than ``max_pose_age`` (bag loop, simulation reset) clears the pose and reading buffers. Each rejection
+  is logged with its reason (floods are throttled) and counted by category in :attr:`InputStreams.rejected`.
+  A zero covariance is valid: an exactly known position (a Dirac location).
+- Particle clouds are validated like covariances (finite, in range, weights finite, non-negative with a
+  positive finite sum).
+
+Both buffers are bounded (``pose_buffer_size`` poses, :data:`READING_QUEUE` readings), so memory stays
+bounded at any input rate.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import Counter, deque
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ..covariance import covariance_problem, particle_moments, weights_problem
+
+__all__ = ['PoseEstimate', 'Reading', 'InputStreams', 'MAX_ABS_COORDINATE', 'READING_QUEUE', 'WARN_PERIOD',
+           'STALE_REPLAY_AGE', 'position_trace', 'psd_projection']
+
+log = logging.getLogger(__name__)
+
+#: poses with a coordinate beyond this (m) are rejected: sentinels/overflow, not a place on Earth's surface
+MAX_ABS_COORDINATE = 1e7
+#: least wall time between two warnings of the same throttled kind (stamp jumps), s
+WARN_PERIOD = 5.0
+#: a stale stamp older than the clock by more than this (s) comes from another clock (wall time vs
+#: simulated time), not from latency: the log hint says so
+STALE_REPLAY_AGE = 3600.0
+#: readings queued while measuring (the oldest are dropped beyond this: bounded memory at any rate)
+READING_QUEUE = 64
+
+
+def position_trace(cov: np.ndarray) -> float:
+    """``var x + var y`` of a (2, 2) covariance, m² (inf rather than a warning when it overflows)."""
+    return float(cov[0][0]) + float(cov[1][1])
+
+
+def psd_projection(cov: np.ndarray) -> np.ndarray:
+    r"""Exactly symmetric, positive semi-definite version of a (2, 2) covariance that passed
+    :func:`~uncertain_bo.covariance.covariance_problem` (which tolerates round-off asymmetry and tiny
+    negative eigenvalues).
+
+    The off-diagonal becomes the mean of the two and negative variances become 0; a negative eigenvalue
+    :math:`\lambda_{min}` that remains (within the check's tolerance) is lifted by adding :math:`|\lambda_{min}|`
+    to both variances, so no entry moves by more than the tolerance (clipping the off-diagonal alone moved it
+    by up to :math:`3\cdot10^{-5}` of the largest entry when a variance is 0); last, the off-diagonal is
+    clipped to ``|xy| <= sqrt(xx) sqrt(yy)`` against rounding (a 2x2 matrix is PSD iff its diagonal and
+    determinant are non-negative). Closed forms in units of the largest entry: robust where an
+    eigendecomposition of an ill-conditioned matrix (e.g. variances 0 and 1e165, off-diagonal 1e-12) is not.
+    Exact zeros stay zero (a Dirac).
+    """
+    c = np.asarray(cov, dtype=float).reshape(2, 2)
+    a, d = max(c[0, 0], 0.0), max(c[1, 1], 0.0)
+    s = 0.5 * c[0, 1] + 0.5 * c[1, 0]
+    scale = max(a, d, abs(s))
+    if 0.0 < scale < math.inf:
+        an, dn, sn = a / scale, d / scale, s / scale         # entries <= 1: no overflow
+        det = an * dn - sn * sn
+        if det < 0.0:   # -lambda_min = -2 det / (tr + sqrt(tr^2 - 4 det)), without cancellation
+            lift = -2.0 * det / ((an + dn) + math.hypot(an - dn, 2.0 * sn)) * scale
+            a, d = a + lift, d + lift
+    bound = math.sqrt(a) * math.sqrt(d)
+    if abs(s) > bound:
+        s = math.copysign(bound, s)
+    return np.array([[a, s], [s, d]])
+
+
+@dataclass(frozen=True)
+class PoseEstimate:
+    """A localisation estimate: stamp (s), frame, position mean ``(2,)`` m, covariance ``(2, 2)`` m², and
+    optionally the particle cloud it summarises: ``samples`` ``(m, 2)`` m with ``weights`` ``(m,)`` (None:
+    equal weights)."""
+
+    stamp: float
+    frame_id: str
+    xy: np.ndarray
+    cov: np.ndarray
+    samples: np.ndarray | None = None
+    weights: np.ndarray | None = None
+
+    @classmethod
+    def from_particles(cls, stamp: float, frame_id: str, samples, weights=None) -> 'PoseEstimate':
+        """Estimate of a particle cloud: the cloud plus its moment-matched mean and (population) covariance.
+
+        Not validated beyond what moment matching needs (the explorer validates on arrival); overflow
+        gives non-finite moments, which the explorer rejects.
+
+        Args:
+            stamp: time of the cloud, s.
+            frame_id: frame of the particles.
+            samples: ``(m, 2)`` particle positions, m (``(m, k)`` with ``k > 2``: the first two columns).
+            weights: ``(m,)`` non-negative weights with a positive finite sum (normalised here), or None.
+
+        Raises:
+            ValueError: an empty cloud, samples not ``(m, >= 2)``, or weights that are not finite,
+                non-negative, one per particle with a positive finite sum
+                (:func:`uncertain_bo.covariance.particle_moments`).
+        """
+        x = np.asarray(samples, dtype=float)
+        if x.ndim != 2 or x.shape[1] < 2:
+            raise ValueError(f'particle samples must be (m, 2), got shape {x.shape}')
+        x = np.ascontiguousarray(x[:, :2])
+        mean, cov = particle_moments(x, weights)   # ValueError: an empty cloud, unusable weights
+        w = None if weights is None else np.asarray(weights, dtype=float).reshape(-1)
+        if w is not None:
+            w = w / w.sum()
+        return cls(float(stamp), frame_id, mean, cov, x, w)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A sensor reading: stamp (s, None if the message has no header), value, variance (0 = unknown)."""
+
+    stamp: float | None
+    value: float
+    variance: float = 0.0
+
+
+class InputStreams:
+    """Validated, bounded buffers of pose estimates and readings, paired by stamp.
+
+    Args:
+        params: the explorer's parameters (read live: ``frame_id``, ``max_pose_age``, ``reading_timeout``,
+            ``future_stamp_tolerance``, ``reading_range``, ``max_covariance_trace``, ``pose_buffer_size`` at
+            construction and :meth:`resize`).
+        collecting: True while readings are wanted (the measuring window); readings handed in otherwise are
+            validated and counted, not queued.
+
+    Attributes:
+        poses: accepted pose estimates, oldest first (stamps increasing).
+        readings: readings queued during the measuring window.
+        rejected: rejected inputs by category (``'pose: stale stamp'``, ...); the set of keys is bounded.
+        received: counts of ``'poses'`` and ``'readings'`` handed in.
+        last_reason: the most recent rejection with its detail (None if none).
+        window_received: readings handed in during the current measuring window.
+        window_rejects: why readings of the current measuring window were not used, by category.
+    """
+
+    def __init__(self, params: dict[str, Any], collecting: Callable[[], bool]):
+        self.params = params
+        self.collecting = collecting
+        self.poses: deque[PoseEstimate] = deque(maxlen=int(params['pose_buffer_size']))
+        self.readings: deque[Reading] = deque(maxlen=READING_QUEUE)
+        self.rejected: Counter = Counter()
+        self.received: Counter = Counter()
+        self.last_reason: str | None = None
+        self.window_received = 0
+        self.window_rejects: Counter = Counter()
+        self._warned: dict[str, tuple[float, int]] = {}
+
+    @property
+    def latest_pose(self) -> PoseEstimate | None:
+        return self.poses[-1] if self.poses else None
+
+    def resize(self, size: int) -> None:
+        """Keep at most ``size`` pose estimates (the newest)."""
+        self.poses = deque(self.poses, maxlen=int(size))
+
+    def open_window(self) -> None:
+        """Start a measuring window: drop queued readings and reset the window's counters."""
+        self.readings.clear()
+        self.window_received = 0
+        self.window_rejects = Counter()
+
+    # ------------------------------------------------------------ arrival
+    def add_pose(self, pose: PoseEstimate, now: float | None,
+                 reduce: Callable[[PoseEstimate], PoseEstimate]) -> bool:
+        """Buffer a pose estimate after validation. Returns False (and logs why) if rejected.
+
+        Args:
+            pose: the estimate.
+            now: the host's clock (same clock as the stamps), s; when given, a pose stamped more than
+                ``max_pose_age`` before it is stale and rejected. None skips that check (no valid clock yet).
+            reduce: applied to an accepted pose with a particle cloud before it is buffered (the location
+                policy keeps only the particles it needs).
+        """
+        self.received['poses'] += 1
+        problem = self.pose_problem(pose)
+        if problem is not None:
+            self.reject('pose', *problem)
+            return False
+        max_age = self.params['max_pose_age']
+        if now is not None:
+            problem = self.stamp_problem(pose.stamp, now, max_age)
+            if problem is not None:
+                self.reject('pose', *problem)
+                return False
+        if self.poses and pose.stamp < self.poses[-1].stamp - max_age:
+            self.throttled_warning('jumped backwards',
+                                   'pose stamp jumped backwards by %.3f s (bag replay or simulation reset?): '
+                                   'clearing the pose and reading buffers', self.poses[-1].stamp - pose.stamp)
+            self.rejected['pose: stamp jumped backwards (buffer reset)'] += 1
+            self.last_reason = 'pose stamp jumped backwards: pose and reading buffers reset'
+            self.poses.clear()
+            self.readings.clear()
+        if pose.samples is not None:
+            pose = reduce(pose)
+        self.poses.append(pose)
+        return True
+
+    def add_reading(self, reading: Reading, now: float | None) -> bool:
+        """Validate a sensor reading and queue it while :attr:`collecting`. Returns False (logged and counted in
+        :attr:`rejected`) if rejected.
+
+        Rejected: a non-finite value or one outside the ``reading_range`` parameter, a non-finite stamp, a
+        negative or non-finite variance; and, when ``now`` is given, a stamp more than
+        ``future_stamp_tolerance`` ahead of it (``'future stamp'``) or older than ``now - reading_timeout``
+        (``'stale stamp'``: stamped 0, a driver clock that is not the node's, a bag replayed without
+        simulated time). While measuring, readings stamped in the future are dropped by :meth:`pair`
+        whatever ``now``.
+
+        Args:
+            reading: the reading (stamp in s on the host's clock, value in the sensor's unit).
+            now: the host's clock, s (None: no clock yet; the stamp-age checks are skipped).
+        """
+        self.received['readings'] += 1
+        collecting = self.collecting()
+        if collecting:
+            self.window_received += 1
+        lo, hi = self.params['reading_range']
+        if not math.isfinite(reading.value):
+            self.reject('reading', 'non-finite value', f'value is {reading.value}')
+            return False
+        if not lo <= reading.value <= hi:
+            self.reject('reading', 'value out of range', f'value {reading.value:.6g} is outside reading_range = '
+                        f'[{lo:g}, {hi:g}] (a sentinel, overflowed or unscaled value?)')
+            return False
+        if reading.stamp is not None and not math.isfinite(reading.stamp):
+            self.reject('reading', 'non-finite stamp', 'stamp is not finite')
+            return False
+        if not math.isfinite(reading.variance) or reading.variance < 0:
+            self.reject('reading', 'invalid variance', f'variance is {reading.variance}')
+            return False
+        if now is not None and reading.stamp is not None:
+            problem = self.stamp_problem(reading.stamp, now, self.params['reading_timeout'])
+            if problem is not None:
+                self.reject('reading', *problem)
+                return False
+        if collecting:
+            self.readings.append(reading)
+        return True
+
+    # ------------------------------------------------------------ pairing
+    def pair(self, now: float, window_start: float) -> tuple[PoseEstimate, Reading] | None:
+        """The first queued reading that pairs with a pose estimate, with that pose; None while waiting.
+
+        Readings stamped before ``window_start`` (taken while moving or settling) or in the future are
+        dropped; a reading newer than every pose waits for a newer pose for up to ``reading_timeout``; the
+        nearest pose in time is final once a newer one exists, and the pair is refused (counted, logged) when
+        that pose is further than ``max_pose_age`` from the reading or its covariance trace exceeds
+        ``max_covariance_trace``.
+
+        Args:
+            now: the host's clock, s.
+            window_start: start of the measuring window, s (same clock).
+        """
+        max_age = self.params['max_pose_age']
+        while self.readings:
+            reading = self.readings[0]
+            stamp = reading.stamp if reading.stamp is not None else now
+            if stamp < window_start:
+                self.readings.popleft()  # taken while still moving/settling
+                self.window_rejects['stamped before the measurement window'] += 1
+                continue
+            if stamp - now > self.params['future_stamp_tolerance']:
+                # would wait for a pose newer than it for as long as the clock lags the stamp: never pair it
+                self.readings.popleft()
+                self.reject('reading', *self.stamp_problem(stamp, now, math.inf))
+                continue
+            newest = self.poses[-1].stamp if self.poses else -math.inf
+            if newest < stamp:
+                # The localisation output lags the sensor (or has stopped): a closer pose may still come.
+                if now - stamp <= self.params['reading_timeout']:
+                    return None
+                self.readings.popleft()
+                self.reject('reading', 'no pose estimate newer than the reading',
+                            f'no pose estimate newer than the reading arrived within reading_timeout = '
+                            f'{self.params["reading_timeout"]} s (pose stream stale or stopped): dropped')
+                continue
+            pose, gap = self.nearest_pose(stamp)  # final: later poses are further away
+            self.readings.popleft()
+            if gap > max_age:
+                self.reject('reading', 'no pose within max_pose_age',
+                            f'no pose within max_pose_age = {max_age} s of its stamp (nearest {gap:.3f} s '
+                            'away): dropped')
+                continue
+            trace = position_trace(pose.cov)
+            if trace > self.params['max_covariance_trace']:
+                self.reject('reading', 'paired pose over max_covariance_trace',
+                            f'its pose has covariance trace {trace:.3g} m² > max_covariance_trace = '
+                            f'{self.params["max_covariance_trace"]} m²: dropped')
+                continue
+            return pose, reading
+        return None
+
+    def nearest_pose(self, stamp: float) -> tuple[PoseEstimate | None, float]:
+        """The buffered pose nearest in time to ``stamp`` and its distance in time, s (None, inf if none)."""
+        best, gap = None, math.inf
+        for p in reversed(self.poses):
+            g = abs(p.stamp - stamp)
+            if g < gap:
+                best, gap = p, g
+            elif p.stamp < stamp:
+                break  # stamps are increasing: older poses are further away
+        return best, gap
+
+    # ------------------------------------------------------------ validation
+    def pose_problem(self, pose: PoseEstimate) -> tuple[str, str] | None:
+        """``(category, detail)`` of what is wrong with ``pose``, or None."""
+        if pose.frame_id != self.params['frame_id']:
+            return ('wrong frame_id', f"frame_id {pose.frame_id[:64]!r} is not the configured frame "
+                    f"{self.params['frame_id']!r}")
+        if not math.isfinite(pose.stamp):
+            return 'non-finite stamp', 'stamp is not finite'
+        xy = np.asarray(pose.xy, dtype=float)
+        if xy.shape != (2,) or not np.all(np.isfinite(xy)):
+            return 'non-finite position', f'position {xy.tolist()} is not 2 finite numbers (NaN or inf)'
+        if np.any(np.abs(xy) > MAX_ABS_COORDINATE):
+            return ('position out of range', f'position {xy.tolist()} m is beyond ±{MAX_ABS_COORDINATE:g} m '
+                    '(a sentinel or overflowed value)')
+        cov = np.asarray(pose.cov, dtype=float)
+        if cov.shape != (2, 2):
+            return 'covariance wrong shape', f'expected a (2, 2) position covariance, got shape {cov.shape}'
+        reason = covariance_problem(cov)
+        if reason:
+            return f'covariance {reason.split(" (")[0]}', f'covariance {reason}'
+        if pose.samples is not None:
+            x = np.asarray(pose.samples, dtype=float)
+            if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] != 2:
+                return 'particles wrong shape', f'particle samples must be (m >= 1, 2), got shape {x.shape}'
+            if not np.all(np.isfinite(x)):
+                return 'non-finite particles', 'particle cloud contains NaN or inf positions'
+            if np.any(np.abs(x) > MAX_ABS_COORDINATE):
+                return ('particles out of range', f'a particle is beyond ±{MAX_ABS_COORDINATE:g} m (a sentinel or '
+                        'overflowed value)')
+            if pose.weights is not None:
+                problem = weights_problem(np.asarray(pose.weights, dtype=float).reshape(-1), x.shape[0])
+                if problem:
+                    return 'invalid particle weights', f'particle {problem}'
+        return None
+
+    def stamp_problem(self, stamp: float, now: float, max_age: float) -> tuple[str, str] | None:
+        """``(category, detail)`` when ``stamp`` is too far ahead of ``now`` or more than ``max_age`` behind
+        it, else None."""
+        lead = stamp - now
+        tolerance = self.params['future_stamp_tolerance']
+        if lead > tolerance:
+            return ('future stamp', f'stamp {stamp:.3f} s is {lead:.3f} s ahead of the clock, more than '
+                    f'future_stamp_tolerance = {tolerance:g} s (clock skew between machines, or a driver '
+                    'stamping with another clock)')
+        age = -lead
+        if age > max_age:
+            if stamp <= 0.0:
+                why = 'stamped 0: the publisher does not fill in its header stamp'
+            elif age > STALE_REPLAY_AGE:
+                why = ('a clock that is not the node clock: a bag replayed without use_sim_time, or a driver '
+                       'stamping with another clock?')
+            else:
+                why = ('arrived late: the publisher or the network lags, or this node was busy and its '
+                       'subscription queue backed up')
+            return ('stale stamp',
+                    f'stamp {stamp:.3f} s is {age:.3f} s older than the clock (limit {max_age:g} s): {why}')
+        return None
+
+    # ------------------------------------------------------------ reporting
+    def reject(self, what: str, category: str, detail: str) -> None:
+        """Count and log a rejected input.
+
+        Args:
+            what: ``'pose'``, ``'reading'`` or ``'measurement'``.
+            category: short fixed text (the counter key; keep the set of categories bounded).
+            detail: the full reason for the log line and :attr:`last_reason`.
+        """
+        key = f'{what}: {category}'
+        if what == 'reading' and self.collecting():
+            self.window_rejects[category] += 1
+        self.rejected[key] += 1
+        self.last_reason = f'{what} rejected: {detail}'
+        n = self.rejected[key]
+        if n <= 3 or n % 100 == 0:  # throttle floods of the same problem
+            log.warning('%s rejected (%s, %d so far): %s', what, category, n, detail)
+
+    def throttled_warning(self, kind: str, fmt: str, *args) -> None:
+        """Log a warning at most once per :data:`WARN_PERIOD` wall seconds per ``kind`` (with the count of
+        the suppressed ones)."""
+        wall = time.monotonic()
+        last, suppressed = self._warned.get(kind, (-math.inf, 0))
+        if wall - last < WARN_PERIOD:
+            self._warned[kind] = (last, suppressed + 1)
+            return
+        if suppressed:
+            fmt += f' ({suppressed} more since the last such warning)'
+        log.warning(fmt, *args)
+        self._warned[kind] = (wall, 0)

@@ -1,0 +1,572 @@
+"""The measurement cycle: the explorer's states and what moves it from one to the next.
+
+::
+
+    WAITING_FOR_POSE -> DECIDING -> DRIVING -> DWELLING -> MEASURING -> DECIDING ... -> DONE
+                                       | goal_timeout: stop and measure where the rover is
+                                                                 | reading_timeout: retry, then skip
+    any state but DONE -> PAUSED (localisation diverged: stop) -> DRIVING to the same target (recovered)
+
+- **Measuring** pairs the readings of the measuring window with pose estimates
+  (:meth:`~uncertain_bo.explorer.inputs.InputStreams.pair`); a future-stamped reading can never hold up the
+  measuring stage, which measures or skips the target within ``reading_timeout`` x (``reading_retries`` + 1).
+  A skipped target is reported as "sensor silent" only when no reading arrived at all, else with the reasons
+  the readings were refused. The pair's location distribution follows the method
+  (:class:`~uncertain_bo.explorer.location_policy.LocationPolicy`).
+- **Localisation divergence:** when the trace of the newest pose's position covariance exceeds
+  ``max_covariance_trace`` the explorer stops the rover and pauses (no measurement is taken); it resumes
+  towards the same target once the trace is back below ``RESUME_FRACTION`` of the threshold.
+- **The end** comes with ``max_measurements`` or a budget (``max_distance``, ``max_mission_time``:
+  :mod:`~uncertain_bo.explorer.budget`), whichever is first; :attr:`Explorer.done_reason` says which. Raising
+  a limit at run time continues the mission.
+- **Restarts:** a planner resumed from a journal whose last decision has no observation yet hands that
+  target back (:meth:`~uncertain_bo.planner.Planner.take_resumed_target`); the explorer re-sends it as the
+  goal instead of deciding again, so a crash mid-drive costs neither a measurement nor a decision.
+- **Files:** every measurement, the recommendation after it and every run-time parameter change go to the
+  planner's journal (if it has one); the final result to ``result_file`` (if given).
+- Targets come from the planner, which keeps them in the search bounds. With a ``decider`` executor the
+  planner decides on a worker thread while inputs keep arriving (the ROS node's diagnostics keep going).
+"""
+from __future__ import annotations
+
+import enum
+import json
+import logging
+import math
+import os
+import time
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Protocol
+
+import numpy as np
+import torch
+
+from ..distributions import DTYPE, InvalidDistributionError
+from ..planner import InvalidObservationError, Planner, Recommendation
+from .budget import TravelBudget
+from .inputs import InputStreams, PoseEstimate, Reading, position_trace
+from .location_policy import LocationPolicy
+from .parameters import RESUME_CHECKED, RESUME_FRACTION, update_planner
+
+__all__ = ['Explorer', 'ExplorerOutputs', 'State', 'Measurement', 'execution_noise_summary']
+
+log = logging.getLogger(__name__)
+
+#: the parameters that end a mission (a change at run time re-evaluates a finished one)
+LIMITS = ('max_measurements', 'max_distance', 'max_mission_time')
+
+
+class State(enum.Enum):
+    WAITING_FOR_POSE = 'waiting for pose'
+    DECIDING = 'deciding'
+    DRIVING = 'driving'
+    DWELLING = 'dwelling'
+    MEASURING = 'measuring'
+    PAUSED = 'paused'
+    DONE = 'done'
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A stored measurement (what went into the planner)."""
+
+    index: int
+    target: np.ndarray
+    pose: PoseEstimate
+    reading: Reading
+    timed_out: bool
+
+
+class ExplorerOutputs(Protocol):
+    """What the explorer asks its host (ROS node or in-process runner) to do."""
+
+    def send_goal(self, target: np.ndarray) -> None:
+        """Drive to ``target`` ``(2,)`` (map frame, m)."""
+
+    def stop(self, position: np.ndarray) -> None:
+        """Cancel the current goal and hold at ``position``."""
+
+    def measured(self, measurement: Measurement, recommendation: Recommendation) -> None:
+        """A measurement was stored; ``recommendation`` is the planner's current best target."""
+
+    def finished(self, recommendation: Recommendation) -> None:
+        """All measurements done (or a budget spent: :attr:`Explorer.done_reason`)."""
+
+
+def execution_noise_summary(planner: Planner) -> dict[str, Any] | None:
+    r"""The planner's current Gaussian execution-noise model :math:`\hat\Sigma` as std along x and y (m) and
+    correlation, with whether it is learned online (:meth:`~uncertain_bo.planner.Planner.
+    learned_execution_covariance`) or configured; None for a non-Gaussian model.
+
+    Returns:
+        ``{'source': 'learned' | 'configured', 'std': [sx, sy], 'correlation': rho, 'covariance': [[...]]}``.
+    """
+    learned = planner.learned_execution_covariance()
+    cov = learned if learned is not None else getattr(planner.execution_noise, 'covariance', None)
+    if cov is None or tuple(cov.shape) != (2, 2):
+        return None
+    c = cov.detach().cpu().double().numpy()
+    sx, sy = math.sqrt(max(c[0, 0], 0.0)), math.sqrt(max(c[1, 1], 0.0))
+    rho = float(c[0, 1] / (sx * sy)) if sx > 0 and sy > 0 else 0.0
+    return {'source': 'learned' if learned is not None else 'configured', 'std': [sx, sy], 'correlation': rho,
+            'covariance': c.tolist()}
+
+
+@dataclass
+class Explorer:
+    """Measurement cycle around a :class:`~uncertain_bo.planner.Planner`.
+
+    The ROS node (:mod:`uncertain_bo.ros.explorer`) and the in-process mission (:mod:`uncertain_bo.sim.mission`)
+    drive it through :meth:`on_pose`, :meth:`on_reading` and :meth:`tick`, and receive its actions through an
+    :class:`ExplorerOutputs` implementation.
+
+    Args:
+        planner: the planner (its journal, if any, receives every measurement, the recommendation after it and
+            every run-time parameter change).
+        outputs: host callbacks.
+        params: validated :data:`~uncertain_bo.explorer.parameters.EXPLORER_PARAMS` values. The dict is read
+            live: a host that updates it (run-time parameter changes) calls :meth:`apply_parameters`.
+        decider: where decisions run. None: inside :meth:`tick` (the caller waits for it). An executor
+            (e.g. a one-thread ``ThreadPoolExecutor``): ``planner.suggest`` runs there while :meth:`tick`,
+            :meth:`on_pose` and :meth:`on_reading` keep working (state stays DECIDING until it is done), so a
+            host can keep publishing diagnostics during a long decision. The host owns the executor.
+        result_file: where the final result is written as JSON when the mission ends (None: not written);
+            written atomically (a crash leaves the old file or the new one).
+
+    Attributes:
+        state: current stage.
+        inputs: the validated pose and reading buffers (:class:`~uncertain_bo.explorer.inputs.InputStreams`).
+        locations: the location policy (:class:`~uncertain_bo.explorer.location_policy.LocationPolicy`).
+        budget: distance driven and mission time (:class:`~uncertain_bo.explorer.budget.TravelBudget`).
+        target: current target ``(2,)`` or None.
+        goal_reason: why the current goal was sent: ``'new'`` (a fresh decision), ``'resumed'`` (the
+            journal's pending decision after a restart) or ``'after pause'``.
+        last_decision_wall_time: ``time.time()`` of the last decision (None before the first).
+        paused_reason: why the explorer is paused (None unless :attr:`state` is PAUSED).
+        done_reason: why the mission ended (None until it does).
+        goal_timeouts: how many goals timed out (measured where the rover was).
+    """
+
+    planner: Planner
+    outputs: ExplorerOutputs
+    params: dict[str, Any]
+    decider: Executor | None = None
+    result_file: str | Path | None = None
+    state: State = field(default=State.WAITING_FOR_POSE, init=False)
+    target: np.ndarray | None = field(default=None, init=False)
+
+    def __post_init__(self):
+        self.inputs = InputStreams(self.params, lambda: self.state is State.MEASURING)
+        self.locations = LocationPolicy(self.planner, self.params)
+        journal = self.planner.journal_file
+        self.budget = TravelBudget.resumed(self.params, journal.observations if journal is not None else [])
+        self._goal_time = self._dwell_end = self._measure_start = self._stop_start = 0.0
+        self._timed_out = False
+        self._retries = 0
+        self._last_now: float | None = None
+        self._paused_from: State | None = None
+        self.goal_reason = 'new'
+        self.last_decision_wall_time: float | None = None
+        self.paused_reason: str | None = None
+        self.done_reason: str | None = None
+        self.goal_timeouts = 0
+        self._decision: Future | None = None
+        self._pending_changes: dict[str, Any] = {}
+        self._unsent: np.ndarray | None = None      # a decided target a budget did not let us send
+        self._done_limits: tuple | None = None
+        self._finish_reported = False
+        self._log_resume()
+        if self.planner.n >= self.params['max_measurements']:
+            self._end(f"max_measurements = {self.params['max_measurements']} reached")
+
+    def _log_resume(self) -> None:
+        """Say what a resumed journal brought (and which of its parameters differ from this run's)."""
+        planner, journal = self.planner, self.planner.journal_file
+        if journal is None or not (planner.n or planner.decisions):
+            return
+        pending = planner.resumed_target
+        log.info('resumed %d measurements from %s%s', planner.n, journal.path,
+                 f'; target {planner.n + 1} ({pending[0]:.2f}, {pending[1]:.2f}) was decided before the restart '
+                 'and is sent again' if pending is not None else '')
+        before = journal.header.get('parameters') or {}
+        changed = [k for k in RESUME_CHECKED if k in before and before[k] != self.params[k]]
+        if changed:
+            log.warning('resuming a journal written with different %s',
+                        ', '.join(f'{k} ({before[k]} then, {self.params[k]} now)' for k in changed))
+        if self.budget.distance or self.budget.elapsed(0.0):
+            log.info('budgets so far: %.1f m driven, %.1f s of mission time', self.budget.distance,
+                     self.budget.elapsed(0.0))
+
+    # ------------------------------------------------------------ views
+    @property
+    def rejected(self):
+        """Rejected inputs by category (``'pose: stale stamp'``, ...); the set of keys is bounded."""
+        return self.inputs.rejected
+
+    @property
+    def received(self):
+        """Counts of ``'poses'`` and ``'readings'`` handed in."""
+        return self.inputs.received
+
+    @property
+    def last_reason(self) -> str | None:
+        """The most recent rejection (or skipped target) with its detail (None if none)."""
+        return self.inputs.last_reason
+
+    @last_reason.setter
+    def last_reason(self, value: str | None) -> None:
+        self.inputs.last_reason = value
+
+    @property
+    def latest_pose(self) -> PoseEstimate | None:
+        return self.inputs.latest_pose
+
+    @property
+    def buffered(self) -> tuple[int, int]:
+        """``(poses, readings)`` currently buffered (bounded by ``pose_buffer_size`` and
+        :data:`~uncertain_bo.explorer.inputs.READING_QUEUE`)."""
+        return len(self.inputs.poses), len(self.inputs.readings)
+
+    @property
+    def location_particles(self) -> int:
+        """Particles per stored empirical location distribution, 0 when the run stores Gaussians (or has not
+        decided yet and will not use particles)."""
+        return self.locations.particles
+
+    @property
+    def deciding_in_background(self) -> bool:
+        """True while a decision runs on :attr:`decider` (the planner must not be changed meanwhile)."""
+        return self._decision is not None and not self._decision.done()
+
+    # ------------------------------------------------------------ inputs
+    def on_pose(self, pose: PoseEstimate, now: float | None = None) -> bool:
+        """Buffer a pose estimate after validation (:meth:`~uncertain_bo.explorer.inputs.InputStreams.add_pose`).
+        Returns False (and logs why) if rejected.
+
+        Args:
+            pose: the estimate.
+            now: the host's clock (same clock as the stamps), s; when given, a pose stamped more than
+                ``max_pose_age`` before it is stale and rejected. None skips that check (no valid clock yet).
+        """
+        if not self.inputs.add_pose(pose, now, self.locations.on_arrival):
+            return False
+        self.budget.moved_to(pose.xy, position_trace(pose.cov))
+        return True
+
+    def on_reading(self, reading: Reading, now: float | None = None) -> bool:
+        """Validate a sensor reading and queue it while measuring (ignored in other stages); see
+        :meth:`~uncertain_bo.explorer.inputs.InputStreams.add_reading`. Returns False (logged and counted in
+        :attr:`rejected`) if rejected.
+
+        Args:
+            reading: the reading (stamp in s on the host's clock, value in the sensor's unit).
+            now: the host's clock, s (None: no clock yet; the stamp-age checks are skipped).
+        """
+        return self.inputs.add_reading(reading, now)
+
+    def reject(self, what: str, category: str, detail: str) -> None:
+        """Count and log a rejected input (hosts use it for messages they could not even parse); see
+        :meth:`~uncertain_bo.explorer.inputs.InputStreams.reject`."""
+        self.inputs.reject(what, category, detail)
+
+    # ------------------------------------------------------------ the cycle
+    def tick(self, now: float) -> None:
+        """Advance the cycle at time ``now`` (s, same clock as the stamps)."""
+        if self._last_now is not None and now < self._last_now - self.params['max_pose_age']:
+            shift = now - self._last_now
+            self.inputs.throttled_warning('clock backwards', 'clock jumped backwards by %.3f s (simulation '
+                                          'reset?): restarting the current stage timers', -shift)
+            self._goal_time += shift
+            self._dwell_end += shift
+            self._measure_start += shift
+            self._stop_start += shift
+            self.budget.shift(shift)
+        if self.state is State.DRIVING and self._last_now is not None:
+            self.budget.drove(now - self._last_now)
+        self._last_now = now
+        if self.state is State.DONE:
+            self._report_finish()
+            if not self._limits_raised(now):
+                return
+        elif self._stop_for_limits(now):
+            return
+        if self._check_localisation(now):
+            return
+        if self.state is State.WAITING_FOR_POSE:
+            if self.inputs.poses:
+                if self.planner.start is None and self.planner.n == 0:
+                    self.planner.set_start(torch.as_tensor(self.inputs.poses[-1].xy, dtype=DTYPE))
+                self.budget.start(now)
+                self.state = State.DECIDING
+        if self.state is State.DECIDING:
+            self._decide(now)
+        elif self.state is State.DRIVING:
+            self._drive(now)
+        elif self.state is State.DWELLING:
+            if now >= self._dwell_end:
+                self.state = State.MEASURING
+                self._measure_start = now
+                self.inputs.open_window()
+        elif self.state is State.MEASURING:
+            self._measure(now)
+
+    def _limits(self) -> tuple:
+        return tuple(self.params[k] for k in LIMITS)
+
+    def _limits_raised(self, now: float) -> bool:
+        """Finished, but a limit changed at run time and none is reached any more: continue (True)."""
+        if self._done_limits is None or self._limits() == self._done_limits:
+            return False
+        if self.planner.n >= self.params['max_measurements'] or self.budget.spent(now):
+            self._done_limits = self._limits()
+            return False
+        log.info('limits raised (%s): continuing', ', '.join(f'{k} = {self.params[k]}' for k in LIMITS))
+        self.done_reason = None
+        self._finish_reported = False
+        self._done_limits = None
+        self.state = State.WAITING_FOR_POSE
+        return True
+
+    def _stop_for_limits(self, now: float) -> bool:
+        """End the mission when ``max_measurements`` is reached (lowered at run time) or the time budget is
+        spent, and, before a decision, when the distance budget is. Returns True if it ended."""
+        if self.planner.n >= self.params['max_measurements']:
+            self._finish(f"max_measurements = {self.params['max_measurements']} reached", stop=True)
+            return True
+        reason = self.budget.time_spent(now)
+        if reason is None and self.state in (State.WAITING_FOR_POSE, State.DECIDING) and self._decision is None:
+            reason = self.budget.distance_spent()
+        if reason is not None:
+            self._finish(reason, stop=True)
+            return True
+        return False
+
+    def apply_parameters(self, changed: Mapping[str, Any]) -> None:
+        """Make run-time changes of :attr:`params` (already stored there) take effect: planner settings through
+        :func:`~uncertain_bo.explorer.parameters.update_planner` (β, refit period, optimiser, execution noise,
+        search bounds), the pose buffer size, and a journal record of the change. Everything else is read live.
+        While a decision runs in the background the planner's settings are changed once it has finished
+        (before its target is sent)."""
+        journal = self.planner.journal_file
+        if journal is not None:
+            journal.append({'type': 'parameters', 'changed': dict(changed), 'index': self.planner.n,
+                            'wall_time': time.time()})
+        self._apply(changed)
+
+    def _apply(self, changed: Mapping[str, Any]) -> None:
+        if self._decision is not None:
+            self._pending_changes.update(changed)
+            log.info('parameters changed while deciding: %s (applied when the decision ends)',
+                     ', '.join(f'{k} = {v}' for k, v in changed.items()))
+            return
+        update_planner(self.planner, self.params, changed)
+        if 'pose_buffer_size' in changed:
+            self.inputs.resize(self.params['pose_buffer_size'])
+        log.info('parameters changed at run time: %s', ', '.join(f'{k} = {v}' for k, v in changed.items()))
+
+    # ------------------------------------------------------------ stages
+    def _decide(self, now: float) -> None:
+        if self._decision is None:
+            if self._unsent is not None:       # a budget stopped it; limits were raised since
+                target, self._unsent = self._unsent, None
+                self._send(target, now)
+                return
+            resumed = self.planner.take_resumed_target()
+            if resumed is not None:
+                target, self.goal_reason = resumed.numpy(), 'resumed'
+                log.info('resuming the journal\'s pending target %d: (%.2f, %.2f)', self.planner.n + 1, *target)
+                self._send(target, now)
+                return
+            if self.decider is None:
+                target = self.planner.suggest().numpy()
+                self.goal_reason = 'new'
+                self._send(target, now)
+                return
+            self._decision = self.decider.submit(self.planner.suggest)
+            return
+        if not self._decision.done():
+            return                  # inputs, timers and diagnostics go on meanwhile
+        decision, self._decision = self._decision, None
+        target = decision.result().numpy()  # an exception in the decision propagates as it would inline
+        self.goal_reason = 'new'
+        if self._pending_changes:
+            changes, self._pending_changes = self._pending_changes, {}
+            self._apply(changes)
+        self._send(target, now)
+
+    def _send(self, target: np.ndarray, now: float) -> None:
+        pose = self.latest_pose
+        position = pose.xy if pose is not None else self.planner.position.numpy()
+        reason = self.budget.unaffordable(now, position, target)
+        if reason is not None:
+            self._unsent = target
+            self._finish(reason, stop=False)
+            return
+        self.budget.stopped()      # the leg starts here: the odometer's step so far is complete
+        self.last_decision_wall_time = time.time()
+        self.target = target
+        self._goal_time = now
+        self._timed_out = False
+        self._retries = 0
+        self.state = State.DRIVING
+        self.outputs.send_goal(target)
+
+    def _drive(self, now: float) -> None:
+        pose = self.latest_pose
+        if pose is not None and np.linalg.norm(pose.xy - self.target) <= self.params['arrival_tolerance']:
+            self._start_dwell(now)
+            return
+        spent = self.budget.distance_spent()
+        if spent is not None or now - self._goal_time > self.params['goal_timeout']:
+            where = pose.xy if pose is not None else self.target
+            if spent is not None:
+                log.warning('%s on the way to target (%.2f, %.2f): stopping and measuring where the rover is, '
+                            '(%.2f, %.2f), then ending the mission', spent, *self.target, *where)
+            else:
+                log.warning('target (%.2f, %.2f) not reached within goal_timeout = %.0f s: measuring where the '
+                            'rover is, (%.2f, %.2f) (still a valid pair: the location distribution says where)',
+                            *self.target, self.params['goal_timeout'], *where)
+                self.goal_timeouts += 1
+            self.outputs.stop(where)
+            self._timed_out = True
+            self._start_dwell(now)
+
+    def _start_dwell(self, now: float) -> None:
+        self.budget.stopped()
+        self._stop_start = now
+        self.state = State.DWELLING
+        self._dwell_end = now + self.params['dwell_time']
+
+    def _measure(self, now: float) -> None:
+        pair = self.inputs.pair(now, self._measure_start)
+        if pair is not None:
+            self._store(*pair, now)
+            return
+        if self.inputs.readings or now - self._measure_start <= self.params['reading_timeout']:
+            return
+        if self._retries < self.params['reading_retries']:
+            self._retries += 1
+            log.warning('no valid reading within reading_timeout = %.1f s; retry %d/%d',
+                        self.params['reading_timeout'], self._retries, self.params['reading_retries'])
+            self._measure_start = now
+            return
+        where = f'({self.target[0]:.2f}, {self.target[1]:.2f})'
+        received, rejects = self.inputs.window_received, self.inputs.window_rejects
+        if received == 0:
+            self.rejected['measurement: sensor silent, target skipped'] += 1
+            self.last_reason = f'sensor silent at target {where}'
+        else:
+            why = ', '.join(f'{n} {c}' for c, n in rejects.most_common()) or 'none paired'
+            self.rejected['measurement: no usable reading, target skipped'] += 1
+            self.last_reason = (f'no usable reading at target {where}: {received} readings '
+                                f'arrived but none could be used ({why})')
+        log.warning('%s: skipping it after %d retries', self.last_reason, self._retries)
+        self.state = State.DECIDING
+
+    def _store(self, pose: PoseEstimate, reading: Reading, now: float) -> None:
+        # the sensor's own variance when the message carries one, else the configured reading_noise_std²
+        variance = reading.variance if reading.variance > 0 else float(self.params['reading_noise_std']) ** 2
+        meta = {'reading_stamp': reading.stamp, 'pose_stamp': pose.stamp, 'reading_variance': variance,
+                'frame_id': pose.frame_id, 'goal_timed_out': self._timed_out, **self.budget.totals(now)}
+        try:
+            location = self.locations.location(pose)
+            meta['location_source'] = self.locations.describe(pose, location)
+            index = self.planner.observe(torch.as_tensor(self.target, dtype=DTYPE), location,
+                                         float(reading.value), **meta)
+        except (InvalidObservationError, InvalidDistributionError) as exc:  # defensive: validated on arrival
+            self.reject('measurement', 'invalid observation', str(exc))
+            return
+        self.locations.stored(location)
+        self.budget.measured(now - self._stop_start)
+        m = Measurement(index, self.target.copy(), pose, reading, self._timed_out)
+        rec = self.planner.recommend()
+        journal = self.planner.journal_file
+        if journal is not None:
+            journal.append({'type': 'recommendation', 'index': index, 'target': rec.target.tolist(),
+                            'mean': rec.mean, 'std': rec.std})
+        self.outputs.measured(m, rec)
+        if self.planner.n >= self.params['max_measurements']:
+            self._end(f"max_measurements = {self.params['max_measurements']} reached")
+            self._report_finish(rec)
+        else:
+            self.state = State.DECIDING
+
+    def _end(self, reason: str) -> None:
+        self.state = State.DONE
+        self.done_reason = reason
+        self._done_limits = self._limits()
+
+    def _finish(self, reason: str, stop: bool) -> None:
+        pose = self.latest_pose
+        if stop and pose is not None and self.state in (State.DRIVING, State.DWELLING, State.MEASURING):
+            self.outputs.stop(pose.xy)
+        self._end(reason)
+        log.info('mission ends: %s', reason)
+        self._report_finish()
+
+    def _report_finish(self, rec: Recommendation | None = None) -> None:
+        """Write the result file and tell the host, once per end. A mission that a budget ended before its first
+        measurement has no recommendation: the result file says so, the host is not called."""
+        if self._finish_reported:
+            return
+        self._finish_reported = True
+        if self.planner.n:
+            rec = rec if rec is not None else self.planner.recommend()
+        if self.result_file is not None:
+            self._write_result(rec)
+        if rec is not None:
+            self.outputs.finished(rec)
+
+    def result(self, rec: Recommendation | None) -> dict[str, Any]:
+        """The run's result as written to ``result_file``: the recommendation (None before any measurement),
+        counts, why it ended, distance driven (m), mission time (s) and the execution-noise model
+        (:func:`execution_noise_summary`)."""
+        now = self._last_now if self._last_now is not None else 0.0
+        return {'recommended_target': rec.target.tolist() if rec is not None else None,
+                'predicted_robust_value': rec.mean if rec is not None else None,
+                'predicted_std': rec.std if rec is not None else None,
+                'measurements': self.planner.n, 'rejected': dict(self.rejected),
+                'stopped_because': self.done_reason, **self.budget.totals(now),
+                'execution_noise': execution_noise_summary(self.planner)}
+
+    def _write_result(self, rec: Recommendation | None) -> None:
+        path = Path(self.result_file)
+        tmp = path.with_suffix(path.suffix + '.tmp')
+        tmp.write_text(json.dumps(self.result(rec), indent=2))
+        os.replace(tmp, path)  # atomic: a crash leaves the old file or the new one, never half of one
+
+    def _check_localisation(self, now: float) -> bool:
+        """Pause when the newest pose's covariance trace is over the threshold; resume when it recovers.
+        Returns True while paused."""
+        pose = self.latest_pose
+        if pose is None:
+            return self.state is State.PAUSED
+        trace = position_trace(pose.cov)
+        limit = self.params['max_covariance_trace']
+        if self.state is not State.PAUSED:
+            if trace <= limit:
+                return False
+            self._paused_from = self.state
+            self.state = State.PAUSED
+            self.paused_reason = (f'localisation diverged: position covariance trace {trace:.3g} m² > '
+                                  f'max_covariance_trace = {limit:g} m²')
+            log.error('%s: rover stopped, no measurements until it is below %.3g m²', self.paused_reason,
+                      RESUME_FRACTION * limit)
+            if self._paused_from in (State.DRIVING, State.DWELLING, State.MEASURING):
+                self.outputs.stop(pose.xy)
+            return True
+        if trace > RESUME_FRACTION * limit:
+            return True
+        log.warning('localisation recovered (covariance trace %.3g m²): resuming', trace)
+        self.paused_reason = None
+        self.inputs.readings.clear()
+        if self.target is not None and self._paused_from in (State.DRIVING, State.DWELLING, State.MEASURING):
+            self.goal_reason = 'after pause'
+            self.state = State.DRIVING
+            self._goal_time = now
+            self.outputs.send_goal(self.target)
+        else:
+            self.state = State.WAITING_FOR_POSE
+        return False
