@@ -119,8 +119,11 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
         :math:`g^* - \\operatorname{median} g`) the three regrets divided by it (``rec_nregret``,
         ``reading_nregret``, ``best_visited_nregret``, the demo's normalised regret); and, for simulated
         missions, the cumulative true path length ``distance_driven`` (m) and ``sim_time`` (s) at the reading.
-        ``final`` adds ``distance_driven_m``, ``mission_time_s``, ``edge_fraction`` (share of the decided,
-        non-initial targets lying on the box edge) and, for each recommendation rule of
+        Each record also carries ``rec_<name>`` for every value of the instance's
+        :meth:`~uncertain_bo.benchmarks.base.Instance.extra_values` at the recommendation (e.g. the quadrature
+        problems' empirical mean and ρ-regrets at other radii), and ``final`` repeats the last as
+        ``extra_<name>``. ``final`` adds ``distance_driven_m``, ``mission_time_s``, ``edge_fraction`` (share of the
+        decided, non-initial targets lying on the box edge) and, for each recommendation rule of
         :data:`~uncertain_bo.planner.RECOMMENDATION_RULES`, ``rule_<name>``: the final regret of that rule
         (normalised where the instance has a regret scale).
     """
