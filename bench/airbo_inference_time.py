@@ -1,6 +1,6 @@
 """AIRBO Table 1 on this CPU: posterior inference time of the MMD-GP for 512 test distributions.
 
-Setting (AIRBO §5.2, Table 1; digest notes/airbo.md §3.2): 1-D inputs on [0, 1] with execution noise
+Setting (AIRBO §5.2, Table 1): 1-D inputs on [0, 1] with execution noise
 beta(0.4, 0.2, scale 0.1) (one-sided), 50 training distributions, 512 test distributions, each given by
 ``m`` samples; the MMD kernel with the additive-RQ base kernel (Eq. 32), empirical (Eq. 8) or Nyström
 (Eq. 12) estimator. Timed: ``DistributionGP.set_data`` + ``posterior`` (mean and variance of all 512 test

@@ -1,4 +1,4 @@
-"""AIRBO's benchmark functions and robust-optimum oracles reproduce the published optima (digest §3.4-3.6)."""
+"""AIRBO's benchmark functions and robust-optimum oracles reproduce the published optima."""
 import pytest
 import torch
 
@@ -10,7 +10,7 @@ def test_function_landmarks():
     assert float(rkhs1d(torch.tensor([[0.89235]]))) == pytest.approx(5.73839, abs=1e-4)  # Assael et al.
     grid = torch.linspace(0, 1, 100_001).unsqueeze(-1)
     assert float(grid[torch.argmax(rkhs1d(grid))]) == pytest.approx(0.89235, abs=2e-5)
-    assert float(grid[torch.argmax(double_peak(grid))]) == pytest.approx(0.350, abs=1e-3)  # digest §3.5
+    assert float(grid[torch.argmax(double_peak(grid))]) == pytest.approx(0.350, abs=1e-3)  #
     r = torch.linspace(0, 1.5, 150_001)
     g = bumped_bowl(torch.stack([r, torch.zeros_like(r)], -1))
     assert float(r[torch.argmin(g)]) == pytest.approx(0.503, abs=1e-3)

@@ -322,7 +322,7 @@ def test_skl_adapter_matches_formula(gen):
     k = SymmetrizedKLKernel(d)
     k.lengthscale = 2.0
     got = k.forward(k.encode(p), k.encode(q)).detach()
-    # moment-matched diagonal Gaussians, digest §3.3 formula, k = exp(-SKL / ℓ)
+    # moment-matched diagonal Gaussians formula, k = exp(-SKL / ℓ)
     mp, vp = p.mean, torch.diagonal(p.covariance, dim1=-2, dim2=-1)
     mq, vq = q.mean, torch.diagonal(q.covariance, dim1=-2, dim2=-1)
     ref = torch.empty(3, 2)

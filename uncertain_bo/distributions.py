@@ -438,7 +438,7 @@ class ExecutionNoise(ABC):
 
 
 DEFAULT_N_SAMPLES = 160
-"""Samples per distribution by default (AIRBO's sampling size, digest §3.2, App. D.2)."""
+"""Samples per distribution by default (AIRBO's sampling size, App. D.2)."""
 
 
 class NoiseConfigError(InvalidDistributionError):

@@ -2,7 +2,7 @@ r"""Sample-based execution-noise models :math:`P_{\mathbf x}`: the law of :math:
 
 AIRBO (Yang et al., NeurIPS 2023, §1 and §5) only needs to *sample* the distribution of the executed input,
 so the noise may be non-Gaussian, multimodal, one-sided or depend on the target. This module holds the
-paper's set of noise models (digest ``notes/airbo.md`` §3; scipy parametrisation with ``loc = 0``, i.e. a
+paper's set of noise models (AIRBO §5 and App. C; scipy parametrisation with ``loc = 0``, i.e. a
 beta or :math:`\chi^2` perturbation is a one-sided shift, not zero-mean):
 
 =====================  ===============================================================  ====================
@@ -31,8 +31,8 @@ standardised randomness). Calling the model on targets ``(q, d)`` returns an
 :class:`~uncertain_bo.distributions.Empirical` batch whose samples are :math:`\mathbf x_i + \delta(\mathbf
 x_i; \xi_j)` with the *same* :math:`\xi_j` for every target and every call, so the acquisition is a
 deterministic, smooth function of the targets during one maximisation and its gradient flows through
-:math:`\mathbf x + \delta` (AIRBO's code redraws on every call, which makes its acquisition stochastic;
-digest §2.6). :meth:`SampledExecutionNoise.refresh` draws new base samples.
+:math:`\mathbf x + \delta` (AIRBO's code redraws on every call, which makes its acquisition
+stochastic). :meth:`SampledExecutionNoise.refresh` draws new base samples.
 
 :meth:`SampledExecutionNoise.sample_executed` draws one fresh executed position per target (what a
 simulated world uses); :meth:`SampledExecutionNoise.sample_locations` draws fresh Monte Carlo samples
@@ -93,9 +93,9 @@ class _InverseCdfNoise(SampledExecutionNoise):
 
 class BetaNoise(_InverseCdfNoise):
     r"""One-sided beta noise :math:`\delta_i = \sigma B_i`, :math:`B_i \sim \mathrm{Beta}(\alpha, \beta)` i.i.d.
-    per axis (scipy ``beta(a=α, b=β, loc=0, scale=σ)``; digest §3, "parametrisation used throughout").
+    per axis (scipy ``beta(a=α, b=β, loc=0, scale=σ)``, "parametrisation used throughout").
 
-    ``beta(0.4, 0.2, 0.1)`` is the double-peak benchmark's input (digest §3.5) and Table 1's inputs.
+    ``beta(0.4, 0.2, 0.1)`` is the double-peak benchmark's input and Table 1's inputs.
 
     Args:
         alpha, beta: shape parameters (> 0).
@@ -171,7 +171,7 @@ class VaryingBetaNoise(_InverseCdfNoise):
 
     Defaults are the reference code's: :math:`\alpha = \beta = 0.5` (U-shaped, bimodal), ``amplitude``
     :math:`a = 0.09`, ``frequency`` :math:`f = 2` (i.e. :math:`\sin 4\pi x`). The paper prints
-    :math:`0.9(\cdot)`, a typo: scales up to 1.8 do not fit the domain [0, 1] (digest §3.1, §6 item 4).
+    :math:`0.9(\cdot)`, a typo: scales up to 1.8 do not fit the domain [0, 1].
     The offsets are differentiable in :math:`x` through the scale.
 
     Raises:
@@ -205,7 +205,7 @@ class GaussianMixtureNoise(SampledExecutionNoise):
 
     The AIRBO code's 1-D default is means ``[-0.017, 0.03]``, stds ``[0.010, 0.017]``, weights
     ``[0.5, 0.5]``. Every :math:`\Sigma_k` must be PSD: the robot-push covariance of the paper (Eq. 34) is
-    indefinite and is rejected (digest §3.7 explains how the authors' sampler silently altered it).
+    indefinite and is rejected (the authors' sampler silently altered it).
 
     Args:
         weights: ``(K,)`` non-negative mixture weights (normalised here).

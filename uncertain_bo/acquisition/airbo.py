@@ -24,7 +24,7 @@ method                 kernel
                        cost-matched budget)
 ``skl``                symmetrised KL between moment-matched diagonal Gaussians (GPyTorch's kernel)
 ``erbf``               closed-form expected SE kernel of moment-matched Gaussians (Eq. 80, done right; the
-                       reference code's ERBF has the bugs listed in notes/robust_bo_landscape.md §1.1)
+                       reference code's ERBF mis-scales the covariances it is given)
 ``gp_ucb``             plain GP on the commanded targets (Dirac inputs, SE kernel), points as candidates;
                        the same model and acquisition as ``igp_ucb``, under the paper's name
 =====================  =====================================================================================
@@ -47,7 +47,7 @@ AIRBO_N_LANDMARKS = 10
 """Nyström landmarks ``h`` (reference code default, with 160 samples per input)."""
 
 UGP_MAX_SAMPLES = 40
-"""Samples per input for the uGP baseline (AIRBO's cost-matched budget, digest §3.3)."""
+"""Samples per input for the uGP baseline (AIRBO's cost-matched budget)."""
 
 
 def mmd_kernel(dim: int, estimator: str = 'nystrom', n_landmarks: int = AIRBO_N_LANDMARKS) -> MMDKernel:

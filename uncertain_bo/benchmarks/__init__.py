@@ -11,7 +11,8 @@ reading), so a simulated rover mission plugs in as one more problem.
 """
 from .base import (PROBLEMS, BenchSettings, GaussianInputWorld, Instance, Measurement, Problem, World,
                    get_problem, register_problem)
-from . import functions_airbo, michalewicz, nes_problems, rkhs2d, rover  # noqa: F401  (register the problems)
+from . import cv, functions_airbo, michalewicz, quadrature, rkhs2d, rover  # noqa: F401  (register the problems)
+from . import nes_problems  # noqa: F401  (registers NES's problems)
 from .runner import RunSpec, expand, load_runs, run, run_many
 
 __all__ = ['PROBLEMS', 'BenchSettings', 'GaussianInputWorld', 'Instance', 'Measurement', 'Problem', 'World',

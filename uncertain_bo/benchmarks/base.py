@@ -57,6 +57,8 @@ class BenchSettings:
             (None = the problem's default).
         explorer: for the rover problems: explorer parameters ``((name, value), ...)`` applied over the
             shipped ones (e.g. ``(('travel_weight', 1.0),)``).
+        problem: problem parameters ``((name, value), ...)`` for problems that declare them
+            (:attr:`Problem.params`, e.g. the radius ``rho`` of the quadrature problems' ambiguity set).
     """
 
     beta: str | float | None = None
@@ -67,6 +69,7 @@ class BenchSettings:
     optimizer: OptimizerSettings = field(default_factory=OptimizerSettings)
     field: str | None = None
     explorer: tuple[tuple[str, Any], ...] = ()
+    problem: tuple[tuple[str, Any], ...] = ()
 
     def beta_label(self, uses_beta: bool) -> str:
         if not uses_beta:
@@ -170,6 +173,12 @@ class Instance(ABC):
     def planner_config(self, method: Method, settings: BenchSettings) -> dict[str, Any]:
         """Keyword arguments for :class:`~uncertain_bo.planner.Planner` (everything but bounds, method, seed)."""
 
+    def extra_values(self, targets: Tensor) -> dict[str, Tensor]:
+        """Further true values of ``targets`` ``(q, d)`` the runner records for each recommendation
+        (``rec_<name>`` per iteration, ``extra_<name>`` in the run's finals), e.g. the empirical mean of a
+        quadrature problem or a tuned model's test error; ``{name: (q,)}``. None by default."""
+        return {}
+
     #: :math:`g^* - \operatorname{median} g` over the domain, the normaliser of the demo's normalised regret
     #: (None where a problem does not define one)
     regret_scale: float | None = None
@@ -223,6 +232,22 @@ class Problem(ABC):
     default_beta: str | float = 3.0
     default_methods: str = 'ugp_ucb,igp_ucb,uei'
     """comma-separated methods ``uncertain-bo bench`` runs without ``--method``"""
+    params: dict[str, Any] = {}
+    """problem parameters ``--problem-param NAME=VALUE`` may set, with their defaults"""
+
+    def param_values(self, settings: BenchSettings) -> dict[str, Any]:
+        """:attr:`params` with ``settings.problem`` applied.
+
+        Raises:
+            ValueError: a name the problem does not declare.
+        """
+        values = dict(self.params)
+        for name, value in settings.problem:
+            if name not in self.params:
+                known = ', '.join(sorted(self.params)) or 'none'
+                raise ValueError(f'problem {self.name!r} has no parameter {name!r} (known: {known})')
+            values[name] = value
+        return values
 
     @abstractmethod
     def instance(self, seed: int) -> Instance:
@@ -237,6 +262,7 @@ class Problem(ABC):
         if settings.field is not None or settings.explorer:
             raise ValueError(f'problem {self.name!r} has no field or explorer to configure (--field and '
                              '--explorer-param are for the rover problems)')
+        self.param_values(settings)
         return self.instance(seed)
 
     def uses_beta(self, method: Method) -> bool:

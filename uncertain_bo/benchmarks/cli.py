@@ -27,17 +27,24 @@ def _betas(text: str) -> list[str | float]:
     return [v.strip() if v.strip() == 'theory' else float(v) for v in text.split(',') if v.strip()]
 
 
-def _name_value(text: str) -> tuple[str, object]:
+def _name_value(text: str, flag: str = '--explorer-param') -> tuple[str, object]:
     """``'name=value'`` -> ``(name, value)`` with the value parsed as YAML (numbers, booleans, lists)."""
     import yaml
 
     name, sep, value = text.partition('=')
     if not sep or not name.strip():
-        raise ValueError(f'--explorer-param expects NAME=VALUE, got {text!r}')
+        raise ValueError(f'{flag} expects NAME=VALUE, got {text!r}')
     try:
         return name.strip(), yaml.safe_load(value)
     except yaml.YAMLError as exc:
-        raise ValueError(f'--explorer-param {text!r}: the value is not valid YAML ({exc.problem})') from None
+        raise ValueError(f'{flag} {text!r}: the value is not valid YAML ({exc.problem})') from None
+
+
+def _problem_grid(texts: list[str]) -> list[tuple[tuple[str, object], ...]]:
+    """``--problem-param`` values -> the grid of problem-parameter settings (a YAML list value is a sweep)."""
+    pairs = [_name_value(t, '--problem-param') for t in texts]
+    axes = [[(n, v) for v in (value if isinstance(value, list) else [value])] for n, value in pairs]
+    return [tuple(c) for c in product(*axes)]
 
 
 def add_parser(subparsers) -> None:
@@ -56,6 +63,9 @@ def add_parser(subparsers) -> None:
     b.add_argument('--explorer-param', action='append', default=[], metavar='NAME=VALUE',
                    help='rover problems: an explorer parameter over the shipped config/explorer.yaml, e.g. '
                         'travel_weight=1.0 (repeatable; YAML value syntax)')
+    b.add_argument('--problem-param', action='append', default=[], metavar='NAME=VALUE',
+                   help='a parameter of the problem (see its description), e.g. rho=0.5 for the quadrature problems; '
+                        'a YAML list sweeps it: rho=[0.1,0.3,0.5,1,3] (repeatable)')
     b.add_argument('--field', default=None,
                    help="rover problems: the simulated field, a name (jacksboro, jacksboro-rough, ...) or a .npz/.csv "
                         "path (default: the problem's)")
@@ -110,6 +120,9 @@ def bench_main(args: argparse.Namespace) -> int:
         return 2
     try:
         explorer = tuple(_name_value(p) for p in args.explorer_param)
+        grid = _problem_grid(args.problem_param)
+        for params in grid:
+            problem.param_values(BenchSettings(problem=params))
     except ValueError as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
@@ -119,8 +132,8 @@ def bench_main(args: argparse.Namespace) -> int:
     optimizer = OptimizerSettings(num_restarts=args.restarts, raw_samples=args.raw_samples)
     settings = [BenchSettings(beta=b, mismatch=r, ugp_noise=args.ugp_noise, refit_every=args.refit_every,
                               n_initial=args.n_initial, optimizer=optimizer, field=args.field,
-                              explorer=explorer)
-                for r, b in product(_floats(args.mismatch), betas)]
+                              explorer=explorer, problem=params)
+                for r, b, params in product(_floats(args.mismatch), betas, grid)]
     specs = expand(args.problem, methods, seeds, iterations, settings)
     print(f'{len(specs)} run(s): {args.problem}, methods {",".join(methods)}, seeds {seeds.start}..{seeds.stop - 1}, '
           f'{iterations} iterations, beta {betas}, mismatch {args.mismatch}; {args.n_jobs} worker(s) -> {args.out}',

@@ -1,6 +1,6 @@
 r"""AIRBO's robust-optimisation test functions with robust-optimum oracles (Yang et al., NeurIPS 2023, §5.3).
 
-Three problems (digest ``notes/airbo.md`` §3.4-3.6). The robust objective is
+Three problems (AIRBO §5.3 and App. C). The robust objective is
 :math:`g(\mathbf x) = \mathbb E_{\delta \sim P_{\mathbf x}}[f(\mathbf x + \delta)]` (paper Eq. 1), estimated by
 Monte Carlo with common random numbers (the same :math:`\delta` draws for every point), and the robust
 regret is paper Eq. 17.
@@ -38,7 +38,7 @@ __all__ = ['rkhs1d', 'double_peak', 'bumped_bowl', 'bumped_bowl_hd', 'RobustProb
            'DOUBLE_PEAK_BETA', 'BUMPED_BOWL_10D', 'AIRBO_BENCHMARKS', 'AIRBO_PROTOCOL', 'get_airbo_problem',
            'robust_value', 'robust_argmax_grid']
 
-# 1-D RKHS function (Assael et al. 2014), digest §3.4: two sums of SE bumps.
+# 1-D RKHS function (Assael et al. 2014): two sums of SE bumps.
 _RKHS_NARROW_CENTRES = (0.8, 0.85, 0.9, 0.95, 0.92, 0.74, 0.91, 0.89, 0.79, 0.88, 0.86, 0.96, 0.99, 0.82)
 _RKHS_NARROW_WEIGHTS = (3, 4, 2, 1, -1, 2, 2, 3, 3, 2, -1, -2, 4, -3)
 _RKHS_WIDE_CENTRES = (0.1, 0.15, 0.08, 0.3, 0.4)
@@ -46,7 +46,7 @@ _RKHS_WIDE_WEIGHTS = (4, -1, 2, -2, 1)
 
 
 def rkhs1d(x: Tensor) -> Tensor:
-    r"""1-D RKHS function on [0, 1] (to maximise), digest §3.4.
+    r"""1-D RKHS function on [0, 1] (to maximise)
 
     .. math::
         f(x) = \sum_{i=1}^{14} w^{(2)}_i e^{-(x - s^{(2)}_i)^2 / (2 \cdot 0.01^2)}
@@ -64,7 +64,7 @@ def rkhs1d(x: Tensor) -> Tensor:
 
 
 def double_peak(x: Tensor) -> Tensor:
-    r"""AIRBO's 1-D double-peak function on [0, 1] (to maximise; reference code "CustomK"), digest §3.5.
+    r"""AIRBO's 1-D double-peak function on [0, 1] (to maximise; reference code "CustomK")
 
     .. math::
         f(x) = \mathrm{sinc}(2\pi x) + 7.2\, e^{-(37(x - 0.25))^2} + 8.9\, e^{-(39(x - 0.35))^2},
@@ -81,7 +81,7 @@ def bumped_bowl(z: Tensor) -> Tensor:
     r"""Bumped bowl :math:`g(\mathbf z) = 2\log(0.8\|\mathbf z\|^2 + e^{-10\|\mathbf z\|^2}) + 2.54` (minimise).
 
     Its minimum lies on the ring :math:`\|\mathbf z\| \approx 0.503`, value :math:`\approx 0.0087`
-    (Sanders et al. 2021; digest §3.6). Args: ``z (..., 2)``. Returns ``(...)``.
+    (Sanders et al. 2021). Args: ``z (..., 2)``. Returns ``(...)``.
     """
     r2 = torch.as_tensor(z, dtype=DTYPE).pow(2).sum(-1)
     return 2.0 * torch.log(0.8 * r2 + torch.exp(-10.0 * r2)) + 2.54
@@ -104,15 +104,15 @@ def bumped_bowl_hd(x: Tensor) -> Tensor:
 
 RKHS1D_GAUSS = RobustProblem(
     'rkhs1d-gauss', rkhs1d, ((0.0,), (1.0,)), {'kind': 'gaussian', 'std': 0.01, 'dim': 1},
-    minimize=False, robust_argmax=(0.078,), robust_optimum=4.938, source='AIRBO §5.3 Fig. 4a; digest §3.4 [check]')
+    minimize=False, robust_argmax=(0.078,), robust_optimum=4.938, source='AIRBO §5.3 Fig. 4a')
 DOUBLE_PEAK_BETA = RobustProblem(
     'double-peak-beta', double_peak, ((0.0,), (1.0,)), {'kind': 'beta', 'alpha': 0.4, 'beta': 0.2, 'scale': 0.1},
-    minimize=False, robust_argmax=(0.252,), robust_optimum=6.366, source='AIRBO §5.3 Fig. 4c; digest §3.5 [check]')
+    minimize=False, robust_argmax=(0.252,), robust_optimum=6.366, source='AIRBO §5.3 Fig. 4c')
 BUMPED_BOWL_10D = RobustProblem(
     'bumped-bowl-10d', bumped_bowl_hd, ((-2.0,) * 10, (2.0,) * 10),
     {'kind': 'circular_gaussian', 'dim': 10, 'radius': 0.5, 'std': 0.1},
     minimize=True, robust_argmax=(0.0,) * 10, robust_optimum=0.0125,
-    source='AIRBO App. D.3 Fig. 9; digest §3.6 [check]')
+    source='AIRBO App. D.3 Fig. 9')
 AIRBO_BENCHMARKS = (RKHS1D_GAUSS, DOUBLE_PEAK_BETA, BUMPED_BOWL_10D)
 """The issue-4 benchmark definitions; registered in the runner's :data:`~uncertain_bo.benchmarks.base.PROBLEMS`
 under their names (the one registry: look them up with :func:`get_airbo_problem` or ``get_problem``)."""
@@ -121,13 +121,13 @@ AIRBO_PROTOCOL = {
     'n_initial': 10, 'default_iterations': 60, 'default_seeds': 12, 'default_beta': AIRBO_BETA,
     'default_methods': 'airbo,ugp_kme,skl,erbf,gp_ucb', 'n_model_samples': 160, 'n_mc': 10_000, 'refit_every': 1,
     'sigma_zeta': 0.0}
-r"""Benchmark protocol (AIRBO §5.3 and the reference code, digest ``notes/airbo.md`` §2.9, §3.3):
+r"""Benchmark protocol (AIRBO §5.3 and App. C.1, and the reference code's scripts):
 
 - 10 uniform initial points and 50 acquisition steps (``compare_robust_optimization.sh``: ``--n_iter 50``
   after ``--init_samples 10``), i.e. **60 measurements** per run (``--iterations`` counts the initial design);
   the initial design is our planner's scrambled Sobol design (space-filling, seeded, the same for every
-  method of a seed) instead of i.i.d. uniform points. The 10-D figure (Fig. 9) runs 100 steps; the digest
-  reads the curves at steps 20 and 100 (``notes/robust_bo_landscape.md`` §5.2);
+  method of a seed) instead of i.i.d. uniform points. The 10-D figure (Fig. 9) runs 100 steps; we
+  read the curves at steps 20 and 100;
 - **12 seeds** (the paper; the code's default is 10);
 - UCB :math:`\mu + 2\sigma` for every method (App. C.1; the released scripts use EI);
 - :math:`m = 160` samples per input distribution (Nyström :math:`h = 10`; uGP uses 40 of them);

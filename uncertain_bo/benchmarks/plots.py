@@ -115,7 +115,9 @@ def plot_directory(results: Sequence[dict[str, Any]], out_dir: str | Path, std_m
                     else:
                         t, mid, std = curves(rs, metric)
                         low, high = mid - std_mult * std, mid + std_mult * std
-                    ax.plot(t, mid, color=c, label=f'{_label(method)} (n={len(rs)})')
+                    params = ''.join(f', {n}={v:g}' if isinstance(v, float) else f', {n}={v}'
+                                     for n, v in rs[0]['spec']['settings'].get('problem', []))
+                    ax.plot(t, mid, color=c, label=f'{_label(method)}{params} (n={len(rs)})')
                     ax.fill_between(t, low, high, color=c, alpha=0.2, lw=0)
                 beta, mismatch, noise = key
                 title = f'{problem}: beta={beta}, ' + r'$\hat\sigma_x/\sigma_x$' + f'={mismatch:g}'

@@ -59,7 +59,7 @@ class RunSpec:
             label += f'_ugpnoise={self.settings.ugp_noise}'
         if self.settings.field is not None:
             label += f'_field={field_label(self.settings.field)}'
-        for name, value in self.settings.explorer:
+        for name, value in self.settings.explorer + self.settings.problem:
             label += f'_{name}={value:g}' if isinstance(value, float) else f'_{name}={value}'
         return label
 
@@ -72,6 +72,9 @@ class RunSpec:
         s['explorer'] = [list(kv) for kv in s['explorer']]  # as JSON reads it back (resume compares)
         if not s['explorer']:
             del s['explorer']  # runs written before the option existed still resume
+        s['problem'] = [list(kv) for kv in s['problem']]
+        if not s['problem']:
+            del s['problem']
         return {'problem': self.problem, 'method': self.method, 'seed': self.seed, 'iterations': self.iterations,
                 'variant': self.variant, 'settings': s}
 
@@ -116,8 +119,11 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
         :math:`g^* - \\operatorname{median} g`) the three regrets divided by it (``rec_nregret``,
         ``reading_nregret``, ``best_visited_nregret``, the demo's normalised regret); and, for simulated
         missions, the cumulative true path length ``distance_driven`` (m) and ``sim_time`` (s) at the reading.
-        ``final`` adds ``distance_driven_m``, ``mission_time_s``, ``edge_fraction`` (share of the decided,
-        non-initial targets lying on the box edge) and, for each recommendation rule of
+        Each record also carries ``rec_<name>`` for every value of the instance's
+        :meth:`~uncertain_bo.benchmarks.base.Instance.extra_values` at the recommendation (e.g. the quadrature
+        problems' empirical mean and ρ-regrets at other radii), and ``final`` repeats the last as
+        ``extra_<name>``. ``final`` adds ``distance_driven_m``, ``mission_time_s``, ``edge_fraction`` (share of the
+        decided, non-initial targets lying on the box edge) and, for each recommendation rule of
         :data:`~uncertain_bo.planner.RECOMMENDATION_RULES`, ``rule_<name>``: the final regret of that rule
         (normalised where the instance has a regret scale).
     """
@@ -131,6 +137,7 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
     records: list[dict[str, Any]] = []
     cum = 0.0
     best_y = best_visited = None  # (reading, its target's regret); smallest regret of a true position
+    extra_names: set[str] = set()  # the instance's extra_values
 
     def norm(r: float) -> float | None:
         return r / scale if scale else None
@@ -145,6 +152,8 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
         if best_y is None or m.y > best_y[0]:
             best_y = (m.y, regret)
         best_visited = min(g_star - g_exe, best_visited if best_visited is not None else math.inf)
+        extra = {k: float(v[0]) for k, v in inst.extra_values(rec.target.reshape(1, -1).to(x_star)).items()}
+        extra_names.update(extra)
         records.append({
             't': t, 'phase': decision.phase, 'target': _vec(target), 'executed': _vec(m.executed),
             'location_mean': _vec(m.location.mean), 'y': m.y, 'robust_value': g_t, 'regret': regret,
@@ -155,7 +164,7 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
             'reading_nregret': norm(best_y[1]), 'best_visited_nregret': norm(best_visited),
             'seconds': decision.seconds, 'fit_seconds': decision.fit_seconds,
             'beta_t': _num(decision.beta), 'acquisition_value': _num(decision.acquisition_value),
-            **m.extra})
+            **{f'rec_{k}': v for k, v in extra.items()}, **m.extra})
 
     t_start = time.perf_counter()
     planner = inst.drive(meth, settings, seed, iterations, record)
@@ -178,7 +187,8 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
              'rec_normalised_regret': last.get('rec_nregret'), 'reading_normalised_regret': last.get('reading_nregret'),
              'best_visited_normalised_regret': last.get('best_visited_nregret'),
              'distance_driven_m': last.get('distance_driven'), 'mission_time_s': last.get('sim_time'),
-             'edge_fraction': _edge_fraction(planner), **rules}
+             'edge_fraction': _edge_fraction(planner), **rules,
+             **{f'extra_{k[4:]}': v for k, v in last.items() if k.startswith('rec_') and k[4:] in extra_names}}
     return {'spec': spec.to_json(), 'instance': {**inst.info(), 'optimum_value': g_star,
                                                  'optimum': _vec(x_star)},
             'planner': {'n_initial': planner.n_initial, 'refit_every': planner.refit_every,

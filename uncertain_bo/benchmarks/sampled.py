@@ -9,8 +9,8 @@ the published robust optimum. :class:`SampledNoiseProblem` makes it a runner
   :math:`\tilde{\mathbf x}_t \sim P_{\mathbf x_t}` (fresh draw, never observed), the reading is
   :math:`y_t = f(\tilde{\mathbf x}_t) + \zeta_t` (:math:`\sigma_\zeta = 0` by default, as the reference code's
   ``prob.evaluate(add_noise(x))``), and the location handed to the planner is the target's own
-  distribution :math:`P_{\mathbf x_t}` as ``m = 160`` samples (AIRBO Algorithm 1, line 3/6; digest
-  ``notes/airbo.md`` §2.8). The planner's execution-noise model is the same sampler (same base samples),
+  distribution :math:`P_{\mathbf x_t}` as ``m = 160`` samples (AIRBO Algorithm 1, lines 3
+  and 6). The planner's execution-noise model is the same sampler (same base samples),
   so candidates and training inputs are comparable.
 - **robust value** :math:`g(\mathbf x) = \mathbb E_{\delta \sim P_{\mathbf x}} f(\mathbf x + \delta)` (paper
   Eq. 1) by Monte Carlo with ``n_mc = 500`` draws (the reference protocol's ``--n_evaluations``), with
@@ -127,7 +127,7 @@ def robust_value(problem: RobustProblem, x: Tensor, n_samples: int = 500, seed: 
 
 def robust_argmax_grid(problem: RobustProblem, n_grid: int = 1000, n_samples: int = 500,
                        seed: int = 0) -> tuple[float, float]:
-    """Robust optimiser of a 1-D problem on a uniform grid (the reference protocol's oracle, digest §3.3).
+    """Robust optimiser of a 1-D problem on a uniform grid (the reference protocol's oracle).
 
     Returns:
         ``(x*, g(x*))``: best grid point for the problem's sense and its Monte Carlo robust value.

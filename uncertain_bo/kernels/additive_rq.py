@@ -100,7 +100,7 @@ class AdditiveRQKernel(Kernel):
 
     with one learnable lengthscale :math:`l_i` per term (initial value 1.0, unit-cube units, as in the
     reference code) and **fixed** :math:`a_i` (the paper's choice; the reference code also trains them,
-    digest §6 item 8). Each term is GPyTorch's ``RQKernel`` with ``alpha = a_i``; this class computes the
+   ). Each term is GPyTorch's ``RQKernel`` with ``alpha = a_i``; this class computes the
     squared distances once for all terms and avoids ``pow`` for :math:`a_i \in \{0.5, 1, 2, 5\}`.
     :math:`k(\mathbf x, \mathbf x) = ` number of terms.
 

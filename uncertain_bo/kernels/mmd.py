@@ -45,7 +45,7 @@ class MMDKernel(SampleDistributionKernel):
       \sum_i w_i^2)` (:math:`= \frac{1}{m(m-1)}\sum_{i \ne j}` for uniform weights; a single-sample input,
       e.g. a Dirac, uses its exact value). It can be negative. ``unbiased=False`` is the V-statistic
       (diagonal terms kept), :math:`\|\hat\mu_P - \hat\mu_Q\|^2 \ge 0`.
-    - ``'nystrom'``: Eq. 12 in its exact implementable form (digest §2.3; Chatalic et al. 2022): ``h =
+    - ``'nystrom'``: Eq. 12 in its exact implementable form (Chatalic et al. 2022): ``h =
       n_landmarks`` landmarks :math:`\tilde U` per distribution,
       :math:`a_P = (K(\tilde U, \tilde U) + \lambda I)^{-1} K(\tilde U, U)\,\mathbf w`, and
       :math:`\mathrm{MMD}^2 = a_P^\top K(\tilde U, \tilde U) a_P + a_Q^\top K(\tilde V, \tilde V) a_Q - 2\,
