@@ -21,7 +21,7 @@ setup(
     zip_safe=True,
     maintainer='uncertain_bo developers',
     maintainer_email='uncertain-bo@example.org',
-    description='Bayesian optimisation under uncertain inputs (uGP-UCB, IGP-UCB, UEI, AIRBO) '
+    description='Bayesian optimisation under uncertain inputs (uGP-UCB, IGP-UCB, UEI, AIRBO, NES, DRBQO) '
                 'with a ROS 2 localisation-aware exploration node.',
     license='Apache-2.0',
     extras_require={'test': ['pytest', 'hypothesis']},
