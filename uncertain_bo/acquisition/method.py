@@ -113,9 +113,6 @@ class DecisionContext:
         self.bounds = planner.method_object.decision_bounds(planner.bounds)
         self.candidates: Callable[[Tensor], 'LocationDistributions'] = planner.candidates
         self.execution_noise: 'ExecutionNoise' = planner.execution_noise
-        self.targets = planner.targets
-        self.y = planner.y
-        self.locations = planner.locations
         self.beta = planner.beta_schedule
         self.optimizer = planner.optimizer
         self.position = planner.position
@@ -125,6 +122,23 @@ class DecisionContext:
         self.initial_design = planner.initial_design
         self.in_box_exploration = planner.in_box_exploration
         self.travel_weight = planner.travel_weight
+
+    @property
+    def targets(self) -> Tensor:
+        """``(n, D)`` past targets."""
+        return self._planner.targets
+
+    @property
+    def y(self) -> Tensor:
+        """``(n,)`` past readings (field units)."""
+        return self._planner.y
+
+    @property
+    def locations(self) -> 'LocationDistributions | None':
+        """Past location distributions as one batch (built on first use; None before any observation)."""
+        if not hasattr(self, '_locations'):
+            self._locations = self._planner.locations
+        return self._locations
 
     @property
     def model(self) -> 'DistributionGP':
