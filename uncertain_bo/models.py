@@ -338,7 +338,7 @@ class DistributionGP(ExactGP):
         :math:`\\Lambda = \\lambda I`; with reported reading variances
         :math:`\\Lambda_{ii} = \\lambda + \\sigma^2_{\\epsilon,i}`)."""
         cache = self._posterior_cache()
-        diag = self._noise_diagonal()
+        diag = self.noise_diagonal()
         logdet = -2.0 * torch.log(torch.diagonal(cache.linv)).sum()
         return 0.5 * float(logdet - torch.log(diag).sum())
 
@@ -354,8 +354,10 @@ class DistributionGP(ExactGP):
         else:
             self._y_shift, self._y_scale = 0.0, 1.0
 
-    def _noise_diagonal(self) -> Tensor:
-        """``(n,)`` :math:`\\lambda + \\sigma^2_{\\epsilon,i}` in standardised units (detached)."""
+    def noise_diagonal(self) -> Tensor:
+        """``(n,)`` each training reading's noise variance :math:`\\lambda + \\sigma^2_{\\epsilon,i}` (learned noise
+        plus the reported variance), in the model's standardised output units (detached): the diagonal the
+        marginal likelihood and the posterior add to the kernel matrix."""
         return float(self.likelihood.noise.detach()) + self._noise / self._y_scale ** 2
 
     def _sync_train_data(self) -> None:
@@ -408,7 +410,7 @@ class _PosteriorCache:
     def build(cls, gp: DistributionGP) -> '_PosteriorCache':
         enc = gp.encode(gp.train_locations).detach()
         k = gp.covar_module.forward(enc, enc).detach()
-        k = k + torch.diag(gp._noise_diagonal().to(k))
+        k = k + torch.diag(gp.noise_diagonal().to(k))
         chol = psd_safe_cholesky(k)
         eye = torch.eye(k.shape[0], dtype=k.dtype, device=k.device)
         linv = torch.linalg.solve_triangular(chol, eye, upper=False)

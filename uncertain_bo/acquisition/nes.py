@@ -178,7 +178,7 @@ class RobustGPView:
         with torch.no_grad():
             self.x_enc = model.encode(model.train_locations).detach()
             self.noise = float(model.likelihood.noise)     # λ: the noise of a new reading
-            self.noise_diag = model._noise_diagonal().detach().to(self.x_enc)   # λ + each reading's own variance
+            self.noise_diag = model.noise_diagonal().detach().to(self.x_enc)   # λ + each reading's own variance
             self.mean_const = float(model.mean_module.constant)
             self.y = (model.train_targets - self.mean_const).detach()  # standardised, centred
             k = self.k(self.x_enc, self.x_enc) + torch.diag(self.noise_diag)
