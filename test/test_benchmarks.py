@@ -101,6 +101,63 @@ def test_rkhs_default_is_the_papers_setting(rkhs):
     assert args.ugp_noise == BenchSettings().ugp_noise == 'execution'
 
 
+def test_rkhs_learned_execution_noise_configuration():
+    """``learn_execution_noise=true``: the configured σ̂ = ratio σ_x is the prior of an open-loop estimate; λ and
+    β_t are the fixed model's (computed once from the prior σ̂)."""
+    prob = get_problem('rkhs2d')
+    learned = BenchSettings(beta='theory', mismatch=5.0, problem=(('learn_execution_noise', True),))
+    fixed = BenchSettings(beta='theory', mismatch=5.0)
+    for method in ('ugp_ucb', 'uei'):
+        cfg = prob.instance_for(3, learned).planner_config(get_method(method), learned)
+        ref = prob.instance_for(3, fixed).planner_config(get_method(method), fixed)
+        assert cfg['execution_noise_prior_weight'] == 5.0 and cfg['execution_feedback'] == 'open_loop'
+        assert 'execution_noise_prior_weight' not in ref
+        torch.testing.assert_close(cfg['execution_noise'].covariance, ref['execution_noise'].covariance)
+        assert cfg['beta'].sigma_nu == ref['beta'].sigma_nu
+    weight = BenchSettings(problem=(('learn_execution_noise', True), ('execution_noise_prior_weight', 0.5)))
+    assert prob.instance_for(0, weight).planner_config(get_method('ugp_ucb'), weight)[
+        'execution_noise_prior_weight'] == 0.5
+    for bad in ((('learn_execution_noise', 'yes'),), (('execution_noise_prior_weight', -1.0),), (('rho', 1.0),)):
+        with pytest.raises(ValueError):
+            prob.instance_for(0, BenchSettings(problem=bad))
+
+
+def test_rkhs_learned_execution_covariance_from_the_records():
+    """The run's final Σ̂ is the open-loop moment estimate recomputed from the recorded (target, location mean)
+    pairs: (ν₀ Σ₀ + Σ (e eᵀ − σ_L² I)) / (ν₀ + n), Σ₀ = (2 σ_x)² I, projected to PSD with NumPy."""
+    settings = BenchSettings(n_initial=3, mismatch=2.0,
+                             problem=(('learn_execution_noise', True), ('execution_noise_prior_weight', 2.0)))
+    result = run('rkhs2d', 'ugp_ucb', seed=1, iterations=8, settings=settings)
+    e = np.array([np.subtract(r['location_mean'], r['target']) for r in result['records']])
+    raw = (2.0 * 0.2 ** 2 * np.eye(2) + e.T @ e - len(e) * 0.05 ** 2 * np.eye(2)) / (2.0 + len(e))
+    w, v = np.linalg.eigh(raw)
+    np.testing.assert_allclose(result['planner']['execution_covariance'], (v * w.clip(0)) @ v.T, atol=1e-12)
+    assert 'learn_execution_noise=True' in result['spec']['variant']
+
+
+def test_mismatch_plot_separates_learned_and_fixed_models(tmp_path, monkeypatch):
+    """One line per method and problem-parameter setting in ``rkhs2d_mismatch.png``, for a study run with
+    ``--ugp-noise output`` (the uGP noise is then the sweep's, shown in the title)."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    from matplotlib.axes import Axes
+
+    from uncertain_bo.benchmarks.plots import _sweep_plot
+
+    learn = (('learn_execution_noise', True),)
+    results = [run('rkhs2d', method, 0, 3, BenchSettings(n_initial=3, mismatch=ratio, ugp_noise=noise, problem=p))
+               for ratio in (0.5, 2.0) for method, noise, p in
+               (('ugp_ucb', 'output', ()), ('ugp_ucb', 'output', learn), ('uei', 'execution', ()))]
+    labels, titles = [], []
+    errorbar, set_title = Axes.errorbar, Axes.set_title
+    monkeypatch.setattr(Axes, 'errorbar', lambda ax, *a, **kw: labels.append(kw['label']) or errorbar(ax, *a, **kw))
+    monkeypatch.setattr(Axes, 'set_title', lambda ax, t, *a, **kw: titles.append(t) or set_title(ax, t, *a, **kw))
+    assert _sweep_plot(plt, results, 'rkhs2d', tmp_path, 'mismatch', 1.0) == [tmp_path / 'rkhs2d_mismatch.png']
+    assert sorted(labels) == ['UEI', 'uGP-UCB', 'uGP-UCB, learn_execution_noise=True']
+    assert titles[-1].endswith('uGP noise=output')
+
+
 def test_gaussian_input_world_statistics():
     inst = RKHSInstance(RKHSFunction.random(np.random.default_rng(0)))
     world = inst.world(0)

@@ -35,10 +35,16 @@ from .distributions import (DTYPE, Dirac, ExecutionNoise, Gaussian, GaussianExec
                             check_covariance, cat)
 from .journal import Journal, location_to_record, replay
 from .kernels import SampleDistributionKernel
+from .linalg import psd_sqrt
 from .models import DistributionGP
 from .optim import OptimizerSettings, maximize
 
-__all__ = ['Planner', 'Decision', 'Recommendation', 'InvalidObservationError', 'RECOMMENDATION_RULES']
+__all__ = ['Planner', 'Decision', 'Recommendation', 'InvalidObservationError', 'RECOMMENDATION_RULES',
+           'EXECUTION_FEEDBACK']
+
+#: execution models of the learned execution noise (:meth:`Planner.learned_execution_covariance`): the sign
+#: with which the localisation covariance :math:`\Sigma^L` of an arrival enters the moment estimate
+EXECUTION_FEEDBACK = {'closed_loop': 1.0, 'open_loop': -1.0}
 
 #: recommendation rules (:meth:`Planner.recommend`): what each returns
 RECOMMENDATION_RULES = {
@@ -113,6 +119,11 @@ class Planner:
             (target, location distribution) pairs of measurements whose goal was reached, with ``execution_noise``
             as the prior worth this many pseudo-observations (:meth:`learned_execution_covariance`); None = keep
             ``execution_noise`` fixed.
+        execution_feedback: how the rover executes a target, which decides how the localisation covariance
+            enters the learned model (:data:`EXECUTION_FEEDBACK`): ``'closed_loop'`` (the controller steers on the
+            location estimate, as the explorer's does) or ``'open_loop'`` (the target is executed blind and
+            localised afterwards, as in the synthetic worlds of Oliveira et al. 2019, §6.1). Only read when
+            ``execution_noise_prior_weight`` is set.
         noise_prior: the GP's prior on its learned noise (a key of :data:`~uncertain_bo.models.NOISE_PRIORS`);
             used by the default model (not by a ``model_factory``).
         journal: optional path of the observations journal; an existing journal is resumed.
@@ -121,7 +132,7 @@ class Planner:
 
     Raises:
         ValueError: invalid bounds, ``n_initial < 1``, dimension mismatch between bounds and noise model,
-            settings the method does not take.
+            settings the method does not take, an unknown ``execution_feedback``.
         KeyError: unknown method.
     """
 
@@ -140,6 +151,7 @@ class Planner:
     travel_weight: float = 0.0
     in_box_exploration: bool = False
     execution_noise_prior_weight: float | None = None
+    execution_feedback: str = 'closed_loop'
     noise_prior: str = 'gamma'
     journal: str | Path | None = None
     model_factory: Callable[..., DistributionGP] | None = None
@@ -156,6 +168,9 @@ class Planner:
         if not self.travel_weight >= 0:
             raise ValueError(f'travel_weight must be >= 0, got {self.travel_weight}')
         self._execution_prior = None
+        if self.execution_feedback not in EXECUTION_FEEDBACK:
+            raise ValueError(f'execution_feedback must be one of {", ".join(EXECUTION_FEEDBACK)}, '
+                             f'got {self.execution_feedback!r}')
         if self.execution_noise_prior_weight is not None:
             if (not isinstance(self.execution_noise, GaussianExecutionNoise)
                     or not self.execution_noise_prior_weight >= 0):
@@ -164,7 +179,8 @@ class Planner:
                                  f'{self.execution_noise_prior_weight!r}')
             cov = self.execution_noise.covariance
             self._execution_prior = cov.clone()
-            self._execution_sum = torch.zeros_like(cov)   # sum of e eᵀ + Σ_L over reached goals
+            self._execution_prior_noise = self.execution_noise
+            self._execution_sum = torch.zeros_like(cov)   # sum of e eᵀ ± Σ^L over reached goals
             self._execution_n = 0
         if self.recommendation not in RECOMMENDATION_RULES:
             raise ValueError(f'recommendation must be one of {", ".join(RECOMMENDATION_RULES)}, '
@@ -350,21 +366,40 @@ class Planner:
     def learned_execution_covariance(self) -> Tensor | None:
         r"""The learned execution-noise covariance :math:`\hat\Sigma` (``(d, d)``, m²), or None when it is fixed.
 
-        Moment estimate from the measurements whose goal was reached, shrunk towards the prior
-        :math:`\Sigma_0` (``execution_noise`` at construction) worth :math:`\nu_0` pseudo-observations:
+        Each measurement whose goal was reached gives a commanded target :math:`\mathbf x_i`, the mean
+        :math:`\hat{\mathbf x}_i` of its location distribution and that distribution's covariance
+        :math:`\Sigma^L_i`; write :math:`\mathbf e_i = \hat{\mathbf x}_i - \mathbf x_i` and let
+        :math:`\tilde{\mathbf x}_i` be the true executed position, :math:`\boldsymbol\eta_i = \hat{\mathbf x}_i
+        - \tilde{\mathbf x}_i \sim \mathcal N(0, \Sigma^L_i)` the estimate's error. The execution noise is
+        :math:`\boldsymbol\xi_i = \tilde{\mathbf x}_i - \mathbf x_i = \mathbf e_i - \boldsymbol\eta_i`, and
+        how :math:`\mathbf e_i` and :math:`\boldsymbol\eta_i` relate depends on :attr:`execution_feedback`:
+
+        - ``'closed_loop'``: the controller steers on the estimate and stops when :math:`\hat{\mathbf x}_i`
+          reaches the target up to its tolerance, so the residual :math:`\mathbf e_i` is independent of
+          :math:`\boldsymbol\eta_i` and :math:`\operatorname{Cov}\boldsymbol\xi_i = \mathbb E[\mathbf e_i
+          \mathbf e_i^\top] + \Sigma^L_i`;
+        - ``'open_loop'``: the target is executed blind, :math:`\tilde{\mathbf x}_i = \mathbf x_i +
+          \boldsymbol\xi_i`, and localised afterwards, :math:`\hat{\mathbf x}_i = \tilde{\mathbf x}_i +
+          \boldsymbol\eta_i` with :math:`\boldsymbol\eta_i` independent of :math:`\boldsymbol\xi_i`, so
+          :math:`\mathbb E[\mathbf e_i \mathbf e_i^\top] = \operatorname{Cov}\boldsymbol\xi_i + \Sigma^L_i`
+          and :math:`\operatorname{Cov}\boldsymbol\xi_i = \mathbb E[\mathbf e_i \mathbf e_i^\top] -
+          \Sigma^L_i` (the synthetic worlds of Oliveira et al. 2019, §6.1).
+
+        With :math:`s = +1` (closed loop) or :math:`-1` (open loop), the moment estimate over the :math:`n`
+        reached goals, shrunk towards the prior :math:`\Sigma_0` (``execution_noise`` at construction) worth
+        :math:`\nu_0` pseudo-observations (``execution_noise_prior_weight``; the posterior mean of an
+        the form of an inverse-Wishart posterior mean), is
 
         .. math::
-            \hat\Sigma = \frac{\nu_0 \Sigma_0 + \sum_i (\mathbf e_i \mathbf e_i^\top + \Sigma^L_i)}
-            {\nu_0 + n}, \qquad \mathbf e_i = \hat{\mathbf x}_i - \mathbf x_i.
+            \hat\Sigma = \Pi_{\succeq 0}\!\left(\frac{\nu_0 \Sigma_0 + \sum_i (\mathbf e_i \mathbf e_i^\top
+            + s\,\Sigma^L_i)}{\nu_0 + n}\right),
 
-        The controller steers on the same localisation estimate (closed loop: it stops when the *estimate*
-        :math:`\hat{\mathbf x}_i` reaches the target, up to the goal tolerance), so the executed position is
-        :math:`\tilde{\mathbf x}_i = \hat{\mathbf x}_i - \boldsymbol\eta_i` with the estimate's error
-        :math:`\boldsymbol\eta_i \sim \mathcal N(0, \Sigma^L_i)` independent of the controller's residual
-        :math:`\mathbf e_i`: :math:`\operatorname{Cov}(\tilde{\mathbf x}_i - \mathbf x_i) = \mathbb E[\mathbf e_i
-        \mathbf e_i^\top] + \Sigma^L_i`. (A rover driving open loop would need :math:`- \Sigma^L_i` instead.)
-        The uGP-UCB paper (Oliveira et al. 2019, §7) names learning :math:`\hat P_{\mathbf x}` online as future
-        work.
+        where :math:`\Pi_{\succeq 0}` is the nearest PSD matrix in the Frobenius norm (negative eigenvalues set to
+        zero, :func:`~uncertain_bo.linalg.psd_sqrt`): the open-loop difference can be indefinite when few
+        arrivals are averaged or the localisation covariance is overstated. Each form is unbiased (for
+        :math:`\nu_0 = 0`, before the projection) only under its own execution model; the other is off by
+        :math:`2\,\overline{\Sigma^L}`. The uGP-UCB paper (Oliveira et al. 2019, §7) names learning
+        :math:`\hat P_{\mathbf x}` online as future work.
         """
         if self._execution_prior is None:
             return None
@@ -372,6 +407,8 @@ class Planner:
         if nu0 + n == 0:
             return self._execution_prior.clone()
         cov = (nu0 * self._execution_prior + self._execution_sum) / (nu0 + n)
+        root = psd_sqrt(0.5 * (cov + cov.T))
+        cov = root @ root.T
         return 0.5 * (cov + cov.T)
 
     def observe(self, target: Tensor, location: LocationDistributions, y: float, reading_variance: float = 0.0,
@@ -482,9 +519,13 @@ class Planner:
                reached: bool = True) -> None:
         if self._execution_prior is not None and reached:
             e = (location.mean[0] - target).to(self._execution_sum)
-            self._execution_sum += torch.outer(e, e) + location.covariance[0].to(self._execution_sum)
+            sign = EXECUTION_FEEDBACK[self.execution_feedback]
+            self._execution_sum += torch.outer(e, e) + sign * location.covariance[0].to(self._execution_sum)
             self._execution_n += 1
-            self.execution_noise = GaussianExecutionNoise(self.learned_execution_covariance())
+            prior = self._execution_prior_noise
+            self.execution_noise = GaussianExecutionNoise(
+                self.learned_execution_covariance(), n_samples=None if prior.closed_form else prior.n_samples,
+                seed=prior.seed)
         self._targets = torch.cat([self._targets, target.reshape(1, -1)])
         self._inputs.append(location)
         self._y.append(y)

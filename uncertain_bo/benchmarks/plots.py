@@ -217,12 +217,30 @@ def _beta_sort(b: str) -> float:
         return -1.0
 
 
+def _params_label(run: dict[str, Any]) -> str:
+    """``', name=value'`` for each problem parameter a run sets (empty for the problem's defaults)."""
+    return ''.join(f', {n}={v:g}' if isinstance(v, float) else f', {n}={v}'
+                   for n, v in run['spec']['settings'].get('problem', []))
+
+
+def _sweep_noise(runs) -> str | None:
+    """The ``ugp_noise`` setting a sweep shows: the one non-default setting when every method's runs share one
+    (e.g. a whole study run with ``--ugp-noise output``), else None (the default's runs only)."""
+    per_method: dict[str, set[str]] = defaultdict(set)
+    for r in runs:
+        per_method[r['spec']['method']].add(r['spec']['settings']['ugp_noise'])
+    other = set().union(*per_method.values()) - {DEFAULT_UGP_NOISE}
+    return other.pop() if len(other) == 1 and all(len(v) == 1 for v in per_method.values()) else None
+
+
 def _sweep_plot(plt, runs, problem: str, out: Path, axis: str, std_mult: float) -> list[Path]:
-    """Final mean regret against the mismatch ratio or against fixed β (one line per method)."""
-    series: dict[str, dict[float, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    """Final mean regret against the mismatch ratio or against fixed β (one line per method and problem-parameter
+    setting, e.g. uGP-UCB with a fixed and with a learned execution-noise model)."""
+    series: dict[tuple[str, str], dict[float, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    noise = _sweep_noise(runs)
     for r in runs:
         s = r['spec']['settings']
-        if s['ugp_noise'] != DEFAULT_UGP_NOISE:
+        if s['ugp_noise'] not in (DEFAULT_UGP_NOISE, noise):
             continue
         if axis == 'mismatch':
             x = float(s['mismatch'])
@@ -233,18 +251,19 @@ def _sweep_plot(plt, runs, problem: str, out: Path, axis: str, std_mult: float) 
                 x = float(s['beta'])
             except (TypeError, ValueError):
                 continue
-        series[r['spec']['method']][x].append(r)
+        series[(r['spec']['method'], _params_label(r))][x].append(r)
     xs = {x for d in series.values() for x in d}
     if len(xs) < 2:
         return []
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    for i, (method, pts) in enumerate(sorted(series.items(), key=lambda kv: _order(kv[0]))):
+    for i, ((method, params), pts) in enumerate(sorted(series.items(), key=lambda kv: (_order(kv[0][0]), kv[0][1]))):
         x = np.array(sorted(pts))
         finals = [_finals(pts[v]) for v in x]
         mean = np.array([f.mean() for f in finals])
         std = np.array([f.std(ddof=1) if f.size > 1 else 0.0 for f in finals])
-        ax.errorbar(x, mean, yerr=std_mult * std, marker='o', capsize=3, color=_color(method, i),
-                    label=_label(method))
+        ax.errorbar(x, mean, yerr=std_mult * std, marker='s' if params else 'o', capsize=3,
+                    color=_color(method, i) if not params else f'C{3 + i % 7}', ls='--' if params else '-',
+                    label=_label(method) + params)
     if axis == 'mismatch':
         ax.set_xscale('log')
         ax.set_xlabel(r'$\hat\sigma_x / \sigma_x$')
@@ -252,7 +271,7 @@ def _sweep_plot(plt, runs, problem: str, out: Path, axis: str, std_mult: float) 
         ax.set_xlabel(r'$\beta$')
     iters = max(r['spec']['iterations'] for r in runs)
     ax.set_ylabel(f'mean regret after {iters} iterations')
-    ax.set_title(f'{problem}: error bars ± {std_mult:g} std', fontsize=9)
+    ax.set_title(f'{problem}: error bars ± {std_mult:g} std' + (f', uGP noise={noise}' if noise else ''), fontsize=9)
     ax.grid(alpha=0.3, which='both')
     ax.legend(fontsize=8)
     fig.tight_layout()

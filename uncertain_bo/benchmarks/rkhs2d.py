@@ -21,6 +21,16 @@ so :math:`\|f\|_k^2 = \boldsymbol\alpha^\top K \boldsymbol\alpha` exactly. Execu
 :math:`\hat\sigma_x^2 I` (the paper's setting for every method, uGP-UCB included; ``ugp_noise`` of
 :class:`~uncertain_bo.benchmarks.base.BenchSettings` gives uGP-UCB other choices), and :math:`\beta_t` from Eq. 20 with
 :math:`b = \|f\|_k`, :math:`\delta = 0.4`.
+
+**Learned execution noise** (problem parameter ``learn_execution_noise=true``; the paper's future work, §7): the
+configured :math:`\hat\sigma_x = \text{mismatch} \cdot \sigma_x` is only the prior :math:`\Sigma_0` of the
+planner's online estimate (:meth:`~uncertain_bo.planner.Planner.learned_execution_covariance`), worth
+``execution_noise_prior_weight`` pseudo-observations (default 5, the explorer's). This world is open loop (the
+target is executed blind and localised afterwards), so the planner learns with ``execution_feedback='open_loop'``.
+The candidates :math:`\hat P_{\mathbf x}` (and so the acquisition and the recommendation) follow the estimate;
+:math:`\lambda = \sigma_\nu^2` and :math:`\beta_t` stay those of the prior :math:`\hat\sigma_x` (computed
+once, as the GP's hyperparameters are fixed and updated rank-one): with ``ugp_noise='output'`` uGP-UCB's do not
+depend on :math:`\hat\sigma_x` at all.
 """
 from __future__ import annotations
 
@@ -124,6 +134,7 @@ class RKHSInstance(Instance):
         self.sigma_x, self.sigma_zeta, self.delta = sigma_x, sigma_zeta, delta
         self.sigma_l = localisation_ratio * sigma_x
         self.n_initial = n_initial
+        self.execution_noise_prior_weight: float | None = None  # learned execution noise: the prior's weight
 
     def robust_value(self, targets: Tensor) -> Tensor:
         x = np.asarray(torch.as_tensor(targets, dtype=DTYPE).reshape(-1, self.dim))
@@ -169,6 +180,8 @@ class RKHSInstance(Instance):
             'refit_every': 0 if settings.refit_every is None else settings.refit_every,
             'optimizer': settings.optimizer,
             'model_factory': factory,
+            **({'execution_noise_prior_weight': self.execution_noise_prior_weight, 'execution_feedback': 'open_loop'}
+               if self.execution_noise_prior_weight is not None else {}),
         }
 
     def info(self) -> dict[str, Any]:
@@ -181,13 +194,34 @@ class RKHS2D(Problem):
     """Paper §6.1: 2-D RKHS functions, 400 iterations, 10 seeds, :math:`\\beta_t` from theory."""
 
     name = 'rkhs2d'
-    description = 'random SE-RKHS functions on [0,1]^2, sigma_x = 0.1 (Oliveira et al. 2019, §6.1)'
+    description = ('random SE-RKHS functions on [0,1]^2, sigma_x = 0.1 (Oliveira et al. 2019, §6.1); problem '
+                   'parameters learn_execution_noise (the configured sigma_hat_x becomes the prior of an online '
+                   'estimate) and execution_noise_prior_weight')
     default_iterations = 400
     default_seeds = 10
     default_beta = 'theory'
+    params = {'learn_execution_noise': False, 'execution_noise_prior_weight': 5.0}
 
     def instance(self, seed: int) -> RKHSInstance:
         return RKHSInstance(RKHSFunction.random(seeded_rng(seed, 0)))
+
+    def instance_for(self, seed: int, settings: BenchSettings) -> RKHSInstance:
+        """As :meth:`Problem.instance_for`, checking the problem parameters.
+
+        Raises:
+            ValueError: a field or explorer setting, an unknown parameter, ``learn_execution_noise`` not a
+                boolean or ``execution_noise_prior_weight`` not a number >= 0.
+        """
+        inst = super().instance_for(seed, settings)
+        values = self.param_values(settings)
+        if not isinstance(values['learn_execution_noise'], bool):
+            raise ValueError(f'learn_execution_noise must be true or false, got {values["learn_execution_noise"]!r}')
+        weight = values['execution_noise_prior_weight']
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight >= 0:
+            raise ValueError(f'execution_noise_prior_weight must be a number >= 0, got {weight!r}')
+        if values['learn_execution_noise']:
+            inst.execution_noise_prior_weight = float(weight)
+        return inst
 
 
 register_problem('rkhs2d', RKHS2D)

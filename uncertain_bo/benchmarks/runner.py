@@ -193,6 +193,8 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
                                                  'optimum': _vec(x_star)},
             'planner': {'n_initial': planner.n_initial, 'refit_every': planner.refit_every,
                         'execution_noise': repr(planner.execution_noise), 'beta': repr(planner.beta),
+                        'execution_covariance': (planner.execution_noise.covariance.tolist()
+                                                 if hasattr(planner.execution_noise, 'covariance') else None),
                         'hyperparameters': planner.model.hyperparameters()},
             'records': records, 'final': final, 'wall_seconds': wall}
 

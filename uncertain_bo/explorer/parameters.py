@@ -181,6 +181,7 @@ def planner_from_parameters(params: Mapping[str, Any], **overrides) -> Planner:
                   in_box_exploration=params['in_box_exploration'], noise_prior=params['gp_noise_prior'],
                   execution_noise_prior_weight=(params['execution_noise_prior_weight']
                                                 if params['learn_execution_noise'] else None),
+                  execution_feedback='closed_loop',   # the controller steers on the location estimate
                   optimizer=_optimizer(params))
     kwargs.update(overrides)
     return Planner(_bounds(params), **kwargs)
