@@ -387,8 +387,8 @@ class Planner:
 
         With :math:`s = +1` (closed loop) or :math:`-1` (open loop), the moment estimate over the :math:`n`
         reached goals, shrunk towards the prior :math:`\Sigma_0` (``execution_noise`` at construction) worth
-        :math:`\nu_0` pseudo-observations (``execution_noise_prior_weight``; the posterior mean of an
-        the form of an inverse-Wishart posterior mean), is
+        :math:`\nu_0` pseudo-observations (``execution_noise_prior_weight``; the form of an
+        inverse-Wishart posterior mean), is
 
         .. math::
             \hat\Sigma = \Pi_{\succeq 0}\!\left(\frac{\nu_0 \Sigma_0 + \sum_i (\mathbf e_i \mathbf e_i^\top
