@@ -105,7 +105,9 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
         settings: β, model mismatch, schedules (``beta=None`` = the problem's default).
 
     Returns:
-        ``{'spec', 'instance', 'records', 'final', 'wall_seconds'}``; ``records`` holds one dict per iteration
+        ``{'spec', 'instance', 'planner', 'records', 'final', 'wall_seconds'}``; ``planner`` holds the planner's
+        settings at the end (``execution_covariance``: the final execution-noise covariance, the learned
+        :math:`\\hat\\Sigma` where it is learned online); ``records`` holds one dict per iteration
         with ``t`` (1-based), ``target``, ``executed``, ``location_mean``, ``y``, ``robust_value``
         :math:`g(\\mathbf x_t)`, ``regret`` :math:`\\hat r_t = g^* - g(\\mathbf x_t)`, ``mean_regret``
         :math:`\\hat R_t / t`, the recommendation after the query (``rec_target``, its true robust value
