@@ -64,8 +64,9 @@ def add_parser(subparsers) -> None:
                    help='rover problems: an explorer parameter over the shipped config/explorer.yaml, e.g. '
                         'travel_weight=1.0 (repeatable; YAML value syntax)')
     b.add_argument('--problem-param', action='append', default=[], metavar='NAME=VALUE',
-                   help='a parameter of the problem (see its description), e.g. rho=0.5 for the quadrature problems; '
-                        'a YAML list sweeps it: rho=[0.1,0.3,0.5,1,3] (repeatable)')
+                   help='a parameter of the problem (see its description), e.g. rho=0.5 for the quadrature problems, '
+                        'learn_execution_noise=true for rkhs2d (the configured model becomes the prior of an online '
+                        'estimate); a YAML list sweeps it: rho=[0.1,0.3,0.5,1,3] (repeatable)')
     b.add_argument('--field', default=None,
                    help="rover problems: the simulated field, a name (jacksboro, jacksboro-rough, ...) or a .npz/.csv "
                         "path (default: the problem's)")
