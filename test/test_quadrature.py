@@ -151,6 +151,8 @@ def test_runner_records_rho_regret_and_extras():
     assert r['spec']['variant'].endswith('rho=0.5')
     last = r['records'][-1]
     assert 'rec_empirical_value' in last and r['final']['extra_empirical_value'] == last['rec_empirical_value']
+    # the paper's whole radius grid (Fig. 3 and Table 1's rho = 5), whatever rho the run itself uses
+    assert {f'rec_rho_regret_{rho:g}' for rho in (0.1, 0.3, 0.5, 1, 3, 5)} <= set(last)
     assert last['rec_regret'] >= -1e-9
 
 
