@@ -233,3 +233,29 @@ def test_icm_fit_on_a_multitask_problem_predicts_every_task(seed):
     assert rmse < 0.5 * float((y.mean() - yt).pow(2).mean().sqrt())
     lo, hi = float(y.min()), float(y.max())
     assert lo - 0.5 * (hi - lo) < float(mean.min()) and float(mean.max()) < hi + 0.5 * (hi - lo)
+
+
+def test_drbqo_tables_pair_drbqo_with_each_method_over_shared_seeds():
+    import importlib.util
+    from pathlib import Path
+
+    from scipy.stats import wilcoxon
+    spec = importlib.util.spec_from_file_location('drbqo_tables',
+                                                  Path(__file__).parents[1] / 'bench' / 'drbqo_tables.py')
+    tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tables)
+    g = np.random.default_rng(1)
+    a, b = g.uniform(0, 1, 8), g.uniform(0, 1, 8)
+
+    def fake(method, seed, rho, final):
+        return {'spec': {'problem': 'p', 'method': method, 'seed': seed, 'iterations': 5}, 'instance': {'rho': rho},
+                'final': final}
+    runs = ([fake('drbqo', s, 1.0, {'rec_regret': a[s]}) for s in range(8)]
+            + [fake('drbqo', s, 3.0, {'rec_regret': 9.0}) for s in range(8)]         # another rho: not paired at 1
+            + [fake('bqo_ts', s, 1.0, {'rec_regret': 5.0, 'extra_rho_regret_1': b[s], 'extra_rho_regret_3': 0.0})
+               for s in range(1, 8)])                                                 # seed 0 unpaired
+    rows = [r for r in tables.paired(runs, [1.0]) if 'bqo_ts' in r]
+    assert len(rows) == 1
+    cells = [c.strip() for c in rows[0].strip('|').split('|')]
+    assert cells[3] == '7' and cells[5] == f'{int((a[1:] < b[1:]).sum())} / {int((a[1:] > b[1:]).sum())}'
+    assert float(cells[6]) == pytest.approx(wilcoxon(a[1:] - b[1:]).pvalue, rel=1e-2)
