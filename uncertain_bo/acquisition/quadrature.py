@@ -461,10 +461,9 @@ class ICMKernel(DistributionKernel):
 @register
 class MTBO(EIQuadrature):
     name = 'mtbo'
-    description = ('MTBO: multi-task GP (ICM kernel over x and one-hot tasks), EI on the mean over tasks, task by '
-                   'single-task EI (Swersky et al. 2013; a baseline of Nguyen et al. 2020 for cross-validation). '
-                   'KNOWN DEFECT: on the CV tables its fit collapses to a near-zero lengthscale (89.9 % test '
-                   'error on digits); do not use its numbers')
+    description = ('MTBO: multi-task GP (ICM kernel: SE over x times a task correlation matrix over one-hot tasks), '
+                   'EI on the mean over tasks, task by single-task EI (Swersky et al. 2013; a baseline of Nguyen et '
+                   'al. 2020 for cross-validation)')
     robust_recommendation = False
 
     def kernel(self, dim: int) -> DistributionKernel:
