@@ -403,7 +403,7 @@ class ICMKernel(DistributionKernel):
     ``MultiTaskGP`` puts on the correlations, Beta(2.5, 1.5). The tasks of the cross-validation problems (folds)
     are exchangeable and share one output scale; with a free per-task variance :math:`B_{tt}` (a plain
     ``IndexKernel``) the marginal likelihood cannot tell it from the signal variance, the fit drives some
-    :math:`B_{tt}` to 0 and others to hundreds of times the rest, and a reading on one task then moves the
+    :math:`B_{tt}` to 0 and others to ~100 times the rest, and a reading on one task then moves the
     prediction on another by :math:`B_{t't}/B_{tt}`, far beyond the data's range.
 
     Encoding: the (unit-cube) point; distributions are reduced to their means. Lengthscales: the first
