@@ -30,7 +30,8 @@ def test_fit_on_a_subset_keeps_every_reading_in_the_posterior():
     assert gp.n == 80 and gp.train_inputs[0].shape[0] == 80 and gp.likelihood.known_noise.numel() == 80
     # oracle: the GP posterior mean (Rasmussen & Williams 2006, Eq. 2.25) with the fitted hyperparameters on ALL
     # the data, by a dense solve
-    test = Gaussian(torch.tensor([[2.0, 3.0], [7.5, 1.0]], dtype=DTYPE), 0.1 * torch.eye(2, dtype=DTYPE).expand(2, 2, 2))
+    test = Gaussian(torch.tensor([[2.0, 3.0], [7.5, 1.0]], dtype=DTYPE),
+                    0.1 * torch.eye(2, dtype=DTYPE).expand(2, 2, 2))
     with torch.no_grad():
         enc, enc_t = gp.encode(locs), gp.encode(test)
         k = gp.covar_module(enc, enc).to_dense() + torch.diag(gp.noise_diagonal())
@@ -50,7 +51,8 @@ def test_sparse_posterior_with_every_input_inducing_is_the_exact_one():
     gp.set_data(locs[:50], y[:50], noise[:50])
     gp.fit()
     gp.append(locs[50:], y[50:], noise[50:])
-    test = Gaussian(torch.rand(9, 2, generator=torch.Generator().manual_seed(6), dtype=DTYPE) * 10, 0.2 * torch.eye(2, dtype=DTYPE).expand(9, 2, 2))
+    test = Gaussian(torch.rand(9, 2, generator=torch.Generator().manual_seed(6), dtype=DTYPE) * 10,
+                    0.2 * torch.eye(2, dtype=DTYPE).expand(9, 2, 2))
     with torch.no_grad():
         m_exact, v_exact = gp.posterior(test)
         gain = gp.information_gain()
@@ -66,7 +68,8 @@ def test_sparse_rank_one_growth_equals_a_rebuild():
     gp.set_data(locs[:50], y[:50], noise[:50])
     gp.fit()
     gp.inducing = torch.arange(0, 50, 3)
-    test = Gaussian(torch.rand(5, 2, generator=torch.Generator().manual_seed(7), dtype=DTYPE) * 10, 0.2 * torch.eye(2, dtype=DTYPE).expand(5, 2, 2))
+    test = Gaussian(torch.rand(5, 2, generator=torch.Generator().manual_seed(7), dtype=DTYPE) * 10,
+                    0.2 * torch.eye(2, dtype=DTYPE).expand(5, 2, 2))
     with torch.no_grad():
         gp.posterior(test)                                  # builds the sparse cache
         gp.append(locs[50:60], y[50:60], noise[50:60])      # grows it

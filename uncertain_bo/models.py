@@ -536,16 +536,14 @@ class _PosteriorCache:
 class _SparsePosteriorCache:
     r"""SGPR posterior (Titsias 2009; predictive = DTC, Quiñonero-Candela & Rasmussen 2005, Eqs. 20-21) with
     inducing inputs :math:`Z` (``m`` of the training inputs), heteroscedastic noise :math:`\Lambda`, in
-    standardised units. With :math:`L_u L_u^	op = K_{uu}`, :math:`P = L_u^{-1} K_{uf} \Lambda^{-1/2}`,
-    :math:`B = I + P P^	op = L_B L_B^	op`:
+    standardised units. With :math:`L_u L_u^\top = K_{uu}`, :math:`P = L_u^{-1} K_{uf} \Lambda^{-1/2}`,
+    :math:`B = I + P P^\top = L_B L_B^\top`:
 
     .. math::
-        \mu(x) = m + k_{xu} L_u^{-	op} L_B^{-	op} L_B^{-1} P \Lambda^{-1/2} (\mathbf y - m), \qquad
-        \sigma^2(x) = k_{xx} - \lVert L_u^{-1} k_{ux} 
-Vert^2 + \lVert L_B^{-1} L_u^{-1} k_{ux} 
-Vert^2.
+        \mu(x) = m + k_{xu} L_u^{-\top} L_B^{-\top} L_B^{-1} P \Lambda^{-1/2} (\mathbf y - m), \qquad
+        \sigma^2(x) = k_{xx} - \lVert L_u^{-1} k_{ux} \rVert^2 + \lVert L_B^{-1} L_u^{-1} k_{ux} \rVert^2.
 
-    A new reading adds a column :math:`p` to :math:`P` (:math:`B \mathrel{+}= p p^	op`, :math:`O(m^2)`) and
+    A new reading adds a column :math:`p` to :math:`P` (:math:`B \mathrel{+}= p p^\top`, :math:`O(m^2)`) and
     :math:`L_B` is refactored once per batch (:math:`O(m^3)`, :meth:`refresh`); hyperparameters are frozen inside.
     """
 

@@ -580,7 +580,8 @@ class Explorer:
 
     def result(self, rec: Recommendation | None) -> dict[str, Any]:
         """The run's result as written to ``result_file``: the recommendation (None before any measurement),
-        counts (measurements, en-route readings, rejected inputs), why it ended, distance driven (m), mission time (s) and the execution-noise model
+        counts (measurements, en-route readings, rejected inputs), why it ended, distance driven (m), mission time
+        (s) and the execution-noise model
         (:func:`execution_noise_summary`)."""
         now = self._last_now if self._last_now is not None else 0.0
         return {'recommended_target': rec.target.tolist() if rec is not None else None,
