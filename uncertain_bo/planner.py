@@ -160,7 +160,7 @@ class Planner:
     noise_prior: str = 'gamma'
     fit_max_points: int = 0
     sparse_above: int = 0
-    inducing_points: int = 300
+    inducing_points: int = 500
     journal: str | Path | None = None
     model_factory: Callable[..., DistributionGP] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)

@@ -81,7 +81,7 @@ EXPLORER_PARAMS = [
     Param('sparse_above', 1000, 'beyond this many readings (measurements and en-route readings) the GP posterior '
           'is sparse (SGPR with inducing_points inducing inputs): O(m²) per candidate instead of O(n²); 0 = always '
           'exact', range=(0, 100000000), read_only=True),
-    Param('inducing_points', 300, 'inducing inputs of the sparse posterior: every measurement and evenly thinned '
+    Param('inducing_points', 500, 'inducing inputs of the sparse posterior: every measurement and evenly thinned '
           'en-route readings', range=(1, 1000000), read_only=True),
     Param('refit_every', 1, 'refit GP hyperparameters every N measurements (0 = never)', range=(0, 1000000)),
     Param('num_restarts', 10, 'L-BFGS-B restarts of the acquisition maximiser', range=(1, 1000)),
