@@ -147,3 +147,19 @@ def test_a_resumed_run_keeps_its_en_route_readings(tmp_path):
     resumed = Explorer(again, RecordingHost(), params)
     last = max(before.journal_file.records, key=lambda r: r.get('distance_driven_m', -1))
     assert resumed.budget.distance == pytest.approx(last['distance_driven_m'])
+
+
+def test_export_writes_the_en_route_readings_beside_the_measurements(tmp_path):
+    import csv
+
+    from uncertain_bo.export_cli import export
+
+    ex, host = make(tmp_path)
+    run_mission(ex, host)
+    summary = export(tmp_path / 'j.jsonl', tmp_path / 'obs.csv')
+    assert summary['observations'] == 2 and summary['en_route_readings'] == ex.planner.n_en_route
+    rows = list(csv.DictReader(open(summary['en_route_csv'])))
+    assert len(rows) == ex.planner.n_en_route and 'target_0' not in rows[0]
+    means = ex.planner.en_route_locations.mean
+    assert [float(r['mean_0']) for r in rows] == pytest.approx(means[:, 0].tolist())
+    assert [float(r['y']) for r in rows] == pytest.approx(ex.planner.en_route_y.tolist())

@@ -204,24 +204,26 @@ class Journal:
         self.header = parsed[0]
         self.records = parsed[1:]
 
-    def export_csv(self, path: str | Path) -> Path:
-        """Write the observations as CSV: index, target, location mean and covariance, reading, stamps.
+    def export_csv(self, path: str | Path, en_route: bool = False) -> Path:
+        """Write the observations as CSV: index, target, location mean and covariance, reading, stamps; with
+        ``en_route``, the en-route readings instead (the same columns without the target).
 
         Returns:
             The CSV path.
         """
         path = Path(path)
-        obs = self.observations
+        obs = self.en_route if en_route else self.observations
         extra = sorted({k for r in obs for k in r
                         if k not in ('type', 'index', 'target', 'location', 'y')})
         with open(path, 'w', newline='', encoding='utf-8') as fh:
             w = csv.writer(fh)
-            d = len(obs[0]['target']) if obs else 2
-            w.writerow(['index'] + [f'target_{i}' for i in range(d)] + [f'mean_{i}' for i in range(d)]
+            d = location_from_record(obs[0]['location']).dim if obs else 2
+            w.writerow(['index'] + ([] if en_route else [f'target_{i}' for i in range(d)])
+                       + [f'mean_{i}' for i in range(d)]
                        + [f'cov_{i}{j}' for i in range(d) for j in range(d)] + ['kind', 'y'] + extra)
             for r in obs:
                 loc = location_from_record(r['location'])
-                w.writerow([r['index'], *r['target'], *loc.mean[0].tolist(),
+                w.writerow([r['index'], *([] if en_route else r['target']), *loc.mean[0].tolist(),
                             *loc.covariance[0].reshape(-1).tolist(), r['location']['kind'], r['y'],
                             *[_csv_value(r.get(k)) for k in extra]])
         return path
