@@ -3,8 +3,9 @@
 Reads ``RUN_DIR/journal.jsonl`` (or a journal file given directly) **read-only**, so it is safe while
 the explorer is still writing: a torn last line is skipped (and reported), never truncated. Writes one
 CSV row per observation (index, target, location mean and covariance, reading, stamps, ...), the en-route
-readings (``en_route_spacing``) to ``<csv>_en_route.csv`` beside it, and prints the counts: observations, decisions, whether the index sequence is complete (0..N-1 exactly once) and
-whether the run finished (``explorer_result.json``).
+readings (``en_route_spacing``) to ``<csv>_en_route.csv`` beside it, and prints the counts: observations,
+decisions, whether the index sequence is complete (0..N-1 exactly once) and whether the run finished
+(``explorer_result.json``).
 """
 from __future__ import annotations
 
