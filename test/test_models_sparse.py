@@ -45,9 +45,26 @@ def test_fit_on_a_subset_keeps_every_reading_in_the_posterior():
         gp.fit(subset=torch.tensor([80]))
 
 
-def test_sparse_posterior_with_every_input_inducing_is_the_exact_one():
+def test_input_induced_noise_follows_the_fit_subset():
+    locs, y, noise = data(30)
+    gp = DistributionGP(BOUNDS, input_noise=True)
+    gp.set_data(locs, y, noise)
+    subset = torch.tensor([1, 4, 9, 20])
+    gp._sync_train_data(subset)                  # what the fit's marginal likelihood sees
+    gp.train()
+    with torch.no_grad():
+        prior = gp(gp.train_inputs[0]).covariance_matrix.diagonal()
+        enc = gp.encode(locs[subset])
+        expected = gp.covar_module(enc, enc, diag=True) + gp.input_variance(locs[subset])
+    gp.eval()
+    assert prior.shape == (4,) and torch.allclose(prior, expected)
+    assert float(gp.input_variance(locs[subset]).min()) > 0
+
+
+@pytest.mark.parametrize('input_noise', [False, True])
+def test_sparse_posterior_with_every_input_inducing_is_the_exact_one(input_noise):
     locs, y, noise = data(60)
-    gp = DistributionGP(BOUNDS)
+    gp = DistributionGP(BOUNDS, input_noise=input_noise)
     gp.set_data(locs[:50], y[:50], noise[:50])
     gp.fit()
     gp.append(locs[50:], y[50:], noise[50:])
@@ -62,9 +79,10 @@ def test_sparse_posterior_with_every_input_inducing_is_the_exact_one():
     assert gp.information_gain() == pytest.approx(gain, rel=1e-8)
 
 
-def test_sparse_rank_one_growth_equals_a_rebuild():
+@pytest.mark.parametrize('input_noise', [False, True])
+def test_sparse_rank_one_growth_equals_a_rebuild(input_noise):
     locs, y, noise = data(70, seed=1)
-    gp = DistributionGP(BOUNDS)
+    gp = DistributionGP(BOUNDS, input_noise=input_noise)
     gp.set_data(locs[:50], y[:50], noise[:50])
     gp.fit()
     gp.inducing = torch.arange(0, 50, 3)

@@ -132,6 +132,8 @@ class Planner:
             inducing inputs chosen like the fit's subset; 0 = always exact.
         inducing_points: inducing inputs of the sparse posterior (every measurement and evenly thinned
             en-route readings, re-chosen at each hyperparameter fit).
+        input_noise: the default model adds each reading's input-induced variance to its noise
+            (:class:`~uncertain_bo.models.DistributionGP` ``input_noise``); not used by a ``model_factory``.
         journal: optional path of the observations journal; an existing journal is resumed.
         model_factory: optional ``(bounds, kernel) -> DistributionGP`` (e.g. fixed hyperparameters).
         metadata: extra fields for a new journal's header.
@@ -161,6 +163,7 @@ class Planner:
     fit_max_points: int = 0
     sparse_above: int = 0
     inducing_points: int = 500
+    input_noise: bool = False
     journal: str | Path | None = None
     model_factory: Callable[..., DistributionGP] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -597,7 +600,8 @@ class Planner:
     def _new_model(self) -> DistributionGP:
         kernel = self._method.kernel(self.dim)
         factory = self.model_factory or (
-            lambda bounds, kernel: DistributionGP(bounds, kernel, noise_prior=self.noise_prior))
+            lambda bounds, kernel: DistributionGP(bounds, kernel, noise_prior=self.noise_prior,
+                                                  input_noise=self.input_noise))
         return factory(self.bounds, kernel)
 
     def _replay(self, journal: Journal) -> None:
