@@ -23,6 +23,23 @@ reported variance is its floor and the learned :math:`\lambda` models what the s
 input-induced noise of IGP-UCB, Oliveira et al. 2019 Thm. 2, model mismatch). Readings without a reported
 variance get :math:`\lambda` alone, as before; the marginal likelihood and the posterior use the same
 heteroscedastic diagonal.
+
+**Input-induced noise** (``input_noise=True``). A reading taken at an uncertain location :math:`x_i \sim P_i` is
+:math:`y_i = f(x_i) + \epsilon_i`, so its prior variance is :math:`k(x, x) + \sigma^2_{\epsilon,i}`, not
+:math:`\hat k(P_i, P_i) + \sigma^2_{\epsilon,i}`: around the latent :math:`\hat f(P_i) = \mathbb E_{P_i}[f]` the
+reading scatters by
+
+.. math::
+    v_i = \mathbb E_{P_i}[k(x, x)] - \hat k(P_i, P_i)
+        = \sigma_f^2 \big(1 - |I + 2 W^{-1} \Sigma_i|^{-1/2}\big) \quad \text{(expected SE kernel)},
+
+the prior variance of :math:`f(x) - \hat f(P_i)` (Girard 2004 §3.4; the per-reading form of the
+:math:`\sigma_F` of Oliveira et al. 2019, Prop. 3). It grows with the location uncertainty relative to the
+lengthscale and differs per reading when the localisation does (a GNSS-degraded zone), which one learned
+:math:`\lambda` cannot express. With the option on, :math:`v_i` (a function of the hyperparameters, so inside the
+marginal likelihood's gradient) is added to each reading's noise; the residuals' correlation between nearby
+readings is neglected, as in the noisy-input GP literature. Off by default: the paper benchmarks are
+measured without it.
 """
 from __future__ import annotations
 
@@ -46,7 +63,7 @@ from linear_operator.operators import DiagLinearOperator
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
-from .distributions import DTYPE, LocationDistributions, cat
+from .distributions import DTYPE, Dirac, LocationDistributions, cat
 from .kernels import DistributionKernel, ExpectedRBFKernel
 
 __all__ = ['DistributionGP', 'ReadingNoiseLikelihood', 'ModelFittingError', 'NOISE_PRIORS', 'make_noise_prior']
@@ -110,6 +127,7 @@ class DistributionGP(ExactGP):
         noise_lower_bound: lower bound on :math:`\\lambda` (standardised units when ``standardize``).
         noise_prior: the prior on :math:`\\lambda` when ``priors`` (a key of :data:`NOISE_PRIORS`; default
             ``'gamma'``, the prior the paper benchmarks were measured with).
+        input_noise: add each reading's input-induced variance :math:`v_i` (module docstring) to its noise.
         lengthscale_prior: a prior on the kernel's lengthscales (unit-cube units) replacing the kernel's own
             (the default kernel's Gamma(3, 6)); for kernels with GPyTorch lengthscales (expected SE,
             unscented SE, kernel mean embeddings, SKL). None keeps the kernel's. A problem whose objective
@@ -121,7 +139,7 @@ class DistributionGP(ExactGP):
 
     def __init__(self, bounds: Tensor, kernel: DistributionKernel | None = None, *,
                  standardize: bool = True, priors: bool = True, noise_lower_bound: float = 1e-6,
-                 lengthscale_prior: Prior | None = None, noise_prior: str = 'gamma'):
+                 lengthscale_prior: Prior | None = None, noise_prior: str = 'gamma', input_noise: bool = False):
         bounds = torch.as_tensor(bounds, dtype=DTYPE)
         if bounds.ndim != 2 or bounds.shape[0] != 2 or not (bounds[1] > bounds[0]).all():
             raise ValueError(f'bounds must be (2, d) with upper > lower, got {bounds.tolist()}')
@@ -143,6 +161,7 @@ class DistributionGP(ExactGP):
         self.covar_module = ScaleKernel(kernel, outputscale_prior=GammaPrior(2.0, 0.15) if priors else None)
         self.register_buffer('bounds', bounds)
         self.standardize = standardize
+        self.input_noise = bool(input_noise)
         self._locations: LocationDistributions | None = None
         self._y = torch.zeros(0, dtype=DTYPE)
         self._noise = torch.zeros(0, dtype=DTYPE)  # reported reading variances, output units²
@@ -232,7 +251,8 @@ class DistributionGP(ExactGP):
             with torch.no_grad():
                 enc = self.encode(locations)
                 for i in range(enc.shape[0]):
-                    self._cache.grow(self, enc[i:i + 1], float(noise[i]) / self._y_scale ** 2)
+                    self._cache.grow(self, enc[i:i + 1], float(noise[i]) / self._y_scale ** 2
+                                     + float(self.input_variance(locations[i:i + 1])))
                 self._cache.set_targets(self._standardized_y())
 
     # ------------------------------------------------------------ fitting
@@ -306,8 +326,24 @@ class DistributionGP(ExactGP):
         return X
 
     def forward(self, x: Tensor) -> MultivariateNormal:
-        """GPyTorch prior over encoded inputs (used by the marginal likelihood)."""
-        return MultivariateNormal(self.mean_module(x), self.covar_module(x))
+        """GPyTorch prior over encoded inputs (used by the marginal likelihood: in training mode ``x`` are the
+        training inputs, and with ``input_noise`` their input-induced variances join the diagonal)."""
+        covar = self.covar_module(x)
+        if self.input_noise and self.training and self._locations is not None and x.shape[-2] == self.n:
+            covar = covar + DiagLinearOperator(self.input_variance(self._locations))
+        return MultivariateNormal(self.mean_module(x), covar)
+
+    def input_variance(self, locations: LocationDistributions) -> Tensor:
+        """``(n,)`` input-induced variances :math:`v_i = \\mathbb E_{P_i}[k(x, x)] - \\hat k(P_i, P_i)` of readings
+        taken at ``locations`` (module docstring), in the model's standardised output units; differentiable in
+        the hyperparameters. Zeros when ``input_noise`` is off. The point value :math:`k(x, x)` is the kernel at
+        the distribution's mean (exact for stationary kernels)."""
+        if not self.input_noise:
+            return torch.zeros(len(locations), dtype=DTYPE, device=self.bounds.device)
+        enc = self.encode(locations)
+        spread = self.covar_module.forward(enc, enc, diag=True)
+        point = self.encode(Dirac(locations.mean))
+        return (self.covar_module.forward(point, point, diag=True) - spread).clamp_min(0.0)
 
     # ---------------------------------------------------------- posterior
     def posterior(self, distributions: LocationDistributions) -> tuple[Tensor, Tensor]:
@@ -356,9 +392,14 @@ class DistributionGP(ExactGP):
 
     def noise_diagonal(self) -> Tensor:
         """``(n,)`` each training reading's noise variance :math:`\\lambda + \\sigma^2_{\\epsilon,i}` (learned noise
-        plus the reported variance), in the model's standardised output units (detached): the diagonal the
-        marginal likelihood and the posterior add to the kernel matrix."""
-        return float(self.likelihood.noise.detach()) + self._noise / self._y_scale ** 2
+        plus the reported variance, plus the input-induced variance with ``input_noise``), in the model's
+        standardised output units (detached): the diagonal the marginal likelihood and the posterior add to the
+        kernel matrix."""
+        diag = float(self.likelihood.noise.detach()) + self._noise / self._y_scale ** 2
+        if self.input_noise and self._locations is not None:
+            with torch.no_grad():
+                diag = diag + self.input_variance(self._locations).to(diag)
+        return diag
 
     def _sync_train_data(self) -> None:
         if self._locations is None:

@@ -115,6 +115,8 @@ class Planner:
             ``execution_noise`` fixed.
         noise_prior: the GP's prior on its learned noise (a key of :data:`~uncertain_bo.models.NOISE_PRIORS`);
             used by the default model (not by a ``model_factory``).
+        input_noise: the default model adds each reading's input-induced variance to its noise
+            (:class:`~uncertain_bo.models.DistributionGP` ``input_noise``); not used by a ``model_factory``.
         journal: optional path of the observations journal; an existing journal is resumed.
         model_factory: optional ``(bounds, kernel) -> DistributionGP`` (e.g. fixed hyperparameters).
         metadata: extra fields for a new journal's header.
@@ -141,6 +143,7 @@ class Planner:
     in_box_exploration: bool = False
     execution_noise_prior_weight: float | None = None
     noise_prior: str = 'gamma'
+    input_noise: bool = False
     journal: str | Path | None = None
     model_factory: Callable[..., DistributionGP] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -504,7 +507,8 @@ class Planner:
     def _new_model(self) -> DistributionGP:
         kernel = self._method.kernel(self.dim)
         factory = self.model_factory or (
-            lambda bounds, kernel: DistributionGP(bounds, kernel, noise_prior=self.noise_prior))
+            lambda bounds, kernel: DistributionGP(bounds, kernel, noise_prior=self.noise_prior,
+                                                  input_noise=self.input_noise))
         return factory(self.bounds, kernel)
 
     def _replay(self, journal: Journal) -> None:

@@ -55,6 +55,8 @@ EXPLORER_PARAMS = [
     Param('gp_noise_prior', 'lognormal', 'prior on the GP noise the sensor does not report (standardised '
           'readings): ' + '; '.join(f'{k}: {v}' for k, v in NOISE_PRIORS.items()), choices=tuple(NOISE_PRIORS),
           read_only=True),
+    Param('gp_input_noise', False, "add each reading's input-induced variance (how much the field varies over its "
+          'location distribution, from the current kernel) to its noise in the GP', read_only=True),
     Param('reading_noise_std', 0.0, "the sensor's noise std, field units, for readings that carry no variance "
           '(std_msgs/Float64, or a variance of 0); a variance in the message wins. It is the floor of the '
           "reading's noise in the GP; 0 = unknown (the learned noise alone)", range=(0.0, 1e12)),
@@ -179,6 +181,7 @@ def planner_from_parameters(params: Mapping[str, Any], **overrides) -> Planner:
                   refit_every=params['refit_every'], seed=params['seed'], budget=params['max_measurements'],
                   recommendation=params['recommendation'], travel_weight=params['travel_weight'],
                   in_box_exploration=params['in_box_exploration'], noise_prior=params['gp_noise_prior'],
+                  input_noise=params['gp_input_noise'],
                   execution_noise_prior_weight=(params['execution_noise_prior_weight']
                                                 if params['learn_execution_noise'] else None),
                   optimizer=_optimizer(params))
