@@ -53,6 +53,7 @@ GRAVITY_BOUNDS = np.array([[math.radians(-10.0), 4.1], [math.radians(45.0), 5.0]
 GRAVITY_SIGMA = np.array([math.radians(3.0), 0.05])
 _EXTEND = 5.0                      # the f grid reaches this many σ beyond the domain
 _GRID_STEP = (math.radians(0.25), 0.005)
+ETA, H_MAX = 0.02, 0.01           # the integrator's step rule: h = min(H_MAX, ETA * local dynamical time)
 
 
 def _acceleration(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -72,7 +73,7 @@ def _closest_on_step(p0, u0, p1, u1, h, samples: int = 64) -> np.ndarray:
     return np.linalg.norm(path - PLANETS[TARGET], axis=-1).min(-1)
 
 
-def closest_approach(alpha: np.ndarray, v0: np.ndarray, *, eta: float = 0.02, h_max: float = 0.01,
+def closest_approach(alpha: np.ndarray, v0: np.ndarray, *, eta: float = ETA, h_max: float = H_MAX,
                      horizon: float = HORIZON) -> np.ndarray:
     r"""Closest approach :math:`d_{\rm target} = \min_{t \in [0, T]} \|\mathbf p(t) - \mathbf p_D\|` of the
     launches ``alpha`` (radians) and ``v0`` (same shape), by RK4 with a per-launch step
@@ -134,7 +135,8 @@ def _f_grid(step: tuple[float, float]) -> tuple[np.ndarray, np.ndarray, np.ndarr
         lo = GRAVITY_BOUNDS[0, j] - _EXTEND * GRAVITY_SIGMA[j]
         n = int(round((GRAVITY_BOUNDS[1, j] - GRAVITY_BOUNDS[0, j] + 2 * _EXTEND * GRAVITY_SIGMA[j]) / step[j]))
         axes.append(lo + step[j] * np.arange(n + 1))
-    path = _cache_dir() / f'f-grid-{len(axes[0])}x{len(axes[1])}.npz'
+    # the name carries the simulator's settings: a changed integrator never reads a stale grid
+    path = _cache_dir() / f'f-grid-eta{ETA:g}-hmax{H_MAX:g}-{len(axes[0])}x{len(axes[1])}.npz'
     if path.exists():
         with np.load(path) as z:
             if np.allclose(z['alpha'], axes[0]) and np.allclose(z['v0'], axes[1]):
