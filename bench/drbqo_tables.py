@@ -4,7 +4,10 @@ For every problem and method of one or more output directories: the final ρ-reg
 (mean ± sample std over seeds and the 96 % interval of the mean, t distribution, as the paper reports) for
 each ρ, the empirical mean E_{P̂n}[f(x̂_T, w)] and, for the cross-validation problems, the test error (%).
 Methods whose decisions and recommendation do not depend on ρ (BQO-TS, BQO-EI, MTBO) are run once; their
-ρ-regret at every ρ of the grid is read from the same runs (``rec_rho_regret_<ρ>``).
+ρ-regret at every ρ of the grid is read from the same runs (``rec_rho_regret_<ρ>``). Then DRBQO at each ρ it
+was run with against every other method over their shared seeds (ρ-regret at that ρ, and test error for the
+cross-validation problems): median of each, wins / losses of DRBQO (lower is a win) and the two-sided Wilcoxon
+signed-rank p-value (``scipy.stats.wilcoxon``; '–' with fewer than 2 non-zero differences).
 
     python bench/drbqo_tables.py runs/drbqo/logistic [more dirs] [--out table.md]
 """
@@ -42,6 +45,40 @@ def depends_on_rho(method: str) -> bool:
 def rho_of(run) -> float | None:
     rho = run['instance'].get('rho')   # the problem's radius (its default when not set)
     return None if rho is None else float(rho)
+
+
+def rho_regret(run, rho: float) -> float | None:
+    """A run's final ρ-regret at ``rho``: its own recommendation regret when it ran at ``rho``, else the
+    recorded ``extra_rho_regret_<ρ>`` of a method whose runs do not depend on ρ (None otherwise)."""
+    if depends_on_rho(run['spec']['method']):
+        return run['final']['rec_regret'] if rho_of(run) == rho else None
+    return run['final'].get(f'extra_rho_regret_{rho:g}')
+
+
+def paired(rs, rhos, reference: str = 'drbqo') -> list[str]:
+    """Markdown rows: ``reference`` at each ρ against every other method over shared seeds (module docstring)."""
+    rows = []
+    for rho in rhos:
+        ref = {r['spec']['seed']: r for r in rs if r['spec']['method'] == reference and rho_of(r) == rho}
+        if not ref:
+            continue
+        for m in dict.fromkeys(r['spec']['method'] for r in rs):
+            if m == reference:
+                continue
+            other = {r['spec']['seed']: r for r in rs if r['spec']['method'] == m
+                     and (rho_of(r) == rho or not depends_on_rho(m))}
+            for what, get in (('ρ-regret', lambda r: rho_regret(r, rho)),
+                              ('test error %', lambda r: r['final'].get('extra_test_error'))):
+                pairs = [(get(ref[s]), get(other[s])) for s in sorted(ref.keys() & other.keys())]
+                pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+                if not pairs:
+                    continue
+                d = np.array([a - b for a, b in pairs])
+                p = f'{stats.wilcoxon(d).pvalue:.3g}' if np.count_nonzero(d) >= 2 else '–'
+                rows.append(f'| {reference} (ρ = {rho:g}) | {m} | {what} | {len(pairs)} | '
+                            f'{np.median([a for a, _ in pairs]):.3g} / {np.median([b for _, b in pairs]):.3g} | '
+                            f'{int((d < 0).sum())} / {int((d > 0).sum())} | {p} |')
+    return rows
 
 
 def tables(runs) -> str:
@@ -82,6 +119,11 @@ def tables(runs) -> str:
             if extras[k]:
                 out += ['', f'{title}, mean ± std [96 % interval]:', '', '| method | value |', '|---|---|']
                 out += [f'| {label} | {interval(v)} |' for label, v in sorted(extras[k].items())]
+        rows = paired(rs, rhos)
+        if rows:
+            out += ['', 'Paired over shared seeds (lower is better for both metrics):', '',
+                    '| method | against | metric | n | median method / other | wins / losses | Wilcoxon p |',
+                    '|---|---|---|---|---|---|---|'] + rows
         out.append('')
     return '\n'.join(out)
 

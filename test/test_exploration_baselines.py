@@ -126,11 +126,12 @@ def test_botorch_robust_decides_after_the_initial_design_and_recommends_a_past_t
     assert get_method('botorch_robust').baseline and not get_method('botorch_robust').uses_beta
 
 
-def _fake_run(method, seed, regret, distance):
+def _fake_run(method, seed, regret, distance, variant='beta=-_mismatch=1', explorer=()):
     final = {'rec_normalised_regret': regret, 'reading_normalised_regret': regret + 0.1,
              'distance_driven_m': distance, 'mean_regret': 1.0, 'rec_regret': regret}
-    spec = {'problem': 'rover', 'method': method, 'variant': 'beta=-_mismatch=1', 'seed': seed, 'iterations': 5,
-            'settings': {'beta': 3.0, 'mismatch': 1.0, 'ugp_noise': 'output', 'field': None}}
+    spec = {'problem': 'rover', 'method': method, 'variant': variant, 'seed': seed, 'iterations': 5,
+            'settings': {'beta': 3.0, 'mismatch': 1.0, 'ugp_noise': 'output', 'field': None,
+                         'explorer': [list(kv) for kv in explorer]}}
     return {'spec': spec, 'final': final, 'records': [], 'instance': {'optimum_value': 1.0}, 'wall_seconds': 1.0}
 
 
@@ -157,6 +158,26 @@ def test_paired_comparisons_match_scipy_wilcoxon():
     assert '| ugp_ucb |' in md and '| lawnmower |' in md and 'Wilcoxon p' in md
     group = [g for g in summary['groups'] if g['method'] == 'ugp_ucb'][0]
     assert group['rec_normalised_regret']['median'] == pytest.approx(np.median(a))
+
+
+def test_tables_tell_apart_configurations_that_differ_only_by_an_explorer_parameter():
+    # two uGP-UCB configurations (fixed and learned execution noise) and a baseline, as `--explorer-param` makes
+    fixed = [_fake_run('ugp_ucb', s, 0.1 * s, 100.0, 'beta=3_mismatch=1') for s in range(4)]
+    learned = [_fake_run('ugp_ucb', s, 0.01 * s, 100.0, 'beta=3_mismatch=1_learn_execution_noise=True',
+                         explorer=[('learn_execution_noise', True)]) for s in range(4)]
+    base = [_fake_run('lawnmower', s, 0.5, 100.0) for s in range(4)]
+    summary = summarize(fixed + learned + base)
+    labels = {g['label'] for g in summary['groups']}
+    assert labels == {'ugp_ucb (β=3.0)', 'ugp_ucb (β=3.0, learn_execution_noise=True)', 'lawnmower'}
+    md = markdown_tables(summary)
+    for label in labels:
+        assert f'| {label} |' in md
+    comps = {(c['label'], c['baseline_label'], c['rule']): c for c in summary['comparisons']}
+    assert comps[('ugp_ucb (β=3.0, learn_execution_noise=True)', 'lawnmower', 'own vs own')]['method_median'] == \
+        pytest.approx(np.median([0.01 * s for s in range(4)]))
+    assert comps[('ugp_ucb (β=3.0)', 'lawnmower', 'own vs own')]['method_median'] == \
+        pytest.approx(np.median([0.1 * s for s in range(4)]))
+    assert '| ugp_ucb (β=3.0, learn_execution_noise=True) | lawnmower | own vs own | 4 |' in md
 
 
 def test_distance_at_is_the_path_length_up_to_each_stamp():

@@ -493,3 +493,30 @@ def test_particle_cloud_pose_source(sim):
     s.run(lambda: False, each=lambda: p.particles.publish(cv.make_pose_array(p.t, 'map', np.zeros((0, 2)))),
           timeout=0.5)
     assert s.explorer.rejected['pose: malformed message'] >= 1          # empty cloud: rejected, no crash
+
+
+def test_en_route_readings_over_ros(sim):
+    s = sim(max_measurements=1, en_route_spacing=2.0)
+    p = s.probe
+    start = np.array([10.0, 10.0])
+    assert s.run(lambda: bool(p.goals), each=lambda: p.send_pose(start))
+    target = p.goal_xy()
+    state = {'xy': start.copy()}
+
+    def drive():   # 1 m/s straight to the target; the sensor streams with every pose estimate
+        step = target - state['xy']
+        dist = float(np.linalg.norm(step))
+        state['xy'] = state['xy'] + (step / dist * min(0.1, dist) if dist > 0 else 0.0)
+        p.send_pose(state['xy'])
+        p.publish_reading(float(state['xy'][0]))
+    assert s.run(lambda: s.explorer.state.value == 'done', each=drive, timeout=60.0)
+    planner = s.explorer.planner
+    assert planner.n == 1 and planner.n_en_route >= int(np.linalg.norm(target - start) // 2.0) - 1
+    records = [r for r in s.journal() if r['type'] == 'en_route']
+    assert len(records) == planner.n_en_route
+    for r in records:   # paired with the pose at the reading's own stamp
+        assert r['pose_stamp'] == pytest.approx(r['reading_stamp'], abs=0.05)
+        assert r['y'] == pytest.approx(r['location']['mean'][0], abs=0.2)
+    assert s.run(lambda: p.diag()[2].get('en-route readings') == str(planner.n_en_route))
+    result = json.loads((s.node.run_dir / 'explorer_result.json').read_text())
+    assert result['en_route_readings'] == planner.n_en_route and result['measurements'] == 1

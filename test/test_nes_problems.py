@@ -100,3 +100,85 @@ def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match='nes_ep'):
         Planner(torch.tensor([[0.0], [1.0]], dtype=DTYPE), GaussianExecutionNoise.isotropic(0.1, 1), method='nes_ep',
                 method_settings={'features': 10})
+
+
+def _solve_ivp_closest_approach(alpha, v0):
+    """The gravity-assist trajectory by scipy's DOP853 at rtol = atol = 1e-11: the closest approach to D
+    (dense-output samples every 1e-4, polished by a bounded scalar minimisation)."""
+    from scipy.integrate import solve_ivp
+    from scipy.optimize import minimize_scalar
+
+    from uncertain_bo.benchmarks.gravity_assist import MASSES, PLANETS, START, TARGET
+
+    def rhs(t, y):
+        d = PLANETS - y[:2]
+        r = np.linalg.norm(d, axis=1)
+        return np.concatenate([y[2:], (MASSES / r ** 3) @ d])
+
+    y0 = np.concatenate([START, v0 * np.array([np.cos(alpha), np.sin(alpha)])])
+    sol = solve_ivp(rhs, (0.0, 4.0), y0, method='DOP853', rtol=1e-11, atol=1e-11, dense_output=True)
+    t = np.linspace(0.0, 4.0, 40001)
+    path = sol.sol(t)[:2].T
+    dist = np.linalg.norm(path - PLANETS[TARGET], axis=1)
+    k = int(np.argmin(dist))
+    res = minimize_scalar(lambda s: np.linalg.norm(sol.sol(s)[:2] - PLANETS[TARGET]),
+                          bounds=(t[max(k - 1, 0)], t[min(k + 1, len(t) - 1)]), method='bounded',
+                          options={'xatol': 1e-10})
+    return min(dist[k], res.fun)
+
+
+def test_gravity_assist_simulator_against_solve_ivp():
+    """The batched RK4 simulator (all launches at once) against scipy's adaptive DOP853 on launches across the
+    domain, and its cost J = log10(d + 2 v0)."""
+    from uncertain_bo.benchmarks.gravity_assist import closest_approach, gravity_assist_cost
+
+    alpha = np.radians([-8.0, 5.0, 30.0, 40.0])      # 5°: a pass 0.003 from a planet; 30°: 0.08 from D
+    v0 = np.array([4.2, 4.9, 4.8, 4.15])
+    d = closest_approach(alpha, v0)
+    for a, v, di in zip(alpha, v0, d):
+        assert di == pytest.approx(_solve_ivp_closest_approach(a, v), abs=2e-6)
+    assert np.allclose(gravity_assist_cost(alpha, v0), np.log10(d + 2 * v0))
+
+
+def test_gravity_assist_filter_and_spline_against_closed_form():
+    """The oracle's machinery (Gaussian filter of a grid reaching 5 σ beyond the domain, bicubic spline over the
+    domain) on f = exp(-(a - a0)^2/(2 s^2)) + v, whose smoothing is closed form."""
+    from uncertain_bo.benchmarks.gravity_assist import GRAVITY_BOUNDS, GRAVITY_SIGMA, _EXTEND, _smoothed
+
+    step = (math.radians(0.5), 0.01)
+    axes = [np.arange(GRAVITY_BOUNDS[0, j] - _EXTEND * GRAVITY_SIGMA[j],
+                      GRAVITY_BOUNDS[1, j] + _EXTEND * GRAVITY_SIGMA[j] + step[j] / 2, step[j]) for j in range(2)]
+    a0, s = 0.3, 0.08
+    f = np.exp(-(axes[0][:, None] - a0) ** 2 / (2 * s ** 2)) + axes[1][None, :]
+    spline = _smoothed(axes, f, 1)
+    rng = np.random.default_rng(0)
+    x = GRAVITY_BOUNDS[0] + rng.uniform(0, 1, (20, 2)) * (GRAVITY_BOUNDS[1] - GRAVITY_BOUNDS[0])
+    s2 = s ** 2 + GRAVITY_SIGMA[0] ** 2
+    exact = s / math.sqrt(s2) * np.exp(-(x[:, 0] - a0) ** 2 / (2 * s2)) + x[:, 1]
+    assert np.allclose(spline(x[:, 0], x[:, 1], grid=False), exact, atol=1e-5)
+
+
+def test_gravity_assist_problem_and_refusals():
+    from uncertain_bo.benchmarks.gravity_assist import GRAVITY_SIGMA, gravity_assist
+
+    problem = get_problem('nes-gravity-assist')
+    assert (problem.n_initial, problem.default_iterations) == (5, 45)
+    assert get_problem('nes-gravity-assist-ml').name == 'nes-gravity-assist-ml'
+    with pytest.raises(ValueError, match='cached for sigma'):
+        gravity_assist(np.array([[0.3, 4.5]]), 2 * GRAVITY_SIGMA ** 2)
+
+
+def test_gravity_assist_oracle_against_quadrature_of_the_simulator():
+    """The cached robust objective against 20 x 20 Gauss-Hermite quadrature of simulations where f is smooth over
+    the noise's reach (runs only where the grid is already cached: building it takes minutes)."""
+    from uncertain_bo.benchmarks import gravity_assist as ga
+
+    if not any(ga._cache_dir().glob('f-grid-*.npz')):
+        pytest.skip('gravity-assist grid not cached (built by the first nes-gravity-assist benchmark run)')
+    t, w = np.polynomial.hermite_e.hermegauss(20)
+    w = w / w.sum()
+    t1, t2 = np.meshgrid(t, t, indexing='ij')
+    for x in ([math.radians(35.0), 4.6], [math.radians(20.0), 4.9]):
+        pts = np.stack([x[0] + ga.GRAVITY_SIGMA[0] * t1.ravel(), x[1] + ga.GRAVITY_SIGMA[1] * t2.ravel()], -1)
+        quad = ga.gravity_assist(pts, np.zeros(2)) @ np.outer(w, w).ravel()
+        assert float(ga.gravity_assist(np.array([x]), ga.GRAVITY_SIGMA ** 2)[0]) == pytest.approx(quad, abs=1e-4)

@@ -111,3 +111,70 @@ def test_noise_prior_is_a_planner_setting():
     assert kinds == {'gamma': GammaPrior, 'lognormal': LogNormalPrior}
     with pytest.raises(ValueError, match='unknown noise prior'):
         Planner(BOX, GaussianExecutionNoise.isotropic(0.5, 2), noise_prior='flat')
+
+
+# ---------------------------------------------------------------- input-induced noise (DistributionGP input_noise)
+def _gaussians(n=6, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    mean = 10 * torch.rand(n, 2, generator=g, dtype=torch.float64)
+    a = torch.randn(n, 2, 2, generator=g, dtype=torch.float64)
+    cov = a @ a.transpose(-1, -2) + 0.01 * torch.eye(2, dtype=torch.float64)
+    return Gaussian(mean, cov)
+
+
+def test_input_variance_matches_monte_carlo():
+    """v_i = E[k(x, x)] - E[k(x, x')], x, x' ~ P_i independent, against Monte Carlo samples of P_i."""
+    gp = DistributionGP(BOX, standardize=False, priors=False, input_noise=True)
+    gp.set_hyperparameters(lengthscale=[ELL, 3.0], outputscale=SF2, noise=LAM, mean=MEAN)
+    locations = _gaussians()
+    v = gp.input_variance(locations).detach()
+    g = torch.Generator().manual_seed(7)
+    x, xp = locations.sample(40000, generator=g), locations.sample(40000, generator=g)   # (n, m, 2)
+    z = (x - xp) / torch.tensor([ELL, 3.0], dtype=torch.float64)
+    terms = SF2 * (1 - torch.exp(-0.5 * z.pow(2).sum(-1)))
+    mc, se = terms.mean(1), terms.std(1) / math.sqrt(terms.shape[1])
+    assert (v > 0.01).all()
+    assert torch.all((v - mc).abs() < 4 * se + 1e-6), (v, mc, se)
+
+
+def test_input_variance_is_zero_for_points_and_when_off():
+    on = DistributionGP(BOX, standardize=False, priors=False, input_noise=True)
+    assert torch.equal(on.input_variance(Dirac(torch.rand(4, 2, dtype=torch.float64))),
+                       torch.zeros(4, dtype=torch.float64))
+    off = DistributionGP(BOX, standardize=False, priors=False)
+    assert torch.equal(off.input_variance(_gaussians()), torch.zeros(6, dtype=torch.float64))
+
+
+def test_training_marginal_variance_is_the_point_variance():
+    """With input noise, a reading at an uncertain location has prior variance k(x, x) + lambda + its reported
+    variance, whatever its location covariance (the exact marginal variance of y_i = f(x_i) + eps_i)."""
+    gp = DistributionGP(BOX, standardize=False, priors=False, input_noise=True)
+    gp.set_hyperparameters(lengthscale=ELL, outputscale=SF2, noise=LAM, mean=MEAN)
+    locations = _gaussians()
+    var = torch.linspace(0.0, 0.5, 6, dtype=torch.float64)
+    gp.set_data(locations, torch.randn(6, dtype=torch.float64), var)
+    gp.train()
+    marginal = gp.likelihood(gp(*gp.train_inputs))
+    assert torch.allclose(marginal.variance.detach(), SF2 + LAM + var, atol=1e-10)
+    mll = ExactMarginalLogLikelihood(gp.likelihood, gp)
+    loss = -mll(gp(*gp.train_inputs), gp.train_targets)
+    loss.backward()
+    assert gp.kernel.raw_lengthscale.grad is not None and torch.isfinite(gp.kernel.raw_lengthscale.grad).all()
+    gp.eval()
+    assert torch.allclose(gp.noise_diagonal(), LAM + var + gp.input_variance(locations).detach())
+
+
+def test_input_noise_rank_one_growth_matches_a_fresh_build():
+    locations, y = _gaussians(8), torch.randn(8, dtype=torch.float64)
+    var = torch.full((8,), 0.1, dtype=torch.float64)
+    grown = DistributionGP(BOX, standardize=False, priors=False, input_noise=True)
+    fresh = DistributionGP(BOX, standardize=False, priors=False, input_noise=True)
+    for gp in (grown, fresh):
+        gp.set_hyperparameters(lengthscale=ELL, outputscale=SF2, noise=LAM, mean=MEAN)
+    grown.set_data(locations[:3], y[:3], var[:3])
+    grown.posterior(locations[:1])      # builds the cache, then grows it
+    grown.append(locations[3:], y[3:], var[3:])
+    fresh.set_data(locations, y, var)
+    test = _gaussians(5, seed=3)
+    for a, b in zip(grown.posterior(test), fresh.posterior(test)):
+        assert torch.allclose(a, b, atol=1e-9)

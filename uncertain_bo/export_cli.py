@@ -2,9 +2,10 @@
 
 Reads ``RUN_DIR/journal.jsonl`` (or a journal file given directly) **read-only**, so it is safe while
 the explorer is still writing: a torn last line is skipped (and reported), never truncated. Writes one
-CSV row per observation (index, target, location mean and covariance, reading, stamps, ...) and prints
-the counts: observations, decisions, whether the index sequence is complete (0..N-1 exactly once) and
-whether the run finished (``explorer_result.json``).
+CSV row per observation (index, target, location mean and covariance, reading, stamps, ...), the en-route
+readings (``en_route_spacing``) to ``<csv>_en_route.csv`` beside it, and prints the counts: observations,
+decisions, whether the index sequence is complete (0..N-1 exactly once) and whether the run finished
+(``explorer_result.json``).
 """
 from __future__ import annotations
 
@@ -39,12 +40,17 @@ def export(run_dir: Path, csv_path: Path | None = None) -> dict:
     obs = journal.observations
     indices = [r.get('index') for r in obs]
     out = csv_path if csv_path is not None else folder / 'observations.csv'
+    en_route_out = None
     if str(out) != '-':
         journal.export_csv(out)
+        if journal.en_route:   # readings taken on the way (en_route_spacing), beside the measurements
+            en_route_out = out.with_name(out.stem + '_en_route' + out.suffix)
+            journal.export_csv(en_route_out, en_route=True)
     result = folder / 'explorer_result.json'
     summary = {
         'journal': str(path), 'csv': str(out), 'version': journal.header.get('version'),
-        'observations': len(obs),
+        'observations': len(obs), 'en_route_readings': len(journal.en_route),
+        'en_route_csv': str(en_route_out) if en_route_out is not None else None,
         'decisions': sum(r.get('type') == 'decision' for r in journal.records),
         'torn_records_skipped': journal.skipped,
         'indices_complete': indices == list(range(len(obs))),
@@ -75,4 +81,6 @@ def _cli(args) -> int:
     print(f"run {'finished' if s['finished'] else 'not finished (no explorer_result.json)'}", file=out)
     if str(s['csv']) != '-':
         print(f"wrote {s['csv']}", file=out)
+    if s['en_route_csv']:
+        print(f"wrote {s['en_route_csv']} ({s['en_route_readings']} en-route readings)", file=out)
     return 0 if s['indices_complete'] else 1

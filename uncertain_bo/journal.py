@@ -11,7 +11,11 @@ Layout::
 
     {"type": "header", "format": "uncertain_bo.journal", "version": 1, "run_id": ..., "created": ..., ...}
     {"type": "observation", "index": 0, "target": [x, y], "location": {...}, "y": 412.3, ...}
+    {"type": "en_route", "index": 0, "measurements": 1, "location": {...}, "y": 410.9, ...}
     {"type": "decision", "index": 1, "target": [...], "seconds": 0.21, ...}
+
+``en_route`` records are readings taken while driving (no target; ``measurements`` = measurements stored
+before it); a reader that does not know them skips them, so the version stays 1.
 """
 from __future__ import annotations
 
@@ -122,8 +126,13 @@ class Journal:
 
     @property
     def observations(self) -> list[dict[str, Any]]:
-        """Observation records in order."""
+        """Observation records (measurements at a commanded target) in order."""
         return [r for r in self.records if r.get('type') == 'observation']
+
+    @property
+    def en_route(self) -> list[dict[str, Any]]:
+        """En-route reading records (taken while driving, no target) in order."""
+        return [r for r in self.records if r.get('type') == 'en_route']
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record durably (flush + fsync) and keep it in :attr:`records`.
@@ -195,24 +204,26 @@ class Journal:
         self.header = parsed[0]
         self.records = parsed[1:]
 
-    def export_csv(self, path: str | Path) -> Path:
-        """Write the observations as CSV: index, target, location mean and covariance, reading, stamps.
+    def export_csv(self, path: str | Path, en_route: bool = False) -> Path:
+        """Write the observations as CSV: index, target, location mean and covariance, reading, stamps; with
+        ``en_route``, the en-route readings instead (the same columns without the target).
 
         Returns:
             The CSV path.
         """
         path = Path(path)
-        obs = self.observations
+        obs = self.en_route if en_route else self.observations
         extra = sorted({k for r in obs for k in r
                         if k not in ('type', 'index', 'target', 'location', 'y')})
         with open(path, 'w', newline='', encoding='utf-8') as fh:
             w = csv.writer(fh)
-            d = len(obs[0]['target']) if obs else 2
-            w.writerow(['index'] + [f'target_{i}' for i in range(d)] + [f'mean_{i}' for i in range(d)]
+            d = location_from_record(obs[0]['location']).dim if obs else 2
+            w.writerow(['index'] + ([] if en_route else [f'target_{i}' for i in range(d)])
+                       + [f'mean_{i}' for i in range(d)]
                        + [f'cov_{i}{j}' for i in range(d) for j in range(d)] + ['kind', 'y'] + extra)
             for r in obs:
                 loc = location_from_record(r['location'])
-                w.writerow([r['index'], *r['target'], *loc.mean[0].tolist(),
+                w.writerow([r['index'], *([] if en_route else r['target']), *loc.mean[0].tolist(),
                             *loc.covariance[0].reshape(-1).tolist(), r['location']['kind'], r['y'],
                             *[_csv_value(r.get(k)) for k in extra]])
         return path
@@ -225,13 +236,15 @@ class Replay:
     Attributes:
         start: ``(d,)`` the last start position recorded, or None.
         observations: ``(target (d,), location, reading, reading variance, goal_reached)`` in journal order
-            (the variance is 0 where the journal has none).
+            (the variance is 0 where the journal has none); en-route readings (``'en_route'`` records) are among
+            them, in their place, with target None and goal_reached False.
         decisions: decision records with ``index``, ``target`` ``(d,)``, ``phase``, ``seconds``,
             ``acquisition_value``, ``beta`` (NaN where absent) and ``fit_seconds``.
     """
 
     start: torch.Tensor | None = None
-    observations: list[tuple[torch.Tensor, LocationDistributions, float, float, bool]] = field(default_factory=list)
+    observations: list[tuple[torch.Tensor | None, LocationDistributions, float, float, bool]] = field(
+        default_factory=list)
     decisions: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -252,17 +265,21 @@ def replay(journal: Journal, dim: int,
                 out.start = start
         except (TypeError, ValueError) as exc:
             log.warning('journal %s: ignoring invalid start record: %s', journal.path, exc)
-    for rec in journal.observations:
+    for rec in journal.records:
+        kind = rec.get('type')
+        if kind not in ('observation', 'en_route'):
+            continue
         try:
             loc = location_from_record(rec['location'])
-            target = torch.tensor(rec['target'], dtype=DTYPE)
+            target = torch.tensor(rec['target'], dtype=DTYPE) if kind == 'observation' else None
             variance = rec.get('reading_variance', 0.0)
             validate(target, loc, rec['y'], variance)
         except (KeyError, TypeError, ValueError, InvalidDistributionError) as exc:
-            log.warning('journal %s: skipping invalid observation %s: %s', journal.path, rec.get('index'), exc)
+            log.warning('journal %s: skipping invalid %s %s: %s', journal.path,
+                        'observation' if kind == 'observation' else 'en-route reading', rec.get('index'), exc)
             continue
         out.observations.append((target, loc, float(rec['y']), float(variance),
-                                 not rec.get('goal_timed_out', False)))
+                                 kind == 'observation' and not rec.get('goal_timed_out', False)))
     for rec in journal.records:
         if rec.get('type') != 'decision':
             continue

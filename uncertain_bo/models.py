@@ -23,6 +23,31 @@ reported variance is its floor and the learned :math:`\lambda` models what the s
 input-induced noise of IGP-UCB, Oliveira et al. 2019 Thm. 2, model mismatch). Readings without a reported
 variance get :math:`\lambda` alone, as before; the marginal likelihood and the posterior use the same
 heteroscedastic diagonal.
+
+**Input-induced noise** (``input_noise=True``). A reading taken at an uncertain location :math:`x_i \sim P_i` is
+:math:`y_i = f(x_i) + \epsilon_i`, so its prior variance is :math:`k(x, x) + \sigma^2_{\epsilon,i}`, not
+:math:`\hat k(P_i, P_i) + \sigma^2_{\epsilon,i}`: around the latent :math:`\hat f(P_i) = \mathbb E_{P_i}[f]` the
+reading scatters by
+
+.. math::
+    v_i = \mathbb E_{P_i}[k(x, x)] - \hat k(P_i, P_i)
+        = \sigma_f^2 \big(1 - |I + 2 W^{-1} \Sigma_i|^{-1/2}\big) \quad \text{(expected SE kernel)},
+
+the prior variance of :math:`f(x) - \hat f(P_i)` (Girard 2004 §3.4; the per-reading form of the
+:math:`\sigma_F` of Oliveira et al. 2019, Prop. 3). It grows with the location uncertainty relative to the
+lengthscale and differs per reading when the localisation does (a GNSS-degraded zone), which one learned
+:math:`\lambda` cannot express. With the option on, :math:`v_i` (a function of the hyperparameters, so inside the
+marginal likelihood's gradient) is added to each reading's noise; the residuals' correlation between nearby
+readings is neglected, as in the noisy-input GP literature. Off by default: the paper benchmarks are
+measured without it.
+
+**Many readings** (en-route readings of a streaming sensor): the exact posterior costs :math:`O(n^2)` per
+candidate, which dominates the acquisition maximisation beyond about a thousand readings. With
+:attr:`DistributionGP.inducing` set (indices of ``m`` training inputs) the posterior is the sparse GP of Titsias
+2009 (SGPR; its predictive distribution is the DTC one, Quiñonero-Candela & Rasmussen 2005, Eqs. 20-21) with
+those inputs as inducing inputs: :math:`O(n m^2)` to build, :math:`O(m^2)` per candidate, rank-one updates as new
+readings arrive. Hyperparameters are fitted by the exact marginal likelihood on a subset
+(:meth:`DistributionGP.fit`'s ``subset``). With every training input as inducing input it is the exact posterior.
 """
 from __future__ import annotations
 
@@ -46,7 +71,7 @@ from linear_operator.operators import DiagLinearOperator
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
-from .distributions import DTYPE, LocationDistributions, cat
+from .distributions import DTYPE, Dirac, LocationDistributions, cat
 from .kernels import DistributionKernel, ExpectedRBFKernel
 
 __all__ = ['DistributionGP', 'ReadingNoiseLikelihood', 'ModelFittingError', 'NOISE_PRIORS', 'make_noise_prior']
@@ -110,6 +135,7 @@ class DistributionGP(ExactGP):
         noise_lower_bound: lower bound on :math:`\\lambda` (standardised units when ``standardize``).
         noise_prior: the prior on :math:`\\lambda` when ``priors`` (a key of :data:`NOISE_PRIORS`; default
             ``'gamma'``, the prior the paper benchmarks were measured with).
+        input_noise: add each reading's input-induced variance :math:`v_i` (module docstring) to its noise.
         lengthscale_prior: a prior on the kernel's lengthscales (unit-cube units) replacing the kernel's own
             (the default kernel's Gamma(3, 6)); for kernels with GPyTorch lengthscales (expected SE,
             unscented SE, kernel mean embeddings, SKL). None keeps the kernel's. A problem whose objective
@@ -121,7 +147,7 @@ class DistributionGP(ExactGP):
 
     def __init__(self, bounds: Tensor, kernel: DistributionKernel | None = None, *,
                  standardize: bool = True, priors: bool = True, noise_lower_bound: float = 1e-6,
-                 lengthscale_prior: Prior | None = None, noise_prior: str = 'gamma'):
+                 lengthscale_prior: Prior | None = None, noise_prior: str = 'gamma', input_noise: bool = False):
         bounds = torch.as_tensor(bounds, dtype=DTYPE)
         if bounds.ndim != 2 or bounds.shape[0] != 2 or not (bounds[1] > bounds[0]).all():
             raise ValueError(f'bounds must be (2, d) with upper > lower, got {bounds.tolist()}')
@@ -143,11 +169,14 @@ class DistributionGP(ExactGP):
         self.covar_module = ScaleKernel(kernel, outputscale_prior=GammaPrior(2.0, 0.15) if priors else None)
         self.register_buffer('bounds', bounds)
         self.standardize = standardize
+        self.input_noise = bool(input_noise)
         self._locations: LocationDistributions | None = None
         self._y = torch.zeros(0, dtype=DTYPE)
         self._noise = torch.zeros(0, dtype=DTYPE)  # reported reading variances, output units²
         self._y_shift, self._y_scale = 0.0, 1.0
-        self._cache: _PosteriorCache | None = None
+        self._cache: _PosteriorCache | _SparsePosteriorCache | None = None
+        self._inducing: Tensor | None = None
+        self._train_locations_given: LocationDistributions | None = None   # what GPyTorch holds as training data
         self.to(DTYPE)
 
     # ------------------------------------------------------------------ data
@@ -164,6 +193,26 @@ class DistributionGP(ExactGP):
     def n(self) -> int:
         """Number of observations."""
         return self._y.numel()
+
+    @property
+    def inducing(self) -> Tensor | None:
+        """``(m,)`` indices of the training inputs used as inducing inputs of the sparse posterior (SGPR; see the
+        module docstring), or None for the exact posterior. Setting it rebuilds the posterior at the next use.
+
+        Raises:
+            ValueError: (on setting) indices out of range or repeated.
+        """
+        return self._inducing
+
+    @inducing.setter
+    def inducing(self, index: Tensor | None) -> None:
+        if index is not None:
+            index = torch.as_tensor(index, device=self._y.device).long().reshape(-1)
+            if (index.numel() == 0 or int(index.min()) < 0 or int(index.max()) >= self.n
+                    or index.unique().numel() != index.numel()):
+                raise ValueError(f'inducing must be distinct indices in [0, {self.n}), got {index.numel()} indices')
+        self._inducing = index
+        self._cache = None
 
     @property
     def train_locations(self) -> LocationDistributions | None:
@@ -211,7 +260,8 @@ class DistributionGP(ExactGP):
         """Add observations without refitting hyperparameters.
 
         Grows the cached inverse Cholesky factor by one row per new point (:math:`O(n^2)` each) when a
-        posterior cache exists; output standardisation constants stay those of the last fit.
+        posterior cache exists (the sparse posterior: one column per point, :math:`O(m^2)`, and one
+        :math:`O(m^3)` refactorisation per call); output standardisation constants stay those of the last fit.
 
         Args:
             locations, y, noise: as for :meth:`set_data`.
@@ -231,27 +281,60 @@ class DistributionGP(ExactGP):
         if self._cache is not None:
             with torch.no_grad():
                 enc = self.encode(locations)
-                for i in range(enc.shape[0]):
-                    self._cache.grow(self, enc[i:i + 1], float(noise[i]) / self._y_scale ** 2)
+                if isinstance(self._cache, _SparsePosteriorCache):   # one refactorisation per batch
+                    self._cache.add(self, enc, float(self.likelihood.noise) + noise.to(enc) / self._y_scale ** 2
+                                    + self.input_variance(locations).to(enc))
+                else:
+                    for i in range(enc.shape[0]):
+                        self._cache.grow(self, enc[i:i + 1], float(noise[i]) / self._y_scale ** 2
+                                         + float(self.input_variance(locations[i:i + 1])))
                 self._cache.set_targets(self._standardized_y())
 
+    def clear_posterior(self) -> None:
+        """Forget the cached posterior (rebuilt at its next use); e.g. before a fit that would discard it."""
+        self._cache = None
+
     # ------------------------------------------------------------ fitting
-    def fit(self, *, max_attempts: int = 3) -> bool:
+    def fit(self, *, max_attempts: int = 3, subset: Tensor | None = None) -> bool:
         """Fit hyperparameters by maximising the (prior-regularised) marginal likelihood.
 
         Uses ``botorch.fit.fit_gpytorch_mll`` (scipy L-BFGS-B), starting from the current values. On
         failure the previous hyperparameters are kept and a warning is logged.
+
+        Args:
+            max_attempts: fits tried (BoTorch retries from prior samples when one fails).
+            subset: ``(m,)`` indices (or an ``(n,)`` boolean mask) of the observations whose marginal likelihood
+                is maximised; None = all. The fit costs :math:`O(m^3)` per likelihood evaluation instead of
+                :math:`O(n^3)`, so a long stream of readings stays cheap to refit; the output standardisation and
+                the posterior (:meth:`posterior`) use **all** observations whatever the subset (a subset of
+                regression data is an unbiased, if noisier, basis for type-II ML: the "subset of data"
+                approximation, Rasmussen & Williams 2006, §8.3.1).
 
         Returns:
             True if the fit succeeded.
 
         Raises:
             RuntimeError: no data.
+            ValueError: an empty subset or indices out of range.
         """
         if self._locations is None or self.n == 0:
             raise RuntimeError('fit() needs data: call set_data() first')
         self._update_standardization()
-        self._sync_train_data()
+        if subset is not None:
+            subset = torch.as_tensor(subset, device=self._y.device)
+            if subset.dtype == torch.bool:
+                subset = subset.nonzero().reshape(-1)
+            subset = subset.long().reshape(-1)
+            if subset.numel() == 0 or int(subset.min()) < 0 or int(subset.max()) >= self.n:
+                raise ValueError(f'subset must hold 1..n indices in [0, {self.n}), got {subset.numel()} indices')
+        try:
+            return self._fit(max_attempts, subset)
+        finally:
+            self._sync_train_data()  # the posterior conditions on every observation again
+            self._cache = None
+
+    def _fit(self, max_attempts: int, subset: Tensor | None) -> bool:
+        self._sync_train_data(subset)
         state = {k: v.clone() for k, v in self.state_dict().items()}
         mll = ExactMarginalLogLikelihood(self.likelihood, self)
         ok = True
@@ -306,8 +389,25 @@ class DistributionGP(ExactGP):
         return X
 
     def forward(self, x: Tensor) -> MultivariateNormal:
-        """GPyTorch prior over encoded inputs (used by the marginal likelihood)."""
-        return MultivariateNormal(self.mean_module(x), self.covar_module(x))
+        """GPyTorch prior over encoded inputs (used by the marginal likelihood: in training mode ``x`` are the
+        training inputs, and with ``input_noise`` their input-induced variances join the diagonal)."""
+        covar = self.covar_module(x)
+        locations = self._train_locations_given    # all readings, or the fit's subset
+        if self.input_noise and self.training and locations is not None and x.shape[-2] == len(locations):
+            covar = covar + DiagLinearOperator(self.input_variance(locations))
+        return MultivariateNormal(self.mean_module(x), covar)
+
+    def input_variance(self, locations: LocationDistributions) -> Tensor:
+        """``(n,)`` input-induced variances :math:`v_i = \\mathbb E_{P_i}[k(x, x)] - \\hat k(P_i, P_i)` of readings
+        taken at ``locations`` (module docstring), in the model's standardised output units; differentiable in
+        the hyperparameters. Zeros when ``input_noise`` is off. The point value :math:`k(x, x)` is the kernel at
+        the distribution's mean (exact for stationary kernels)."""
+        if not self.input_noise:
+            return torch.zeros(len(locations), dtype=DTYPE, device=self.bounds.device)
+        enc = self.encode(locations)
+        spread = self.covar_module.forward(enc, enc, diag=True)
+        point = self.encode(Dirac(locations.mean))
+        return (self.covar_module.forward(point, point, diag=True) - spread).clamp_min(0.0)
 
     # ---------------------------------------------------------- posterior
     def posterior(self, distributions: LocationDistributions) -> tuple[Tensor, Tensor]:
@@ -325,22 +425,14 @@ class DistributionGP(ExactGP):
             RuntimeError: no data.
         """
         cache = self._posterior_cache()
-        enc = self.encode(distributions)
-        k_star = self.covar_module.forward(enc, cache.enc)  # (q, n)
-        prior_var = self.covar_module.forward(enc, enc, diag=True)  # (q,)
-        v = k_star @ cache.linv.T  # rows: (L⁻¹ k*)ᵀ
-        mean = cache.mean + k_star @ cache.alpha
-        var = (prior_var - v.pow(2).sum(-1)).clamp_min(1e-12)
-        return mean * self._y_scale + self._y_shift, var * self._y_scale ** 2
+        mean, var = cache.predict(self, self.encode(distributions))
+        return mean * self._y_scale + self._y_shift, var.clamp_min(1e-12) * self._y_scale ** 2
 
     def information_gain(self) -> float:
         """:math:`\\tfrac12 \\log|I + \\Lambda^{-1}\\hat K_n|` of the current data, nats (paper Eq. 18 with
         :math:`\\Lambda = \\lambda I`; with reported reading variances
         :math:`\\Lambda_{ii} = \\lambda + \\sigma^2_{\\epsilon,i}`)."""
-        cache = self._posterior_cache()
-        diag = self.noise_diagonal()
-        logdet = -2.0 * torch.log(torch.diagonal(cache.linv)).sum()
-        return 0.5 * float(logdet - torch.log(diag).sum())
+        return 0.5 * self._posterior_cache().log_det_ratio(self)
 
     # ----------------------------------------------------------- internals
     def _standardized_y(self) -> Tensor:
@@ -356,23 +448,33 @@ class DistributionGP(ExactGP):
 
     def noise_diagonal(self) -> Tensor:
         """``(n,)`` each training reading's noise variance :math:`\\lambda + \\sigma^2_{\\epsilon,i}` (learned noise
-        plus the reported variance), in the model's standardised output units (detached): the diagonal the
-        marginal likelihood and the posterior add to the kernel matrix."""
-        return float(self.likelihood.noise.detach()) + self._noise / self._y_scale ** 2
+        plus the reported variance, plus the input-induced variance with ``input_noise``), in the model's
+        standardised output units (detached): the diagonal the marginal likelihood and the posterior add to the
+        kernel matrix."""
+        diag = float(self.likelihood.noise.detach()) + self._noise / self._y_scale ** 2
+        if self.input_noise and self._locations is not None:
+            with torch.no_grad():
+                diag = diag + self.input_variance(self._locations).to(diag)
+        return diag
 
-    def _sync_train_data(self) -> None:
+    def _sync_train_data(self, subset: Tensor | None = None) -> None:
+        """Give GPyTorch the training data (all observations, or the rows ``subset`` for a fit)."""
         if self._locations is None:
             return
-        self.set_train_data(inputs=(self.encode(self._locations).detach(),),
-                            targets=self._standardized_y(), strict=False)
-        self.likelihood.known_noise = (self._noise / self._y_scale ** 2).to(self._y)
+        locations, y, noise = self._locations, self._standardized_y(), self._noise
+        if subset is not None:
+            locations, y, noise = locations[subset], y[subset], noise[subset]
+        self._train_locations_given = locations
+        self.set_train_data(inputs=(self.encode(locations).detach(),), targets=y, strict=False)
+        self.likelihood.known_noise = (noise / self._y_scale ** 2).to(self._y)
 
     def _posterior_cache(self) -> '_PosteriorCache':
         if self._locations is None or self.n == 0:
             raise RuntimeError('the GP has no data yet: observe at least one point first')
         if self._cache is None:
             with torch.no_grad():
-                self._cache = _PosteriorCache.build(self)
+                self._cache = (_PosteriorCache.build(self) if self._inducing is None
+                               else _SparsePosteriorCache.build(self, self._inducing))
         return self._cache
 
 
@@ -403,8 +505,25 @@ class _PosteriorCache:
     standardised units. Hyperparameters are frozen inside the cache (detached tensors)."""
 
     def __init__(self, enc: Tensor, linv: Tensor, mean: float):
-        self.enc, self.linv, self.mean = enc, linv, mean
-        self.alpha = enc.new_zeros(enc.shape[0])
+        self.mean = mean
+        n = linv.shape[0]
+        # storage with room to grow (doubling), so a rank-one update writes one row instead of copying n x n
+        self._linv = linv.new_zeros(max(n, 16), max(n, 16))
+        self._linv[:n, :n] = linv
+        self._enc = enc.new_zeros(max(n, 16), enc.shape[1])
+        self._enc[:n] = enc
+        self._n = n
+        self.alpha = enc.new_zeros(n)
+
+    @property
+    def linv(self) -> Tensor:
+        """``(n, n)`` :math:`L^{-1}` (a view of the storage)."""
+        return self._linv[:self._n, :self._n]
+
+    @property
+    def enc(self) -> Tensor:
+        """``(n, D)`` encoded training inputs (a view of the storage)."""
+        return self._enc[:self._n]
 
     @classmethod
     def build(cls, gp: DistributionGP) -> '_PosteriorCache':
@@ -422,19 +541,123 @@ class _PosteriorCache:
         r = y_std - self.mean
         self.alpha = self.linv.T @ (self.linv @ r)
 
+    def predict(self, gp: DistributionGP, enc: Tensor) -> tuple[Tensor, Tensor]:
+        """Posterior mean and latent variance at encoded inputs ``(q, D)``, standardised units (Eqs. 11-13)."""
+        k_star = gp.covar_module.forward(enc, self.enc)  # (q, n)
+        prior_var = gp.covar_module.forward(enc, enc, diag=True)  # (q,)
+        v = k_star @ self.linv.T  # rows: (L⁻¹ k*)ᵀ
+        return self.mean + k_star @ self.alpha, prior_var - v.pow(2).sum(-1)
+
+    def log_det_ratio(self, gp: DistributionGP) -> float:
+        r""":math:`\log|\hat K + \Lambda| - \log|\Lambda|` of the cached data."""
+        return float(-2.0 * torch.log(torch.diagonal(self.linv)).sum() - torch.log(gp.noise_diagonal()).sum())
+
     def grow(self, gp: DistributionGP, enc_new: Tensor, known_noise: float = 0.0) -> None:
         r"""Append one point: :math:`L_{new}^{-1} = [[L^{-1}, 0], [-l^\top L^{-1}/d, 1/d]]`,
         :math:`l = L^{-1}k`, :math:`d = \sqrt{k_{**} + \lambda - l^\top l}`."""
         k = gp.covar_module.forward(enc_new, self.enc).reshape(-1)
         kss = (float(gp.covar_module.forward(enc_new, enc_new, diag=True)) + float(gp.likelihood.noise)
                + known_noise)
-        lvec = self.linv @ k
+        linv = self.linv
+        lvec = linv @ k
         d2 = kss - float(lvec @ lvec)
         d = math.sqrt(max(d2, 1e-10 * max(kss, 1e-12)))
-        n = self.linv.shape[0]
-        new = self.linv.new_zeros(n + 1, n + 1)
-        new[:n, :n] = self.linv
-        new[n, :n] = -(lvec @ self.linv) / d
-        new[n, n] = 1.0 / d
-        self.linv = new
-        self.enc = torch.cat([self.enc, enc_new])
+        n = self._n
+        if n + 1 > self._linv.shape[0]:
+            cap = 2 * self._linv.shape[0]
+            grown = self._linv.new_zeros(cap, cap)
+            grown[:n, :n] = linv
+            self._linv = grown
+            enc = self._enc.new_zeros(cap, self._enc.shape[1])
+            enc[:n] = self._enc[:n]
+            self._enc = enc
+        row = -(lvec @ self.linv) / d
+        self._linv[n, :n] = row
+        self._linv[n, n] = 1.0 / d
+        self._enc[n] = enc_new.reshape(-1)
+        self._n = n + 1
+
+
+class _SparsePosteriorCache:
+    r"""SGPR posterior (Titsias 2009; predictive = DTC, Quiñonero-Candela & Rasmussen 2005, Eqs. 20-21) with
+    inducing inputs :math:`Z` (``m`` of the training inputs), heteroscedastic noise :math:`\Lambda`, in
+    standardised units. With :math:`L_u L_u^\top = K_{uu}`, :math:`P = L_u^{-1} K_{uf} \Lambda^{-1/2}`,
+    :math:`B = I + P P^\top = L_B L_B^\top`:
+
+    .. math::
+        \mu(x) = m + k_{xu} L_u^{-\top} L_B^{-\top} L_B^{-1} P \Lambda^{-1/2} (\mathbf y - m), \qquad
+        \sigma^2(x) = k_{xx} - \lVert L_u^{-1} k_{ux} \rVert^2 + \lVert L_B^{-1} L_u^{-1} k_{ux} \rVert^2.
+
+    A new reading adds a column :math:`p` to :math:`P` (:math:`B \mathrel{+}= p p^\top`, :math:`O(m^2)`) and
+    :math:`L_B` is refactored once per batch (:math:`O(m^3)`, :meth:`refresh`); hyperparameters are frozen inside.
+    """
+
+    def __init__(self, z_enc: Tensor, lu: Tensor, mean: float):
+        self.z_enc, self.mean = z_enc, mean
+        m = lu.shape[0]
+        eye = torch.eye(m, dtype=lu.dtype, device=lu.device)
+        self.lu_inv = torch.linalg.solve_triangular(lu, eye, upper=False)       # L_u^{-1}
+        self._p = lu.new_zeros(m, 16)      # columns of P (with room to grow)
+        self._scale = lu.new_zeros(16)     # Λ^{-1/2} per reading
+        self._n = 0
+        self.b = eye.clone()               # B = I + P Pᵀ
+
+    @classmethod
+    def build(cls, gp: DistributionGP, inducing: Tensor) -> '_SparsePosteriorCache':
+        enc = gp.encode(gp.train_locations).detach()
+        z = enc[inducing]
+        kuu = gp.covar_module.forward(z, z).detach()
+        lu = psd_safe_cholesky(kuu)
+        cache = cls(z, lu, float(gp.mean_module.constant))
+        cache.add(gp, enc, gp.noise_diagonal().to(enc))
+        cache.set_targets(gp._standardized_y())
+        return cache
+
+    @property
+    def p(self) -> Tensor:
+        return self._p[:, :self._n]
+
+    def add(self, gp: DistributionGP, enc: Tensor, noise: Tensor) -> None:
+        """Add readings with encodings ``(k, D)`` and noise variances ``(k,)`` (standardised units)."""
+        k = enc.shape[0]
+        if self._n + k > self._p.shape[1]:
+            cap = max(2 * self._p.shape[1], self._n + k)
+            grown = self._p.new_zeros(self._p.shape[0], cap)
+            grown[:, :self._n] = self.p
+            scale = self._scale.new_zeros(cap)
+            scale[:self._n] = self._scale[:self._n]
+            self._p, self._scale = grown, scale
+        s = noise.rsqrt()
+        cols = (self.lu_inv @ gp.covar_module.forward(self.z_enc, enc).detach()) * s   # (m, k)
+        self._p[:, self._n:self._n + k] = cols
+        self._scale[self._n:self._n + k] = s
+        self._n += k
+        self.b = self.b + cols @ cols.T
+        self.refresh()
+
+    def refresh(self) -> None:
+        lb = psd_safe_cholesky(self.b)
+        self.lb_lu_inv = torch.linalg.solve_triangular(lb, self.lu_inv, upper=False)   # L_B^{-1} L_u^{-1}
+        self._lb = lb
+
+    def grow(self, gp: DistributionGP, enc_new: Tensor, known_noise: float = 0.0) -> None:
+        """Append one reading (same call as :meth:`_PosteriorCache.grow`)."""
+        noise = float(gp.likelihood.noise) + known_noise
+        self.add(gp, enc_new, enc_new.new_full((enc_new.shape[0],), noise))
+
+    def set_targets(self, y_std: Tensor) -> None:
+        r = (y_std - self.mean) * self._scale[:self._n]
+        c = torch.linalg.solve_triangular(self._lb, (self.p @ r).unsqueeze(-1), upper=False)   # L_B^{-1} P Λ^{-1/2} r
+        self.alpha = (self.lb_lu_inv.T @ c).reshape(-1)          # weights of k_{xu} in the mean
+
+    def predict(self, gp: DistributionGP, enc: Tensor) -> tuple[Tensor, Tensor]:
+        """Posterior mean and latent variance at encoded inputs ``(q, D)``, standardised units."""
+        k_xu = gp.covar_module.forward(enc, self.z_enc)                     # (q, m)
+        prior_var = gp.covar_module.forward(enc, enc, diag=True)
+        a = k_xu @ self.lu_inv.T
+        b = k_xu @ self.lb_lu_inv.T
+        return self.mean + k_xu @ self.alpha, prior_var - a.pow(2).sum(-1) + b.pow(2).sum(-1)
+
+    def log_det_ratio(self, gp: DistributionGP) -> float:
+        r""":math:`\log|Q_{ff} + \Lambda| - \log|\Lambda| = \log|B|` (Nyström :math:`Q_{ff}`)."""
+        return float(2.0 * torch.log(torch.diagonal(self._lb)).sum())

@@ -252,6 +252,7 @@ class StatusReporter:
         values: list[tuple[str, str]] = [
             ('state', STATE_TEXT.get(state.value, state.value)),
             ('measurements', f'{n}/{n_max}'),
+            ('en-route readings', str(ex.planner.n_en_route)),
             ('target', _fmt(ex.target) if ex.target is not None else ''),
             ('goal sent because', ex.goal_reason if ex.target is not None else ''),
         ]

@@ -17,6 +17,15 @@ not zig-zag). What to measure next and what to recommend is the method's: the pl
 acquisition).
 Observations are validated before anything is stored, written durably to the journal (if any), then
 added to the GP. A planner opened on an existing journal resumes from its observations.
+
+**En-route readings** (``observe(None, location, y)``): readings a streaming sensor took while the rover drove,
+each with the location distribution of its own stamp. They join the shared GP (so every method that reads the
+model sees them) but have no commanded target: they are not measurements (:attr:`Planner.n`, :attr:`targets`,
+:attr:`y`, :attr:`locations` and the decision index count the stops only), they never feed the learned
+execution noise, and among the recommendation rules only ``'highest_reading'`` considers them (it reports the
+location mean of the highest reading, wherever it was taken). With many of them the hyperparameter fit runs on
+a capped subset (``fit_max_points``: every stop and an evenly thinned share of the en-route readings) while the
+posterior keeps all of them (rank-one updates between fits).
 """
 from __future__ import annotations
 
@@ -126,6 +135,16 @@ class Planner:
             ``execution_noise_prior_weight`` is set.
         noise_prior: the GP's prior on its learned noise (a key of :data:`~uncertain_bo.models.NOISE_PRIORS`);
             used by the default model (not by a ``model_factory``).
+        fit_max_points: the hyperparameter fit maximises the marginal likelihood of at most this many
+            observations: every measurement (stop) and an evenly spaced subset of the en-route readings
+            (:meth:`fit_subset`); the posterior always uses all of them. 0 = no cap.
+        sparse_above: beyond this many readings (measurements and en-route readings together) the posterior is
+            the sparse GP (SGPR, :attr:`~uncertain_bo.models.DistributionGP.inducing`) with ``inducing_points``
+            inducing inputs chosen like the fit's subset; 0 = always exact.
+        inducing_points: inducing inputs of the sparse posterior (every measurement and evenly thinned
+            en-route readings, re-chosen at each hyperparameter fit).
+        input_noise: the default model adds each reading's input-induced variance to its noise
+            (:class:`~uncertain_bo.models.DistributionGP` ``input_noise``); not used by a ``model_factory``.
         journal: optional path of the observations journal; an existing journal is resumed.
         model_factory: optional ``(bounds, kernel) -> DistributionGP`` (e.g. fixed hyperparameters).
         metadata: extra fields for a new journal's header.
@@ -153,6 +172,10 @@ class Planner:
     execution_noise_prior_weight: float | None = None
     execution_feedback: str = 'closed_loop'
     noise_prior: str = 'gamma'
+    fit_max_points: int = 0
+    sparse_above: int = 0
+    inducing_points: int = 500
+    input_noise: bool = False
     journal: str | Path | None = None
     model_factory: Callable[..., DistributionGP] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -165,6 +188,10 @@ class Planner:
             raise ValueError(f'n_initial must be >= 1, got {self.n_initial}')
         if self.refit_every < 0:
             raise ValueError(f'refit_every must be >= 0, got {self.refit_every}')
+        for name in ('fit_max_points', 'sparse_above', 'inducing_points'):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+                raise ValueError(f'{name} must be an integer >= 0, got {value!r}')
         if not self.travel_weight >= 0:
             raise ValueError(f'travel_weight must be >= 0, got {self.travel_weight}')
         self._execution_prior = None
@@ -192,7 +219,12 @@ class Planner:
         self._inputs: list[LocationDistributions] = []
         self._y: list[float] = []
         self._noise: list[float] = []  # reported reading variances (field units², 0 = not reported)
+        # en-route readings (no target): location, reading, reported variance
+        self._en_route: list[tuple[LocationDistributions, float, float]] = []
+        # every observation in the order it reached the GP: (target or None, location, reading, variance)
+        self._rows: list[tuple[Tensor | None, LocationDistributions, float, float]] = []
         self._pending: list[tuple[LocationDistributions, float, float]] = []  # observed, not yet in the GP
+        self._pending_stops = 0
         self._since_fit = 0
         self._fitted = False
         self._fitted_on: int | None = None  # observations in the GP at its last hyperparameter fit
@@ -213,8 +245,23 @@ class Planner:
 
     @property
     def n(self) -> int:
-        """Number of stored observations."""
+        """Number of stored measurements (stops with a commanded target; en-route readings not included)."""
         return len(self._y)
+
+    @property
+    def n_en_route(self) -> int:
+        """Number of stored en-route readings (``observe(None, ...)``)."""
+        return len(self._en_route)
+
+    @property
+    def en_route_locations(self) -> LocationDistributions | None:
+        """The en-route readings' location distributions as one batch (None if there are none)."""
+        return cat([r[0] for r in self._en_route]) if self._en_route else None
+
+    @property
+    def en_route_y(self) -> Tensor:
+        """``(n_en_route,)`` en-route readings (field units)."""
+        return torch.tensor([r[1] for r in self._en_route], dtype=DTYPE)
 
     @property
     def targets(self) -> Tensor:
@@ -295,8 +342,8 @@ class Planner:
                              f'got {bounds.tolist()}')
         self.bounds = bounds
         self.model = self._new_model()
-        self._pending = [(self._gp_input(t, loc), y, v)
-                         for t, loc, y, v in zip(self._targets, self._inputs, self._y, self._noise)]
+        self._pending = [(self._gp_input(t, loc), y, v) for t, loc, y, v in self._rows]
+        self._pending_stops = self.n
         self._method = self._new_method()  # a survey re-plans in the new box
         self._since_fit = 0
         self._fitted = False
@@ -411,12 +458,13 @@ class Planner:
         cov = root @ root.T
         return 0.5 * (cov + cov.T)
 
-    def observe(self, target: Tensor, location: LocationDistributions, y: float, reading_variance: float = 0.0,
-                **meta: Any) -> int:
-        """Store one measurement: the commanded ``target``, where it was taken, and the reading.
+    def observe(self, target: Tensor | None, location: LocationDistributions, y: float,
+                reading_variance: float = 0.0, **meta: Any) -> int:
+        """Store one measurement: the commanded ``target``, where it was taken, and the reading; or, with
+        ``target=None``, an en-route reading (taken while driving, no target; see the module docstring).
 
         Args:
-            target: ``(d,)`` commanded target :math:`\\mathbf x_t`.
+            target: ``(d,)`` commanded target :math:`\\mathbf x_t`, or None for an en-route reading.
             location: one location distribution :math:`P^L_t` (batch of 1; Dirac, Gaussian or Empirical).
             y: reading :math:`y_t` (field units).
             reading_variance: the variance the sensor reports for this reading (field units²; 0 = not
@@ -425,15 +473,26 @@ class Planner:
             **meta: JSON-able extras for the journal (stamps, covariance source, ...).
 
         Returns:
-            Index of the stored observation.
+            Index of the stored measurement (of the en-route reading among the en-route readings when ``target``
+            is None).
 
         Raises:
             InvalidObservationError: non-finite target or reading, negative or non-finite reading variance,
                 wrong dimension, invalid covariance, or a batch of more than one distribution. Nothing is
                 stored in that case.
         """
-        target = torch.as_tensor(target, dtype=DTYPE).reshape(-1)
+        if target is not None:
+            target = torch.as_tensor(target, dtype=DTYPE).reshape(-1)
         self._validate(target, location, y, reading_variance)
+        if target is None:
+            index = self.n_en_route
+            if self._journal is not None:
+                self._journal.append({'type': 'en_route', 'index': index, 'measurements': self.n,
+                                      'location': location_to_record(location), 'y': float(y),
+                                      'reading_variance': float(reading_variance), 'wall_time': time.time(),
+                                      **meta})
+            self._store(None, location, float(y), float(reading_variance), reached=False)
+            return index
         index = self.n
         if self._journal is not None:
             self._journal.append({'type': 'observation', 'index': index, 'target': target.tolist(),
@@ -478,6 +537,13 @@ class Planner:
             mean, var = self.model.posterior(self.candidates(self._targets))
         if rule == 'highest_reading':
             i = int(torch.argmax(self.y))
+            if self._en_route and float(self.en_route_y.max()) > float(self.y[i]):
+                j = int(torch.argmax(self.en_route_y))
+                where = self._en_route[j][0].mean[0].to(self.bounds)
+                where = torch.minimum(torch.maximum(where, self.bounds[0]), self.bounds[1])
+                with torch.no_grad():
+                    m, v = self.model.posterior(self.candidates(where.reshape(1, -1)))
+                return Recommendation(where, float(m[0]), float(v[0].sqrt()), -1)
         elif rule == 'past_lcb':
             i = int(torch.argmax(mean - 2.0 * var.clamp_min(0).sqrt()))
         else:
@@ -492,12 +558,12 @@ class Planner:
         return mean, var.sqrt()
 
     # ----------------------------------------------------------- internals
-    def _validate(self, target: Tensor, location: LocationDistributions, y: float,
+    def _validate(self, target: Tensor | None, location: LocationDistributions, y: float,
                   reading_variance: float = 0.0) -> None:
         def bad(msg: str) -> InvalidObservationError:
             return InvalidObservationError(f'observation rejected, nothing stored: {msg}')
 
-        if target.numel() != self.dim or not torch.isfinite(target).all():
+        if target is not None and (target.numel() != self.dim or not torch.isfinite(target).all()):
             raise bad(f'target must be {self.dim} finite numbers, got {target.tolist()}')
         if not isinstance(y, (int, float)) or isinstance(y, bool) or not math.isfinite(y):
             raise bad(f'reading must be a finite number, got {y!r}')
@@ -515,8 +581,14 @@ class Planner:
             if reason:
                 raise bad(f'location covariance {reason}')
 
-    def _store(self, target: Tensor, location: LocationDistributions, y: float, reading_variance: float = 0.0,
-               reached: bool = True) -> None:
+    def _store(self, target: Tensor | None, location: LocationDistributions, y: float,
+               reading_variance: float = 0.0, reached: bool = True) -> None:
+        self._rows.append((target, location, y, reading_variance))
+        self._pending.append((self._gp_input(target, location), y, reading_variance))
+        if target is None:  # en-route: in the GP only; no target, so nothing for the execution noise
+            self._en_route.append((location, y, reading_variance))
+            return
+        self._pending_stops += 1
         if self._execution_prior is not None and reached:
             e = (location.mean[0] - target).to(self._execution_sum)
             sign = EXECUTION_FEEDBACK[self.execution_feedback]
@@ -530,10 +602,34 @@ class Planner:
         self._inputs.append(location)
         self._y.append(y)
         self._noise.append(reading_variance)
-        self._pending.append((self._gp_input(target, location), y, reading_variance))
 
-    def _gp_input(self, target: Tensor, location: LocationDistributions) -> LocationDistributions:
-        return Dirac(target.reshape(1, -1)) if self._method.inputs == 'target' else location
+    def _gp_input(self, target: Tensor | None, location: LocationDistributions) -> LocationDistributions:
+        if self._method.inputs != 'target':
+            return location
+        # a method that trains on targets puts an en-route reading at its location estimate (it has no target)
+        return Dirac((location.mean if target is None else target).reshape(1, -1))
+
+    def fit_subset(self, cap: int | None = None) -> Tensor | None:
+        """Indices (GP row order) of the observations the next hyperparameter fit uses, or None for all.
+
+        All when the cap (default ``fit_max_points``) is 0 or not exceeded; otherwise every measurement (stop)
+        and, in the room left (at least a tenth of the cap), en-route readings evenly spaced along the stream
+        (so the subset spans the whole path). The posterior uses every observation regardless
+        (:meth:`~uncertain_bo.models.DistributionGP.fit`). The same rule picks the sparse posterior's inducing
+        inputs (``cap = inducing_points``).
+        """
+        total = len(self._rows)
+        cap = self.fit_max_points if cap is None else cap
+        if cap <= 0 or total <= cap:
+            return None
+        is_stop = torch.tensor([r[0] is not None for r in self._rows])
+        stops = is_stop.nonzero().reshape(-1)
+        en_route = (~is_stop).nonzero().reshape(-1)
+        room = max(cap - stops.numel(), cap // 10, 1)
+        if en_route.numel() > room:
+            pick = torch.linspace(0, en_route.numel() - 1, room, dtype=DTYPE).round().long().unique()
+            en_route = en_route[pick]
+        return torch.cat([stops, en_route]).sort().values
 
     def _new_method(self) -> Method:
         cls = get_method(self.method)
@@ -545,7 +641,8 @@ class Planner:
     def _new_model(self) -> DistributionGP:
         kernel = self._method.kernel(self.dim)
         factory = self.model_factory or (
-            lambda bounds, kernel: DistributionGP(bounds, kernel, noise_prior=self.noise_prior))
+            lambda bounds, kernel: DistributionGP(bounds, kernel, noise_prior=self.noise_prior,
+                                                  input_noise=self.input_noise))
         return factory(self.bounds, kernel)
 
     def _replay(self, journal: Journal) -> None:
@@ -554,7 +651,7 @@ class Planner:
             self.start = run.start
             self._design = self._initial_design()
             self._method = self._new_method()
-        for target, loc, y, variance, reached in run.observations:
+        for target, loc, y, variance, reached in run.observations:  # target None: an en-route reading
             self._store(target, loc, y, variance, reached=reached)
         self.decisions += [Decision(**d) for d in run.decisions]
         pending = [d for d in self.decisions if d.index == self.n]
@@ -581,14 +678,17 @@ class Planner:
             new_locs = cat([p[0] for p in self._pending])
             new_y = torch.tensor([p[1] for p in self._pending], dtype=DTYPE)
             new_noise = torch.tensor([p[2] for p in self._pending], dtype=DTYPE)
-            self._since_fit += len(self._pending)
-            self._pending = []
+            self._since_fit += self._pending_stops  # the schedule counts measurements, not en-route readings
+            self._pending, self._pending_stops = [], 0
+            period = 1 if self.n <= self.n_initial else self.refit_every
+            if refit and self.refit_every > 0 and self._since_fit >= period:
+                self.model.clear_posterior()  # a fit follows: growing the posterior first would be wasted
             if self.model.n == 0:
                 self.model.set_data(new_locs, new_y, new_noise)
                 self._since_fit = max(self._since_fit, 1)
             else:
                 self.model.append(new_locs, new_y, new_noise)
-        period = 1 if self.model.n <= self.n_initial else self.refit_every
+        period = 1 if self.n <= self.n_initial else self.refit_every
         due = self.refit_every > 0 and ((refit and self._since_fit >= period) or not self._fitted)
         if due and self.model.n > 0:
             t0 = time.perf_counter()
@@ -596,12 +696,26 @@ class Planner:
             # seed it from the run's seed and n so equal runs fit equally, whatever ran before in the process
             with torch.random.fork_rng(devices=[self.bounds.device] if self.bounds.is_cuda else []):
                 torch.manual_seed(self.seed * 100_003 + self.model.n)
-                self.model.fit()
+                self.model.fit(subset=self.fit_subset())
             self._fitted = True
             self._fitted_on = self.model.n
             self._since_fit = 0
+            self._choose_inducing(refitted=True)
             return time.perf_counter() - t0
+        self._choose_inducing(refitted=False)
         return 0.0
+
+    def _choose_inducing(self, refitted: bool) -> None:
+        """Switch the GP to the sparse posterior beyond ``sparse_above`` readings (inducing inputs re-chosen at
+        each fit, kept between fits), back to the exact one below it."""
+        sparse = 0 < self.sparse_above < self.model.n
+        if not sparse:
+            if self.model.inducing is not None:
+                self.model.inducing = None
+            return
+        if refitted or self.model.inducing is None:
+            chosen = self.fit_subset(self.inducing_points)
+            self.model.inducing = torch.arange(self.model.n) if chosen is None else chosen
 
     def _initial_design(self) -> Tensor:
         """Scrambled Sobol points in the bounds, ordered as a greedy nearest-neighbour tour from ``start``."""

@@ -54,8 +54,8 @@ def mmd_kernel(dim: int, estimator: str = 'nystrom', n_landmarks: int = AIRBO_N_
     r"""AIRBO's kernel: ``MMDKernel`` with the additive-RQ base kernel (wrapped in ``ScaleKernel`` by the GP).
 
     Priors (ours; the paper does not say how it regularises, the reference code relies on 100 Adam steps
-    from :math:`l_i = 1`, :math:`\ell pprox 0.69`): for a shift :math:`s` between two distributions of the
-    same shape, :math:`\mathrm{MMD}^2 pprox s^2 \sum_i l_i^{-2}`, so only :math:`\ell^2 \sum_i l_i^{-2}`
+    from :math:`l_i = 1`, :math:`\ell \approx 0.69`): for a shift :math:`s` between two distributions of the
+    same shape, :math:`\mathrm{MMD}^2 \approx s^2 \sum_i l_i^{-2}`, so only :math:`\ell^2 \sum_i l_i^{-2}`
     is identified by small shifts and unregularised maximum likelihood drifts to :math:`l_i \gg 1`,
     :math:`\ell \ll 1` or to a flat kernel. Gamma(3, 3) on each :math:`l_i` (mean 1, unit-cube units) keeps
     the base kernel at the reference's scale, and Gamma(3, 6/\sqrt 5) on :math:`\ell` is the GP's default

@@ -132,7 +132,7 @@ r"""Benchmark protocol (AIRBO §5.3 and App. C.1, and the reference code's scrip
 - UCB :math:`\mu + 2\sigma` for every method (App. C.1; the released scripts use EI);
 - :math:`m = 160` samples per input distribution (Nyström :math:`h = 10`; uGP uses 40 of them);
 - hyperparameters refitted at every step (the reference rebuilds the model every iteration);
-- noiseless readings :math:`y = f(	ilde{\mathbf x})` (the reference's ``prob.evaluate(add_noise(x))``);
+- noiseless readings :math:`y = f(\tilde{\mathbf x})` (the reference's ``prob.evaluate(add_noise(x))``);
 - robust values by Monte Carlo with common random numbers and 10 000 draws (the reference used 500,
   ``--n_evaluations 500``; with 500 the double peak's :math:`g^*` is off by about 0.05, the standard error of
   a U-shaped beta input, against the exact quadrature value 6.414).

@@ -81,6 +81,20 @@ def _stats(values: Sequence[float | None]) -> dict[str, float] | None:
             'std': float(a.std(ddof=1)) if a.size > 1 else 0.0, 'n': int(a.size)}
 
 
+def strategy_label(spec: dict[str, Any]) -> str:
+    """A run's method and everything that tells its configuration apart from the other configurations of the same
+    problem, mismatch and field: β where the method uses it, a non-default uGP noise source, and every explorer
+    and problem parameter (``--explorer-param``, ``--problem-param``), e.g. ``ugp_ucb (β=3.0,
+    learn_execution_noise=True)``. ``spec`` is a run's ``spec`` (``method``, ``variant``, ``settings``)."""
+    s, variant = spec['settings'], spec['variant']
+    parts = [] if variant.startswith('beta=-') else [f'β={s["beta"]}']
+    if '_ugpnoise=' in variant:
+        parts.append(f'ugp_noise={s["ugp_noise"]}')
+    for name, value in [*s.get('explorer', []), *s.get('problem', [])]:
+        parts.append(f'{name}={value:g}' if isinstance(value, float) else f'{name}={value}')
+    return spec['method'] + (f' ({", ".join(parts)})' if parts else '')
+
+
 def _pair_key(run: dict[str, Any]) -> tuple:
     """What two runs must share to be paired: problem, mismatch, field, uGP noise (β may differ)."""
     s = run['spec']
@@ -143,7 +157,8 @@ def paired_comparisons(results: Sequence[dict[str, Any]],
                 if np.count_nonzero(d) >= 2:
                     p = float(wilcoxon(d).pvalue)
                 out.append({'problem': key[0], 'method': key[1], 'variant': key[2], 'baseline': bkey[1],
-                            'baseline_variant': bkey[2], 'metric': what,
+                            'baseline_variant': bkey[2], 'label': strategy_label(rs[0]['spec']),
+                            'baseline_label': strategy_label(brs[0]['spec']), 'metric': what,
                             'rule': f'{rule_m} vs {rule_b}' if what == 'regret' else 'distance driven',
                             'n_pairs': len(vals), 'method_median': float(np.median([a for a, _ in vals])),
                             'baseline_median': float(np.median([b for _, b in vals])),
@@ -172,7 +187,7 @@ def summarize(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         tols = {r['instance'].get('argmax_tolerance') for r in rs}
         tol = tols.pop() if len(tols) == 1 else None
         groups.append({
-            'problem': problem, 'method': method, 'variant': variant,
+            'problem': problem, 'method': method, 'variant': variant, 'label': strategy_label(s),
             'beta': '-' if variant.startswith('beta=-') else s['settings']['beta'],
             'mismatch': s['settings']['mismatch'], 'ugp_noise': s['settings']['ugp_noise'],
             'n_runs': len(rs), 'seeds': sorted(r['spec']['seed'] for r in rs), 'iterations': s['iterations'],
@@ -216,7 +231,7 @@ def markdown_tables(summary: dict[str, Any]) -> str:
                   '(median / p90) | targets on the edge |',
                   '|---|---|---|---|---|---|---|---|']
         for g in gs:
-            name = g['method'] + ('' if g['variant'].startswith('beta=-') else f' (β={g["beta"]})')
+            name = g['label']
             dec = ('–' if g['median_decision_seconds'] is None else
                    f'{g["median_decision_seconds"]:.2f} / {g["p90_decision_seconds"]:.2f}')
             dist, tm, edge = g.get('distance_driven_m'), g.get('mission_time_s'), g.get('edge_fraction')
@@ -230,16 +245,16 @@ def markdown_tables(summary: dict[str, Any]) -> str:
             lines += ['', 'Final regret of every recommendation rule on the same runs (median / mean ± std):', '',
                       '| strategy | ' + ' | '.join(RULES) + ' |', '|---|' + '---|' * len(RULES)]
             for g in gs:
-                name = g['method'] + ('' if g['variant'].startswith('beta=-') else f' (β={g["beta"]})')
+                name = g['label']
                 lines.append(f'| {name} | ' + ' | '.join(_ms(g.get(f'rule_{r}')) for r in RULES) + ' |')
         comps = [c for c in summary.get('comparisons', []) if c['problem'] == problem
-                 and any(c['method'] == g['method'] for g in gs)]
+                 and any((c['method'], c['variant']) == (g['method'], g['variant']) for g in gs)]
         if comps:
             lines += ['', '| method | baseline | compared | n | median method / baseline | wins / losses | '
                       'Wilcoxon p |', '|---|---|---|---|---|---|---|']
             for c in comps:
                 p = '–' if c['p'] is None else f'{c["p"]:.3g}'
-                lines.append(f'| {c["method"]} | {c["baseline"]} | {c["rule"]} | {c["n_pairs"]} | '
+                lines.append(f'| {c["label"]} | {c["baseline_label"]} | {c["rule"]} | {c["n_pairs"]} | '
                              f'{c["method_median"]:.3g} / {c["baseline_median"]:.3g} | '
                              f'{c["wins"]} / {c["losses"]} | {p} |')
         lines.append('')

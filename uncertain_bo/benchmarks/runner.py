@@ -189,7 +189,7 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
              'rec_normalised_regret': last.get('rec_nregret'), 'reading_normalised_regret': last.get('reading_nregret'),
              'best_visited_normalised_regret': last.get('best_visited_nregret'),
              'distance_driven_m': last.get('distance_driven'), 'mission_time_s': last.get('sim_time'),
-             'edge_fraction': _edge_fraction(planner), **rules,
+             'edge_fraction': _edge_fraction(planner), 'en_route_readings': planner.n_en_route, **rules,
              **{f'extra_{k[4:]}': v for k, v in last.items() if k.startswith('rec_') and k[4:] in extra_names}}
     return {'spec': spec.to_json(), 'instance': {**inst.info(), 'optimum_value': g_star,
                                                  'optimum': _vec(x_star)},

@@ -32,7 +32,7 @@ import numpy as np
 from ..covariance import covariance_problem, particle_moments, weights_problem
 
 __all__ = ['PoseEstimate', 'Reading', 'InputStreams', 'MAX_ABS_COORDINATE', 'READING_QUEUE', 'WARN_PERIOD',
-           'STALE_REPLAY_AGE', 'position_trace', 'psd_projection']
+           'STALE_REPLAY_AGE', 'WAIT', 'position_trace', 'psd_projection']
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,8 @@ WARN_PERIOD = 5.0
 STALE_REPLAY_AGE = 3600.0
 #: readings queued while measuring (the oldest are dropped beyond this: bounded memory at any rate)
 READING_QUEUE = 64
+#: :meth:`InputStreams.pose_at`'s answer while a reading waits for a pose newer than it
+WAIT = object()
 
 
 def position_trace(cov: np.ndarray) -> float:
@@ -151,6 +153,7 @@ class InputStreams:
         last_reason: the most recent rejection with its detail (None if none).
         window_received: readings handed in during the current measuring window.
         window_rejects: why readings of the current measuring window were not used, by category.
+        latest_reading: the newest valid reading handed in, in any stage (en-route readings use it), or None.
     """
 
     def __init__(self, params: dict[str, Any], collecting: Callable[[], bool]):
@@ -163,6 +166,7 @@ class InputStreams:
         self.last_reason: str | None = None
         self.window_received = 0
         self.window_rejects: Counter = Counter()
+        self.latest_reading: Reading | None = None
         self._warned: dict[str, tuple[float, int]] = {}
 
     @property
@@ -255,6 +259,9 @@ class InputStreams:
                 return False
         if collecting:
             self.readings.append(reading)
+        if (self.latest_reading is None or reading.stamp is None or self.latest_reading.stamp is None
+                or reading.stamp >= self.latest_reading.stamp):
+            self.latest_reading = reading
         return True
 
     # ------------------------------------------------------------ pairing
@@ -271,7 +278,6 @@ class InputStreams:
             now: the host's clock, s.
             window_start: start of the measuring window, s (same clock).
         """
-        max_age = self.params['max_pose_age']
         while self.readings:
             reading = self.readings[0]
             stamp = reading.stamp if reading.stamp is not None else now
@@ -279,36 +285,59 @@ class InputStreams:
                 self.readings.popleft()  # taken while still moving/settling
                 self.window_rejects['stamped before the measurement window'] += 1
                 continue
-            if stamp - now > self.params['future_stamp_tolerance']:
-                # would wait for a pose newer than it for as long as the clock lags the stamp: never pair it
-                self.readings.popleft()
-                self.reject('reading', *self.stamp_problem(stamp, now, math.inf))
-                continue
-            newest = self.poses[-1].stamp if self.poses else -math.inf
-            if newest < stamp:
-                # The localisation output lags the sensor (or has stopped): a closer pose may still come.
-                if now - stamp <= self.params['reading_timeout']:
-                    return None
-                self.readings.popleft()
-                self.reject('reading', 'no pose estimate newer than the reading',
-                            f'no pose estimate newer than the reading arrived within reading_timeout = '
-                            f'{self.params["reading_timeout"]} s (pose stream stale or stopped): dropped')
-                continue
-            pose, gap = self.nearest_pose(stamp)  # final: later poses are further away
+            pose = self.pose_at(stamp, now, 'reading')
+            if pose is WAIT:
+                return None
             self.readings.popleft()
-            if gap > max_age:
-                self.reject('reading', 'no pose within max_pose_age',
-                            f'no pose within max_pose_age = {max_age} s of its stamp (nearest {gap:.3f} s '
-                            'away): dropped')
-                continue
-            trace = position_trace(pose.cov)
-            if trace > self.params['max_covariance_trace']:
-                self.reject('reading', 'paired pose over max_covariance_trace',
-                            f'its pose has covariance trace {trace:.3g} m² > max_covariance_trace = '
-                            f'{self.params["max_covariance_trace"]} m²: dropped')
-                continue
-            return pose, reading
+            if pose is not None:
+                return pose, reading
         return None
+
+    def pose_at(self, stamp: float, now: float, what: str = 'reading') -> 'PoseEstimate | None | object':
+        """The pose estimate a reading stamped ``stamp`` pairs with: the buffered pose nearest in time.
+
+        The one pairing rule of measurements (:meth:`pair`) and en-route readings: a reading stamped more than
+        ``future_stamp_tolerance`` ahead of ``now`` is refused; while no pose newer than the reading exists,
+        :data:`WAIT` is returned for up to ``reading_timeout`` (a closer pose may still come), then the reading is
+        refused; the nearest pose is refused when it is further than ``max_pose_age`` from the stamp or its
+        covariance trace exceeds ``max_covariance_trace``. A refusal is counted and logged
+        (:meth:`reject` with ``what``) and returns None.
+
+        Args:
+            stamp: the reading's stamp, s (host clock).
+            now: the host's clock, s.
+            what: the counter prefix of refusals (``'reading'``, ``'en-route reading'``).
+
+        Returns:
+            The pose, :data:`WAIT`, or None (refused).
+        """
+        max_age = self.params['max_pose_age']
+        if stamp - now > self.params['future_stamp_tolerance']:
+            # would wait for a pose newer than it for as long as the clock lags the stamp: never pair it
+            self.reject(what, *self.stamp_problem(stamp, now, math.inf))
+            return None
+        newest = self.poses[-1].stamp if self.poses else -math.inf
+        if newest < stamp:
+            # The localisation output lags the sensor (or has stopped): a closer pose may still come.
+            if now - stamp <= self.params['reading_timeout']:
+                return WAIT
+            self.reject(what, 'no pose estimate newer than the reading',
+                        f'no pose estimate newer than the reading arrived within reading_timeout = '
+                        f'{self.params["reading_timeout"]} s (pose stream stale or stopped): dropped')
+            return None
+        pose, gap = self.nearest_pose(stamp)  # final: later poses are further away
+        if gap > max_age:
+            self.reject(what, 'no pose within max_pose_age',
+                        f'no pose within max_pose_age = {max_age} s of its stamp (nearest {gap:.3f} s '
+                        'away): dropped')
+            return None
+        trace = position_trace(pose.cov)
+        if trace > self.params['max_covariance_trace']:
+            self.reject(what, 'paired pose over max_covariance_trace',
+                        f'its pose has covariance trace {trace:.3g} m² > max_covariance_trace = '
+                        f'{self.params["max_covariance_trace"]} m²: dropped')
+            return None
+        return pose
 
     def nearest_pose(self, stamp: float) -> tuple[PoseEstimate | None, float]:
         """The buffered pose nearest in time to ``stamp`` and its distance in time, s (None, inf if none)."""

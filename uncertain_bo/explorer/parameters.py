@@ -55,6 +55,8 @@ EXPLORER_PARAMS = [
     Param('gp_noise_prior', 'lognormal', 'prior on the GP noise the sensor does not report (standardised '
           'readings): ' + '; '.join(f'{k}: {v}' for k, v in NOISE_PRIORS.items()), choices=tuple(NOISE_PRIORS),
           read_only=True),
+    Param('gp_input_noise', False, "add each reading's input-induced variance (how much the field varies over its "
+          'location distribution, from the current kernel) to its noise in the GP', read_only=True),
     Param('reading_noise_std', 0.0, "the sensor's noise std, field units, for readings that carry no variance "
           '(std_msgs/Float64, or a variance of 0); a variance in the message wins. It is the floor of the '
           "reading's noise in the GP; 0 = unknown (the learned noise alone)", range=(0.0, 1e12)),
@@ -71,6 +73,18 @@ EXPLORER_PARAMS = [
     Param('max_mission_time', 0.0, 'time budget from the first pose: the mission ends when the next target '
           'cannot be reached and measured in the time left (at the mean driving speed so far), or once this '
           'much time has passed (a measurement under way is abandoned), s; 0 = no limit', range=(0.0, 1e9)),
+    Param('en_route_spacing', 0.0, 'en-route readings: while driving to a target, each time the position estimate '
+          'is this far (straight line) from where the last reading was stored, the next sensor reading is paired '
+          'with the pose estimate at its stamp and added to the GP (streaming sensors: gas, temperature, '
+          'humidity); they do not count toward max_measurements; 0 = off, m', range=(0.0, 1e6)),
+    Param('fit_max_points', 150, 'hyperparameter fits use at most this many readings: every measurement and an '
+          'evenly thinned share of the en-route readings (the posterior always uses all of them); 0 = no cap',
+          range=(0, 1000000), read_only=True),
+    Param('sparse_above', 1000, 'beyond this many readings (measurements and en-route readings) the GP posterior '
+          'is sparse (SGPR with inducing_points inducing inputs): O(m²) per candidate instead of O(n²); 0 = always '
+          'exact', range=(0, 100000000), read_only=True),
+    Param('inducing_points', 500, 'inducing inputs of the sparse posterior: every measurement and evenly thinned '
+          'en-route readings', range=(1, 1000000), read_only=True),
     Param('refit_every', 1, 'refit GP hyperparameters every N measurements (0 = never)', range=(0, 1000000)),
     Param('num_restarts', 10, 'L-BFGS-B restarts of the acquisition maximiser', range=(1, 1000)),
     Param('raw_samples', 512, 'quasi-random candidates scored to choose the restarts', range=(1, 100000)),
@@ -179,6 +193,9 @@ def planner_from_parameters(params: Mapping[str, Any], **overrides) -> Planner:
                   refit_every=params['refit_every'], seed=params['seed'], budget=params['max_measurements'],
                   recommendation=params['recommendation'], travel_weight=params['travel_weight'],
                   in_box_exploration=params['in_box_exploration'], noise_prior=params['gp_noise_prior'],
+                  fit_max_points=params['fit_max_points'], sparse_above=params['sparse_above'],
+                  inducing_points=params['inducing_points'],
+                  input_noise=params['gp_input_noise'],
                   execution_noise_prior_weight=(params['execution_noise_prior_weight']
                                                 if params['learn_execution_noise'] else None),
                   execution_feedback='closed_loop',   # the controller steers on the location estimate

@@ -16,6 +16,14 @@
 - **Localisation divergence:** when the trace of the newest pose's position covariance exceeds
   ``max_covariance_trace`` the explorer stops the rover and pauses (no measurement is taken); it resumes
   towards the same target once the trace is back below ``RESUME_FRACTION`` of the threshold.
+- **En-route readings** (``en_route_spacing > 0``): while driving, once the position estimate is
+  ``en_route_spacing`` (straight line) from where the last reading was stored, the first reading stamped after
+  that moment is paired with the pose estimate at its stamp (:meth:`~uncertain_bo.explorer.inputs.InputStreams.
+  pose_at`, the measurements' pairing rule; refusals are counted under ``'en-route reading: ...'``) and stored
+  as an en-route reading (``Planner.observe(None, ...)``): in the GP, not a measurement (``max_measurements``
+  counts stops), no target, so not in the learned execution noise. Straight-line spacing rather than path
+  length: the estimate's jitter does not add up, and the readings are spread in space, which is what the GP
+  learns from. :attr:`Explorer.en_route_readings` counts them; the result file too.
 - **The end** comes with ``max_measurements`` or a budget (``max_distance``, ``max_mission_time``:
   :mod:`~uncertain_bo.explorer.budget`), whichever is first; :attr:`Explorer.done_reason` says which. Raising
   a limit at run time continues the mission.
@@ -46,7 +54,7 @@ import torch
 from ..distributions import DTYPE, InvalidDistributionError
 from ..planner import InvalidObservationError, Planner, Recommendation
 from .budget import TravelBudget
-from .inputs import InputStreams, PoseEstimate, Reading, position_trace
+from .inputs import WAIT, InputStreams, PoseEstimate, Reading, position_trace
 from .location_policy import LocationPolicy
 from .parameters import RESUME_CHECKED, RESUME_FRACTION, update_planner
 
@@ -161,7 +169,8 @@ class Explorer:
         self.inputs = InputStreams(self.params, lambda: self.state is State.MEASURING)
         self.locations = LocationPolicy(self.planner, self.params)
         journal = self.planner.journal_file
-        self.budget = TravelBudget.resumed(self.params, journal.observations if journal is not None else [])
+        self.budget = TravelBudget.resumed(self.params, [r for r in journal.records if r.get('type') in (
+            'observation', 'en_route')] if journal is not None else [])
         self._goal_time = self._dwell_end = self._measure_start = self._stop_start = 0.0
         self._timed_out = False
         self._retries = 0
@@ -177,6 +186,8 @@ class Explorer:
         self._unsent: np.ndarray | None = None      # a decided target a budget did not let us send
         self._done_limits: tuple | None = None
         self._finish_reported = False
+        self._en_route_from: np.ndarray | None = None   # where the last reading was stored (en-route spacing)
+        self._en_route_due: float | None = None        # stamp from which an en-route reading is due
         self._log_resume()
         if self.planner.n >= self.params['max_measurements']:
             self._end(f"max_measurements = {self.params['max_measurements']} reached")
@@ -234,6 +245,11 @@ class Explorer:
         """Particles per stored empirical location distribution, 0 when the run stores Gaussians (or has not
         decided yet and will not use particles)."""
         return self.locations.particles
+
+    @property
+    def en_route_readings(self) -> int:
+        """En-route readings stored so far (the planner's, a resumed journal's included)."""
+        return self.planner.n_en_route
 
     @property
     def deciding_in_background(self) -> bool:
@@ -411,9 +427,13 @@ class Explorer:
         self._timed_out = False
         self._retries = 0
         self.state = State.DRIVING
+        if self._en_route_from is None and pose is not None:
+            self._en_route_from = np.asarray(pose.xy, dtype=float).copy()   # en-route spacing counts from here
         self.outputs.send_goal(target)
 
     def _drive(self, now: float) -> None:
+        if self.params['en_route_spacing'] > 0:
+            self._en_route(now)
         pose = self.latest_pose
         if pose is not None and np.linalg.norm(pose.xy - self.target) <= self.params['arrival_tolerance']:
             self._start_dwell(now)
@@ -432,6 +452,43 @@ class Explorer:
             self.outputs.stop(where)
             self._timed_out = True
             self._start_dwell(now)
+
+    def _en_route(self, now: float) -> None:
+        """Take an en-route reading when one is due (see the module docstring)."""
+        pose = self.latest_pose
+        if pose is None:
+            return
+        if self._en_route_from is None:
+            self._en_route_from = pose.xy.copy()
+        if self._en_route_due is None:
+            if np.linalg.norm(pose.xy - self._en_route_from) < self.params['en_route_spacing']:
+                return
+            self._en_route_due = pose.stamp
+        reading = self.inputs.latest_reading
+        if reading is None:
+            return
+        stamp = reading.stamp if reading.stamp is not None else now
+        if stamp < self._en_route_due:
+            return                                  # the next reading comes later
+        paired = self.inputs.pose_at(stamp, now, 'en-route reading')
+        if paired is WAIT:
+            return
+        if paired is None:                          # refused (counted): the next reading is due
+            self._en_route_due = math.nextafter(stamp, math.inf)
+            return
+        self._en_route_due = None
+        variance = reading.variance if reading.variance > 0 else float(self.params['reading_noise_std']) ** 2
+        meta = {'reading_stamp': stamp, 'pose_stamp': paired.stamp, 'reading_variance': variance,
+                'frame_id': paired.frame_id, **self.budget.totals(now)}
+        try:
+            location = self.locations.location(paired)
+            meta['location_source'] = self.locations.describe(paired, location)
+            self.planner.observe(None, location, float(reading.value), **meta)
+        except (InvalidObservationError, InvalidDistributionError) as exc:  # defensive: validated on arrival
+            self.reject('en-route reading', 'invalid observation', str(exc))
+            return
+        self.locations.stored(location)
+        self._en_route_from = np.asarray(paired.xy, dtype=float).copy()
 
     def _start_dwell(self, now: float) -> None:
         self.budget.stopped()
@@ -479,6 +536,8 @@ class Explorer:
             self.reject('measurement', 'invalid observation', str(exc))
             return
         self.locations.stored(location)
+        self._en_route_from = np.asarray(pose.xy, dtype=float).copy()
+        self._en_route_due = None
         self.budget.measured(now - self._stop_start)
         m = Measurement(index, self.target.copy(), pose, reading, self._timed_out)
         rec = self.planner.recommend()
@@ -521,13 +580,15 @@ class Explorer:
 
     def result(self, rec: Recommendation | None) -> dict[str, Any]:
         """The run's result as written to ``result_file``: the recommendation (None before any measurement),
-        counts, why it ended, distance driven (m), mission time (s) and the execution-noise model
+        counts (measurements, en-route readings, rejected inputs), why it ended, distance driven (m), mission time
+        (s) and the execution-noise model
         (:func:`execution_noise_summary`)."""
         now = self._last_now if self._last_now is not None else 0.0
         return {'recommended_target': rec.target.tolist() if rec is not None else None,
                 'predicted_robust_value': rec.mean if rec is not None else None,
                 'predicted_std': rec.std if rec is not None else None,
-                'measurements': self.planner.n, 'rejected': dict(self.rejected),
+                'measurements': self.planner.n, 'en_route_readings': self.planner.n_en_route,
+                'rejected': dict(self.rejected),
                 'stopped_because': self.done_reason, **self.budget.totals(now),
                 'execution_noise': execution_noise_summary(self.planner)}
 

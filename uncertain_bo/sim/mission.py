@@ -83,6 +83,7 @@ class MissionResult:
         stop_reason: why the explorer ended the mission (None if it did not).
         distance_estimate: distance driven as the explorer measured it on the pose estimates (what
             ``max_distance`` is checked against), m.
+        en_route_readings: readings stored on the way (``en_route_spacing``; not in ``measurements``).
     """
 
     planner: Planner
@@ -96,6 +97,7 @@ class MissionResult:
     trajectory: np.ndarray = field(repr=False)
     stop_reason: str | None = None
     distance_estimate: float = 0.0
+    en_route_readings: int = 0
 
 
 class _Host:
@@ -203,4 +205,4 @@ class Mission:
                              np.array(host.true_positions).reshape(-1, 2), s.t,
                              time.perf_counter() - wall0, explorer.state is State.DONE,
                              dict(explorer.rejected), np.array(trajectory), explorer.done_reason,
-                             explorer.budget.distance)
+                             explorer.budget.distance, self.planner.n_en_route)
