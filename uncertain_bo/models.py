@@ -281,13 +281,12 @@ class DistributionGP(ExactGP):
         if self._cache is not None:
             with torch.no_grad():
                 enc = self.encode(locations)
+                known = noise.to(enc) / self._y_scale ** 2 + self.input_variance(locations).to(enc)
                 if isinstance(self._cache, _SparsePosteriorCache):   # one refactorisation per batch
-                    self._cache.add(self, enc, float(self.likelihood.noise) + noise.to(enc) / self._y_scale ** 2
-                                    + self.input_variance(locations).to(enc))
+                    self._cache.add(self, enc, float(self.likelihood.noise) + known)
                 else:
                     for i in range(enc.shape[0]):
-                        self._cache.grow(self, enc[i:i + 1], float(noise[i]) / self._y_scale ** 2
-                                         + float(self.input_variance(locations[i:i + 1])))
+                        self._cache.grow(self, enc[i:i + 1], float(known[i]))
                 self._cache.set_targets(self._standardized_y())
 
     def clear_posterior(self) -> None:
