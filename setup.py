@@ -10,12 +10,17 @@ setup(
     name=package_name,
     version='0.1.0',
     packages=find_packages(exclude=['test', 'test.*', 'bench']),
+    # shipped data: the papers' benchmark protocols (`uncertain-bo bench --protocol`) with their measured run times,
+    # and the field suites with their fields (`uncertain-bo bench --suite`)
+    package_data={'uncertain_bo.benchmarks': ['protocols/*.yaml'],
+                  'uncertain_bo.data': ['suites/*.yaml', 'fields/*.npz', 'fields/*.csv']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
         (os.path.join('share', package_name, 'launch'), glob('launch/*.launch.py')),
         (os.path.join('share', package_name, 'config'), glob('config/*.yaml') + glob('config/*.rviz')
          + glob('config/*.sdf')),
+        (os.path.join('share', package_name, 'config', 'examples'), glob('config/examples/*.yaml')),
     ],
     install_requires=['setuptools'],
     zip_safe=True,
@@ -28,12 +33,13 @@ setup(
     entry_points={
         'console_scripts': [
             'uncertain-bo = uncertain_bo.cli:main',
-            'explorer = uncertain_bo.ros.explorer:main',
-            'pure_pursuit = uncertain_bo.ros.pure_pursuit:main',
-            'sim_rover = uncertain_bo.ros.sim_rover:main',
-            'ekf = uncertain_bo.ros.ekf:main',
-            'particle_filter = uncertain_bo.ros.particle_filter:main',
-            'field_sensor = uncertain_bo.ros.field_sensor:main',
+            'explorer = uncertain_bo.ros.nodes:explorer',
+            'pure_pursuit = uncertain_bo.ros.nodes:pure_pursuit',
+            'sim_rover = uncertain_bo.ros.nodes:sim_rover',
+            'ekf = uncertain_bo.ros.nodes:ekf',
+            'particle_filter = uncertain_bo.ros.nodes:particle_filter',
+            'field_sensor = uncertain_bo.ros.nodes:field_sensor',
+            'sensor_covariance = uncertain_bo.ros.nodes:sensor_covariance',
         ],
     },
 )

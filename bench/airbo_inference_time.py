@@ -104,13 +104,13 @@ def time_ours(estimator: str, m: int, h: int | None, repeats: int, seed: int = 0
         if first_call is not None:
             t0 = time.perf_counter()
             model.set_data(Empirical(train), y)
-            model.posterior(Empirical(test))
+            model.marginals(Empirical(test))
             _sync(device)
             first_call.append(time.perf_counter() - t0)
         for _ in range(repeats):
             t0, c0 = time.perf_counter(), time.process_time()
             model.set_data(Empirical(train), y)
-            out = model.posterior(Empirical(test))
+            out = model.marginals(Empirical(test))
             _sync(device)
             times.append(time.perf_counter() - t0)
             if cpu_times is not None:
@@ -131,10 +131,10 @@ def estimate_ours(estimator: str, m: int, h: int | None, n_sub: int, seed: int =
     with torch.no_grad():
         t0, c0 = time.perf_counter(), time.process_time()
         model.set_data(Empirical(train), y)
-        model.posterior(Empirical(test[:1]))  # builds the training cache (+ one test distribution)
+        model.marginals(Empirical(test[:1]))  # builds the training cache (+ one test distribution)
         _sync(device)
         t1, c1 = time.perf_counter(), time.process_time()
-        model.posterior(Empirical(test[1:1 + n_sub]))
+        model.marginals(Empirical(test[1:1 + n_sub]))
         _sync(device)
         t2, c2 = time.perf_counter(), time.process_time()
     scale = (N_TEST - 1) / n_sub

@@ -107,9 +107,9 @@ def run(n: int, repeats: int, leg: int, fit_max_points: int, full_fit_max: int, 
         g = torch.linspace(2.0, 198.0, 40, dtype=DTYPE)
         grid = torch.cartesian_prod(g, g)
         with torch.no_grad():
-            ms, vs = model.posterior(planner.candidates(grid))
+            ms, vs = model.marginals(planner.candidates(grid))
             inducing, model.inducing = model.inducing, None
-            me, ve = model.posterior(planner.candidates(grid))
+            me, ve = model.marginals(planner.candidates(grid))
             model.inducing = inducing
         spread = float(me.std())
         out['sparse_mean_rmse_over_field_std'] = float((ms - me).pow(2).mean().sqrt()) / spread

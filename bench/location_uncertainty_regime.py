@@ -83,7 +83,7 @@ def one_case(seed: int, ratio: float, regime: str, grid: np.ndarray) -> dict[str
         gp.set_data(locations, torch.as_tensor(y, dtype=DTYPE))
         gp.fit()
         with torch.no_grad():
-            mean, _ = gp.posterior(Dirac(torch.as_tensor(grid, dtype=DTYPE)))
+            mean, _ = gp.marginals(Dirac(torch.as_tensor(grid, dtype=DTYPE)))
         mean = mean.numpy()
         rmse = float(np.sqrt(np.mean((mean - f_grid) ** 2)))  # f has unit prior std
         regret = float((f_star - f_grid[np.argmax(mean)]) / (f_star - f_med))

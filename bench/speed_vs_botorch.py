@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import statistics
 import time
-import warnings
 
 import torch
+from botorch.exceptions.warnings import BadInitialCandidatesWarning, OptimizationWarning
 
+from uncertain_bo.caught_warnings import logged_warnings
 from uncertain_bo.distributions import DTYPE, Gaussian, GaussianExecutionNoise
 from uncertain_bo.models import DistributionGP
 from uncertain_bo.optim import OptimizerSettings
@@ -35,6 +37,8 @@ from uncertain_bo.planner import Planner
 LENGTHSCALE, OUTPUTSCALE, NOISE, BETA = 0.1, 1.0, 0.01, 3.0
 SIGMA_X = 0.1
 RATIO_TARGET, ABSOLUTE_TARGET = 1.5, 0.15
+
+log = logging.getLogger(__name__)
 
 
 def field(x: torch.Tensor) -> torch.Tensor:
@@ -108,8 +112,7 @@ class BoTorchLoop:
             model.mean_module.constant.fill_(0.0)
         model.eval()
         acq = UpperConfidenceBound(model, beta=BETA ** 2)  # BoTorch's beta multiplies the variance
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
+        with logged_warnings(log, OptimizationWarning, BadInitialCandidatesWarning):   # as optim.maximize does
             optimize_acqf(acq, bounds=torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DTYPE), q=1,
                           num_restarts=self.settings.num_restarts, raw_samples=self.settings.raw_samples,
                           options={'maxiter': self.settings.maxiter})

@@ -57,13 +57,13 @@ import os
 import shutil
 import tempfile
 
-import yaml
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler
 from launch.event_handlers import OnProcessExit, OnShutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from uncertain_bo.param_files import format_param_file, read_param_file
 from uncertain_bo.ros.launch_args import PACKAGE, exit_handler, flag, params_file, share_directory
 
 
@@ -106,27 +106,31 @@ def namespaced_file(path, namespace, directory=None):
 
     rcl matches a section key against the node's fully qualified name, so a section ``explorer:`` does
     not reach ``/rover1/explorer``. Other sections (``/**``, already qualified names, other nodes) are kept.
-    Returns ``path`` itself when there is no namespace or nothing to re-key; else the re-keyed copy, written
-    in ``directory`` (the launch removes it when it ends; None: the system's temporary folder).
+    The file is read as rcl reads it (launch_ros's ``!!python/tuple`` lists, rcl's scalar types) and written
+    so that rcl reads back the same values. Returns ``path`` itself when there is no namespace or nothing to
+    re-key; else the re-keyed copy, written in ``directory`` (the launch removes it when it ends; None: the
+    system's temporary folder).
+
+    Raises:
+        uncertain_bo.parameters.ParameterError: the file cannot be read, or rcl would refuse it.
     """
     ns = namespace.strip('/')
     if not ns:
         return path
-    with open(path) as f:
-        data = yaml.safe_load(f) or {}
-    out, changed = {}, False
-    for key, section in data.items():
-        bare = key.lstrip('/') if isinstance(key, str) else key
+    sections = read_param_file(path)
+    out, changed = [], False
+    for s in sections:
+        bare = s.key.lstrip('/')
         if bare in NODES:
-            out[f'/{ns}/{bare}'] = section
+            out.append((f'/{ns}/{bare}', s.parameters))
             changed = True
         else:
-            out[key] = section
+            out.append((s.key, s.parameters))
     if not changed:
         return path
     with tempfile.NamedTemporaryFile('w', prefix=f'{PACKAGE}_{os.path.basename(path)}_', suffix='.yaml',
                                      dir=directory, delete=False) as f:
-        yaml.safe_dump(out, f, default_flow_style=None, sort_keys=False)
+        f.write(format_param_file(out))
         return f.name
 
 

@@ -3,9 +3,12 @@
 Starts::
 
     gz sim         config/gz_field.sdf (world, rover with DiffDrive, ground-truth odometry, IMU and NavSat)
-    parameter_bridge   config/gz_bridge.yaml: /clock, cmd_vel, wheel/odometry, ground_truth, gps/fix, imu
+    parameter_bridge   config/gz_bridge.yaml: /clock, cmd_vel, wheel/odometry_raw, ground_truth,
+                   navsat/fix_raw, imu
+    navsat_covariance, wheel_odometry_covariance   (sensor_covariance, config/gz_sensors.yaml): the GNSS fix
+                   and the wheel odometry with the covariance Gazebo's messages lack -> gps/fix, wheel/odometry
     ekf_filter_node_odom, navsat_transform, ekf_filter_node_map   config/gz_localization.yaml (dual EKF):
-                   odometry/global = map-frame estimate with GNSS corrections and a bounded covariance;
+                   odometry/global = map-frame estimate with GNSS corrections and a bounded, real covariance;
                    TF map -> odom -> base_link
     field_sensor   ground_truth -> reading: the field (config/sim.yaml's sim_rover field) read where the rover
                    really is, stamped, with its noise variance
@@ -54,6 +57,12 @@ ARGUMENTS = [
     ('exit_when_done', 'true', 'the explorer exits after its last measurement, which shuts the launch down'),
 ]
 
+#: sensor_covariance nodes (config/gz_sensors.yaml): name -> (bridged topic without covariance, topic with it)
+SENSOR_COVARIANCE = {
+    'navsat_covariance': ('navsat/fix_raw', 'gps/fix'),
+    'wheel_odometry_covariance': ('wheel/odometry_raw', 'wheel/odometry'),
+}
+
 #: robot_localization nodes: name -> (executable, output remapped from odometry/filtered)
 LOCALIZATION = {
     'ekf_filter_node_odom': ('ekf_node', 'odometry/local'),
@@ -98,6 +107,7 @@ def gz_configuration(args, share):
     if args.get('run_dir', '').strip():
         explorer['run_dir'] = os.path.abspath(os.path.expanduser(args['run_dir'].strip()))
     localization = os.path.join(config, 'gz_localization.yaml')
+    sensors = os.path.join(config, 'gz_sensors.yaml')
     out = {
         'world': world,
         'gz_args': f"-r {'' if flag(args.get('gui', 'false'), 'gui') else '-s '}{world}",
@@ -112,13 +122,49 @@ def gz_configuration(args, share):
     for name, (_, output) in LOCALIZATION.items():
         remap = [('odometry/filtered', output)] if output else [('odometry/filtered', 'odometry/global')]
         out[name] = {'parameters': [localization, {'use_sim_time': True}], 'remappings': remap}
+    for name, (raw, declared) in SENSOR_COVARIANCE.items():
+        out[name] = {'parameters': [sensors, {'use_sim_time': True}], 'remappings': [('in', raw), ('out', declared)]}
     return out
 
 
+#: ROS packages this launch file starts (besides uncertain_bo)
+REQUIRED_PACKAGES = ('ros_gz_sim', 'ros_gz_bridge', 'robot_localization')
+
+
+def missing_packages(find=None):
+    """The packages of :data:`REQUIRED_PACKAGES` that are not installed (``find``: name -> share directory,
+    raising when absent; default ament's ``get_package_share_directory``)."""
+    if find is None:
+        from ament_index_python.packages import get_package_share_directory as find
+    missing = []
+    for name in REQUIRED_PACKAGES:
+        try:
+            find(name)
+        except (LookupError, ValueError, OSError):   # PackageNotFoundError is a KeyError (a LookupError)
+            missing.append(name)
+    return missing
+
+
+def install_hint(missing):
+    """One line: what is missing and the command that installs it."""
+    return (f"Gazebo is not installed: package{'s' if len(missing) > 1 else ''} {', '.join(missing)} not found. "
+            'Install Gazebo (Harmonic), its ROS bridge and robot_localization with '
+            '`sudo apt install ros-$ROS_DISTRO-ros-gz ros-$ROS_DISTRO-robot-localization`, source '
+            '/opt/ros/$ROS_DISTRO/setup.bash and launch again; without Gazebo, `ros2 launch uncertain_bo '
+            'sim.launch.py` runs the simulated rover')
+
+
 def launch_setup(context):
-    """Gazebo, the bridge, robot_localization and our nodes, once the launch-argument values are known."""
+    """Gazebo, the bridge, robot_localization and our nodes, once the launch-argument values are known.
+
+    Raises:
+        RuntimeError: a package it needs is not installed (:func:`install_hint`), or an argument is invalid.
+    """
     from ament_index_python.packages import get_package_share_directory
 
+    missing = missing_packages()
+    if missing:
+        raise RuntimeError(install_hint(missing))
     args = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
     conf = gz_configuration(args, share_directory(__file__, 'gz_bridge.yaml'))
     gz = IncludeLaunchDescription(
@@ -131,6 +177,8 @@ def launch_setup(context):
                          **conf[name]) for name, (executable, _) in LOCALIZATION.items()]
     ours = {name: Node(package='uncertain_bo', executable=name, name=name, output='screen', **conf[name])
             for name in ('field_sensor', 'explorer', 'pure_pursuit')}
+    ours.update({name: Node(package='uncertain_bo', executable='sensor_covariance', name=name, output='screen',
+                            **conf[name]) for name in SENSOR_COVARIANCE})
     return [
         gz, bridge, *localization, *ours.values(),
         # the explorer's last measurement ends the launch; any of our nodes failing ends it non-zero

@@ -124,10 +124,15 @@ def test_odometry_parsing_and_validation(x, y, cov, stamp, frame, quat):
     o = msg.pose.pose.orientation
     o.x, o.y, o.z, o.w = quat                       # garbage orientation: irrelevant to the explorer
     msg.pose.covariance = cov
-    try:
-        cv.odometry_to_pose(msg)                    # the general parser: ValueError at most (quaternion)
-    except ValueError:
-        pass
+    # the general parser refuses exactly the quaternions without a yaw (zero or non-finite), else keeps the message
+    if all(v == 0.0 for v in quat) or not all(math.isfinite(v) for v in quat):
+        with pytest.raises(ValueError, match='invalid orientation quaternion'):
+            cv.odometry_to_pose(msg)
+    else:
+        pose = cv.odometry_to_pose(msg)
+        assert pose.frame_id == frame
+        assert np.array_equal(pose.xy, [msg.pose.pose.position.x, msg.pose.pose.position.y], equal_nan=True)
+        assert np.array_equal(pose.cov_xy, np.asarray(msg.pose.covariance).reshape(6, 6)[:2, :2], equal_nan=True)
     parsed = parse(msg, 'odometry')
     feed_and_check(parsed, cv.from_time_msg(msg.header.stamp))
 
@@ -205,5 +210,5 @@ def test_pose_estimate_ignores_a_zero_quaternion():
     msg.pose.pose.position.x = 3.0
     msg.pose.pose.orientation.w = 0.0              # all-zero: invalid for yaw, irrelevant here
     p = pose_estimate_from_msg(msg, 'odometry')
-    assert p.xy.tolist() == [3.0, 0.0] and p.cov.shape == (2, 2)
-    assert isinstance(PoseEstimate, type)
+    assert isinstance(p, PoseEstimate) and p.xy.tolist() == [3.0, 0.0] and p.stamp == 0.0
+    assert np.array_equal(p.cov, np.zeros((2, 2)))                     # the message's (x, y) covariance block

@@ -39,3 +39,32 @@ def test_simulated_exploration_over_ros_topics(tmp_path):
     assert summary['robust_optimum']['value'] >= summary['recommended_robust_value']
     assert (tmp_path / 'run.png').stat().st_size > 10_000
     assert len(summary['decision_seconds']) == 8
+
+
+def test_demo_with_a_float64_probe_measures(tmp_path):
+    """A robot's params file with a std_msgs/Float64 probe: the simulated sensor publishes the explorer's type
+    (before: an RCLError type clash on 'reading'), and the header-less readings pair on arrival."""
+    from uncertain_bo.ros.graph import run_demo
+    params = tmp_path / 'robot.yaml'
+    params.write_text('explorer:\n  ros__parameters:\n    reading_type: float64\n    reading_noise_std: 0.5\n')
+    start = {'initial_x': 30.0, 'initial_y': 30.0}
+    summary = run_demo(tmp_path / 'run', {
+        'sim_rover': {'field_extent': [0.0, 60.0, 0.0, 60.0], 'status_period': 0.0, **start},
+        'ekf': start,
+        'explorer': {'max_measurements': 2, 'n_initial': 2},
+    }, extra_files=[params], timeout=200)
+    assert summary['completed'] and summary['measurements'] == 2
+    used = json.loads((tmp_path / 'run' / 'parameters.json').read_text())
+    assert used['sim_rover']['reading_type'] == used['explorer']['reading_type'] == 'float64'
+    obs = [json.loads(s) for s in (tmp_path / 'run' / 'journal.jsonl').read_text().splitlines()
+           if '"observation"' in s]
+    assert len(obs) == 2 and all(r['reading_stamped_on_arrival'] for r in obs)
+    assert all(r['reading_variance'] == pytest.approx(0.25) for r in obs)   # reading_noise_std², no variance
+
+
+def test_reading_types_set_differently_for_both_nodes_are_refused(tmp_path):
+    from uncertain_bo.parameters import ParameterError
+    from uncertain_bo.ros.graph import load_graph_parameters
+    with pytest.raises(ParameterError, match="reading_type is 'temperature' for sim_rover but 'float64'"):
+        load_graph_parameters(overrides={'sim_rover': {'reading_type': 'temperature'},
+                                         'explorer': {'reading_type': 'float64'}})

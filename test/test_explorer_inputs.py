@@ -153,6 +153,39 @@ class SlowPlanner(Planner):
         return super().suggest()
 
 
+class SlowRecommendPlanner(Planner):
+    """A planner whose recommendations (where the GP is refitted after a measurement) take ``delay`` s."""
+
+    delay = 0.6
+
+    def recommend(self, rule=None):
+        self.recommended_on = threading.current_thread().name
+        time.sleep(self.delay)
+        return super().recommend(rule)
+
+
+def test_the_fit_after_a_measurement_runs_on_the_decider_and_the_cycle_stays_responsive():
+    """The recommendation after each measurement refits the GP: on the host's executor it blocked every pose
+    and reading callback for the fit's duration (on a wall clock the queued poses then arrived stale)."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix='decide') as pool:
+        ex, host = make(decider=pool, planner_cls=SlowRecommendPlanner, max_measurements=2)
+        longest, t = 0.0, 0.0
+        ex.on_pose(pose(t, [1.0, 1.0]), now=t)
+        while ex.state is not State.DONE:
+            t = round(t + 0.1, 6)
+            w = time.monotonic()
+            goal = host.goals[-1] if host.goals else np.array([1.0, 1.0])
+            assert ex.on_pose(pose(t, goal), now=t)
+            ex.on_reading(Reading(t, 3.0), now=t)
+            ex.tick(t)
+            longest = max(longest, time.monotonic() - w)
+            time.sleep(0.01)
+            assert t < 100
+        assert longest < 0.3, longest
+        assert len(host.measurements) == 2 and host.done is not None
+        assert ex.planner.recommended_on.startswith('decide')
+
+
 def test_background_decision_keeps_the_cycle_responsive():
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix='decide') as pool:
         ex, host = make(decider=pool, planner_cls=SlowPlanner)

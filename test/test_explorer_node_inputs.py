@@ -91,3 +91,45 @@ def test_hostile_reading_stamps_are_counted_over_topics(context, tmp_path):
         ex.shutdown()
         node.destroy_node()
         probe.destroy_node()
+
+
+def test_poses_that_waited_while_the_executor_was_busy_are_not_stale(context, tmp_path):
+    """On a wall clock a pose's age is judged at its arrival (the middleware's reception stamp): poses that
+    queued while this node's executor was busy (a GP fit in a callback) are not stale (before: the whole queue,
+    judged when the callbacks finally ran, was rejected as stale after every fit)."""
+    import threading
+    import time
+    from nav_msgs.msg import Odometry
+
+    node = ExplorerNode(context=context, parameter_overrides=parameter_overrides({
+        'run_dir': str(tmp_path), 'search_bounds': [0.0, 20.0, 0.0, 20.0], 'max_pose_age': 0.5}))
+    probe = rclpy.create_node('busy_pose_probe', context=context)
+    pub = probe.create_publisher(Odometry, 'odometry/filtered', 10)
+    ex = SingleThreadedExecutor(context=context)
+    ex.add_node(node)
+    ex.add_node(probe)
+    stop = threading.Event()
+
+    def publish():
+        while not stop.is_set():
+            now = probe.get_clock().now().nanoseconds * 1e-9
+            pub.publish(cv.make_odometry(now, 'map', 'base_link', [5.0, 5.0], 0.0, np.diag([0.1] * 6)))
+            time.sleep(0.1)                            # 10 Hz: a queue of 10 poses spans 1 s
+
+    thread = threading.Thread(target=publish, daemon=True)
+    thread.start()
+    try:
+        assert spin_until(ex, lambda: node.explorer.received['poses'] > 5, timeout=10.0)
+        before = node.explorer.received['poses']
+        time.sleep(1.5)                                # the executor is busy: 15 poses arrive, 10 are queued
+        end = time.monotonic() + 0.3
+        while time.monotonic() < end:
+            ex.spin_once(timeout_sec=0.01)
+        assert node.explorer.received['poses'] - before >= 8
+        assert node.explorer.rejected['pose: stale stamp'] == 0, dict(node.explorer.rejected)
+    finally:
+        stop.set()
+        thread.join()
+        ex.shutdown()
+        node.destroy_node()
+        probe.destroy_node()

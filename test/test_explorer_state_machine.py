@@ -173,9 +173,11 @@ def test_silent_sensor_retries_then_skips_target():
         ex.on_pose(pose(t, host.goals[0]))
         ex.tick(t)
     assert ex.planner.n == 0
-    assert len(host.goals) == 2 and np.allclose(host.goals[1], host.goals[0])  # same target retried
     assert 4.0 < t < 5.5  # dwell 1 s + 3 x reading_timeout 1 s
     assert any('sensor silent' in k for k in ex.rejected)
+    # the skipped target is kept out: the next goal is outside its zone (2 x execution_noise_std 0.75 m)
+    assert len(host.goals) == 2 and np.linalg.norm(host.goals[1] - host.goals[0]) >= 1.5 - 1e-9
+    assert ex.skipped_targets == 1 and len(ex.planner.keep_out) == 1
 
 
 def at_goal_until(ex, host, t, cond, *, cov=None, readings=True, limit=60.0, dt=0.1):
@@ -372,3 +374,128 @@ def test_reading_variance_reaches_the_gp_with_reading_noise_std_as_fallback(mess
     assert ex.planner.n == 1
     ex.planner.predict(torch.zeros(1, 2, dtype=torch.float64))  # moves the observation into the GP
     assert ex.planner.model.reading_noise.tolist() == [pytest.approx(expected)]
+
+
+def test_header_less_readings_are_stamped_on_arrival_and_measured(tmp_path):
+    """std_msgs/Float64 has no header: each reading is stamped when it arrives and pairs like a stamped one
+    (before: stamped 'now' at every pairing attempt, no pose was ever newer, the explorer measured forever)."""
+    ex, host = make(tmp_path, reading_timeout=2.0)
+    t = 0.0
+    ex.on_pose(pose(t, [1.0, 1.0]), now=t)
+    ex.tick(t)
+    while ex.state is not State.DONE and t < 60.0:
+        t = round(t + 0.1, 6)
+        ex.on_pose(pose(t, host.goals[-1] + 0.1), now=t)
+        if abs(t * 2 - round(t * 2)) < 1e-9:
+            ex.on_reading(Reading(None, 5.0), now=t)
+        ex.tick(t)
+    assert ex.state is State.DONE and ex.planner.n == 3, (ex.state, dict(ex.rejected))
+    for m in host.measurements:
+        assert m.reading.stamped_on_arrival and m.reading.stamp == pytest.approx(m.pose.stamp, abs=0.05)
+    assert all(r['reading_stamped_on_arrival'] for r in ex.planner.journal_file.observations)
+    assert t < 3 * (1.0 + 3.0) + 5.0       # dwell + a reading within the window, never a timeout
+
+
+def test_header_less_reading_before_the_clock_runs_is_rejected():
+    ex, _ = make()
+    assert not ex.on_reading(Reading(None, 5.0), now=None)
+    assert ex.rejected['reading: no clock to stamp it'] == 1
+
+
+def test_a_target_the_sensor_never_reads_is_not_decided_again(tmp_path):
+    """Every reading outside reading_range: each failed target becomes a keep-out zone, no later goal is in one,
+    and the mission ends after max_consecutive_skips (before: the same target decided again and again)."""
+    ex, host = make(tmp_path, reading_timeout=0.5, reading_retries=1, reading_range=[0.0, 1.0], max_measurements=8,
+                    max_consecutive_skips=4, keep_out_radius=3.0)
+    t = 0.0
+    ex.on_pose(pose(t, [1.0, 1.0]), now=t)
+    ex.tick(t)
+    while ex.state is not State.DONE and t < 120.0:
+        t = round(t + 0.1, 6)
+        ex.on_pose(pose(t, host.goals[-1]), now=t)
+        ex.on_reading(Reading(t, 5.0), now=t)            # always outside [0, 1]
+        ex.tick(t)
+    assert ex.state is State.DONE and 'max_consecutive_skips = 4' in ex.done_reason
+    assert ex.planner.n == 0 and ex.skipped_targets == 4 and len(host.goals) == 4
+    assert len(ex.planner.decisions) == 4
+    for i, g in enumerate(host.goals):          # no goal within 3 m of an earlier skipped one
+        for earlier in host.goals[:i]:
+            assert np.linalg.norm(g - earlier) >= 3.0 - 1e-9
+    zones = [r for r in ex.planner.journal_file.records if r['type'] == 'keep_out']
+    assert len(zones) == 4 and all(z['radius'] == 3.0 and 'value out of range' in z['reason'] for z in zones)
+    result = ex.result(None)
+    assert result['targets_skipped'] == 4 and len(result['keep_out_zones']) == 4
+
+
+def test_keep_out_zones_survive_a_restart_and_the_mission_measures_around_them(tmp_path):
+    """Readings refused only near one place: the mission still takes its measurements, none in a zone; a
+    restarted planner on the journal keeps the zones and does not re-send the skipped target."""
+    ex, host = make(tmp_path, reading_timeout=0.5, reading_retries=0, reading_range=[0.0, 10.0], max_measurements=6,
+                    keep_out_radius=4.0)
+    ex.planner.n_initial = 5
+    t = 0.0
+    ex.on_pose(pose(t, [1.0, 1.0]), now=t)
+    ex.tick(t)
+    bad = host.goals[0]         # the sensor reads nonsense within 2.5 m of the first target
+    while ex.state is not State.DONE and t < 200.0:
+        t = round(t + 0.1, 6)
+        here = host.goals[-1]
+        ex.on_pose(pose(t, here), now=t)
+        ex.on_reading(Reading(t, 50.0 if np.linalg.norm(here - bad) < 2.5 else 5.0), now=t)
+        ex.tick(t)
+    assert ex.state is State.DONE and ex.planner.n == 6
+    zones = ex.planner.keep_out.zones
+    assert ex.skipped_targets == len(zones) >= 1
+    for m in host.measurements:
+        for z in zones:
+            assert np.linalg.norm(m.target - z.centre.numpy()) >= 4.0 - 1e-9
+    # a restart keeps the zones
+    again = Planner(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
+                    n_initial=5, journal=tmp_path / 'j.jsonl')
+    assert len(again.keep_out) == len(zones)
+    assert torch.equal(again.keep_out.zones[0].centre, zones[0].centre)
+
+
+def test_a_goal_is_sent_again_until_the_controller_acts():
+    """The first goal published before the controller matched was lost and the rover sat until goal_timeout:
+    the explorer now re-sends the goal every goal_resend_period until the estimate moves towards it."""
+    ex, host = make(goal_resend_period=2.0, goal_timeout=100.0)
+    t = 0.0
+    ex.on_pose(pose(t, [1.0, 1.0]), now=t)
+    ex.tick(t)
+    target = host.goals[0]
+    while t < 7.0:                                   # the rover does not move: the goal may be lost
+        t = round(t + 0.1, 6)
+        ex.on_pose(pose(t, [1.0, 1.0]), now=t)
+        ex.tick(t)
+    assert len(host.goals) == 4 and all(np.array_equal(g, target) for g in host.goals)   # at 0, 2, 4, 6 s
+    assert ex.goal_reason == 'resent' and ex.goal_resend.resent == 3
+    start = np.array([1.0, 1.0])
+    step = (target - start) / np.linalg.norm(target - start)
+    while t < 20.0:                                  # now the controller drives: no more re-sends
+        t = round(t + 0.1, 6)
+        start = start + 0.1 * step
+        ex.on_pose(pose(t, start), now=t)
+        ex.tick(t)
+        if ex.state is not State.DRIVING:
+            break
+    assert len(host.goals) == 4
+
+
+def test_a_controller_that_reports_its_goals_drives_the_cycle():
+    """Nav2's action result: aborted -> the target is skipped at once with the reason (counted, kept out) and the
+    next one decided; succeeded -> dwell and measure even outside arrival_tolerance."""
+    ex, host = make(keep_out_radius=2.0)
+    t = 0.0
+    ex.on_pose(pose(t, [1.0, 1.0]), now=t)
+    ex.tick(t)
+    first = host.goals[0]
+    ex.goal_failed('aborted by the controller', 'error_code 104: no valid path', t + 1.0)
+    assert ex.rejected['goal: aborted by the controller'] == 1 and ex.skipped_targets == 1
+    assert 'error_code 104: no valid path' in ex.planner.keep_out.zones[0].reason
+    ex.tick(t + 1.1)
+    assert ex.state is State.DRIVING and np.linalg.norm(host.goals[-1] - first) >= 2.0 - 1e-9
+    ex.goal_reached(t + 1.2)                       # the rover is still 'far' by its estimate: Nav2 says reached
+    assert ex.state is State.DWELLING
+    ex.goal_failed('aborted by the controller', 'late report', t + 1.3)    # not driving: ignored
+    assert ex.skipped_targets == 1

@@ -280,7 +280,8 @@ BAD_FIELDS = [
     ('bad coordinates', _npz('badc.npz', z=RAMP, xmin=0.0, xmax=0.0, ymin=0.0, ymax=1.0), None,
      r'badc.npz: degenerate coordinates'),
     ('unknown name', lambda d: 'moon', None,
-     r"unknown field 'moon': use one of default, jacksboro, jacksboro-rough, jacksboro-smooth, or a path"),
+     r"unknown field 'moon': use one of default, jacksboro, jacksboro-rough, jacksboro-smooth, a suite field "
+     r"\(terrain-ridges, .*\), or a path"),
     ('unsupported file', _text('dem.tif', 'II*'), None, r'dem.tif: unsupported type; use a .npz grid or a .csv'),
 ]
 

@@ -31,7 +31,8 @@ GZ_TYPES = {'gz.msgs.Clock': 'rosgraph_msgs/msg/Clock', 'gz.msgs.Twist': 'geomet
 
 
 def gz_configuration(args):
-    return _pure_functions('gz.launch.py', {'gz_configuration', 'LOCALIZATION'})['gz_configuration'](
+    names = {'gz_configuration', 'LOCALIZATION', 'SENSOR_COVARIANCE'}
+    return _pure_functions('gz.launch.py', names)['gz_configuration'](
         args, str(ROOT))
 
 
@@ -80,7 +81,7 @@ def test_bridge_yaml():
     keys = {'ros_topic_name', 'gz_topic_name', 'ros_type_name', 'gz_type_name', 'direction'}
     assert all(set(e) == keys for e in entries)
     by_ros = {e['ros_topic_name']: e for e in entries}
-    assert set(by_ros) == {'clock', 'cmd_vel', 'wheel/odometry', 'ground_truth', 'gps/fix', 'imu'}
+    assert set(by_ros) == {'clock', 'cmd_vel', 'wheel/odometry_raw', 'ground_truth', 'navsat/fix_raw', 'imu'}
     for e in entries:
         assert GZ_TYPES[e['gz_type_name']] == e['ros_type_name']
         assert e['direction'] == ('ROS_TO_GZ' if e['ros_topic_name'] == 'cmd_vel' else 'GZ_TO_ROS')
@@ -158,10 +159,86 @@ def test_launch_description_structure():
             e.execute(ctx)
     try:
         actions = [a for e in ld.entities if isinstance(e, OpaqueFunction) for a in e.execute(ctx)]
-    except Exception as exc:  # noqa: BLE001 - ros_gz_sim not installed
-        pytest.skip(f'ros_gz_sim not installed: {exc}')
+    except RuntimeError as exc:   # Gazebo / robot_localization not installed: the one-line hint, and no more
+        assert str(exc).startswith('Gazebo is not installed: package') and 'apt install' in str(exc)
+        pytest.skip(f'not installed here: {exc}')
     nodes = {(a.node_package, a.node_executable) for a in actions if isinstance(a, Node)}
     assert {('uncertain_bo', 'field_sensor'), ('uncertain_bo', 'explorer'), ('uncertain_bo', 'pure_pursuit'),
-            ('ros_gz_bridge', 'parameter_bridge'), ('robot_localization', 'ekf_node'),
-            ('robot_localization', 'navsat_transform_node')} <= nodes
-    assert sum(isinstance(a, RegisterEventHandler) for a in actions) == 3
+            ('uncertain_bo', 'sensor_covariance'), ('ros_gz_bridge', 'parameter_bridge'),
+            ('robot_localization', 'ekf_node'), ('robot_localization', 'navsat_transform_node')} <= nodes
+    assert sum(isinstance(a, RegisterEventHandler) for a in actions) == 5
+
+
+def test_missing_gazebo_is_one_clear_line_with_the_install_command():
+    """Without ros_gz_sim the launch said only "package 'ros_gz_sim' not found"."""
+    ns = _pure_functions('gz.launch.py', {'REQUIRED_PACKAGES', 'missing_packages', 'install_hint'})
+    installed = {'robot_localization'}
+
+    def find(name):
+        if name not in installed:
+            raise KeyError(name)      # ament's PackageNotFoundError is a KeyError
+        return '/opt/ros/share/' + name
+    missing = ns['missing_packages'](find)
+    assert missing == ['ros_gz_sim', 'ros_gz_bridge']
+    hint = ns['install_hint'](missing)
+    assert hint.startswith('Gazebo is not installed: packages ros_gz_sim, ros_gz_bridge not found.')
+    assert 'apt install ros-$ROS_DISTRO-ros-gz ros-$ROS_DISTRO-robot-localization' in hint and '\n' not in hint
+    assert ns['missing_packages'](lambda name: '/share/' + name) == []
+
+
+SENSORS = CONFIG / 'gz_sensors.yaml'
+
+
+def _noise(element, path):
+    return float(element.find(path).findtext('noise/stddev'))
+
+
+def test_the_fused_pose_gets_every_sensor_s_noise_as_covariance():
+    """Checked on paper against ros_gz_bridge (convert/sensor_msgs.cpp: NavSatFix covariance UNKNOWN and zero;
+    Imu covariance copied with gz-msgs >= 10) and gz-sensors 8 (ImuSensor.cc: IMU covariance = the <noise>
+    stddev squared): every input of robot_localization carries the world's noise as covariance."""
+    world = ET.parse(WORLD).getroot().find('world')
+    rover = next(m for m in world.findall('model') if m.get('name') == 'rover')
+    sensor = {s.get('type'): s for s in rover.iter('sensor')}
+    navsat = sensor['navsat'].find('navsat/position_sensing')
+    sensors = load_param_file(SENSORS)
+    fix = sensors['navsat_covariance']
+    assert fix['message_type'] == 'navsat_fix'
+    h, v = _noise(navsat, 'horizontal'), _noise(navsat, 'vertical')
+    assert fix['position_std'] == [h, h, v] and h > 0          # the fix's covariance is the world's GNSS noise
+    wheel = sensors['wheel_odometry_covariance']
+    assert wheel['message_type'] == 'odometry' and min(wheel['linear_velocity_std'][:2]) > 0
+    assert wheel['angular_velocity_std'][2] > 0
+    imu = sensor['imu'].find('imu')
+    assert imu.findtext('orientation_reference_frame/localization') == 'ENU'   # yaw 0 = east, as fused
+    for axis in 'xyz':
+        assert _noise(imu, f'angular_velocity/{axis}') > 0 and _noise(imu, f'linear_acceleration/{axis}') > 0
+    # the topics chain up: bridge (no covariance) -> sensor_covariance -> robot_localization's inputs
+    conf = gz_configuration({})
+    bridged = {e['ros_topic_name'] for e in yaml.safe_load(BRIDGE.read_text())}
+    rl = load_param_file(LOCALIZATION)
+    inputs = {rl[f][k] for f in ('ekf_filter_node_odom', 'ekf_filter_node_map') for k in ('odom0', 'odom1', 'imu0')
+              if k in rl[f]}
+    outputs = set()
+    for name in ('navsat_covariance', 'wheel_odometry_covariance'):
+        remap = dict(conf[name]['remappings'])
+        assert remap['in'] in bridged and remap['in'].endswith('_raw')
+        outputs.add(remap['out'])
+        assert conf[name]['parameters'][0] == str(SENSORS)
+    assert outputs == {'gps/fix', 'wheel/odometry'}
+    assert inputs == {'wheel/odometry', 'odometry/gps', 'imu'} and 'imu' in bridged
+    # robot_localization, as its docs prescribe: absolute GNSS x, y never differential; yaw observed (IMU);
+    # vy of a diff-drive rover fused; the map filter starts uncertain of where the rover is
+    odom, map_ = rl['ekf_filter_node_odom'], rl['ekf_filter_node_map']
+    for f in (odom, map_):
+        assert f['imu0_config'][5] and f['imu0_config'][11] and f['odom0_config'][6:8] == [True, True]
+        assert f['odom0_differential'] is False and f['imu0_differential'] is False
+    assert map_['odom1_differential'] is False and map_['odom1_relative'] is False
+    cov = map_['initial_estimate_covariance']
+    assert len(cov) == 15 and all(isinstance(c, float) for c in cov) and min(cov[:2]) >= 1e3
+    assert 'use_odometry_yaw' not in rl['navsat_transform']   # needs an absolute yaw fused in the filter
+    # every line of the covariance file is commented, like the other shipped files
+    lines = SENSORS.read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith('    ') and not line.strip().startswith('#'):
+            assert any(x.strip().startswith('#') for x in lines[max(0, i - 6):i]), line

@@ -97,5 +97,7 @@ def test_namespaced_launch_removes_its_parameter_files_at_shutdown():
     tmp = [d for d in Path(os.environ.get('TMPDIR', '/tmp')).glob('uncertain_bo_launch_*') if d.is_dir()]
     assert tmp, 'the re-keyed parameter files are written in a launch-owned folder'
     newest = max(tmp, key=lambda d: d.stat().st_mtime)
-    cleanup[0].handle(SimpleNamespace(), None)
+    from launch import LaunchContext
+    from launch.events import Shutdown
+    cleanup[0].handle(Shutdown(reason='test'), LaunchContext())   # as launch calls it (a real context)
     assert not newest.exists()

@@ -343,3 +343,22 @@ def test_explore_launch_namespace_rekeys_parameter_files(launch_api, tmp_path):
                 node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
+
+
+def test_explore_launch_namespace_reads_files_as_rcl_does(launch_api, tmp_path):
+    """A params_file as launch_ros or a tool writes it (``!!python/tuple`` lists; strings rcl would type) is
+    re-keyed for a namespace without changing a value (it used to be read with yaml.safe_load, which refuses
+    the tuple)."""
+    from uncertain_bo.param_files import load_param_file
+    module = _load('explore.launch.py')
+    user = tmp_path / 'mine.yaml'
+    user.write_text(yaml.dump({'explorer': {'ros__parameters': {'search_bounds': (0.0, 60.0, 0.0, 40.0),
+                                                                'frame_id': 'y', 'max_measurements': 20}},
+                               '/**': {'ros__parameters': {'use_sim_time': True}}}))
+    assert '!!python/tuple' in user.read_text()
+    conf = module.node_configuration({'namespace': 'rover1', 'params_file': str(user)}, str(ROOT))
+    rekeyed = load_param_file(conf['explorer']['parameters'][2])
+    original = load_param_file(user)
+    assert rekeyed == {'rover1/explorer': original['explorer'], '/**': original['/**']}
+    assert original['explorer']['search_bounds'] == [0.0, 60.0, 0.0, 40.0]
+    assert original['explorer']['frame_id'] is True      # yaml.dump writes 'y' bare: rcl reads a boolean

@@ -62,3 +62,16 @@ def test_learned_execution_noise_reaches_the_result_file_and_summary_json(tmp_pa
         assert np.allclose(noise['std'], np.sqrt(np.diag(expected)))
         assert np.isclose(noise['correlation'], expected[0, 1] / np.sqrt(expected[0, 0] * expected[1, 1]))
     assert summary['stopped_because'] == 'max_measurements = 4 reached'
+
+
+def test_shipped_reading_noise_is_relative_and_a_users_absolute_noise_replaces_it(tmp_path):
+    p = mission_parameters()
+    assert p['sim_rover']['reading_noise_fraction'] > 0           # config/sim.yaml: scales with the field
+    p = mission_parameters({'sim_rover': {'reading_noise_std': 0.05}})
+    assert p['sim_rover']['reading_noise_fraction'] == 0.0 and p['sim_rover']['reading_noise_std'] == 0.05
+    f = tmp_path / 'sensor.yaml'
+    f.write_text('sim_rover:\n  ros__parameters:\n    reading_noise_std: 0.2\n')
+    p = mission_parameters(files=[f])
+    assert p['sim_rover']['reading_noise_fraction'] == 0.0 and p['sim_rover']['reading_noise_std'] == 0.2
+    p = mission_parameters({'sim_rover': {'reading_noise_std': 0.05, 'reading_noise_fraction': 0.01}})
+    assert p['sim_rover']['reading_noise_fraction'] == 0.01                      # both given: the user's own

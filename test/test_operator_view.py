@@ -103,3 +103,15 @@ def test_status_shows_the_learned_execution_noise_and_the_budgets():
                      RecordingHost(), params)
     values = dict(StatusReporter().report(fixed, None).values)
     assert values['execution noise model'] == 'configured' and values['execution noise std x, y (m)'] == '0.75, 0.75'
+
+
+def test_status_counts_skipped_targets_and_keep_out_zones():
+    params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 10.0, 0.0, 10.0]})
+    ex = Explorer(Planner(torch.tensor([[0.0, 0.0], [10.0, 10.0]]), GaussianExecutionNoise.isotropic(1.0, 2)),
+                  RecordingHost(), params)
+    ex.on_pose(PoseEstimate(0.0, 'map', np.ones(2), np.eye(2) * 0.01), now=0.0)
+    ex.tick(0.0)
+    ex.goal_failed('aborted by the controller', 'no valid path', 0.5)
+    values = dict(StatusReporter().report(ex, 0.5).values)
+    assert values['targets skipped'] == '1' and values['keep-out zones'] == '1'
+    assert values['rejected goal: aborted by the controller'] == '1'

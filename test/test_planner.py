@@ -123,3 +123,19 @@ def test_refit_schedule_fits_through_the_initial_design_then_every_refit_every()
             assert p.fitted_on == p.n            # every observation of the initial design
     assert fitted[0] == 5                        # the first decision uses the whole initial design
     assert set(fitted[:10]) == {5} and fitted[10] == 15   # then every refit_every = 10 observations
+
+
+def test_initial_design_does_not_depend_on_torchs_default_dtype():
+    # torch's SobolEngine computes its first point in the default dtype when constructed: under a float32 default
+    # the first target was rounded to float32 (1e-8 off), and a benchmark's records depended on the process
+    designs = []
+    default = torch.get_default_dtype()
+    try:
+        for dtype in (torch.float32, torch.float64):
+            torch.set_default_dtype(dtype)
+            designs.append(Planner(BOUNDS, GaussianExecutionNoise.isotropic(SIGMA, 2), n_initial=5, seed=3)
+                           .initial_design)
+    finally:
+        torch.set_default_dtype(default)
+    assert designs[0].dtype == designs[1].dtype == torch.float64
+    assert torch.equal(designs[0], designs[1])

@@ -119,7 +119,13 @@ def test_rover_reaches_goal_and_filter_output_is_valid(graph):
     assert np.all(np.diff(stamps) > 0)
     # sim time is published on /clock; readings at 1 Hz carry the noise variance
     assert cv.from_time_msg(g.clock[-1].clock) == pytest.approx(stats['sim_time'], abs=0.5)
-    assert len(g.readings) >= int(stats['sim_time']) - 2 and g.readings[-1].variance == pytest.approx(1.0)
+    # the default reading noise is relative: reading_noise_fraction x the field's value range
+    from uncertain_bo.parameters import defaults
+    from uncertain_bo.sim.field import Field
+    from uncertain_bo.sim.world import WORLD_PARAMS
+    d = defaults(WORLD_PARAMS)
+    std = d['reading_noise_fraction'] * float(np.ptp(Field.load(d['field'], extent=d['field_extent']).grid()[2]))
+    assert len(g.readings) >= int(stats['sim_time']) - 2 and g.readings[-1].variance == pytest.approx(std ** 2)
 
     # cancel: a goal at the current estimate stops the rover
     g.send_goal(np.array([140.0, 105.0]))

@@ -161,7 +161,7 @@ def test_zone_free_world_is_bit_for_bit_the_one_before_zones(plane):
     # golden values printed by the code before degraded zones existed (git 2b3a0d7), same field and commands
     def run(extra):
         w = SimWorld(plane, {'seed': 11, 'fix_rate': 2.0, 'fix_outlier_prob': 0.1, 'reading_dropout_prob': 0.2,
-                             **extra})
+                             'reading_noise_std': 1.0, **extra})      # the absolute noise of the time
         fixes, readings, yaw_rates, steps = [], [], [], []
         for k in range(300):
             s = w.step(0.8, 0.3 * np.sin(0.02 * k))
@@ -223,3 +223,19 @@ def test_odometer_on_a_straight_drive_and_a_circle(plane):
     chords = np.sum(np.hypot(*np.diff(np.array(poses), axis=0).T))
     assert w.distance_travelled - d0 == pytest.approx(chords, rel=1e-4)    # chords undershoot arcs by ~1e-5
     assert w.distance_travelled - d0 > chords
+
+
+def test_relative_reading_noise_scales_with_the_field(plane):
+    """reading_noise_fraction > 0: std = fraction x (max - min) of the field, whatever its units."""
+    rng = np.random.default_rng(1)
+    span = 3.0 * 200 + 2.0 * 200                      # the plane's range over its grid: 1000 field units
+    sensor = FieldSensor(plane, rng=rng, params={'reading_noise_std': 1.0, 'reading_noise_fraction': 0.02})
+    vals = np.array([sensor.read([50.0, 20.0]) for _ in range(20000)])
+    assert sensor.noise_std == pytest.approx(0.02 * span)
+    assert vals.std() == pytest.approx(0.02 * span, rel=0.03)
+    assert sensor.variance == pytest.approx((0.02 * span) ** 2)
+    small = Field((3.0 * plane.grid()[2]) / 1000.0, (0, 200, 0, 200))     # the same shape in other units
+    assert FieldSensor(small, params={'reading_noise_fraction': 0.02}).noise_std == pytest.approx(0.02 * 3.0)
+    # fraction 0 = the absolute std; an explicit noise_std switches the fraction off
+    assert FieldSensor(plane, params={'reading_noise_std': 0.7, 'reading_noise_fraction': 0.0}).noise_std == 0.7
+    assert FieldSensor(plane, noise_std=0.3, params={'reading_noise_fraction': 0.5}).noise_std == 0.3

@@ -1,6 +1,6 @@
-"""Travel-aware acquisition and the online execution-noise model.
+"""The online execution-noise model (the travel-aware acquisition: ``test/acquisition/test_travel.py``).
 
-Oracles: the penalty in closed form; the learned covariance against the moment formula on synthetic
+Oracles: the learned covariance against the moment formula on synthetic
 closed-loop arrivals, against the true executed offsets of Monte Carlo arrivals simulated closed loop and open
 loop (each form unbiased under its own execution model, biased under the other), against an eigenvalue clip by
 NumPy, and against the true executed scatter of a simulated mission.
@@ -9,8 +9,6 @@ import numpy as np
 import pytest
 import torch
 
-from uncertain_bo.acquisition import UpperConfidenceBound
-from uncertain_bo.acquisition.travel import TravelPenalty
 from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
 from uncertain_bo.planner import Planner
 
@@ -25,33 +23,6 @@ def _observe(p, target, mean, std=0.3, y=1.0, **meta):
     cov = torch.eye(2, dtype=torch.float64)[None] * std ** 2
     p.observe(torch.as_tensor(target, dtype=torch.float64), Gaussian(torch.as_tensor(mean, dtype=torch.float64)[None],
                                                                      cov), y, **meta)
-
-
-def test_travel_penalty_is_the_closed_form():
-    p = _planner()
-    for t in ([3.0, 4.0], [20.0, 30.0], [25.0, 5.0], [10.0, 20.0]):
-        _observe(p, t, t, y=float(sum(t)) / 10)
-    p.recommend()  # fits
-    inner = UpperConfidenceBound(p.model, p.candidates, 2.0)
-    pos = torch.tensor([3.0, 4.0], dtype=torch.float64)
-    acq = TravelPenalty(inner, pos, BOX, weight=2.0, signal_std=5.0)
-    x = torch.tensor([[3.0, 4.0], [21.0, 28.0], [30.0, 40.0]], dtype=torch.float64)
-    expected = inner.score(x) - 2.0 * 5.0 * (x - pos).norm(dim=-1) / 50.0
-    assert torch.allclose(acq.score(x), expected)
-    assert torch.allclose(acq.score(x[:1]), inner.score(x[:1]))   # no cost where the rover is
-    with pytest.raises(ValueError):
-        TravelPenalty(inner, pos, BOX, weight=-1.0, signal_std=1.0)
-
-
-def test_a_large_travel_weight_keeps_the_next_target_close():
-    far = []
-    for w in (0.0, 50.0):
-        p = _planner(travel_weight=w)
-        for t in ([3.0, 4.0], [27.0, 36.0], [27.0, 4.0], [3.0, 36.0], [15.0, 20.0]):
-            _observe(p, t, t, y=float(np.sin(t[0] / 4) + np.cos(t[1] / 5)))
-        x = p.suggest()
-        far.append(float((x - p.position).norm()))
-    assert far[1] < far[0] and far[1] < 5.0
 
 
 def test_learned_execution_covariance_is_the_shrunk_closed_loop_moment():

@@ -83,6 +83,21 @@ def field_file(kind: str, tmp: Path) -> str:
 FIELD_KINDS = ['missing', 'directory', 'empty-csv', '2-point-csv', 'nan-csv', 'text-csv', 'npz-no-arrays',
                'npz-pickled', 'npz-garbage', '1x1-grid', 'all-nan-grid']
 
+#: what the one error line must say for each bad field file: the file and what is wrong with it
+FIELD_ERRORS = {
+    'missing': r'field file \S*nope\.npz does not exist; check the path',
+    'directory': r'field file \S*fields: unsupported type; use a \.npz grid or a \.csv',
+    'empty-csv': r'f\.csv: need at least 3 measurements x,y,value to interpolate a field, got 0',
+    '2-point-csv': r'f\.csv: need at least 3 measurements x,y,value to interpolate a field, got 2',
+    'nan-csv': r"f\.csv:2: non-finite value \(NaN/inf\) in row \['10', '0', 'nan'\]",
+    'text-csv': r"f\.csv:2: not a number in row \['10', '0', 'high'\]",
+    'npz-no-arrays': r'f\.npz: expected exactly one 2-D array, found none',
+    'npz-pickled': r'f\.npz holds pickled \(object\) arrays',
+    'npz-garbage': r'f\.npz is not an \.npz archive',
+    '1x1-grid': r"f\.npz: array 'values' has shape \(1, 1\); a field needs a grid of at least 2 x 2 nodes",
+    'all-nan-grid': r"f\.npz: array 'values' has no finite values",
+}
+
 
 # ----------------------------------------------------------------------------- entry points
 def run_cli(argv):
@@ -137,7 +152,7 @@ CASES = [
     Case('explorer params file not in ROS layout',
          lambda t, r: lambda: run_node_main('uncertain_bo.ros.explorer', [
              '--params-file', _params(t, 'beta: 2.0\n'), '-p', f'run_dir:={r}']),
-         r"cannot start: .*Couldn't parse params file"),
+         r"parameter file .*params.yaml line 1: node 'beta' has no 'ros__parameters' section"),
     Case('explorer beta out of range',
          lambda t, r: lambda: run_node_main('uncertain_bo.ros.explorer', ['-p', 'beta:=-1.0', '-p', f'run_dir:={r}']),
          r"parameter 'beta' = -1.0 is invalid: out of range"),
@@ -161,20 +176,19 @@ CASES = [
     Case('demo misspelt node section',
          lambda t, r: lambda: run_cli(['demo', '--out', r, '--params', _params(
              t, 'explorerr:\n  ros__parameters:\n    beta: 2.0\n')]),
-         r"section 'explorerr' names no node of the simulation; known: sim_rover, ekf, particle_filter, "
-         r'pure_pursuit, explorer'),
+         r"section 'explorerr' names no node of uncertain_bo; did you mean 'explorer'\?"),
     Case('report mistyped folder', lambda t, r: lambda: run_cli(['report', t / 'runz' / 'typo']),
          r'no journal at .*typo', journal='absent:runz'),
     Case('report bad --extent', lambda t, r: lambda: run_cli(['report', r, '--extent', '0', '0', '0', '10']),
          r'extent must be finite with xmin < xmax'),
     *[Case(f'demo --field {k}', (lambda k: lambda t, r: lambda: run_cli(
-        ['demo', '--out', r, '--field', field_file(k, t)]))(k), r'field|\.npz|\.csv')
+        ['demo', '--out', r, '--field', field_file(k, t)]))(k), FIELD_ERRORS[k])
       for k in FIELD_KINDS],
     *[Case(f'report --field {k}', (lambda k: lambda t, r: lambda: run_cli(
-        ['report', r, '--field', field_file(k, t)]))(k), r'field|\.npz|\.csv')
+        ['report', r, '--field', field_file(k, t)]))(k), FIELD_ERRORS[k])
       for k in FIELD_KINDS],
     *[Case(f'sim_rover field:={k}', (lambda k: lambda t, r: lambda: run_node_main(
-        'uncertain_bo.ros.sim_rover', ['-p', f'field:={field_file(k, t)}']))(k), r'field|\.npz|\.csv')
+        'uncertain_bo.ros.sim_rover', ['-p', f'field:={field_file(k, t)}']))(k), FIELD_ERRORS[k])
       for k in ('missing', 'npz-garbage', 'all-nan-grid')],
 ]
 

@@ -11,7 +11,7 @@ import importlib
 import logging
 import sys
 
-__all__ = ['main', 'COMMANDS', 'configure_torch_threads']
+__all__ = ['main', 'COMMANDS', 'OneLineParser', 'configure_torch_threads']
 
 #: modules providing subcommands (``add_parser(subparsers)``)
 COMMANDS = [
@@ -19,14 +19,28 @@ COMMANDS = [
     'uncertain_bo.sim.report_cli',  # report: summary.json + PNG of an existing run
     'uncertain_bo.benchmarks.cli',  # bench / plot: benchmark problems with robust-regret oracles
     'uncertain_bo.export_cli',      # export: a run's observations journal as CSV
+    'uncertain_bo.ros.check',       # check: validate a robot's ROS 2 parameter file, starting nothing
 ]
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with command-line mistakes reported in one line (``error: uncertain-bo demo: argument
+    --measurements: invalid int value: 'abc' (see uncertain-bo demo --help)``), exit status 2, instead of the
+    usage text followed by the error. Sub-parsers inherit the class."""
+
+    def error(self, message: str):
+        self.exit(2, f'error: {self.prog}: {message} (see {self.prog} --help)\n')
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from . import __version__
+
+    parser = OneLineParser(
         prog='uncertain-bo',
-        description='Bayesian optimisation under uncertain inputs: simulated exploration, benchmarks, reports.')
+        description='Bayesian optimisation under uncertain inputs: simulated exploration, benchmarks, reports, and '
+                    "a check of a robot's ROS 2 parameter file.")
     parser.add_argument('-v', '--verbose', action='store_true', help='debug logging')
+    parser.add_argument('--version', action='version', version=f'uncertain-bo {__version__}')
     sub = parser.add_subparsers(dest='command', metavar='COMMAND')
     for name in COMMANDS:
         importlib.import_module(name).add_parser(sub)
@@ -44,6 +58,15 @@ def configure_torch_threads() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:   # `uncertain-bo bench --help | head`: the reader left, nothing is wrong
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,

@@ -15,7 +15,9 @@ Layout::
     {"type": "decision", "index": 1, "target": [...], "seconds": 0.21, ...}
 
 ``en_route`` records are readings taken while driving (no target; ``measurements`` = measurements stored
-before it); a reader that does not know them skips them, so the version stays 1.
+before it); ``keep_out`` records (``index``, ``centre``, ``radius``, ``reason``) are targets that could not be
+measured and are never proposed again (:mod:`uncertain_bo.keep_out`). A reader that does not know a record type
+skips it, so the version stays 1.
 """
 from __future__ import annotations
 

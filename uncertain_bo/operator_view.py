@@ -253,6 +253,8 @@ class StatusReporter:
             ('state', STATE_TEXT.get(state.value, state.value)),
             ('measurements', f'{n}/{n_max}'),
             ('en-route readings', str(ex.planner.n_en_route)),
+            ('targets skipped', str(getattr(ex, 'skipped_targets', 0))),
+            ('keep-out zones', str(len(ex.planner.keep_out))),
             ('target', _fmt(ex.target) if ex.target is not None else ''),
             ('goal sent because', ex.goal_reason if ex.target is not None else ''),
         ]

@@ -7,7 +7,8 @@ runners and the YAML loader use :func:`validate` so that a bad value fails the s
 ROS: the error names the parameter, the offending value and the allowed range.
 
 Parameter files use the ROS 2 layout, so the same file works with ``--ros-args --params-file``,
-``ros2 launch ... params_file:=`` and ``uncertain-bo demo``::
+``ros2 launch ... params_file:=``, ``uncertain-bo demo`` and ``uncertain-bo check``; they are read as rcl reads
+them (:mod:`uncertain_bo.param_files`)::
 
     sim_rover:
       ros__parameters:
@@ -20,10 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-import yaml
-
-__all__ = ['Param', 'ParameterError', 'validate', 'defaults', 'load_param_file', 'node_parameters', 'section_applies',
-           'unknown_sections']
+__all__ = ['Param', 'ParameterError', 'validate', 'defaults', 'config_path']   # + the param_files names below
 
 
 class ParameterError(ValueError):
@@ -170,71 +168,6 @@ def validate(specs: Sequence[Param], values: Mapping[str, Any] | None = None, *,
     return out
 
 
-def load_param_file(path: str | Path) -> dict[str, dict[str, Any]]:
-    """Read a ROS 2 parameter YAML file.
-
-    Args:
-        path: file in the ROS 2 layout ``{node_name: {ros__parameters: {...}}}``; the wildcard node name
-            ``/**`` applies to every node.
-
-    Returns:
-        dict node_name -> parameters (leading ``/`` stripped from node names).
-
-    Raises:
-        ParameterError: the file is missing, is not valid YAML, or does not have the ROS 2 layout; the
-            message gives the file and what was wrong.
-    """
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ParameterError(f'cannot read parameter file {path}: {exc.strerror}') from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ParameterError(f'parameter file {path} is not valid YAML: {exc}') from exc
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ParameterError(f'parameter file {path}: top level must map node names to '
-                             "'ros__parameters' sections")
-    out: dict[str, dict[str, Any]] = {}
-    for node, section in data.items():
-        if not isinstance(section, dict) or 'ros__parameters' not in section:
-            raise ParameterError(f"parameter file {path}: node {node!r} has no 'ros__parameters' section")
-        params = section['ros__parameters'] or {}
-        if not isinstance(params, dict):
-            raise ParameterError(f"parameter file {path}: {node}.ros__parameters must be a mapping")
-        out[str(node).lstrip('/') if node != '/**' else '/**'] = _flatten(params)
-    return out
-
-
-def node_parameters(files: Sequence[str | Path], node_name: str) -> dict[str, Any]:
-    """Merge the parameters for ``node_name`` from several ROS 2 parameter files.
-
-    Later files override earlier ones, as with several ``--params-file`` arguments; ``/**`` sections
-    apply first within each file.
-    """
-    merged: dict[str, Any] = {}
-    for f in files:
-        data = load_param_file(f)
-        merged.update(data.get('/**', {}))
-        merged.update(data.get(node_name, {}))
-    return merged
-
-
-def _flatten(params: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
-    """ROS nested parameter names: ``{a: {b: 1}}`` -> ``{'a.b': 1}``."""
-    out: dict[str, Any] = {}
-    for k, v in params.items():
-        key = f'{prefix}{k}'
-        if isinstance(v, dict):
-            out.update(_flatten(v, key + '.'))
-        else:
-            out[key] = v
-    return out
-
-
 def config_path(name: str) -> Path:
     """Path of a shipped parameter file (``config/<name>``).
 
@@ -263,40 +196,13 @@ def config_path(name: str) -> Path:
     raise FileNotFoundError(f'config file {name!r} not found; looked in: ' + ', '.join(map(str, candidates)))
 
 
-def section_applies(key: str, node_fqn: str) -> bool:
-    """Whether a parameter-file section ``key`` applies to the node ``node_fqn`` (``/ns/name``), as rcl
-    matches them: ``/**`` applies to every node, ``*`` stands for one name token, ``**`` for any number
-    of them, and a key without a leading ``/`` is absolute all the same (``explorer`` is ``/explorer``,
-    which a node in a namespace does not match)."""
-    import fnmatch
-
-    if key == '/**':
-        return True
-    want = [t for t in ('/' + key.lstrip('/')).split('/') if t]
-    have = [t for t in node_fqn.split('/') if t]
-
-    def match(i: int, j: int) -> bool:
-        if i == len(want):
-            return j == len(have)
-        if want[i] == '**':
-            return any(match(i + 1, k) for k in range(j, len(have) + 1))
-        return j < len(have) and fnmatch.fnmatchcase(have[j], want[i]) and match(i + 1, j + 1)
-
-    return match(0, 0)
+#: ROS 2 parameter files (read as rcl reads them) live in :mod:`uncertain_bo.param_files`; these names stay
+#: importable from here (resolved on first use: param_files itself imports this module)
+_PARAM_FILE_NAMES = ('load_param_file', 'node_parameters', 'section_applies', 'unknown_sections')
 
 
-def unknown_sections(files: Sequence[str | Path], known: Iterable[str]) -> list[tuple[str, str]]:
-    """``(file, section)`` of every section of ``files`` that applies to none of the nodes ``known``
-    (fully qualified names such as ``/explorer``): a misspelt node name (``explorerr``) or a bare name
-    under a namespace, whose values would silently not be applied.
-
-    Raises:
-        ParameterError: a file cannot be read (see :func:`load_param_file`).
-    """
-    known = list(known)
-    out = []
-    for f in files:
-        for key in load_param_file(f):
-            if not any(section_applies(key, fqn) for fqn in known):
-                out.append((str(f), key))
-    return out
+def __getattr__(name: str):
+    if name in _PARAM_FILE_NAMES:
+        from . import param_files
+        return getattr(param_files, name)
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -18,6 +18,12 @@ acquisition).
 Observations are validated before anything is stored, written durably to the journal (if any), then
 added to the GP. A planner opened on an existing journal resumes from its observations.
 
+**Batches** (``suggest(q=..., pending=...)``): ``q`` targets at once, none duplicating ``pending`` ones (other rovers'
+targets), each its own journaled decision; a method with a batch size above one (``ugp_bucb``) decides its batch
+when ``suggest()`` finds none left and hands it out one target per call, in order, so the explorer and the
+benchmark runner, which ask for one target at a time, visit the batch as decided. See
+:meth:`~uncertain_bo.acquisition.Method.decide`.
+
 **En-route readings** (``observe(None, location, y)``): readings a streaming sensor took while the rover drove,
 each with the location distribution of its own stamp. They join the shared GP (so every method that reads the
 model sees them) but have no commanded target: they are not measurements (:attr:`Planner.n`, :attr:`targets`,
@@ -40,16 +46,18 @@ import torch
 from torch import Tensor
 
 from .acquisition import DecisionContext, Method, Recommendation, get_method, make_beta
+from .acquisition.recommendation import area_mean_recommendation
 from .distributions import (DTYPE, Dirac, ExecutionNoise, Gaussian, GaussianExecutionNoise, LocationDistributions,
                             check_covariance, cat)
 from .journal import Journal, location_to_record, replay
+from .keep_out import KeepOut, KeepOutZone, NoAdmissibleTargetError
 from .kernels import SampleDistributionKernel
 from .linalg import psd_sqrt
 from .models import DistributionGP
-from .optim import OptimizerSettings, maximize
+from .optim import OptimizerSettings
 
-__all__ = ['Planner', 'Decision', 'Recommendation', 'InvalidObservationError', 'RECOMMENDATION_RULES',
-           'EXECUTION_FEEDBACK']
+__all__ = ['Planner', 'Decision', 'Recommendation', 'InvalidObservationError', 'NoAdmissibleTargetError',
+           'RECOMMENDATION_RULES', 'EXECUTION_FEEDBACK']
 
 #: execution models of the learned execution noise (:meth:`Planner.learned_execution_covariance`): the sign
 #: with which the localisation covariance :math:`\Sigma^L` of an arrival enters the moment estimate
@@ -230,8 +238,10 @@ class Planner:
         self._fitted_on: int | None = None  # observations in the GP at its last hyperparameter fit
         self._fit_seconds_unbilled = 0.0  # fits made by recommend(), billed to the next decision
         self.decisions: list[Decision] = []
+        self._queue: list[Tensor] = []  # targets of the current batch not handed out yet (suggest())
         self._design = self._initial_design()
         self._resumed_target: Tensor | None = None
+        self.keep_out = KeepOut()   # targets that could not be measured: never proposed again (keep_out.py)
         self._journal: Journal | None = None
         if self.journal is not None:
             self._journal = Journal(Path(self.journal), metadata={
@@ -316,6 +326,7 @@ class Planner:
         if self.n:
             raise RuntimeError('set_start() must be called before the first observation')
         self.start = torch.as_tensor(position, dtype=DTYPE).reshape(-1)
+        self._queue = []
         self._design = self._initial_design()
         self._method = self._new_method()  # a survey re-plans its tour from the start
         if self._journal is not None:  # a resumed run orders its initial design the same way
@@ -341,6 +352,9 @@ class Planner:
             raise ValueError(f'bounds must be {tuple(self.bounds.shape)} with upper > lower, '
                              f'got {bounds.tolist()}')
         self.bounds = bounds
+        if self._queue:
+            log.info('search bounds changed: dropping %d queued targets of the current batch', len(self._queue))
+        self._queue = []
         self.model = self._new_model()
         self._pending = [(self._gp_input(t, loc), y, v) for t, loc, y, v in self._rows]
         self._pending_stops = self.n
@@ -373,29 +387,100 @@ class Planner:
         """Location distributions the method scores for ``targets`` (``(q, d)``)."""
         return self.execution_noise(targets) if self._method.robust_candidates else Dirac(targets)
 
-    def suggest(self) -> Tensor:
-        """The next target ``(D,)``, as the method decides (:meth:`~uncertain_bo.acquisition.Method.decide`; by
-        default the initial design, then the acquisition maximiser).
+    def suggest(self, q: int | None = None, pending: Tensor | None = None) -> Tensor:
+        """The next target ``(D,)``, or with ``q`` the next ``q`` targets ``(q, D)``, as the method decides
+        (:meth:`~uncertain_bo.acquisition.Method.decide`; by default the initial design, then the acquisition
+        maximiser; a batch greedily, each pick with the earlier ones pending).
 
-        The decision (wall time, acquisition value, :math:`\\beta_t`) is appended to :attr:`decisions` and
-        to the journal.
+        Without ``q`` a batch method (:attr:`~uncertain_bo.acquisition.Method.batch_size` > 1) decides a whole batch
+        when none is left, returns its first target and hands out the others at the next calls, one per call, in
+        order (a rover visiting the batch; the measurements in between do not change it). With ``q`` the caller gets
+        the batch at once; targets still queued from an earlier batch count as pending.
+
+        Every target's decision (wall time of its pick, acquisition value, :math:`\\beta_t`) is appended to
+        :attr:`decisions` and to the journal, with index ``n``, ``n + 1``, ... in visiting order.
+
+        Args:
+            q: number of targets to decide (None: one, or the method's batch).
+            pending: ``(p, D)`` targets decided elsewhere and not yet measured (e.g. other rovers'), which the
+                decision should not duplicate (BoTorch's ``X_pending``).
+
+        Raises:
+            ValueError: ``q < 1``, or ``pending`` not ``(p, D)`` finite targets.
         """
+        if q is None and pending is None and self._queue:
+            return self._queue.pop(0)
+        batch = self._method.batch_size if q is None else int(q)
+        if batch < 1:
+            raise ValueError(f'q must be >= 1, got {q}')
+        if pending is not None:
+            pending = torch.as_tensor(pending, dtype=DTYPE).to(self.bounds)
+            if pending.ndim == 1:
+                pending = pending.reshape(1, -1)
+            if pending.ndim != 2 or pending.shape[-1] != self.bounds.shape[-1] or not torch.isfinite(pending).all():
+                raise ValueError(f'pending must be (p, {self.bounds.shape[-1]}) finite targets, '
+                                 f'got shape {tuple(pending.shape)}')
+        queued = [t.reshape(1, -1) for t in self._queue]
+        if queued:
+            pending = torch.cat(queued + ([] if pending is None else [pending]))
         t0 = time.perf_counter()
-        index = self.n
+        index = self.n + len(self._queue)
         billed, self._fit_seconds_unbilled = self._fit_seconds_unbilled, 0.0
-        ctx = DecisionContext(self, index)
+        ctx = DecisionContext(self, index, q=batch, pending=pending)
         proposal = self._method.decide(ctx)
-        target = proposal.target.to(self.bounds).reshape(-1)
-        decision = Decision(index, target, proposal.phase, time.perf_counter() - t0 + billed,
-                            proposal.acquisition_value, proposal.beta, ctx.fit_seconds + billed)
-        self.decisions.append(decision)
+        total = time.perf_counter() - t0
+        picks = proposal.split()
+        if len(picks) != batch:
+            raise RuntimeError(f'method {self.method!r} decided {len(picks)} targets, {batch} asked for')
+        targets = []
+        for j, pick in enumerate(picks):
+            proposed = pick.target.to(self.bounds).reshape(-1)
+            target = self.keep_out.admissible(proposed, ctx.bounds)   # every method's choice, one rule
+            if target is None:
+                raise NoAdmissibleTargetError(f'no target left: the {len(self.keep_out)} keep-out zones cover the '
+                                              f'search bounds {self.bounds.tolist()}')
+            seconds = total if pick.seconds is None else pick.seconds[0]
+            fit = ctx.fit_seconds if j == 0 else 0.0
+            decision = Decision(index + j, target, pick.phase, seconds + (billed if j == 0 else 0.0),
+                                pick.acquisition_value, pick.beta, fit + (billed if j == 0 else 0.0))
+            self.decisions.append(decision)
+            if self._journal is not None:
+                record = {'type': 'decision', 'index': decision.index, 'target': target.tolist(),
+                          'phase': decision.phase, 'seconds': decision.seconds, 'fit_seconds': decision.fit_seconds,
+                          'acquisition_value': _finite_or_none(decision.acquisition_value),
+                          'beta': _finite_or_none(decision.beta), 'wall_time': time.time()}
+                if target is not proposed:
+                    record['kept_out_from'] = proposed.tolist()
+                if batch > 1:
+                    record['batch'] = {'size': batch, 'position': j}
+                self._journal.append(record)
+            targets.append(target)
+        if q is not None:
+            return torch.stack(targets)
+        self._queue = targets[1:]
+        return targets[0]
+
+    @property
+    def queued(self) -> Tensor:
+        """``(k, D)`` targets of the current batch not handed out yet (:meth:`suggest`), in order."""
+        return torch.stack(self._queue) if self._queue else self.bounds.new_zeros(0, self.bounds.shape[-1])
+
+    def add_keep_out(self, target: Tensor, radius: float, reason: str = '') -> KeepOutZone:
+        """Never propose a target within ``radius`` of ``target`` ``(d,)`` again (it could not be measured):
+        the zone is journaled, kept on resume, and applies to every later decision of every method
+        (:mod:`uncertain_bo.keep_out`). A pending resumed target inside it is dropped.
+
+        Raises:
+            ValueError: a non-positive radius or a non-finite target.
+        """
+        zone = self.keep_out.add(torch.as_tensor(target, dtype=DTYPE), radius, self.n, reason)
         if self._journal is not None:
-            self._journal.append({'type': 'decision', 'index': index, 'target': target.tolist(),
-                                  'phase': decision.phase, 'seconds': decision.seconds,
-                                  'fit_seconds': decision.fit_seconds,
-                                  'acquisition_value': _finite_or_none(decision.acquisition_value),
-                                  'beta': _finite_or_none(decision.beta), 'wall_time': time.time()})
-        return target
+            self._journal.append({**zone.record(), 'wall_time': time.time()})
+        if self._resumed_target is not None and bool(self.keep_out.inside(self._resumed_target.reshape(1, -1))[0]):
+            self._resumed_target = None
+        # queued targets of a batch inside the new zone are dropped (the next suggest() decides anew)
+        self._queue = [t for t in self._queue if not bool(self.keep_out.inside(t.reshape(1, -1))[0])]
+        return zone
 
     @property
     def fitted_on(self) -> int | None:
@@ -528,13 +613,9 @@ class Planner:
         rule = rule or self.recommendation
         self._fit_seconds_unbilled += self._update_model()
         if rule == 'area_mean':
-            from .acquisition import UpperConfidenceBound
-            target, _ = maximize(UpperConfidenceBound(self.model, self.candidates, 0.0), self.bounds,
-                                 self.optimizer, seed=self.seed * 100_003 + 50_000 + self.n)
-            mean, std = self.predict(target.reshape(1, -1))
-            return Recommendation(target, float(mean[0]), float(std[0]), -1)
+            return area_mean_recommendation(ctx)
         with torch.no_grad():
-            mean, var = self.model.posterior(self.candidates(self._targets))
+            mean, var = self.model.marginals(self.candidates(self._targets))
         if rule == 'highest_reading':
             i = int(torch.argmax(self.y))
             if self._en_route and float(self.en_route_y.max()) > float(self.y[i]):
@@ -542,7 +623,7 @@ class Planner:
                 where = self._en_route[j][0].mean[0].to(self.bounds)
                 where = torch.minimum(torch.maximum(where, self.bounds[0]), self.bounds[1])
                 with torch.no_grad():
-                    m, v = self.model.posterior(self.candidates(where.reshape(1, -1)))
+                    m, v = self.model.marginals(self.candidates(where.reshape(1, -1)))
                 return Recommendation(where, float(m[0]), float(v[0].sqrt()), -1)
         elif rule == 'past_lcb':
             i = int(torch.argmax(mean - 2.0 * var.clamp_min(0).sqrt()))
@@ -554,7 +635,7 @@ class Planner:
         """Posterior mean and standard deviation of the method's objective at ``targets`` ``(q, d)``."""
         self._update_model(refit=False)
         with torch.no_grad():
-            mean, var = self.model.posterior(self.candidates(torch.as_tensor(targets, dtype=DTYPE)))
+            mean, var = self.model.marginals(self.candidates(torch.as_tensor(targets, dtype=DTYPE)))
         return mean, var.sqrt()
 
     # ----------------------------------------------------------- internals
@@ -654,12 +735,28 @@ class Planner:
         for target, loc, y, variance, reached in run.observations:  # target None: an en-route reading
             self._store(target, loc, y, variance, reached=reached)
         self.decisions += [Decision(**d) for d in run.decisions]
+        self.keep_out = KeepOut.from_records(journal.records, self.dim)
         pending = [d for d in self.decisions if d.index == self.n]
+
+        def usable(t: Tensor) -> bool:
+            return (t.numel() == self.dim and bool(torch.isfinite(t).all())
+                    and bool(((t >= self.bounds[0]) & (t <= self.bounds[1])).all()))
+
         if pending:
             t = pending[-1].target
-            if (t.numel() == self.dim and torch.isfinite(t).all()
-                    and bool(((t >= self.bounds[0]) & (t <= self.bounds[1])).all())):
-                self._resumed_target = t.clone()
+            if usable(t):
+                if bool(self.keep_out.inside(t.reshape(1, -1))[0]):
+                    log.info('journal %s: the pending target %s was kept out (not measurable): deciding anew',
+                             journal.path, t.tolist())
+                else:
+                    self._resumed_target = t.clone()
+                    # the rest of a batch decided with it, still to visit in order
+                    ahead = {d.index: d.target for d in self.decisions if d.index > self.n}
+                    k = self.n + 1
+                    while k in ahead and usable(ahead[k]) and not bool(self.keep_out.inside(
+                            ahead[k].reshape(1, -1))[0]):
+                        self._queue.append(ahead[k].clone())
+                        k += 1
             else:
                 log.warning('journal %s: pending target %s is outside the search bounds: deciding anew',
                             journal.path, t.tolist())
@@ -719,7 +816,12 @@ class Planner:
 
     def _initial_design(self) -> Tensor:
         """Scrambled Sobol points in the bounds, ordered as a greedy nearest-neighbour tour from ``start``."""
-        engine = torch.quasirandom.SobolEngine(self.dim, scramble=True, seed=self.seed)
+        default = torch.get_default_dtype()
+        torch.set_default_dtype(DTYPE)   # SobolEngine computes its first point in the default dtype at construction
+        try:
+            engine = torch.quasirandom.SobolEngine(self.dim, scramble=True, seed=self.seed)
+        finally:
+            torch.set_default_dtype(default)
         unit = engine.draw(self.n_initial, dtype=DTYPE)
         pts = self.bounds[0] + unit * (self.bounds[1] - self.bounds[0])
         if self.start is None:

@@ -35,3 +35,13 @@ def information_gain(train_means, train_covs, ell, sf2, lam):
     """:math:`\\tfrac12 \\log|I + \\lambda^{-1} \\hat K_n|` (paper Eq. 18), nats."""
     k = gram(train_means, train_covs, train_means, train_covs, ell, sf2)
     return 0.5 * np.linalg.slogdet(np.eye(len(k)) + k / lam)[1]
+
+
+def joint_posterior(train_means, train_covs, y, test_means, test_covs, ell, sf2, lam, mean0):
+    """``(mu (q,), cov (q, q))``: the joint posterior of the latent at the test Gaussians (Eqs. 11-13, full
+    covariance), by ``numpy.linalg.solve``."""
+    k = gram(train_means, train_covs, train_means, train_covs, ell, sf2) + np.diag(np.broadcast_to(lam, len(y)))
+    ks = gram(test_means, test_covs, train_means, train_covs, ell, sf2)
+    kss = gram(test_means, test_covs, test_means, test_covs, ell, sf2)
+    mu = mean0 + ks @ np.linalg.solve(k, np.asarray(y, dtype=float) - mean0)
+    return mu, kss - ks @ np.linalg.solve(k, ks.T)

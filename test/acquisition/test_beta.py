@@ -8,7 +8,7 @@ import torch
 
 from uncertain_bo.acquisition.beta import (FixedBeta, TheoryBeta, effective_noise_std, make_beta, prop3_sigma_f,
                                            se_lipschitz_constant)
-from uncertain_bo.distributions import Gaussian
+from uncertain_bo.distributions import Dirac, Gaussian
 from uncertain_bo.models import DistributionGP
 
 from . import oracle
@@ -68,3 +68,23 @@ def test_proposition_3_noise_by_hand():
     assert effective_noise_std(0.1) == 0.1
     with pytest.raises(ValueError):
         se_lipschitz_constant([0.1, 0.0])
+
+
+def test_prop3_and_theory_beta_against_hand_computation():
+    # SE kernel, σ_f² = 1, ℓ = 0.1: ℓ_k = σ_f/ℓ = 10; Σ = diag(0.01, 0.01): tr = 0.02
+    assert se_lipschitz_constant(0.1) == pytest.approx(10.0)
+    assert se_lipschitz_constant([0.2, 0.1], outputscale=4.0) == pytest.approx(20.0)
+    sigma_f = prop3_sigma_f(2.0, torch.eye(2) * 0.01, lengthscale=0.1)
+    assert sigma_f == pytest.approx(2.0 * 10.0 * math.sqrt(0.02))
+    sigma_nu = effective_noise_std(0.1, sigma_f)
+    assert sigma_nu == pytest.approx(math.sqrt(8.0 + 0.01))
+
+    # Eq. 20 with two Dirac observations 0.1 apart (ℓ = 0.1 => k12 = e^{-1/2}), λ = 0.5:
+    # γ = ½ log det(I + K/λ) = ½ log((1 + 1/λ)² − (k12/λ)²) = ½ log(9 − 4/e)
+    gp = DistributionGP(BOX, standardize=False, priors=False)
+    gp.set_data(Dirac(torch.tensor([[0.2, 0.5], [0.3, 0.5]])), torch.tensor([0.1, -0.2]))
+    gp.set_hyperparameters(lengthscale=0.1, outputscale=1.0, noise=0.5, mean=0.0)
+    gamma = 0.5 * math.log(9.0 - 4.0 / math.e)
+    b, delta, s_nu = 2.5, 0.4, 0.7
+    hand = b + s_nu * math.sqrt(2.0 * (gamma + 1.0 + math.log(1.0 / delta)))
+    assert TheoryBeta(b, delta, s_nu)(2, gp) == pytest.approx(hand, rel=1e-12)

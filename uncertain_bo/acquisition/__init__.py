@@ -20,12 +20,15 @@ __all__ = ['Method', 'UCBMethod', 'DecisionContext', 'Proposal', 'Recommendation
            'make_beta']
 
 # each module registers its methods
-from . import ugp_ucb  # noqa: E402,F401  ('ugp_ucb')
+from . import ugp_ucb  # noqa: E402,F401  ('ugp_ucb', 'ugp_bucb')
 from . import igp_ucb  # noqa: E402,F401  ('igp_ucb')
 from . import uei  # noqa: E402,F401  ('uei')
 from . import airbo  # noqa: E402,F401  ('airbo', 'airbo_empirical', 'ugp_kme', 'skl', 'erbf', 'gp_ucb')
 from . import survey  # noqa: E402,F401  (baselines 'lawnmower', 'lawnmower_fixed', 'random')
 from . import botorch_robust  # noqa: E402,F401  (baseline 'botorch_robust')
-from . import quadrature  # noqa: E402,F401  (DRBQO, its baselines, 'mtbo')
-from . import nes  # noqa: E402,F401  ('nes_ep', 'nes_rs')
+from . import quadrature  # noqa: E402,F401  (DRBQO, its baselines)
+from . import mtbo  # noqa: E402,F401  ('mtbo')
+from . import nes  # noqa: E402,F401  ('nes_ep')
+from . import nes_rs  # noqa: E402,F401  ('nes_rs')
 from . import bo_uu  # noqa: E402,F401  ('bo_uu_ei', 'bo_uu_ucb', 'bo_uu_mes', 'ei')
+from . import risk_measures  # noqa: E402,F401  ('ugp_risk')

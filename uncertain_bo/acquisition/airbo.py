@@ -24,9 +24,11 @@ method                 kernel
                        cost-matched budget)
 ``skl``                symmetrised KL between moment-matched diagonal Gaussians (GPyTorch's kernel)
 ``erbf``               closed-form expected SE kernel of moment-matched Gaussians (Eq. 80, done right; the
-                       reference code's ERBF mis-scales the covariances it is given)
+                       reference code's ERBF mis-scales the covariances it is given): an **alias** of
+                       ``ugp_ucb``, whose kernel and acquisition these are, kept under AIRBO's name for its
+                       baseline tables
 ``gp_ucb``             plain GP on the commanded targets (Dirac inputs, SE kernel), points as candidates;
-                       the same model and acquisition as ``igp_ucb``, under the paper's name
+                       an **alias** of ``igp_ucb`` (the same model and acquisition) under the paper's name
 =====================  =====================================================================================
 """
 from __future__ import annotations
@@ -36,7 +38,9 @@ import math
 from gpytorch.priors import GammaPrior
 
 from ..kernels import AdditiveRQKernel, KernelMeanEmbeddingKernel, MMDKernel, SymmetrizedKLKernel
+from .igp_ucb import IGPUCB
 from .method import UCBMethod, register
+from .ugp_ucb import UGPUCB
 
 __all__ = ['AIRBO_BETA', 'AIRBO_N_LANDMARKS', 'UGP_MAX_SAMPLES', 'mmd_kernel', 'kme_kernel', 'skl_kernel']
 
@@ -122,14 +126,21 @@ class SKL(UCBMethod):
 
 
 @register
-class ERBF(UCBMethod):
+class ERBF(UGPUCB):
+    """Alias of ``ugp_ucb`` (module docstring): the expected SE kernel on (moment-matched) Gaussians is uGP-UCB's
+    default kernel, and the acquisition is the same UCB."""
+
     name = 'erbf'
-    description = 'ERBF-UCB: closed-form expected SE kernel on moment-matched Gaussians (Dallaire et al. 2011)'
+    alias_of = 'ugp_ucb'
+    description = ('ERBF-UCB (alias of ugp_ucb): closed-form expected SE kernel on moment-matched Gaussians '
+                   '(Dallaire et al. 2011)')
 
 
 @register
-class GPUCB(UCBMethod):
+class GPUCB(IGPUCB):
+    """Alias of ``igp_ucb``: GP-UCB on the commanded targets, AIRBO's name for it."""
+
     name = 'gp_ucb'
-    description = 'GP-UCB: standard GP on the commanded targets, ignoring input noise (AIRBO baseline)'
-    inputs = 'target'
-    robust_candidates = False
+    alias_of = 'igp_ucb'
+    description = ('GP-UCB (alias of igp_ucb): standard GP on the commanded targets, ignoring input noise '
+                   '(AIRBO baseline)')

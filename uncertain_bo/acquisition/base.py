@@ -1,16 +1,17 @@
-"""Base class of acquisition functions over candidate targets.
+"""Base class of our acquisition functions over candidate targets (the methods' own; BoTorch's are used as they are
+wherever BoTorch has them).
 
 An acquisition maps candidate **targets** ``x`` to a score; it sees the GP only through the candidates'
 location distributions (the execution-noise model :math:`\\hat P_{\\mathbf x}` for robust methods, Dirac
-points for standard ones). Subclasses are BoTorch ``AcquisitionFunction`` s, so BoTorch's
-``optimize_acqf`` (multi-start L-BFGS-B in the bounds) maximises them.
+points for standard ones). Subclasses are BoTorch ``AcquisitionFunction`` s over the shared model (a BoTorch
+``Model``), so BoTorch's ``optimize_acqf`` (multi-start L-BFGS-B in the bounds) maximises them, jointly over a
+batch or one target at a time with pending ones (``set_X_pending``).
 """
 from __future__ import annotations
 
-from abc import abstractmethod
 from typing import Callable
 
-
+import torch
 from botorch.acquisition import AcquisitionFunction
 from torch import Tensor
 
@@ -23,23 +24,63 @@ __all__ = ['TargetAcquisition']
 class TargetAcquisition(AcquisitionFunction):
     """Acquisition over candidate targets, evaluated through their location distributions.
 
+    Pending targets (``X_pending``, BoTorch's convention: other rovers' targets, earlier picks of a batch) enter as
+    hallucinated readings at their candidate distributions with the posterior mean as value (the kriging believer;
+    GP-BUCB, Desautels et al. 2014): :attr:`scoring_model` is the model conditioned on them, whose mean is the
+    model's and whose variance is smaller near them.
+
     Args:
         model: the fitted :class:`~uncertain_bo.models.DistributionGP`.
         candidates: maps targets ``(q, d)`` to their location distributions (e.g. the execution-noise
             model); must be differentiable w.r.t. the targets.
+        X_pending: ``(p, d)`` pending targets, or None.
     """
 
-    def __init__(self, model: DistributionGP, candidates: Callable[[Tensor], LocationDistributions]):
-        super().__init__(model=model)  # type: ignore[arg-type]
+    def __init__(self, model: DistributionGP, candidates: Callable[[Tensor], LocationDistributions],
+                 X_pending: Tensor | None = None):
+        super().__init__(model=model)
         self.candidates = candidates
+        self.set_X_pending(X_pending)
+
+    def set_X_pending(self, X_pending: Tensor | None = None) -> None:
+        """Set (or clear, with None) the pending targets ``(p, d)``; rebuilds :attr:`scoring_model`."""
+        if X_pending is None or len(X_pending) == 0:
+            self.X_pending = None
+            self.scoring_model = self.model
+            return
+        self.X_pending = X_pending.detach().reshape(-1, X_pending.shape[-1])
+        with torch.no_grad():
+            where = self.candidates(self.X_pending)
+            self.scoring_model = self.model.condition_on_observations(where, self.model.marginals(where)[0])
+
+    def marginals(self, distributions: LocationDistributions) -> tuple[Tensor, Tensor]:
+        """Posterior mean and variance ``(N,)`` at ``N`` distributions on :attr:`scoring_model`: the shared model's
+        :meth:`~uncertain_bo.models.DistributionGP.marginals`, or any BoTorch model's posterior (a mock model in the
+        unit tests)."""
+        model = self.scoring_model
+        if isinstance(model, DistributionGP):
+            return model.marginals(distributions)
+        post = model.posterior(distributions)
+        return post.mean.reshape(-1), post.variance.reshape(-1)
 
     def forward(self, X: Tensor) -> Tensor:
-        """Scores of ``X`` with shape ``(b, 1, d)`` (BoTorch's ``batch x q x d``, q = 1) -> ``(b,)``."""
-        if X.shape[-2] != 1:
-            raise ValueError(f'only q = 1 candidates are supported, got q = {X.shape[-2]}')
-        flat = X.reshape(-1, X.shape[-1])
-        return self.score(flat).reshape(X.shape[:-2])
+        """Scores of ``X`` ``batch x q x d`` -> ``batch``: :meth:`score` for ``q = 1``, :meth:`joint_score` for a
+        batch."""
+        if X.shape[-2] == 1:
+            flat = X.reshape(-1, X.shape[-1])
+            return self.score(flat).reshape(X.shape[:-2])
+        return self.joint_score(X)
 
-    @abstractmethod
     def score(self, targets: Tensor) -> Tensor:
-        """Scores of ``targets`` with shape ``(q, d)`` -> ``(q,)``."""
+        """Scores of ``targets`` with shape ``(N, d)`` -> ``(N,)`` (one target each)."""
+        raise NotImplementedError
+
+    def joint_score(self, X: Tensor) -> Tensor:
+        """Value of each batch ``X`` ``batch x q x d`` -> ``batch``.
+
+        Raises:
+            NotImplementedError: the acquisition scores one target at a time (a method then decides a batch
+                greedily, each pick with the earlier ones pending: :meth:`~uncertain_bo.acquisition.Method.decide`).
+        """
+        raise NotImplementedError(f'{type(self).__name__} scores one target at a time (q = 1); decide a batch '
+                                  f'greedily with pending targets instead, got q = {X.shape[-2]}')

@@ -21,40 +21,30 @@ and the step, so runs are reproducible. Tensors live on the device and dtype of 
 """
 from __future__ import annotations
 
-import warnings
+import logging
 
 import torch
+from botorch.exceptions.warnings import BadInitialCandidatesWarning, InputDataWarning, OptimizationWarning
+from linear_operator.utils.warnings import NumericalWarning
 from torch import Tensor
 
+from ..caught_warnings import logged_warnings
+from ..models import target_model
 from .method import DecisionContext, Method, Proposal, Recommendation, register
 
 __all__ = ['BoTorchRobust', 'perturbation_set']
 
 N_W = 32
 
+log = logging.getLogger(__name__)
+
 
 def perturbation_set(execution_noise, bounds: Tensor, n_w: int, seed: int) -> Tensor:
-    """``(n_w, d)`` draws of the execution noise :math:`\\boldsymbol\\xi`, in unit-cube units of ``bounds``.
-
-    Gaussian noise uses scrambled Sobol normal samples (BoTorch's ``draw_sobol_normal_samples``) times the
-    Cholesky factor of :math:`\\hat\\Sigma`; any other model is sampled around the centre of the box.
-    """
-    from botorch.utils.sampling import draw_sobol_normal_samples
-
-    from ..distributions import GaussianExecutionNoise
-
-    span = bounds[1] - bounds[0]
-    d = bounds.shape[1]
-    if isinstance(execution_noise, GaussianExecutionNoise):
-        cov = execution_noise.covariance.to(bounds)
-        chol = torch.linalg.cholesky(cov + 1e-12 * torch.eye(d, dtype=bounds.dtype, device=bounds.device))
-        z = draw_sobol_normal_samples(d, n_w, device=bounds.device, dtype=bounds.dtype, seed=seed)
-        xi = z @ chol.T
-    else:
-        centre = bounds.mean(0, keepdim=True)
-        gen = torch.Generator(device=bounds.device).manual_seed(seed)
-        xi = execution_noise(centre).sample(n_w, generator=gen).reshape(n_w, d).to(bounds) - centre
-    return xi / span
+    """``(n_w, d)`` draws of the execution noise :math:`\\boldsymbol\\xi`, in unit-cube units of ``bounds``
+    (:func:`uncertain_bo.models.target_model.perturbation_set`; a target-dependent model is sampled at the centre of
+    the box)."""
+    xi = target_model.perturbation_set(execution_noise, n_w, seed, at=bounds.mean(0), like=bounds)
+    return xi / (bounds[1] - bounds[0])
 
 
 @register
@@ -71,6 +61,7 @@ class BoTorchRobust(Method):
     description = ("baseline: BoTorch's robust BO (SingleTaskGP on localisation means + InputPerturbation + "
                    'Expectation risk measure + qLogNEI via optimize_acqf)')
     baseline = True
+    fantasize_pending = False       # its own model; qLogNEI takes the pending targets (X_pending)
 
     def __init__(self, n_w: int = N_W, num_restarts: int = 10, raw_samples: int = 512):
         self.n_w, self.num_restarts, self.raw_samples = n_w, num_restarts, raw_samples
@@ -102,15 +93,16 @@ class BoTorchRobust(Method):
         x = ((ctx.locations.mean.to(bounds) - bounds[0]) / span)
         y = ctx.y.to(bounds).reshape(-1, 1)
         tf = InputPerturbation(perturbation_set(ctx.execution_noise, bounds, self.n_w, seed))
-        model = SingleTaskGP(x, y, outcome_transform=Standardize(m=1), input_transform=tf)
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
+        # routine: BoTorch's data checks on the perturbed inputs, L-BFGS-B at its cap, jitter in a Cholesky
+        with logged_warnings(log, InputDataWarning, OptimizationWarning, NumericalWarning):
+            model = SingleTaskGP(x, y, outcome_transform=Standardize(m=1), input_transform=tf)
             fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
         return model, x
 
-    def decide(self, ctx: DecisionContext) -> Proposal:
+    def decide_one(self, ctx: DecisionContext) -> Proposal:
+        """The planner's initial design, then qLogNEI's maximiser; pending targets are qLogNEI's ``X_pending``."""
         if ctx.index < ctx.n_initial:
-            return super().decide(ctx)  # the planner's initial design: the same first targets as the explorer
+            return super().decide_one(ctx)  # the planner's initial design: the same first targets as the explorer
         from botorch.acquisition.logei import qLogNoisyExpectedImprovement
         from botorch.acquisition.risk_measures import Expectation
         from botorch.optim import optimize_acqf
@@ -121,10 +113,11 @@ class BoTorchRobust(Method):
         model, x = self._model(ctx)
         with torch.random.fork_rng(devices=[bounds.device] if bounds.is_cuda else []):
             torch.manual_seed(seed)
+            pending = None if ctx.pending is None else (ctx.pending.to(bounds) - bounds[0]) / (bounds[1] - bounds[0])
             acq = qLogNoisyExpectedImprovement(model, X_baseline=x, objective=Expectation(n_w=self.n_w),
-                                               prune_baseline=True)
-            with warnings.catch_warnings():
-                warnings.simplefilter('ignore')
+                                               prune_baseline=True, X_pending=pending)
+            with logged_warnings(log, RuntimeWarning, level=logging.INFO), \
+                    logged_warnings(log, OptimizationWarning, BadInitialCandidatesWarning, NumericalWarning):
                 cand, value = optimize_acqf(acq, bounds=unit, q=1, num_restarts=self.num_restarts,
                                             raw_samples=self.raw_samples, options={'seed': seed})
         target = bounds[0] + cand.detach().reshape(-1) * (bounds[1] - bounds[0])

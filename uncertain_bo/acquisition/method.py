@@ -7,8 +7,13 @@ A **method** declares
 - the space it decides in (:meth:`Method.decision_bounds`: the target box by default; a joint (x, w) box for
   quadrature methods);
 - how it scores a batch of candidates given a :class:`DecisionContext` (:meth:`Method.acquisition`: a BoTorch
-  ``AcquisitionFunction``) and how it decides (:meth:`Method.decide`: by default the planner's space-filling
+  ``AcquisitionFunction``) and how it decides (:meth:`Method.decide_one`: by default the planner's space-filling
   initial design, then the maximiser of its acquisition);
+- how it decides a batch of ``q`` targets with pending ones (:meth:`Method.decide`: by default greedily, each pick
+  decided by :meth:`Method.decide_one` on the model conditioned on the pending targets and the earlier picks, their
+  readings hallucinated at the posterior mean: GP-BUCB's fantasies, Desautels et al. 2014, so a UCB method is
+  GP-BUCB and any model-based acquisition is its kriging-believer batch; :attr:`Method.batch_size` is the batch the
+  planner decides when the caller does not say);
 - how it recommends (:meth:`Method.recommend`: by default the planner's rules over past targets; NES
   recommends over the whole domain, BoTorch's robust loop by its risk measure).
 
@@ -19,9 +24,11 @@ that module and the import list of :mod:`uncertain_bo.acquisition`, nothing else
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
+import torch
 from torch import Tensor
 
 from ..optim import maximize
@@ -44,19 +51,49 @@ INPUT_KINDS = ('target', 'gaussian', 'samples')
 
 @dataclass(frozen=True)
 class Proposal:
-    """A method's choice for the next measurement.
+    """A method's choice for the next measurement, or for the next ``q`` (a batch).
 
     Attributes:
-        target: ``(D,)`` point of the decision space (the target box unless the method says otherwise).
-        phase: label recorded with the decision (``'initial'``, ``'acquisition'``, ``'survey'``, ...).
-        acquisition_value: the method's score of the target (NaN if it has none).
-        beta: :math:`\\beta_t` used (NaN for methods without).
+        target: ``(D,)`` point of the decision space (the target box unless the method says otherwise), or
+            ``(q, D)`` a batch, in the order the rover should visit them.
+        phase: label recorded with the decision (``'initial'``, ``'acquisition'``, ``'survey'``, ...); a tuple of
+            ``q`` labels for a batch.
+        acquisition_value: the method's score of the target (NaN if it has none); a tuple of ``q`` for a batch.
+        beta: :math:`\\beta_t` used (NaN for methods without); a tuple of ``q`` for a batch.
+        seconds: wall time of each pick of a batch (s), or None (the caller times the decision).
     """
 
     target: Tensor
-    phase: str
-    acquisition_value: float = math.nan
-    beta: float = math.nan
+    phase: str | tuple[str, ...]
+    acquisition_value: float | tuple[float, ...] = math.nan
+    beta: float | tuple[float, ...] = math.nan
+    seconds: tuple[float, ...] | None = None
+
+    @property
+    def targets(self) -> Tensor:
+        """``(q, D)``: the batch (``q = 1`` for a single target)."""
+        return self.target.reshape(-1, self.target.shape[-1])
+
+    @property
+    def q(self) -> int:
+        return self.targets.shape[0]
+
+    def split(self) -> list['Proposal']:
+        """One single-target :class:`Proposal` per target of the batch, in order."""
+        if self.target.ndim == 1:
+            return [self]
+
+        def pick(v, i):
+            return v[i] if isinstance(v, tuple) else v
+        return [Proposal(self.target[i], pick(self.phase, i), pick(self.acquisition_value, i), pick(self.beta, i),
+                         None if self.seconds is None else (self.seconds[i],)) for i in range(self.q)]
+
+    @classmethod
+    def stack(cls, picks: Sequence['Proposal']) -> 'Proposal':
+        """A batch from single-target proposals (their ``seconds`` kept per pick)."""
+        return cls(torch.stack([p.target.reshape(-1) for p in picks]), tuple(p.phase for p in picks),
+                   tuple(float(p.acquisition_value) for p in picks), tuple(float(p.beta) for p in picks),
+                   tuple(p.seconds[0] if p.seconds else math.nan for p in picks))
 
 
 @dataclass(frozen=True)
@@ -78,11 +115,14 @@ class Recommendation:
 
 
 class DecisionContext:
-    """Everything a method may look at when deciding measurement ``index`` or recommending after it.
+    """Everything a method may look at when deciding measurement ``index`` (and the ``q - 1`` after it, for a
+    batch) or recommending after it.
 
     Built by the planner for each call; the GP is brought up to date (and its hyperparameters fitted when the
     schedule says so) only when :attr:`model` is first read, so methods that do not use it (a survey) pay
-    nothing. The fit's wall time is billed to the decision.
+    nothing. The fit's wall time is billed to the decision. With :attr:`pending` targets, :attr:`model` is the GP
+    conditioned on readings hallucinated at their candidate distributions (the posterior mean there, so the mean is
+    unchanged and the variance shrinks; :meth:`~uncertain_bo.models.DistributionGP.condition_on_observations`).
 
     Attributes:
         index: :math:`t`, 0-based index of the measurement being decided (= observations so far).
@@ -101,12 +141,17 @@ class DecisionContext:
         start: ``(d,)`` start position or None; ``budget``: measurement budget or None.
         n_initial: size of the initial design; ``initial_design``: its ``(n_initial, D)`` targets.
         in_box_exploration, travel_weight: the planner's options (see :class:`~uncertain_bo.planner.Planner`).
+        q: the number of targets to decide (1 but for a batch).
+        pending: ``(p, D)`` targets decided but not yet measured (other rovers', earlier picks of this batch), or
+            None; BoTorch's ``X_pending``.
     """
 
-    def __init__(self, planner: 'Planner', index: int):
+    def __init__(self, planner: 'Planner', index: int, q: int = 1, pending: Tensor | None = None):
         self._planner = planner
         self.fit_seconds = 0.0
         self.index = index
+        self.q = int(q)
+        self.pending = None if pending is None or len(pending) == 0 else pending
         self.run_seed = planner.seed
         self.seed = planner.seed * 100_003 + index
         self.target_bounds = planner.bounds
@@ -142,9 +187,31 @@ class DecisionContext:
 
     @property
     def model(self) -> 'DistributionGP':
-        """The shared GP with every observation, hyperparameters fitted per the planner's schedule."""
+        """The shared GP with every observation, hyperparameters fitted per the planner's schedule; conditioned on
+        the :attr:`pending` targets' hallucinated readings when there are any (unless the method takes them
+        itself, :attr:`Method.fantasize_pending`)."""
         self.fit_seconds += self._planner._update_model()
-        return self._planner.model
+        model = self._planner.model
+        if self.pending is None or not self._planner.method_object.fantasize_pending:
+            return model
+        if getattr(self, '_fantasy_of', None) is not model:
+            with torch.no_grad():
+                where = self.candidates(self.pending.to(model.bounds))
+                self._fantasy = model.condition_on_observations(where, model.marginals(where)[0])
+            self._fantasy_of = model
+        return self._fantasy
+
+    def pick(self, j: int, pending: Tensor | None) -> 'DecisionContext':
+        """The context of pick ``j`` of a batch: measurement ``index + j`` (its seed and initial-design slot), one
+        target, with ``pending`` targets."""
+        ctx = DecisionContext.__new__(DecisionContext)
+        ctx.__dict__.update({k: v for k, v in self.__dict__.items() if not k.startswith('_fantasy')})
+        ctx.fit_seconds = 0.0
+        ctx.index = self.index + j
+        ctx.seed = self.run_seed * 100_003 + ctx.index
+        ctx.q = 1
+        ctx.pending = None if pending is None or len(pending) == 0 else pending
+        return ctx
 
 
 class Method:
@@ -165,6 +232,14 @@ class Method:
     robust_candidates: ClassVar[bool] = True
     uses_beta: ClassVar[bool] = False
     baseline: ClassVar[bool] = False
+    #: targets decided at once when the caller does not say (``Planner.suggest()``; the rover then visits them in
+    #: order): 1 but for batch methods
+    batch_size: ClassVar[int] = 1
+    #: the registered method this one is another name for (the same model and acquisition), or None
+    alias_of: ClassVar[str | None] = None
+    #: pending targets enter as hallucinated readings in ``ctx.model`` (True), or the method passes them to its
+    #: acquisition itself (False: BoTorch's MC acquisitions take ``X_pending`` jointly)
+    fantasize_pending: ClassVar[bool] = True
 
     def __init__(self, **settings: Any):
         if settings:
@@ -179,7 +254,8 @@ class Method:
         return bounds
 
     def acquisition(self, ctx: DecisionContext) -> 'AcquisitionFunction':
-        """Acquisition scoring candidates ``X`` of shape ``(b, 1, D)`` -> ``(b,)`` (maximised by :meth:`decide`).
+        """Acquisition scoring candidates ``X`` of shape ``(b, 1, D)`` -> ``(b,)`` (maximised by
+        :meth:`decide_one`) on ``ctx.model``.
 
         Raises:
             NotImplementedError: the method decides by its own rule only.
@@ -187,19 +263,43 @@ class Method:
         raise NotImplementedError(f'method {self.name!r} has no acquisition function')
 
     def decide(self, ctx: DecisionContext) -> Proposal:
-        """The next target: the planner's space-filling initial design for the first ``n_initial`` measurements,
-        then the maximiser of :meth:`acquisition` over ``ctx.bounds`` (less a travel cost when
-        ``ctx.travel_weight > 0``; :class:`~uncertain_bo.acquisition.travel.TravelPenalty`)."""
+        """The next ``ctx.q`` targets: greedily, pick ``j`` by :meth:`decide_one` with the context of measurement
+        ``ctx.index + j`` whose pending targets are ``ctx.pending`` and picks ``0 .. j-1`` (GP-BUCB's sequential
+        batch, Desautels et al. 2014, Alg. 1, for a UCB method; the model's hallucinated readings are the posterior
+        mean). One target (``q = 1``, no pending targets) is :meth:`decide_one` itself."""
+        if ctx.q == 1 and ctx.pending is None:
+            return self.decide_one(ctx)
+        picks: list[Proposal] = []
+        chosen: list[Tensor] = [] if ctx.pending is None else [ctx.pending.to(ctx.bounds)]
+        for j in range(ctx.q):
+            t0 = time.perf_counter()
+            sub = ctx.pick(j, torch.cat(chosen) if chosen else None)
+            p = self.decide_one(sub)
+            ctx.fit_seconds += sub.fit_seconds
+            picks.append(Proposal(p.target, p.phase, p.acquisition_value, p.beta, (time.perf_counter() - t0,)))
+            chosen.append(p.target.reshape(1, -1).to(ctx.bounds))
+        return Proposal.stack(picks)
+
+    def decide_one(self, ctx: DecisionContext) -> Proposal:
+        """One target: the planner's space-filling initial design for the first ``n_initial`` measurements, then the
+        maximiser of :meth:`acquisition` over ``ctx.bounds`` (less a travel cost when ``ctx.travel_weight > 0``;
+        :class:`~uncertain_bo.acquisition.travel.TravelPenalty`), on ``ctx.model`` (conditioned on
+        ``ctx.pending``)."""
         if ctx.index < ctx.n_initial:
             return Proposal(ctx.initial_design[ctx.index].clone(), 'initial')
         acq = self.acquisition(ctx)
-        beta = float(getattr(acq, 'beta', math.nan))
+        beta = self.reported_beta(acq)
         if ctx.travel_weight > 0:
             from .travel import TravelPenalty
             acq = TravelPenalty(acq, ctx.position, ctx.bounds, ctx.travel_weight,
                                 ctx.model.hyperparameters()['outputscale'] ** 0.5)
         target, value = maximize(acq, ctx.bounds, ctx.optimizer, seed=ctx.seed)
         return Proposal(target, 'acquisition', value, beta)
+
+    def reported_beta(self, acq: 'AcquisitionFunction') -> float:
+        """:math:`\\beta_t` recorded with a decision, as the weight of :math:`\\sigma` (the paper's convention): the
+        acquisition's ``beta`` (our UCB's is that weight), NaN for an acquisition without one."""
+        return float(getattr(acq, 'beta', math.nan))
 
     def recommend(self, ctx: DecisionContext, rule: str | None) -> Recommendation | None:
         """The method's own recommendation, or None for the planner's rule ``rule`` (or its default rule when
@@ -230,7 +330,8 @@ def register(cls: type[Method]) -> type[Method]:
     """Class decorator: add a :class:`Method` subclass to :data:`METHODS` under ``cls.name``.
 
     Raises:
-        ValueError: empty or already registered name, or an unknown :attr:`Method.inputs`.
+        ValueError: empty or already registered name, an unknown :attr:`Method.inputs`, a batch size below 1 or an
+            alias of a method not registered.
     """
     if not cls.name:
         raise ValueError(f'{cls.__name__} has no name')
@@ -238,6 +339,10 @@ def register(cls: type[Method]) -> type[Method]:
         raise ValueError(f'method {cls.name!r} is already registered')
     if cls.inputs not in INPUT_KINDS:
         raise ValueError(f'{cls.__name__}.inputs must be one of {INPUT_KINDS}, got {cls.inputs!r}')
+    if not (isinstance(cls.batch_size, int) and cls.batch_size >= 1):
+        raise ValueError(f'{cls.__name__}.batch_size must be an integer >= 1, got {cls.batch_size!r}')
+    if cls.alias_of is not None and cls.alias_of not in METHODS:
+        raise ValueError(f'{cls.__name__} is an alias of {cls.alias_of!r}, which is not registered')
     METHODS[cls.name] = cls
     return cls
 

@@ -26,7 +26,8 @@ method             :math:`\mathbf x_t`                                    recomm
 ``bqo_ei``         EI on :math:`g(f, \mathbf x, \hat P_n)` (Eqs. 5-6)     empirical mean
 ``maximin_bqo_ei`` as ``bqo_ei``                                          :math:`\max\min_p`
 ``mtbo``           EI on :math:`g(f, \mathbf x, \hat P_n)` with a         empirical mean
-                   multi-task (ICM) kernel (Swersky et al. 2013)
+                   multi-task (ICM) kernel (Swersky et al. 2013;
+                   :mod:`~uncertain_bo.acquisition.mtbo`)
 ================== ===================================================== ====================================
 
 **Context.** :math:`w_t = \arg\max_{w \in S_n} \sigma^2_{t-1}(\mathbf x_t, w)` (Alg. 1 line 4; the theory's
@@ -57,22 +58,32 @@ no such guarantee.
 """
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any, ClassVar
 
 import torch
 from botorch.acquisition import AcquisitionFunction
+from botorch.acquisition.analytic import ExpectedImprovement
+from botorch.acquisition.objective import PosteriorTransform
+from botorch.exceptions.warnings import NumericsWarning
+from botorch.models.transforms.input import AppendFeatures
+from botorch.posteriors.gpytorch import GPyTorchPosterior
+from gpytorch.distributions import MultivariateNormal
+from linear_operator.operators import DenseLinearOperator
 from torch import Tensor
 
 from ..ambiguity import worst_case_mean, worst_case_weights
-from ..distributions import Dirac, Empirical, Gaussian, LocationDistributions
-from ..kernels import DistributionKernel
+from ..caught_warnings import logged_warnings
+from ..models import TargetModel
+from ..models.sample_paths import PosteriorSamplePaths
 from ..optim import maximize
 from .method import DecisionContext, Method, Proposal, Recommendation, register
-from .quadrature_gp import JointPosterior, PosteriorPath
 
-__all__ = ['QuadratureMethod', 'DistributionallyRobustThompson', 'QuadratureExpectedImprovement',
-           'ICMKernel', 'expected_improvement', 'joint_points']
+__all__ = ['QuadratureMethod', 'DistributionallyRobustThompson', 'QuadratureMean', 'quadrature_expected_improvement',
+           'joint_points', 'path_on_contexts', 'EIQuadrature']
+
+log = logging.getLogger(__name__)
 
 
 def joint_points(x: Tensor, contexts: Tensor) -> Tensor:
@@ -81,12 +92,26 @@ def joint_points(x: Tensor, contexts: Tensor) -> Tensor:
     return torch.cat([x.unsqueeze(-2).expand(b, n, -1), contexts.to(x).unsqueeze(0).expand(b, n, -1)], -1)
 
 
-def expected_improvement(mean: Tensor, std: Tensor, incumbent: float, xi: float) -> Tensor:
-    """:math:`s(u\\Phi(u) + \\varphi(u))`, :math:`u = (m - \\tau - \\xi)/s` (same shapes as ``mean``)."""
-    std = std.clamp_min(1e-12)
-    u = (mean - incumbent - xi) / std
-    normal = torch.distributions.Normal(torch.zeros_like(u), torch.ones_like(u))
-    return std * (u * normal.cdf(u) + normal.log_prob(u).exp())
+def path_on_contexts(paths: PosteriorSamplePaths, x: Tensor, contexts: Tensor) -> Tensor:
+    """:math:`\\tilde f(\\mathbf x_j, w_i)` of one sample path for decision parts ``x`` ``(b, d)`` and ``contexts``
+    ``(n, m)`` (the last ``m`` coordinates) -> ``(b, n)``: the values of ``paths.at_points(joint_points(x, contexts))``
+    with the context half of the random features and of the squared distances computed once (training inputs that
+    are points; otherwise the joint points themselves)."""
+    if not paths.points_only:
+        return paths.at_points(joint_points(x, contexts))[..., 0]
+    d = x.shape[-1]
+    lo, hi = paths.model.bounds
+    span = hi - lo
+    w, b, ell = paths.features.w, paths.features.b, paths.ell
+    ux = (x - lo[:d]) / span[:d]
+    uw = (contexts.to(x) - lo[d:]) / span[d:]
+    arg = (ux @ w[:, :d].T).unsqueeze(-2) + (uw @ w[:, d:].T + b).unsqueeze(0)
+    prior = torch.cos(arg) @ (paths.features.amplitude * paths.theta[:, 0])          # (b, n)
+    train = paths.train.mean / ell
+    sq = (torch.cdist(ux / ell[:d], train[:, :d]).pow(2).unsqueeze(-2)
+          + torch.cdist(uw / ell[d:], train[:, d:]).pow(2).unsqueeze(0))              # (b, n, N)
+    k = paths.outputscale * torch.exp(-0.5 * sq)
+    return paths._output(prior + k @ paths.weights[:, 0])
 
 
 class DistributionallyRobustThompson(AcquisitionFunction):
@@ -95,41 +120,56 @@ class DistributionallyRobustThompson(AcquisitionFunction):
 
     Args:
         model: the GP (BoTorch bookkeeping only).
-        path: a posterior sample :math:`\\tilde f_t` on the joint space.
+        paths: one posterior sample path :math:`\\tilde f_t` on the joint space.
         contexts: ``(n, m)`` samples.
         rho: ambiguity radius.
     """
 
-    def __init__(self, model, path: PosteriorPath, contexts: Tensor, rho: float):
+    def __init__(self, model, paths: PosteriorSamplePaths, contexts: Tensor, rho: float):
         super().__init__(model=model)
-        self.path, self.contexts, self.rho = path, contexts, rho
+        self.paths, self.contexts, self.rho = paths, contexts, rho
 
     def forward(self, X: Tensor) -> Tensor:
         """``X`` ``(b, 1, d)`` decision parts -> ``(b,)``."""
-        values = self.path.on_contexts(X.reshape(-1, X.shape[-1]), self.contexts)
+        values = path_on_contexts(self.paths, X.reshape(-1, X.shape[-1]), self.contexts)
         return worst_case_mean(values, self.rho).reshape(X.shape[:-2])
 
 
-class QuadratureExpectedImprovement(AcquisitionFunction):
-    """EI on the quadrature :math:`g(f, \\mathbf x, \\hat P_n) \\sim \\mathcal N(\\mu_t(\\mathbf x, \\hat P_n),
-    \\sigma_t^2(\\mathbf x, \\hat P_n))` (paper Eqs. 5-6 with :math:`p = \\frac1n`).
+class QuadratureMean(PosteriorTransform):
+    """The empirical quadrature :math:`g(f, \\mathbf x, \\hat P_n) = \\frac1n\\sum_i f(\\mathbf x, w_i)` of a joint
+    posterior over ``q`` groups of ``n`` points (each candidate with its ``n`` contexts appended, BoTorch's
+    ``AppendFeatures``): mean :math:`\\frac1n\\sum_i \\mu_t(\\mathbf x, w_i)`, covariance
+    :math:`\\frac1{n^2}\\sum_{i,j} C_t(\\mathbf x, w_i; \\mathbf x', w_j)` (paper Eqs. 5-6 with :math:`p = \\frac1n`).
 
     Args:
-        model: the GP (BoTorch bookkeeping only).
-        posterior: the joint posterior.
-        contexts: ``(n, m)`` samples.
-        incumbent, xi: EI's :math:`\\tau` and :math:`\\xi`.
+        n: points per group (the number of contexts).
     """
 
-    def __init__(self, model, posterior: JointPosterior, contexts: Tensor, incumbent: float, xi: float):
-        super().__init__(model=model)
-        self.posterior, self.contexts, self.incumbent, self.xi = posterior, contexts, incumbent, xi
+    scalarize = True
 
-    def forward(self, X: Tensor) -> Tensor:
-        mean, cov = self.posterior.mean_covariance(joint_points(X.reshape(-1, X.shape[-1]), self.contexts))
-        m = mean.mean(-1)
-        s = cov.mean((-1, -2)).clamp_min(1e-24).sqrt()
-        return expected_improvement(m, s, self.incumbent, self.xi).reshape(X.shape[:-2])
+    def __init__(self, n: int):
+        super().__init__()
+        self.n = int(n)
+
+    def evaluate(self, Y: Tensor, X: Tensor | None = None) -> Tensor:
+        """Outcomes ``batch x q n x 1`` -> ``batch x q``."""
+        return Y.squeeze(-1).unflatten(-1, (-1, self.n)).mean(-1)
+
+    def forward(self, posterior: GPyTorchPosterior, X: Tensor | None = None) -> GPyTorchPosterior:
+        mvn = posterior.distribution
+        mean = self.evaluate(mvn.mean.unsqueeze(-1))
+        cov = mvn.covariance_matrix
+        cov = cov.unflatten(-1, (-1, self.n)).mean(-1).unflatten(-2, (-1, self.n)).mean(-2)
+        return GPyTorchPosterior(MultivariateNormal(mean, DenseLinearOperator(cov)))
+
+
+def quadrature_expected_improvement(model, contexts: Tensor, incumbent: float, xi: float) -> ExpectedImprovement:
+    """BoTorch's ``ExpectedImprovement`` of the empirical quadrature (:class:`QuadratureMean`) over the decision
+    parts ``x`` (each joined with every context), with the authors' incumbent :math:`\\tau + \\xi`:
+    :math:`s(u\\Phi(u) + \\varphi(u))`, :math:`u = (m - \\tau - \\xi)/s`."""
+    view = TargetModel(model, perturbation=AppendFeatures(feature_set=contexts))
+    with logged_warnings(log, NumericsWarning):    # EI, not log-EI: the authors' acquisition and its values
+        return ExpectedImprovement(view, best_f=incumbent + xi, posterior_transform=QuadratureMean(contexts.shape[0]))
 
 
 class QuadratureMethod(Method):
@@ -203,11 +243,11 @@ class QuadratureMethod(Method):
             return int(torch.randint(contexts.shape[0], (1,), generator=gen, device=ctx.bounds.device))
         model = ctx.model  # (fitted outside no_grad)
         with torch.no_grad():
-            var = JointPosterior(model).variance(joint_points(x.reshape(1, -1), contexts)[0])
+            _, var = model.marginals(joint_points(x.reshape(1, -1), contexts)[0])
         return int(torch.argmax(var))
 
     # ------------------------------------------------------------------ protocol
-    def decide(self, ctx: DecisionContext) -> Proposal:
+    def decide_one(self, ctx: DecisionContext) -> Proposal:
         d = self.split(ctx.bounds)
         contexts = self._contexts(ctx.bounds)
         if ctx.index < ctx.n_initial:
@@ -229,8 +269,8 @@ class QuadratureMethod(Method):
         rho = self.rho if self.robust_recommendation else 0.0
         model = ctx.model  # a due hyperparameter fit needs autograd: read it outside no_grad
         with torch.no_grad():
-            post = JointPosterior(model)
-            mean, cov = post.mean_covariance(joint_points(ctx.targets[:, :d].to(contexts), contexts))
+            post = model.posterior(joint_points(ctx.targets[:, :d].to(contexts), contexts))
+            mean, cov = post.mean.squeeze(-1), post.distribution.covariance_matrix
             p = worst_case_weights(mean, rho)
             score = (p * mean).sum(-1)
             i = int(torch.argmax(score))
@@ -244,8 +284,8 @@ class ThompsonQuadrature(QuadratureMethod):
     def acquisition(self, ctx: DecisionContext) -> AcquisitionFunction:
         model = ctx.model
         gen = self._generator(ctx.bounds, ctx.seed, 5)
-        path = PosteriorPath(JointPosterior(model), self.n_features, gen)
-        return DistributionallyRobustThompson(model, path, self._contexts(ctx.bounds),
+        paths = PosteriorSamplePaths(model, 1, self.n_features, gen)
+        return DistributionallyRobustThompson(model, paths, self._contexts(ctx.bounds),
                                               self.rho if self.robust_decision else 0.0)
 
 
@@ -258,12 +298,11 @@ class EIQuadrature(QuadratureMethod):
         model = ctx.model
         d = self.split(ctx.bounds)
         contexts = self._contexts(ctx.bounds)
-        post = JointPosterior(model)
         with torch.no_grad():
-            mean, _ = post.mean_covariance(joint_points(ctx.targets[:, :d].to(contexts), contexts))
+            mean = model.posterior(joint_points(ctx.targets[:, :d].to(contexts), contexts)).mean.squeeze(-1)
         y = ctx.y
         xi = 0.1 * float(y.max() - y.min()) if y.numel() > 1 else 0.0
-        return QuadratureExpectedImprovement(model, post, contexts, float(mean.mean(-1).max()), xi)
+        return quadrature_expected_improvement(model, contexts, float(mean.mean(-1).max()), xi)
 
 
 class OffsetRobustThompson(AcquisitionFunction):
@@ -272,18 +311,18 @@ class OffsetRobustThompson(AcquisitionFunction):
 
     Args:
         model: the GP (BoTorch bookkeeping only).
-        path: a posterior sample path :math:`\\tilde f_t` (a function of points).
+        paths: one posterior sample path :math:`\\tilde f_t` (evaluated at points).
         offsets: ``(n, d)`` offsets between where the rover ended up and its targets.
         rho: ambiguity radius.
     """
 
-    def __init__(self, model, path: PosteriorPath, offsets: Tensor, rho: float):
+    def __init__(self, model, paths: PosteriorSamplePaths, offsets: Tensor, rho: float):
         super().__init__(model=model)
-        self.path, self.offsets, self.rho = path, offsets, rho
+        self.paths, self.offsets, self.rho = paths, offsets, rho
 
     def forward(self, X: Tensor) -> Tensor:
         x = X.reshape(-1, X.shape[-1])
-        values = self.path(x.unsqueeze(-2) + self.offsets.to(x))
+        values = self.paths.at_points(x.unsqueeze(-2) + self.offsets.to(x))[..., 0]
         return worst_case_mean(values, self.rho).reshape(X.shape[:-2])
 
 
@@ -305,18 +344,18 @@ class DRBQO(ThompsonQuadrature):
     inputs = 'gaussian'        # points in the quadrature problems (their locations are Diracs), EKF poses on the rover
     needs_contexts = False
 
-    def decide(self, ctx: DecisionContext) -> Proposal:
+    def decide_one(self, ctx: DecisionContext) -> Proposal:
         if self.contexts is None:   # initial design, then the acquisition's maximiser (travel cost included)
-            return Method.decide(self, ctx)
-        return super().decide(ctx)
+            return Method.decide_one(self, ctx)
+        return super().decide_one(ctx)
 
     def acquisition(self, ctx: DecisionContext) -> AcquisitionFunction:
         if self.contexts is not None:
             return super().acquisition(ctx)
         model = ctx.model
         gen = self._generator(ctx.bounds, ctx.seed, 5)
-        path = PosteriorPath(JointPosterior(model), self.n_features, gen)
-        return OffsetRobustThompson(model, path, execution_offsets(ctx), self.rho)
+        paths = PosteriorSamplePaths(model, 1, self.n_features, gen)
+        return OffsetRobustThompson(model, paths, execution_offsets(ctx), self.rho)
 
     def recommend(self, ctx: DecisionContext, rule: str | None) -> Recommendation | None:
         if self.contexts is not None or rule is not None:
@@ -325,7 +364,8 @@ class DRBQO(ThompsonQuadrature):
         offsets = execution_offsets(ctx)
         with torch.no_grad():
             points = ctx.targets.unsqueeze(-2) + offsets.unsqueeze(0)          # (N, n, d)
-            mean, cov = JointPosterior(model).mean_covariance(points)
+            post = model.posterior(points)
+            mean, cov = post.mean.squeeze(-1), post.distribution.covariance_matrix
             p = worst_case_weights(mean, self.rho)
             score = (p * mean).sum(-1)
             i = int(torch.argmax(score))
@@ -389,94 +429,3 @@ class BQOEIRandW(BQOEI):
     name = 'bqo_ei_randw'
     description = 'BQO-EI with w_t drawn uniformly from the samples (ablation, Nguyen et al. 2020 Fig. 5)'
     random_context_default = True
-
-
-class ICMKernel(DistributionKernel):
-    """Intrinsic coregionalisation kernel :math:`k((\\mathbf x, t), (\\mathbf x', t')) = k_{SE}(\\mathbf x,
-    \\mathbf x') C_{tt'}` (Swersky et al. 2013, MTBO) on points whose last ``n_tasks`` coordinates one-hot encode
-    the task; the signal variance is the model's (one for every task).
-
-    :math:`C` is a task **correlation** matrix (unit diagonal) with non-negative entries:
-    :math:`C = D^{-1/2} B D^{-1/2}`, :math:`D = \\operatorname{diag}(B)`, for BoTorch's
-    :class:`~botorch.models.kernels.positive_index.PositiveIndexKernel` :math:`B = LL^\\top +
-    \\operatorname{diag}(\\boldsymbol\\kappa)` (rank ``rank``, :math:`L \\ge 0`) with the prior BoTorch's
-    ``MultiTaskGP`` puts on the correlations, Beta(2.5, 1.5). The tasks of the cross-validation problems (folds)
-    are exchangeable and share one output scale; with a free per-task variance :math:`B_{tt}` (a plain
-    ``IndexKernel``) the marginal likelihood cannot tell it from the signal variance, the fit drives some
-    :math:`B_{tt}` to 0 and others to ~100 times the rest, and a reading on one task then moves the
-    prediction on another by :math:`B_{t't}/B_{tt}`, far beyond the data's range.
-
-    Encoding: the (unit-cube) point; distributions are reduced to their means. Lengthscales: the first
-    ``dim - n_tasks`` entries (ARD over :math:`\\mathbf x`); the task part is :math:`C`. The task parameters start
-    deterministically at correlation 0.5 between every pair of tasks.
-
-    Args:
-        dim: dimension of the joint space.
-        n_tasks: number of tasks (one-hot coordinates).
-        rank: rank of :math:`L` (default 1: on synthetic multi-task problems with one task observed often and
-            the others once or twice, as the folds in a run, it predicted at least as well as full rank).
-    """
-
-    has_lengthscale = True
-
-    def __init__(self, dim: int, n_tasks: int, rank: int | None = None, **kwargs):
-        from botorch.models.kernels.positive_index import PositiveIndexKernel
-        from botorch.models.utils.priors import BetaPrior
-
-        super().__init__(dim, **kwargs)
-        self.n_tasks = n_tasks
-        rank = 1 if rank is None else rank
-        self.task = PositiveIndexKernel(num_tasks=n_tasks, rank=rank, task_prior=BetaPrior(2.5, 1.5),
-                                        unit_scale_for_target=False)
-        with torch.no_grad():   # B = 0.5 (11ᵀ/r) + 0.5 I: every correlation 0.5
-            like = self.task.raw_covar_factor
-            self.task.covar_factor = torch.full_like(like, math.sqrt(0.5 / rank))
-            self.task.var = torch.full_like(self.task.raw_var, 0.5)
-
-    def correlation(self) -> Tensor:
-        """The task correlation matrix :math:`C` ``(n_tasks, n_tasks)``."""
-        b = self.task.covar_matrix
-        b = b.to_dense() if hasattr(b, 'to_dense') else b
-        s = b.diagonal(dim1=-2, dim2=-1).clamp_min(1e-12).rsqrt()
-        return b * s.unsqueeze(-1) * s.unsqueeze(-2)
-
-    def encode(self, distributions: LocationDistributions) -> Tensor:
-        self.check_dim(distributions)
-        if not isinstance(distributions, (Dirac, Gaussian, Empirical)):  # pragma: no cover - future types
-            raise TypeError(f'unsupported distribution type {type(distributions).__name__}')
-        return distributions.mean
-
-    def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params) -> Tensor:
-        d = self.dim - self.n_tasks
-        ell = self.lengthscale.to(x1)[..., :d]
-        a, b = x1[..., :d] / ell, x2[..., :d] / ell
-        t1, t2 = x1[..., d:].argmax(-1), x2[..., d:].argmax(-1)
-        C = self.correlation().to(x1)
-        if diag:
-            return torch.exp(-0.5 * ((a - b) ** 2).sum(-1)) * C[t1, t2]
-        sq = ((a.unsqueeze(-2) - b.unsqueeze(-3)) ** 2).sum(-1)
-        return torch.exp(-0.5 * sq) * C[t1.unsqueeze(-1), t2.unsqueeze(-2)]
-
-
-@register
-class MTBO(EIQuadrature):
-    name = 'mtbo'
-    description = ('MTBO: multi-task GP (ICM kernel: SE over x times a task correlation matrix over one-hot tasks), '
-                   'EI on the mean over tasks, task by single-task EI (Swersky et al. 2013; a baseline of Nguyen et '
-                   'al. 2020 for cross-validation)')
-    robust_recommendation = False
-
-    def kernel(self, dim: int) -> DistributionKernel:
-        from gpytorch.priors import GammaPrior
-        return ICMKernel(dim, self.contexts.shape[0], lengthscale_prior=GammaPrior(3.0, 6.0))
-
-    def choose_context(self, ctx: DecisionContext, x: Tensor) -> int:
-        contexts = self._contexts(ctx.bounds)
-        y = ctx.y
-        xi = 0.1 * float(y.max() - y.min()) if y.numel() > 1 else 0.0
-        model = ctx.model
-        with torch.no_grad():
-            points = joint_points(x.reshape(1, -1).to(contexts), contexts)
-            mean, cov = JointPosterior(model).mean_covariance(points)
-            ei = expected_improvement(mean[0], cov[0].diagonal().clamp_min(0).sqrt(), float(y.max()), xi)
-        return int(torch.argmax(ei))

@@ -141,11 +141,11 @@ class Survey(UCBMethod):
                 self._plan = lawnmower_targets(bounds, ctx.budget, start, shift)
         return self._plan
 
-    def decide(self, ctx: DecisionContext) -> Proposal:
+    def decide_one(self, ctx: DecisionContext) -> Proposal:
         plan = self.plan(ctx)
         if ctx.index < len(plan):
             return Proposal(plan[ctx.index].clone(), 'survey')
-        return super().decide(ctx)
+        return super().decide_one(ctx)
 
 
 @register

@@ -14,7 +14,9 @@ with :math:`\alpha` the method's acquisition (in output units, e.g. uGP-UCB's
 standard deviation (output units), :math:`D` the diagonal of the search box (m) and :math:`w \ge 0` the
 dimensionless ``travel_weight``: crossing the whole box costs :math:`w` prior standard deviations of the field.
 :math:`w = 0` is the method itself. The planner takes :math:`\mathbf p` as the mean of the latest location
-distribution (where the rover measured last), or its start before the first measurement.
+distribution (where the rover measured last), or its start before the first measurement. A batch
+:math:`\mathbf x_1 .. \mathbf x_q` (visited in order) pays for its whole tour
+:math:`\lVert\mathbf x_1 - \mathbf p\rVert + \sum_j \lVert\mathbf x_{j+1} - \mathbf x_j\rVert`.
 """
 from __future__ import annotations
 
@@ -52,3 +54,8 @@ class TravelPenalty(TargetAcquisition):
 
     def score(self, targets: Tensor) -> Tensor:
         return self.inner(targets.unsqueeze(-2)) - self.per_metre * (targets - self.position).norm(dim=-1)
+
+    def joint_score(self, X: Tensor) -> Tensor:
+        """The inner acquisition's batch value less the cost of the tour from the position through ``X`` in order."""
+        legs = torch.cat([self.position.expand(*X.shape[:-2], 1, X.shape[-1]), X], -2).diff(dim=-2)
+        return self.inner(X) - self.per_metre * legs.norm(dim=-1).sum(-1)

@@ -20,31 +20,17 @@ from __future__ import annotations
 from typing import Callable
 
 import torch
-from botorch.acquisition.analytic import _log_ei_helper
+from botorch.acquisition.analytic import ExpectedImprovement, LogExpectedImprovement
 from gpytorch.priors import GammaPrior
 from torch import Tensor
 
-from ..distributions import Dirac, LocationDistributions
+from ..distributions import LocationDistributions
 from ..models import DistributionGP
 from ..unscented import UnscentedRBFKernel, sigma_points
 from .base import TargetAcquisition
 from .method import DecisionContext, Method, register
 
-__all__ = ['UnscentedExpectedImprovement', 'expected_improvement', 'log_expected_improvement', 'UEI']
-
-
-def expected_improvement(mean: Tensor, std: Tensor, best: float | Tensor) -> Tensor:
-    r""":math:`\mathbb E[\max(Y - \tau, 0)]` for :math:`Y \sim \mathcal N(\mu, \sigma^2)`:
-    :math:`\sigma[u\Phi(u) + \varphi(u)]`, :math:`u = (\mu - \tau)/\sigma`."""
-    u = (mean - best) / std
-    normal = torch.distributions.Normal(torch.zeros_like(u), torch.ones_like(u))
-    return std * (u * normal.cdf(u) + normal.log_prob(u).exp())
-
-
-def log_expected_improvement(mean: Tensor, std: Tensor, best: float | Tensor) -> Tensor:
-    """``log`` of :func:`expected_improvement`, accurate and differentiable far into the tail (BoTorch's
-    LogEI helper), so flat EI regions still have gradients."""
-    return _log_ei_helper((mean - best) / std) + std.log()
+__all__ = ['UnscentedExpectedImprovement', 'UEI']
 
 
 class UnscentedExpectedImprovement(TargetAcquisition):
@@ -56,6 +42,9 @@ class UnscentedExpectedImprovement(TargetAcquisition):
             \\hat\\Sigma)` (their means and covariances define the sigma points).
         kappa: sigma-point spread κ (``d + κ > 0``).
         best: incumbent τ; default: the best posterior mean at the model's training inputs.
+
+    EI and log-EI at the sigma points are BoTorch's (``ExpectedImprovement``, ``LogExpectedImprovement``) on the
+    model's posterior at points; the sigma points and their weighted sum are UEI's.
         clip: project sigma points into the model's bounds (as the reference UEI does).
         log: return :math:`\\log \\alpha_{UEI}` (same maximiser, better-conditioned; needs all weights > 0,
             i.e. κ > 0). With ``log=False`` or κ <= 0 the plain weighted sum is returned.
@@ -69,8 +58,10 @@ class UnscentedExpectedImprovement(TargetAcquisition):
         self.log = log and self.kappa > 0
         if best is None:
             with torch.no_grad():
-                best = float(model.posterior(model.train_locations)[0].max())
+                best = float(model.marginals(model.train_locations)[0].max())
         self.best = float(best)
+        # the model's tensor inputs are points: EI of f at each sigma point
+        self.ei = (LogExpectedImprovement if self.log else ExpectedImprovement)(model, best_f=self.best)
 
     def score(self, targets: Tensor) -> Tensor:
         dists = self.candidates(targets)
@@ -79,11 +70,10 @@ class UnscentedExpectedImprovement(TargetAcquisition):
             lo, hi = self.model.bounds
             pts = torch.maximum(torch.minimum(pts, hi), lo)
         q, p, d = pts.shape
-        mean, var = self.model.posterior(Dirac(pts.reshape(q * p, d)))
-        mean, std = mean.reshape(q, p), var.sqrt().reshape(q, p)
+        ei = self.ei(pts.reshape(q * p, 1, d)).reshape(q, p)
         if self.log:
-            return torch.logsumexp(w.log() + log_expected_improvement(mean, std, self.best), dim=-1)
-        return (w * expected_improvement(mean, std, self.best)).sum(-1)
+            return torch.logsumexp(w.log() + ei, dim=-1)
+        return (w * ei).sum(-1)
 
 
 @register

@@ -59,6 +59,11 @@ class BenchSettings:
             shipped ones (e.g. ``(('travel_weight', 1.0),)``).
         problem: problem parameters ``((name, value), ...)`` for problems that declare them
             (:attr:`Problem.params`, e.g. the radius ``rho`` of the quadrature problems' ambiguity set).
+        sim: for the rover problems: simulation parameters ``((name, value), ...)`` applied over the shipped
+            ``config/sim.yaml``: ``name`` is a ``sim_rover`` parameter (e.g. ``reading_noise_std``) or
+            ``node.name`` for the other simulation nodes (``ekf``, ``particle_filter``, ``pure_pursuit``).
+            A suite field (:mod:`~uncertain_bo.benchmarks.suite`) brings its own noise and localisation
+            settings; these apply over them.
     """
 
     beta: str | float | None = None
@@ -70,6 +75,7 @@ class BenchSettings:
     field: str | None = None
     explorer: tuple[tuple[str, Any], ...] = ()
     problem: tuple[tuple[str, Any], ...] = ()
+    sim: tuple[tuple[str, Any], ...] = ()
 
     def beta_label(self, uses_beta: bool) -> str:
         if not uses_beta:
@@ -212,8 +218,9 @@ class Instance(ABC):
                           **self.planner_config(method, settings))
         try:
             for _ in range(iterations):
-                target = planner.suggest()
-                decision = planner.decisions[-1]
+                index = planner.n
+                target = planner.suggest()     # a batch method hands out its batch one target per call
+                decision = [d for d in planner.decisions if d.index == index][-1]
                 m = world.measure(target)
                 planner.observe(target, m.location, m.y)
                 record(planner, target, m, decision, planner.recommend())
@@ -245,7 +252,9 @@ class Problem(ABC):
         for name, value in settings.problem:
             if name not in self.params:
                 known = ', '.join(sorted(self.params)) or 'none'
-                raise ValueError(f'problem {self.name!r} has no parameter {name!r} (known: {known})')
+                hint = ('; simulator and explorer parameters go in --sim-param NAME=VALUE / --explorer-param '
+                        'NAME=VALUE' if self.name.startswith('rover') else '')
+                raise ValueError(f'problem {self.name!r} has no parameter {name!r} (known: {known}){hint}')
             values[name] = value
         return values
 
@@ -259,9 +268,9 @@ class Problem(ABC):
         Raises:
             ValueError: ``settings.field`` is given for a problem without a field.
         """
-        if settings.field is not None or settings.explorer:
-            raise ValueError(f'problem {self.name!r} has no field or explorer to configure (--field and '
-                             '--explorer-param are for the rover problems)')
+        if settings.field is not None or settings.explorer or settings.sim:
+            raise ValueError(f'problem {self.name!r} has no field, explorer or simulator to configure (--field, '
+                             '--explorer-param, --sim-param, --params and --suite are for the rover problems)')
         self.param_values(settings)
         return self.instance(seed)
 

@@ -47,19 +47,69 @@ def _problem_grid(texts: list[str]) -> list[tuple[tuple[str, object], ...]]:
     return [tuple(c) for c in product(*axes)]
 
 
+def _params_file(path: str, explorer: tuple, sim: tuple) -> tuple[tuple, tuple]:
+    """``--params FILE`` -> (explorer pairs, sim pairs) with the file's values first and the command line's
+    ``--explorer-param`` / ``--sim-param`` after them; parameters a node has only under ROS (``use_sim_time``,
+    topics) are left out, as the in-process mission does.
+
+    Raises:
+        ValueError: the file cannot be read, or has a section for none of the nodes.
+    """
+    from ..explorer import EXPLORER_PARAMS
+    from ..parameters import node_parameters, unknown_sections
+    from ..sim.ekf import EKF_PARAMS
+    from ..sim.particle_filter import PF_PARAMS
+    from ..sim.pure_pursuit import PURE_PURSUIT_PARAMS
+    from ..sim.world import WORLD_PARAMS
+
+    specs = {'explorer': EXPLORER_PARAMS, 'sim_rover': WORLD_PARAMS, 'ekf': EKF_PARAMS,
+             'particle_filter': PF_PARAMS, 'pure_pursuit': PURE_PURSUIT_PARAMS}
+    bad = unknown_sections([path], [f'/{n}' for n in specs])
+    if bad:
+        raise ValueError(f'--params {path}: section {bad[0][1]!r} is none of the nodes {", ".join(specs)}')
+    file_explorer, file_sim = [], []
+    for node, spec in specs.items():
+        names = {p.name for p in spec}
+        for name, value in node_parameters([path], node).items():
+            if name not in names:
+                continue
+            if node == 'explorer':
+                file_explorer.append((name, value))
+            else:
+                file_sim.append((name if node == 'sim_rover' else f'{node}.{name}', value))
+    return tuple(file_explorer) + explorer, tuple(file_sim) + sim
+
+
+def _suite_fields(text: str, field: str | None) -> list[str]:
+    """``--suite NAME[:PART]`` -> the fields to run (ValueError for a bad name or part, or with --field)."""
+    from .suite import load_suite
+
+    if field is not None:
+        raise ValueError('--suite runs every field of the suite; leave out --field')
+    name, _, part = text.partition(':')
+    return load_suite(name.strip()).field_names(part.strip() or None)
+
+
 def add_parser(subparsers) -> None:
     """Register ``bench`` and ``plot``."""
+    from ..acquisition import METHODS
+    from . import PROBLEMS
+
     b = subparsers.add_parser('bench', help='run benchmark problems (parallel over seeds)',
                               description='Run methods on a benchmark problem over seeds; write per-iteration '
-                                          'records (CSV + JSON) and summaries to --out.')
-    b.add_argument('--problem', required=True,
-                   help='rkhs2d | michalewicz4d | rover | rover-pf | rover-degraded | rkhs1d-gauss | double-peak-beta '
-                        '| bumped-bowl-10d | nes-sin | nes-rkhs | nes-gmm | nes-poly | nes-hartmann3 | nes-hartmann6 '
-                        '(each also -ml: free lengthscale fit) | nes-within-model (registered problems)')
+                                          'records (CSV + JSON) and summaries to --out. `--list-problems` lists the '
+                                          "problems, `--describe PROBLEM` shows one problem's parameters and "
+                                          'defaults.',
+                              epilog=registry_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    b.add_argument('--problem', default=None, metavar='PROBLEM', choices=sorted(PROBLEMS),
+                   help='the benchmark problem (required to run): ' + ', '.join(sorted(PROBLEMS)))
+    b.add_argument('--list-problems', action='store_true', help='list every problem with its description, and exit')
+    b.add_argument('--describe', default=None, metavar='PROBLEM', choices=sorted(PROBLEMS),
+                   help="show a problem's description, defaults (methods, seeds, iterations, beta) and its "
+                        'parameters (--problem-param) with their defaults, and exit')
     b.add_argument('--method', default=None,
-                   help="comma-separated methods and baselines (default: the problem's: ugp_ucb,igp_ucb,uei for "
-                        'rkhs2d, michalewicz4d; ugp_ucb,gp_ucb,lawnmower,random,botorch_robust for the rover '
-                        "problems; airbo,ugp_kme,skl,erbf,gp_ucb for AIRBO's problems)")
+                   help="comma-separated methods and baselines (default: the problem's, see --describe): "
+                        + ', '.join(sorted(METHODS)))
     b.add_argument('--explorer-param', action='append', default=[], metavar='NAME=VALUE',
                    help='rover problems: an explorer parameter over the shipped config/explorer.yaml, e.g. '
                         'travel_weight=1.0 (repeatable; YAML value syntax)')
@@ -67,9 +117,26 @@ def add_parser(subparsers) -> None:
                    help='a parameter of the problem (see its description), e.g. rho=0.5 for the quadrature problems, '
                         'learn_execution_noise=true for rkhs2d (the configured model becomes the prior of an online '
                         'estimate); a YAML list sweeps it: rho=[0.1,0.3,0.5,1,3] (repeatable)')
+    b.add_argument('--sim-param', action='append', default=[], metavar='NAME=VALUE',
+                   help='rover problems: a simulation parameter over the shipped config/sim.yaml, e.g. '
+                        'reading_noise_std=0.05 (sim_rover) or ekf.NAME=VALUE / pure_pursuit.NAME=VALUE / '
+                        'particle_filter.NAME=VALUE (repeatable; YAML value syntax)')
+    b.add_argument('--params', default=None, metavar='FILE',
+                   help='rover problems: a ROS 2 parameter file (explorer, sim_rover, ekf, particle_filter, '
+                        'pure_pursuit sections) applied over the shipped ones; --explorer-param and --sim-param '
+                        'apply over it')
+    b.add_argument('--suite', default=None, metavar='NAME[:PART]',
+                   help="rover problems: run every field of a shipped field suite (e.g. 'fields', or "
+                        "'fields:tuning' / 'fields:held_out' for one part), each with its own sensor noise and "
+                        'localisation setting; writes suite.md (per field and the median over fields, paired '
+                        'Wilcoxon tests) and suite_regret_vs_distance.png to --out')
+    b.add_argument('--baselines', default='gp_ucb,lawnmower,random,botorch_robust', metavar='M1,M2',
+                   help='--suite: methods every other method is tested against (default '
+                        'gp_ucb,lawnmower,random,botorch_robust)')
     b.add_argument('--field', default=None,
-                   help="rover problems: the simulated field, a name (jacksboro, jacksboro-rough, ...) or a .npz/.csv "
-                        "path (default: the problem's)")
+                   help="rover problems: the simulated field, a name (jacksboro, jacksboro-rough, ...; a suite field "
+                        "such as terrain-ridges brings its own sensor noise and localisation) or a .npz/.csv path "
+                        "(default: the problem's)")
     b.add_argument('--seeds', type=int, default=None, help='number of seeds 0..N-1 (default: the problem\'s)')
     b.add_argument('--seed-offset', type=int, default=0, help='first seed (default 0)')
     b.add_argument('--iterations', type=int, default=None, help='queries per run (default: the problem\'s)')
@@ -87,8 +154,19 @@ def add_parser(subparsers) -> None:
     b.add_argument('--raw-samples', type=int, default=512, help='raw samples for the starts (default 512)')
     b.add_argument('--n-jobs', type=int, default=2, help='parallel worker processes (default 2)')
     b.add_argument('--force', action='store_true', help='recompute runs already in --out')
-    b.add_argument('--out', required=True, help='output directory')
+    b.add_argument('--out', default=None, help='output directory (required to run)')
     b.add_argument('--plot', action='store_true', help='draw the figures when done')
+    b.add_argument('--backend', choices=['joblib', 'dask'], default=None,
+                   help='where runs execute: joblib (default: --n-jobs local processes) or dask (--scheduler)')
+    b.add_argument('--scheduler', default=None, metavar='ADDRESS',
+                   help='Dask scheduler: tcp://HOST:PORT (workers: `dask worker ADDRESS`), a scheduler file .json, '
+                        'or local:N (a LocalCluster of N worker processes; default local:--n-jobs); implies '
+                        '--backend dask')
+    b.add_argument('--protocol', nargs='?', const='', default=None, metavar='NAME',
+                   help="run a paper's protocol (problem, methods, budgets, seeds, metric) shipped with the package; "
+                        'without NAME: list them with their size and estimated CPU hours (--seeds N runs the '
+                        'first N seeds of it)')
+    b.add_argument('--list-protocols', action='store_true', help='list the shipped protocols (as --protocol alone)')
     b.set_defaults(func=bench_main)
 
     p = subparsers.add_parser('plot', help='draw regret figures of a bench output directory',
@@ -98,14 +176,85 @@ def add_parser(subparsers) -> None:
     p.add_argument('--band', choices=['std', 'quartiles'], default='std',
                    help='curves: mean ± std (default) or median with the 25-75 %% band (NES benchmarks)')
     p.add_argument('--out', default=None, help='where to write the PNGs (default: DIR)')
+    p.add_argument('--suite', default=None, metavar='NAME[:PART]',
+                   help='also rewrite the suite table and figure (suite.md, suite.json, suite_regret_vs_distance.png) '
+                        'of a `bench --suite` directory')
+    p.add_argument('--baselines', default='gp_ucb,lawnmower,random,botorch_robust', metavar='M1,M2',
+                   help='--suite: methods every other method is tested against')
     p.set_defaults(func=plot_main)
+
+
+def _one_line(text: str) -> str:
+    return ' '.join(str(text).split())
+
+
+def registry_help() -> str:
+    """``bench --help``'s epilog: every registered problem, method and named field, from their registries."""
+    import textwrap
+
+    from ..acquisition import METHODS
+    from ..sim.field import FIELD_NAMES
+    from . import PROBLEMS, get_problem
+
+    def table(title: str, rows: dict[str, str]) -> list[str]:
+        width = max(map(len, rows)) + 2
+        out = [title]
+        for name, text in rows.items():
+            out += textwrap.wrap(_one_line(text), 110, initial_indent=f'  {name:<{width}}',
+                                 subsequent_indent=' ' * (width + 2)) or [f'  {name}']
+        return out + ['']
+
+    problems = {name: get_problem(name).description for name in sorted(PROBLEMS)}
+    methods = {name: METHODS[name].description for name in sorted(METHODS)}
+    lines = table('problems (uncertain-bo bench --describe PROBLEM shows its parameters and defaults):', problems)
+    lines += table('methods and baselines (--method):', methods)
+    lines += table('named fields (--field; or a .npz grid / .csv of x,y,value):', dict(FIELD_NAMES))
+    return '\n'.join(lines)
+
+
+def describe_problem(name: str) -> str:
+    """A problem's description, defaults and parameters (``bench --describe``)."""
+    from ..acquisition import METHODS
+    from . import get_problem
+
+    p = get_problem(name)
+    lines = [f'{name}: {_one_line(p.description)}', '',
+             f'  iterations {p.default_iterations}, seeds {p.default_seeds}, beta {p.default_beta}',
+             f'  methods: {p.default_methods}']
+    for m in p.default_methods.split(','):
+        if m in METHODS:
+            lines.append(f'    {m}: {_one_line(METHODS[m].description)}')
+    if p.params:
+        lines.append('  parameters (--problem-param NAME=VALUE; a YAML list sweeps):')
+        lines += [f'    {k} = {v!r}' for k, v in p.params.items()]
+    else:
+        lines.append('  parameters: none (--problem-param does not apply)')
+    return '\n'.join(lines)
 
 
 def bench_main(args: argparse.Namespace) -> int:
     from ..acquisition import get_method
     from ..optim import OptimizerSettings
-    from . import BenchSettings, expand, get_problem, run_many
-    from .runner import write_tables
+    from . import PROBLEMS, BenchSettings, expand, get_problem, run_many
+    from .backends import BackendError, resolve_backend
+    from .runner import RunsFailed, write_tables
+
+    if args.list_problems:
+        for name in sorted(PROBLEMS):
+            print(f'{name}: {_one_line(get_problem(name).description)}')
+        return 0
+    if args.describe:
+        print(describe_problem(args.describe))
+        return 0
+    if args.protocol is not None or args.list_protocols:
+        from .protocol import protocol_main
+        return protocol_main(args)
+    for flag, value in (('--problem', args.problem), ('--out', args.out)):
+        if value is None:
+            print(f'error: uncertain-bo bench: {flag} is required to run a benchmark (see uncertain-bo bench '
+                  '--help; --list-problems lists the problems, --protocol NAME runs a paper\'s protocol)',
+                  file=sys.stderr)
+            return 2
 
     for flag, value in (('--iterations', args.iterations), ('--seeds', args.seeds)):
         if value is not None and value < 1:   # 0 must not fall back to the problem's default
@@ -121,9 +270,20 @@ def bench_main(args: argparse.Namespace) -> int:
         return 2
     try:
         explorer = tuple(_name_value(p) for p in args.explorer_param)
+        sim = tuple(_name_value(p, '--sim-param') for p in args.sim_param)
+        if args.params:
+            explorer, sim = _params_file(args.params, explorer, sim)
         grid = _problem_grid(args.problem_param)
         for params in grid:
             problem.param_values(BenchSettings(problem=params))
+        fields = [args.field]
+        if args.suite:
+            fields = _suite_fields(args.suite, args.field)
+        for fld in fields:
+            if hasattr(problem, 'check'):
+                problem.check(BenchSettings(field=fld, explorer=explorer, sim=sim))
+            elif explorer or sim or fld is not None:
+                problem.instance_for(0, BenchSettings(field=fld, explorer=explorer, sim=sim))
     except ValueError as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
@@ -132,19 +292,33 @@ def bench_main(args: argparse.Namespace) -> int:
     iterations = problem.default_iterations if args.iterations is None else args.iterations
     optimizer = OptimizerSettings(num_restarts=args.restarts, raw_samples=args.raw_samples)
     settings = [BenchSettings(beta=b, mismatch=r, ugp_noise=args.ugp_noise, refit_every=args.refit_every,
-                              n_initial=args.n_initial, optimizer=optimizer, field=args.field,
-                              explorer=explorer, problem=params)
-                for r, b, params in product(_floats(args.mismatch), betas, grid)]
+                              n_initial=args.n_initial, optimizer=optimizer, field=fld,
+                              explorer=explorer, problem=params, sim=sim)
+                for fld, r, b, params in product(fields, _floats(args.mismatch), betas, grid)]
     specs = expand(args.problem, methods, seeds, iterations, settings)
     print(f'{len(specs)} run(s): {args.problem}, methods {",".join(methods)}, seeds {seeds.start}..{seeds.stop - 1}, '
           f'{iterations} iterations, beta {betas}, mismatch {args.mismatch}; {args.n_jobs} worker(s) -> {args.out}',
           file=sys.stderr, flush=True)
+    failed = 0
     try:
-        results = run_many(specs, args.out, n_jobs=args.n_jobs, force=args.force)
-    except ValueError as exc:
+        backend, scheduler = resolve_backend(args.backend, args.scheduler)
+        results = run_many(specs, args.out, n_jobs=args.n_jobs, force=args.force, backend=backend,
+                           scheduler=scheduler)
+    except RunsFailed as exc:
+        results, failed = exc.results, len(exc.failures)
+        print(f'error: {exc}', file=sys.stderr)
+    except (ValueError, BackendError) as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
+    if not results:
+        return 1
     write_tables(results, args.out, command={k: v for k, v in vars(args).items() if k != 'func'})
+    if args.suite:
+        from .suite_report import write_suite_report
+        for path in write_suite_report(results, args.out, args.suite,
+                                       baselines=[m.strip() for m in args.baselines.split(',') if m.strip()]):
+            print(f'wrote {path}')
+        return 0
     from .metrics import markdown_tables, summarize
     summary = summarize(results)
     for g in summary['groups']:
@@ -162,7 +336,7 @@ def bench_main(args: argparse.Namespace) -> int:
         from .plots import plot_directory
         for path in plot_directory(results, args.out):
             print(f'wrote {path}')
-    return 0
+    return 1 if failed else 0
 
 
 def plot_main(args: argparse.Namespace) -> int:
@@ -171,6 +345,13 @@ def plot_main(args: argparse.Namespace) -> int:
     from .plots import plot_directory
     from .runner import load_runs
 
+    if args.suite:
+        from .suite import SuiteError, load_suite
+        try:
+            load_suite(args.suite.partition(':')[0]).field_names(args.suite.partition(':')[2] or None)
+        except SuiteError as exc:
+            print(f'error: {exc}', file=sys.stderr)
+            return 2
     results = load_runs(args.dir)
     if not results:
         print(f'error: no runs in {Path(args.dir) / "runs"}', file=sys.stderr)
@@ -184,6 +365,11 @@ def plot_main(args: argparse.Namespace) -> int:
     except (OSError, json.JSONDecodeError):
         command = None
     write_tables(results, args.dir, command=command)  # tables from every run in DIR/runs
+    if args.suite:
+        from .suite_report import write_suite_report
+        for path in write_suite_report(results, args.out or args.dir, args.suite,
+                                       baselines=[m.strip() for m in args.baselines.split(',') if m.strip()]):
+            print(f'wrote {path}')
     for path in plot_directory(results, args.out or args.dir, std_mult=args.std, band=args.band):
         print(f'wrote {path}')
     return 0
@@ -191,7 +377,9 @@ def plot_main(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Stand-alone entry with only these two subcommands (the ``uncertain-bo`` command includes them)."""
-    parser = argparse.ArgumentParser(prog='uncertain-bo')
+    from ..cli import OneLineParser
+
+    parser = OneLineParser(prog='uncertain-bo')
     add_parser(parser.add_subparsers(dest='command', required=True))
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)

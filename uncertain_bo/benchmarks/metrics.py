@@ -90,15 +90,17 @@ def strategy_label(spec: dict[str, Any]) -> str:
     parts = [] if variant.startswith('beta=-') else [f'β={s["beta"]}']
     if '_ugpnoise=' in variant:
         parts.append(f'ugp_noise={s["ugp_noise"]}')
-    for name, value in [*s.get('explorer', []), *s.get('problem', [])]:
+    for name, value in [*s.get('explorer', []), *s.get('problem', []), *s.get('sim', [])]:
         parts.append(f'{name}={value:g}' if isinstance(value, float) else f'{name}={value}')
     return spec['method'] + (f' ({", ".join(parts)})' if parts else '')
 
 
 def _pair_key(run: dict[str, Any]) -> tuple:
-    """What two runs must share to be paired: problem, mismatch, field, uGP noise (β may differ)."""
+    """What two runs must share to be paired: problem, mismatch, field, uGP noise, simulation parameters (β may
+    differ)."""
     s = run['spec']
-    return (s['problem'], float(s['settings']['mismatch']), s['settings'].get('field'), s['settings']['ugp_noise'])
+    return (s['problem'], float(s['settings']['mismatch']), s['settings'].get('field'), s['settings']['ugp_noise'],
+            tuple(tuple(kv[:1]) + (repr(kv[1]),) for kv in s['settings'].get('sim', [])))
 
 
 def _rule_value(run: dict[str, Any], rule: str) -> float | None:

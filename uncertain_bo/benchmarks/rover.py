@@ -14,7 +14,10 @@ planner's seed.
 
 **Robust objective.** As the demo's report: :math:`g = f * \mathcal N(0, \Sigma_E)` with
 :math:`\Sigma_E = \mathrm{diag}(\texttt{execution\_noise\_std}^2)`, by FFT convolution of the field grid
-(:meth:`~uncertain_bo.sim.field.Field.convolved`), bilinear between nodes; :math:`g^*` is its largest node.
+(:meth:`~uncertain_bo.sim.field.Field.convolved`), bilinear between nodes; :math:`g^*` is its largest node
+inside ``search_bounds`` and the normaliser's median is taken over the same nodes
+(:func:`~uncertain_bo.sim.robust_optimum.robust_optimum`: the whole field when the bounds cover it, as by
+default).
 The true execution scatter of the simulated rover is close to that model but not exactly Gaussian; the
 regret is measured against this Gaussian-smoothed field, like the demo's ``summary.json``.
 
@@ -84,13 +87,20 @@ class RoverInstance(Instance):
         return torch.as_tensor(np.atleast_1d(self.robust_field.value(xy)), dtype=DTYPE)
 
     @cached_property
+    def _robust_optimum(self) -> tuple[np.ndarray, float, float]:
+        from ..sim.robust_optimum import robust_optimum
+        return robust_optimum(self.robust_field, self.params['explorer']['search_bounds'])
+
+    @cached_property
     def regret_scale(self) -> float:
-        """:math:`g^* - \\operatorname{median} g` over the field grid (the demo's normaliser)."""
-        return float(self.optimum[1] - self.robust_field.median())
+        """:math:`g^* - \\operatorname{median} g` over the grid nodes inside ``search_bounds`` (the demo's
+        normaliser)."""
+        return float(self._robust_optimum[1] - self._robust_optimum[2])
 
     @cached_property
     def optimum(self) -> tuple[Tensor, float]:
-        xy, g = self.robust_field.argmax()
+        """:math:`(\\mathbf x^*, g^*)`: the robust optimum within ``search_bounds``."""
+        xy, g, _ = self._robust_optimum
         return torch.as_tensor(xy, dtype=DTYPE), float(g)
 
     def world(self, seed: int) -> World:
@@ -156,20 +166,65 @@ class Rover(Problem):
     param_files: tuple[str, ...] = ()
     default_methods = 'ugp_ucb,gp_ucb,lawnmower,random,botorch_robust'
 
-    def instance(self, seed: int, field: str | None = None,
-                 explorer: tuple[tuple[str, Any], ...] = ()) -> RoverInstance:
-        from ..parameters import config_path
+    def overrides_for(self, seed: int, field: str | None = None, explorer: tuple[tuple[str, Any], ...] = (),
+                      sim: tuple[tuple[str, Any], ...] = ()) -> dict[str, dict[str, Any]]:
+        """Node parameters of a mission, applied over the shipped files and :attr:`param_files`, in this order:
+        :attr:`overrides`, the field (a suite field brings its sensor noise and localisation setting,
+        :meth:`~uncertain_bo.benchmarks.suite.Suite.sim_overrides`), then ``explorer`` and ``sim``
+        (``name`` = a ``sim_rover`` parameter, ``node.name`` another simulation node's)."""
+        from ..sim.field_catalogue import suite_of
+        from .suite import load_suite
 
         over = {node: dict(values) for node, values in self.overrides.items()}
         if self.overrides.get('sim_rover', {}).get('localiser') == 'pf':
             over.setdefault('particle_filter', {}).setdefault('seed', seed)
         if field is not None:
             over.setdefault('sim_rover', {})['field'] = field
+            suite = suite_of(field)
+            if suite is not None:
+                over['sim_rover'].update(load_suite(suite).sim_overrides(suite_field_name(field)))
         over.setdefault('explorer', {}).update(dict(explorer))
+        for name, value in sim:
+            node, _, param = name.rpartition('.')
+            over.setdefault(node or 'sim_rover', {})[param] = value
+        return over
+
+    def instance(self, seed: int, field: str | None = None, explorer: tuple[tuple[str, Any], ...] = (),
+                 sim: tuple[tuple[str, Any], ...] = ()) -> RoverInstance:
+        from ..parameters import config_path
+
+        over = self.overrides_for(seed, field, explorer, sim)
         return RoverInstance(seed, over or None, [config_path(f) for f in self.param_files])
 
+    def check(self, settings: BenchSettings) -> None:
+        """Validate ``settings``' field name and node parameters without building the field.
+
+        Raises:
+            ValueError: an unknown node (``--sim-param NODE.NAME``), or a parameter the node does not have or
+                a value out of its range (:class:`~uncertain_bo.parameters.ParameterError`).
+        """
+        from ..parameters import config_path
+        from ..sim.mission import mission_parameters
+
+        for name, _ in settings.sim:
+            node = name.rpartition('.')[0] or 'sim_rover'
+            if node not in SIM_NODES:
+                raise ValueError(f'--sim-param {name}: no simulation node {node!r}; use NAME for sim_rover or '
+                                 f'NODE.NAME with NODE one of {", ".join(SIM_NODES[1:])}')
+        mission_parameters(self.overrides_for(0, settings.field, settings.explorer, settings.sim),
+                           files=[config_path(f) for f in self.param_files])
+
     def instance_for(self, seed: int, settings: BenchSettings) -> RoverInstance:
-        return self.instance(seed, settings.field, settings.explorer)
+        return self.instance(seed, settings.field, settings.explorer, settings.sim)
+
+
+def suite_field_name(field: str) -> str:
+    """A field specification as the catalogue spells it (lower case, stripped)."""
+    return str(field).strip().lower()
+
+
+#: simulation nodes whose parameters ``--sim-param`` sets (``NAME`` alone is a ``sim_rover`` parameter)
+SIM_NODES = ('sim_rover', 'ekf', 'particle_filter', 'pure_pursuit')
 
 
 class RoverPF(Rover):

@@ -1,12 +1,13 @@
 """Benchmark runner: one run = one problem instance x one method x one seed, driven through the shared
 :class:`~uncertain_bo.planner.Planner` (suggest -> world.measure -> observe -> recommend).
 
-:func:`run` returns per-iteration records; :func:`run_many` runs a grid of configurations in parallel over
-seeds with joblib (one torch thread per worker), prints one progress line per finished run, and writes
+:func:`run` returns per-iteration records; :func:`run_many` runs a grid of configurations in parallel on a
+backend (:mod:`~uncertain_bo.benchmarks.backends`: local processes with joblib, or a Dask cluster; one torch
+and one BLAS thread per run), prints one progress line per finished run, and writes
 
-- ``DIR/runs/<key>.json`` — one file per run (config, instance facts, records), written as soon as the run
-  ends, so an interrupted sweep resumes where it stopped (existing files with the same configuration are
-  reused);
+- ``DIR/runs/<key>.json`` — one file per run (config, instance facts, records), written by the calling process
+  as soon as the run comes back, whichever backend ran it, so an interrupted sweep resumes where it stopped
+  (existing files with the same configuration are reused);
 - ``DIR/records.csv`` — every iteration of every run, long format;
 - ``DIR/summary.json`` and ``DIR/summary.csv`` — the command's configuration, per-run finals and
   per-configuration aggregates (see :mod:`~uncertain_bo.benchmarks.metrics`);
@@ -30,7 +31,7 @@ import torch
 from ..acquisition import get_method
 from .base import DEFAULT_UGP_NOISE, BenchSettings, Problem, get_problem
 
-__all__ = ['RunSpec', 'run', 'run_many', 'write_tables', 'load_runs', 'RECORD_FIELDS']
+__all__ = ['RunSpec', 'RunsFailed', 'run', 'run_many', 'write_tables', 'load_runs', 'RECORD_FIELDS']
 
 #: scalar fields of one iteration record (vectors are flattened to ``name_0 .. name_{d-1}`` in the CSV)
 RECORD_FIELDS = ['t', 'phase', 'y', 'robust_value', 'regret', 'mean_regret', 'rec_index', 'rec_value',
@@ -59,9 +60,9 @@ class RunSpec:
             label += f'_ugpnoise={self.settings.ugp_noise}'
         if self.settings.field is not None:
             label += f'_field={field_label(self.settings.field)}'
-        for name, value in self.settings.explorer + self.settings.problem:
+        for name, value in self.settings.explorer + self.settings.problem + self.settings.sim:
             label += f'_{name}={value:g}' if isinstance(value, float) else f'_{name}={value}'
-        return label
+        return _short_label(label)
 
     @property
     def key(self) -> str:
@@ -75,8 +76,21 @@ class RunSpec:
         s['problem'] = [list(kv) for kv in s['problem']]
         if not s['problem']:
             del s['problem']
+        s['sim'] = [list(kv) for kv in s['sim']]
+        if not s['sim']:
+            del s['sim']
         return {'problem': self.problem, 'method': self.method, 'seed': self.seed, 'iterations': self.iterations,
                 'variant': self.variant, 'settings': s}
+
+
+def _short_label(label: str, limit: int = 150) -> str:
+    """``label`` itself, or (longer than ``limit`` characters: many parameters) its head and a hash of the whole,
+    so that a run's file name stays within file-system limits and still tells configurations apart."""
+    if len(label) <= limit:
+        return label
+    import hashlib
+
+    return f'{label[:limit - 12]}_h{hashlib.sha1(label.encode()).hexdigest()[:10]}'
 
 
 def field_label(spec: str) -> str:
@@ -212,21 +226,21 @@ def _edge_fraction(planner) -> float | None:
     return float(edge.any(-1).double().mean())
 
 
-def _job(spec: RunSpec, out_dir: str | None) -> dict[str, Any]:
-    """Worker: one run with one torch thread; writes ``runs/<key>.json`` and returns the result."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        result = run(spec.problem, spec.method, spec.seed, spec.iterations, spec.settings)
-    finally:
-        torch.set_num_threads(threads)
-    result['key'] = spec.key
-    if out_dir is not None:
-        path = Path(out_dir) / 'runs' / f'{spec.key}.json'
-        tmp = path.with_suffix('.json.tmp')
-        tmp.write_text(json.dumps(result))
-        os.replace(tmp, path)
-    return result
+def _write_run(result: dict[str, Any], out_dir: str) -> None:
+    """``out_dir/runs/<key>.json``, atomically (a run is on disk whole or not at all)."""
+    path = Path(out_dir) / 'runs' / f'{result["key"]}.json'
+    tmp = path.with_suffix('.json.tmp')
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, path)
+
+
+class RunsFailed(RuntimeError):
+    """Some runs of :func:`run_many` failed (the others are written). ``failures``: ``[(key, reason), ...]``;
+    ``results``: the finished runs in ``specs`` order."""
+
+    def __init__(self, failures: list[tuple[str, str]], results: list[dict[str, Any]]):
+        super().__init__(f'{len(failures)} run(s) failed: ' + '; '.join(f'{k}: {e}' for k, e in failures))
+        self.failures, self.results = failures, results
 
 
 def _existing(spec: RunSpec, out_dir: str | None) -> dict[str, Any] | None:
@@ -264,15 +278,22 @@ def expand(problem: str, methods: Sequence[str], seeds: Iterable[int], iteration
 
 
 def run_many(specs: Sequence[RunSpec], out_dir: str | Path | None = None, n_jobs: int = 2,
-             force: bool = False, progress: TextIO | bool = True) -> list[dict[str, Any]]:
-    """Run ``specs`` in parallel over ``n_jobs`` worker processes (joblib/loky, one torch thread each).
+             force: bool = False, progress: TextIO | bool = True, backend: str = 'joblib',
+             scheduler: str | None = None) -> list[dict[str, Any]]:
+    """Run ``specs`` on ``backend`` (:mod:`~uncertain_bo.benchmarks.backends`: ``'joblib'``, ``n_jobs`` local
+    processes; ``'dask'``, a Dask cluster at ``scheduler``), one torch and one BLAS thread per run.
 
-    Finished runs are written to ``out_dir/runs`` at once; with ``force=False`` runs already there with the
-    same configuration are loaded instead of recomputed. Prints one line per finished run to ``progress``
-    (a text stream; True = standard error, False = silent).
+    Finished runs come back to this process and are written to ``out_dir/runs`` at once, whichever backend ran
+    them; with ``force=False`` runs already there with the same configuration are loaded instead of recomputed.
+    Prints one line per finished run to ``progress`` (a text stream; True = standard error, False = silent).
     Returns the results in ``specs`` order and writes the tables (:func:`write_tables`).
+
+    Raises:
+        RunsFailed: after every other run finished and the tables of those are written, if some runs raised or
+            were lost with their worker (Dask: after one retry).
+        BackendError: the backend cannot start (a ``ValueError``).
     """
-    from joblib import Parallel, delayed
+    from .backends import execute
 
     if progress is True:
         progress = sys.stderr
@@ -291,20 +312,31 @@ def run_many(specs: Sequence[RunSpec], out_dir: str | Path | None = None, n_jobs
     if done and progress:
         print(f'reusing {done} finished run(s) from {out}/runs', file=progress, flush=True)
     t0 = time.perf_counter()
-    if todo:
-        jobs = Parallel(n_jobs=min(n_jobs, len(todo)), return_as='generator_unordered')(
-            delayed(_job)(spec, out) for spec in todo)
-        for result in jobs:
-            results[result['key']] = result
-            done += 1
+    failures: list[tuple[str, str]] = []
+    for outcome in execute(todo, backend=backend, n_jobs=n_jobs, scheduler=scheduler,
+                           progress=progress or None):
+        done += 1
+        key = todo[outcome.index].key
+        if outcome.error is not None:
+            failures.append((key, outcome.error))
             if progress:
-                f = result['final']
-                print(f'[{done}/{total}] {result["key"]}: mean regret {f["mean_regret"]:.4f}, '
-                      f'recommendation regret {f["rec_regret"]:.4f}, {result["wall_seconds"]:.0f} s '
-                      f'(elapsed {time.perf_counter() - t0:.0f} s)', file=progress, flush=True)
-    ordered = [results[s.key] for s in specs]
-    if out is not None:
+                print(f'[{done}/{total}] {key}: FAILED, {outcome.error} (elapsed {time.perf_counter() - t0:.0f} s)',
+                      file=progress, flush=True)
+            continue
+        result = outcome.result
+        if out is not None:
+            _write_run(result, out)
+        results[key] = result
+        if progress:
+            f = result['final']
+            print(f'[{done}/{total}] {key}: mean regret {f["mean_regret"]:.4f}, '
+                  f'recommendation regret {f["rec_regret"]:.4f}, {result["wall_seconds"]:.0f} s '
+                  f'(elapsed {time.perf_counter() - t0:.0f} s)', file=progress, flush=True)
+    ordered = [results[s.key] for s in specs if s.key in results]
+    if out is not None and ordered:
         write_tables(ordered, out)
+    if failures:
+        raise RunsFailed(failures, ordered)
     return ordered
 
 

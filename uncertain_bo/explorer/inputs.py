@@ -12,6 +12,14 @@
   more than ``max_pose_age`` (bag loop, simulation reset) clears the pose and reading buffers. Each rejection
   is logged with its reason (floods are throttled) and counted by category in :attr:`InputStreams.rejected`.
   A zero covariance is valid: an exactly known position (a Dirac location).
+- **Header-less readings** (``std_msgs/Float64``) are stamped **on arrival**, with the host's clock when the
+  reading is handed in (the ROS node: its clock when the subscription callback runs), and are then paired like
+  any stamped reading. This assumes that the sensor's own latency plus transport and queueing is small against
+  the time the rover stands still at a target (``dwell_time`` + the measuring window): while the rover stands
+  still a late stamp pairs with a pose of the same place. En route (``en_route_spacing > 0``) a latency ``L``
+  places the reading ``L x speed`` further along the path than where it was taken: use a stamped message type
+  for en-route readings from a moving rover. A header-less reading handed in before the host has a clock
+  (simulated time before the first ``/clock``) cannot be stamped and is rejected (``'no clock to stamp it'``).
 - Particle clouds are validated like covariances (finite, in range, weights finite, non-negative with a
   positive finite sum).
 
@@ -128,11 +136,16 @@ class PoseEstimate:
 
 @dataclass(frozen=True)
 class Reading:
-    """A sensor reading: stamp (s, None if the message has no header), value, variance (0 = unknown)."""
+    """A sensor reading: stamp (s, None if the message has no header), value, variance (0 = unknown).
+
+    ``stamped_on_arrival`` is True for a header-less reading that :meth:`InputStreams.add_reading` stamped with
+    the host's clock when it arrived (see :mod:`uncertain_bo.explorer.inputs`).
+    """
 
     stamp: float | None
     value: float
     variance: float = 0.0
+    stamped_on_arrival: bool = False
 
 
 class InputStreams:
@@ -223,8 +236,9 @@ class InputStreams:
         """Validate a sensor reading and queue it while :attr:`collecting`. Returns False (logged and counted in
         :attr:`rejected`) if rejected.
 
-        Rejected: a non-finite value or one outside the ``reading_range`` parameter, a non-finite stamp, a
-        negative or non-finite variance; and, when ``now`` is given, a stamp more than
+        A header-less reading (``stamp`` None) is stamped with ``now`` (on arrival; rejected when ``now`` is
+        None). Rejected: a non-finite value or one outside the ``reading_range`` parameter, a non-finite stamp, a
+        negative or non-finite variance; and, for a stamped reading when ``now`` is given, a stamp more than
         ``future_stamp_tolerance`` ahead of it (``'future stamp'``) or older than ``now - reading_timeout``
         (``'stale stamp'``: stamped 0, a driver clock that is not the node's, a bag replayed without
         simulated time). While measuring, readings stamped in the future are dropped by :meth:`pair`
@@ -252,7 +266,13 @@ class InputStreams:
         if not math.isfinite(reading.variance) or reading.variance < 0:
             self.reject('reading', 'invalid variance', f'variance is {reading.variance}')
             return False
-        if now is not None and reading.stamp is not None:
+        if reading.stamp is None:
+            if now is None:
+                self.reject('reading', 'no clock to stamp it', 'a header-less reading arrived before the node '
+                            'clock runs (simulated time before the first /clock): it cannot be stamped on arrival')
+                return False
+            reading = Reading(now, reading.value, reading.variance, stamped_on_arrival=True)
+        elif now is not None:
             problem = self.stamp_problem(reading.stamp, now, self.params['reading_timeout'])
             if problem is not None:
                 self.reject('reading', *problem)

@@ -92,6 +92,9 @@ EXPLORER_PARAMS = [
           'arrived, m', range=(0.01, 1000.0)),
     Param('goal_timeout', 300.0, 'time allowed to reach a target before measuring wherever the rover is, s',
           range=(1.0, 1e6)),
+    Param('goal_resend_period', 5.0, 'send the current goal again every this many seconds until the controller is '
+          'seen to act on it (the position estimate 0.5 m closer to the target): a goal published before the '
+          'controller matched is not lost; 0 = send once, s', range=(0.0, 3600.0)),
     Param('dwell_time', 2.0, 'wait after arrival before taking the reading (rover settles), s',
           range=(0.0, 3600.0)),
     Param('max_pose_age', 0.5, 'largest |t_reading - t_pose| for pairing a reading with a pose, and largest '
@@ -100,6 +103,13 @@ EXPLORER_PARAMS = [
     Param('reading_timeout', 10.0, 'wait this long for a reading before retrying, s', range=(0.1, 3600.0)),
     Param('reading_retries', 2, 'retries when no usable reading arrived before skipping the target',
           range=(0, 100)),
+    Param('keep_out_radius', 0.0, 'a target that could not be measured after reading_retries (sensor silent, or '
+          'every reading refused) is never proposed again: no later target within this radius of it (every method; '
+          'kept on resume), m; 0 = twice the largest execution_noise_std, at least arrival_tolerance',
+          range=(0.0, 1e6)),
+    Param('max_consecutive_skips', 3, 'end the mission when this many targets in a row could not be measured (a '
+          'sensor that is unplugged, or a reading_range that refuses every reading); 0 = no limit',
+          range=(0, 1000000)),
     Param('future_stamp_tolerance', 0.5, 'poses and readings stamped further than this ahead of the node '
           'clock are rejected (clock skew between machines, or a broken driver clock), s', range=(0.0, 3600.0)),
     Param('reading_range', [-1e6, 1e6], 'plausible readings [low, high] in the sensor\'s unit; readings '

@@ -11,8 +11,11 @@
   (:meth:`~uncertain_bo.explorer.inputs.InputStreams.pair`); a future-stamped reading can never hold up the
   measuring stage, which measures or skips the target within ``reading_timeout`` x (``reading_retries`` + 1).
   A skipped target is reported as "sensor silent" only when no reading arrived at all, else with the reasons
-  the readings were refused. The pair's location distribution follows the method
-  (:class:`~uncertain_bo.explorer.location_policy.LocationPolicy`).
+  the readings were refused. It becomes a **keep-out zone** (:mod:`uncertain_bo.keep_out`, radius
+  ``keep_out_radius``): journaled, counted in the diagnostics and the result file, and no later decision of any
+  method proposes a target in it; ``max_consecutive_skips`` skips in a row end the mission. A skipped attempt
+  counts against the time and distance budgets (driven, waited for), not against ``max_measurements``. The
+  pair's location distribution follows the method (:class:`~uncertain_bo.explorer.location_policy.LocationPolicy`).
 - **Localisation divergence:** when the trace of the newest pose's position covariance exceeds
   ``max_covariance_trace`` the explorer stops the rover and pauses (no measurement is taken); it resumes
   towards the same target once the trace is back below ``RESUME_FRACTION`` of the threshold.
@@ -52,8 +55,10 @@ import numpy as np
 import torch
 
 from ..distributions import DTYPE, InvalidDistributionError
+from ..keep_out import NoAdmissibleTargetError, default_radius
 from ..planner import InvalidObservationError, Planner, Recommendation
 from .budget import TravelBudget
+from .goal_resend import GoalResend
 from .inputs import WAIT, InputStreams, PoseEstimate, Reading, position_trace
 from .location_policy import LocationPolicy
 from .parameters import RESUME_CHECKED, RESUME_FRACTION, update_planner
@@ -150,11 +155,13 @@ class Explorer:
         budget: distance driven and mission time (:class:`~uncertain_bo.explorer.budget.TravelBudget`).
         target: current target ``(2,)`` or None.
         goal_reason: why the current goal was sent: ``'new'`` (a fresh decision), ``'resumed'`` (the
-            journal's pending decision after a restart) or ``'after pause'``.
+            journal's pending decision after a restart), ``'after pause'`` or ``'resent'`` (the controller was not
+            seen to act on it: :mod:`~uncertain_bo.explorer.goal_resend`).
         last_decision_wall_time: ``time.time()`` of the last decision (None before the first).
         paused_reason: why the explorer is paused (None unless :attr:`state` is PAUSED).
         done_reason: why the mission ended (None until it does).
         goal_timeouts: how many goals timed out (measured where the rover was).
+        skipped_targets: targets of this run that could not be measured (each became a keep-out zone).
     """
 
     planner: Planner
@@ -169,6 +176,7 @@ class Explorer:
         self.inputs = InputStreams(self.params, lambda: self.state is State.MEASURING)
         self.locations = LocationPolicy(self.planner, self.params)
         journal = self.planner.journal_file
+        self.goal_resend = GoalResend(self.params)
         self.budget = TravelBudget.resumed(self.params, [r for r in journal.records if r.get('type') in (
             'observation', 'en_route')] if journal is not None else [])
         self._goal_time = self._dwell_end = self._measure_start = self._stop_start = 0.0
@@ -181,7 +189,11 @@ class Explorer:
         self.paused_reason: str | None = None
         self.done_reason: str | None = None
         self.goal_timeouts = 0
+        self.skipped_targets = 0
+        self._consecutive_skips = 0
         self._decision: Future | None = None
+        # a stored measurement whose recommendation (and the GP fit it brings) runs on the decider
+        self._recommending: tuple[Measurement, Future] | None = None
         self._pending_changes: dict[str, Any] = {}
         self._unsent: np.ndarray | None = None      # a decided target a budget did not let us send
         self._done_limits: tuple | None = None
@@ -254,7 +266,15 @@ class Explorer:
     @property
     def deciding_in_background(self) -> bool:
         """True while a decision runs on :attr:`decider` (the planner must not be changed meanwhile)."""
-        return self._decision is not None and not self._decision.done()
+        return any(f is not None and not f.done() for f in (self._decision, self._recommendation_future))
+
+    @property
+    def _recommendation_future(self) -> Future | None:
+        return self._recommending[1] if self._recommending is not None else None
+
+    def _background_idle(self) -> bool:
+        """No decision or recommendation is pending on the decider (the planner may be changed)."""
+        return self._decision is None and self._recommending is None
 
     # ------------------------------------------------------------ inputs
     def on_pose(self, pose: PoseEstimate, now: float | None = None) -> bool:
@@ -281,6 +301,32 @@ class Explorer:
             now: the host's clock, s (None: no clock yet; the stamp-age checks are skipped).
         """
         return self.inputs.add_reading(reading, now)
+
+    def goal_reached(self, now: float) -> None:
+        """The controller reports the current goal reached (Nav2's NavigateToPose succeeded): dwell and measure, as
+        on arrival within ``arrival_tolerance``. Ignored unless driving (a late report of an earlier goal)."""
+        if self.state is State.DRIVING:
+            self._start_dwell(now)
+
+    def goal_failed(self, category: str, detail: str, now: float) -> None:
+        """The controller gave up on the current goal (Nav2 rejected or aborted it): the target is skipped like one
+        that could not be measured (counted as ``'goal: <category>'``, kept out, a decision follows). Ignored
+        unless driving.
+
+        Args:
+            category: short fixed text, e.g. ``'rejected by the controller'`` (the counter key).
+            detail: the controller's reason (error code and message), for the log and the keep-out record.
+            now: the host's clock, s.
+        """
+        if self.state is not State.DRIVING:
+            return
+        where = f'({self.target[0]:.2f}, {self.target[1]:.2f})'
+        self.rejected[f'goal: {category}'] += 1
+        self.last_reason = f'goal {where} {category}: {detail}'
+        self.budget.stopped()
+        self._stop_start = now
+        self._retries = 0
+        self._skip(now)
 
     def reject(self, what: str, category: str, detail: str) -> None:
         """Count and log a rejected input (hosts use it for messages they could not even parse); see
@@ -348,11 +394,11 @@ class Explorer:
     def _stop_for_limits(self, now: float) -> bool:
         """End the mission when ``max_measurements`` is reached (lowered at run time) or the time budget is
         spent, and, before a decision, when the distance budget is. Returns True if it ended."""
-        if self.planner.n >= self.params['max_measurements']:
+        if self.planner.n >= self.params['max_measurements'] and self._recommending is None:
             self._finish(f"max_measurements = {self.params['max_measurements']} reached", stop=True)
             return True
         reason = self.budget.time_spent(now)
-        if reason is None and self.state in (State.WAITING_FOR_POSE, State.DECIDING) and self._decision is None:
+        if reason is None and self.state in (State.WAITING_FOR_POSE, State.DECIDING) and self._background_idle():
             reason = self.budget.distance_spent()
         if reason is not None:
             self._finish(reason, stop=True)
@@ -372,7 +418,7 @@ class Explorer:
         self._apply(changed)
 
     def _apply(self, changed: Mapping[str, Any]) -> None:
-        if self._decision is not None:
+        if not self._background_idle():
             self._pending_changes.update(changed)
             log.info('parameters changed while deciding: %s (applied when the decision ends)',
                      ', '.join(f'{k} = {v}' for k, v in changed.items()))
@@ -384,6 +430,16 @@ class Explorer:
 
     # ------------------------------------------------------------ stages
     def _decide(self, now: float) -> None:
+        if self._recommending is not None:
+            measurement, future = self._recommending
+            if not future.done():
+                return              # the recommendation after the last measurement (and its GP fit) runs
+            self._recommending = None
+            self._after_measurement(measurement, future.result())
+            if self._pending_changes:
+                changes, self._pending_changes = self._pending_changes, {}
+                self._apply(changes)
+            return                  # the next tick checks the limits, then decides
         if self._decision is None:
             if self._unsent is not None:       # a budget stopped it; limits were raised since
                 target, self._unsent = self._unsent, None
@@ -396,7 +452,11 @@ class Explorer:
                 self._send(target, now)
                 return
             if self.decider is None:
-                target = self.planner.suggest().numpy()
+                try:
+                    target = self.planner.suggest().numpy()
+                except NoAdmissibleTargetError as exc:
+                    self._finish(str(exc), stop=False)
+                    return
                 self.goal_reason = 'new'
                 self._send(target, now)
                 return
@@ -405,7 +465,11 @@ class Explorer:
         if not self._decision.done():
             return                  # inputs, timers and diagnostics go on meanwhile
         decision, self._decision = self._decision, None
-        target = decision.result().numpy()  # an exception in the decision propagates as it would inline
+        try:
+            target = decision.result().numpy()  # an exception in the decision propagates as it would inline
+        except NoAdmissibleTargetError as exc:
+            self._finish(str(exc), stop=False)
+            return
         self.goal_reason = 'new'
         if self._pending_changes:
             changes, self._pending_changes = self._pending_changes, {}
@@ -429,6 +493,7 @@ class Explorer:
         self.state = State.DRIVING
         if self._en_route_from is None and pose is not None:
             self._en_route_from = np.asarray(pose.xy, dtype=float).copy()   # en-route spacing counts from here
+        self.goal_resend.sent(now, position, target)
         self.outputs.send_goal(target)
 
     def _drive(self, now: float) -> None:
@@ -438,6 +503,9 @@ class Explorer:
         if pose is not None and np.linalg.norm(pose.xy - self.target) <= self.params['arrival_tolerance']:
             self._start_dwell(now)
             return
+        if self.goal_resend.due(now, pose.xy if pose is not None else None, self.target):
+            self.goal_reason = 'resent'      # the controller has not moved the rover yet: the goal may be lost
+            self.outputs.send_goal(self.target)
         spent = self.budget.distance_spent()
         if spent is not None or now - self._goal_time > self.params['goal_timeout']:
             where = pose.xy if pose is not None else self.target
@@ -519,7 +587,29 @@ class Explorer:
             self.rejected['measurement: no usable reading, target skipped'] += 1
             self.last_reason = (f'no usable reading at target {where}: {received} readings '
                                 f'arrived but none could be used ({why})')
-        log.warning('%s: skipping it after %d retries', self.last_reason, self._retries)
+        self._skip(now)
+
+    def _skip(self, now: float) -> None:
+        """The target could not be measured after its retries: keep it out of every later decision
+        (:meth:`~uncertain_bo.planner.Planner.add_keep_out`, journaled) and decide anew, or end the mission after
+        ``max_consecutive_skips`` in a row. The attempt counts against the time and distance budgets (it was
+        driven to and waited for, and its stop joins the mean stop time of the time budget's prediction), not
+        against ``max_measurements``, which counts stored measurements."""
+        radius = self.params['keep_out_radius'] or default_radius(self.params['execution_noise_std'],
+                                                                  self.params['arrival_tolerance'])
+        self.planner.add_keep_out(self.target, radius, self.last_reason or 'not measurable')
+        self.skipped_targets += 1
+        self._consecutive_skips += 1
+        self.budget.measured(now - self._stop_start)
+        log.warning('%s: skipping it%s; no target within %.2f m of it will be proposed again (%d keep-out zones)',
+                    self.last_reason, f' after {self._retries} retries' if self._retries else '', radius,
+                    len(self.planner.keep_out))
+        limit = self.params['max_consecutive_skips']
+        if limit and self._consecutive_skips >= limit:
+            self._finish(f'{self._consecutive_skips} targets in a row could not be measured (max_consecutive_skips '
+                         f'= {limit}): is the sensor publishing, and is reading_range right? last: '
+                         f'{self.last_reason}', stop=False)
+            return
         self.state = State.DECIDING
 
     def _store(self, pose: PoseEstimate, reading: Reading, now: float) -> None:
@@ -527,6 +617,8 @@ class Explorer:
         variance = reading.variance if reading.variance > 0 else float(self.params['reading_noise_std']) ** 2
         meta = {'reading_stamp': reading.stamp, 'pose_stamp': pose.stamp, 'reading_variance': variance,
                 'frame_id': pose.frame_id, 'goal_timed_out': self._timed_out, **self.budget.totals(now)}
+        if reading.stamped_on_arrival:
+            meta['reading_stamped_on_arrival'] = True
         try:
             location = self.locations.location(pose)
             meta['location_source'] = self.locations.describe(pose, location)
@@ -536,11 +628,22 @@ class Explorer:
             self.reject('measurement', 'invalid observation', str(exc))
             return
         self.locations.stored(location)
+        self._consecutive_skips = 0
         self._en_route_from = np.asarray(pose.xy, dtype=float).copy()
         self._en_route_due = None
         self.budget.measured(now - self._stop_start)
         m = Measurement(index, self.target.copy(), pose, reading, self._timed_out)
-        rec = self.planner.recommend()
+        if self.decider is not None:
+            # the recommendation refits the GP when the schedule says so (seconds): on the decider, so that the
+            # host's executor keeps taking poses and readings meanwhile (they would queue up and arrive stale)
+            self._recommending = (m, self.decider.submit(self.planner.recommend))
+            self.state = State.DECIDING
+            return
+        self._after_measurement(m, self.planner.recommend())
+
+    def _after_measurement(self, m: Measurement, rec: Recommendation) -> None:
+        """Journal the recommendation after measurement ``m``, tell the host, then end or decide next."""
+        index = m.index
         journal = self.planner.journal_file
         if journal is not None:
             journal.append({'type': 'recommendation', 'index': index, 'target': rec.target.tolist(),
@@ -567,10 +670,23 @@ class Explorer:
 
     def _report_finish(self, rec: Recommendation | None = None) -> None:
         """Write the result file and tell the host, once per end. A mission that a budget ended before its first
-        measurement has no recommendation: the result file says so, the host is not called."""
+        measurement has no recommendation: the result file says so, the host is not called. Work still running
+        on the decider is waited for first (the planner is not used from two threads)."""
         if self._finish_reported:
             return
         self._finish_reported = True
+        if self._decision is not None:
+            self._decision.exception()           # wait; the decision is journaled, its target is not sent
+            self._decision = None
+        if self._recommending is not None:
+            m, future = self._recommending
+            self._recommending = None
+            rec = future.result()
+            journal = self.planner.journal_file
+            if journal is not None:
+                journal.append({'type': 'recommendation', 'index': m.index, 'target': rec.target.tolist(),
+                                'mean': rec.mean, 'std': rec.std})
+            self.outputs.measured(m, rec)
         if self.planner.n:
             rec = rec if rec is not None else self.planner.recommend()
         if self.result_file is not None:
@@ -588,7 +704,8 @@ class Explorer:
                 'predicted_robust_value': rec.mean if rec is not None else None,
                 'predicted_std': rec.std if rec is not None else None,
                 'measurements': self.planner.n, 'en_route_readings': self.planner.n_en_route,
-                'rejected': dict(self.rejected),
+                'rejected': dict(self.rejected), 'targets_skipped': self.skipped_targets,
+                'keep_out_zones': [z.record() for z in self.planner.keep_out.zones],
                 'stopped_because': self.done_reason, **self.budget.totals(now),
                 'execution_noise': execution_noise_summary(self.planner)}
 
@@ -627,6 +744,7 @@ class Explorer:
             self.goal_reason = 'after pause'
             self.state = State.DRIVING
             self._goal_time = now
+            self.goal_resend.sent(now, pose.xy, self.target)
             self.outputs.send_goal(self.target)
         else:
             self.state = State.WAITING_FOR_POSE

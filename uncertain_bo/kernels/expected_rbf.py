@@ -79,6 +79,10 @@ class ExpectedRBFKernel(DistributionKernel):
             fast = _shared_covariance_kernel(m1, s1, m2, s2, eye)
             if fast is not None:
                 return fast
+        if not diag and m1.ndim == 3 and m2.ndim == 3 and ell.ndim == 2:   # batches of groups (joint posteriors)
+            c1, c2 = _common(s1.reshape(-1, self.dim, self.dim)), _common(s2.reshape(-1, self.dim, self.dim))
+            if c1 is not None and c2 is not None:
+                return _whitened_se(m1, m2, eye + c1 + c2)
         if diag:
             a = eye + s1 + s2
             delta = m1 - m2
@@ -108,11 +112,7 @@ def _shared_covariance_kernel(m1: Tensor, s1: Tensor, m2: Tensor, s2: Tensor, ey
     """
     c1, c2 = _common(s1), _common(s2)
     if c1 is not None and c2 is not None:
-        chol = torch.linalg.cholesky(eye + c1 + c2)
-        w1 = torch.linalg.solve_triangular(chol, m1.T, upper=False).T
-        w2 = torch.linalg.solve_triangular(chol, m2.T, upper=False).T
-        sq = (w1.unsqueeze(-2) - w2.unsqueeze(-3)).pow(2).sum(-1)
-        return torch.exp(-0.5 * sq - torch.diagonal(chol).log().sum())
+        return _whitened_se(m1, m2, eye + c1 + c2)
     if c1 is None and c2 is None or m1.shape[-1] > linalg.UNROLL_MAX_DIM:
         return None
     if c1 is not None:  # factors indexed by the rows of x2: broadcast over x1's rows
@@ -122,6 +122,16 @@ def _shared_covariance_kernel(m1: Tensor, s1: Tensor, m2: Tensor, s2: Tensor, ey
                  for row in linalg.unrolled_cholesky(eye + s1 + c2)]
     quad, half_logdet = linalg.unrolled_quadratic_and_half_logdet(lower, m1.unsqueeze(-2) - m2.unsqueeze(-3))
     return torch.exp(-0.5 * quad - half_logdet)
+
+
+def _whitened_se(m1: Tensor, m2: Tensor, a: Tensor) -> Tensor:
+    r"""Eq. 80 when every pair shares :math:`A = I + \tilde\Sigma_1 + \tilde\Sigma_2` ``(d, d)``: an SE kernel of the
+    means ``(..., n1, d)``, ``(..., n2, d)`` whitened by one Cholesky factor of :math:`A`."""
+    chol = torch.linalg.cholesky(a)
+    w1 = torch.linalg.solve_triangular(chol, m1.transpose(-1, -2), upper=False).transpose(-1, -2)
+    w2 = torch.linalg.solve_triangular(chol, m2.transpose(-1, -2), upper=False).transpose(-1, -2)
+    sq = (w1.unsqueeze(-2) - w2.unsqueeze(-3)).pow(2).sum(-1)
+    return torch.exp(-0.5 * sq - torch.diagonal(chol).log().sum())
 
 
 gaussian_quadratic_and_logdet = linalg.quadratic_and_half_logdet

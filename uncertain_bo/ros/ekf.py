@@ -218,7 +218,7 @@ class EkfNode(LocaliserNode):
 
 def main(args=None) -> None:
     """Entry point ``ekf`` (``--ros-args --params-file config/sim.yaml``)."""
-    run_node(EkfNode, args)
+    run_node(EkfNode, args, doc=__doc__, specs=EKF_ALL_PARAMS)
 
 
 if __name__ == '__main__':

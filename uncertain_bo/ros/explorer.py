@@ -9,7 +9,10 @@ Subscribes (the ROS contract of docs/architecture.md; every topic remappable):
     type; see :mod:`uncertain_bo.explorer`); ``reading`` (sensor_msgs Temperature / FluidPressure /
     Illuminance / RelativeHumidity or std_msgs/Float64, by parameter ``reading_type``).
 Publishes:
-    ``goal_pose`` (geometry_msgs/PoseStamped) and ``plan`` (nav_msgs/Path, current estimate -> target);
+    ``goal_pose`` (geometry_msgs/PoseStamped) and ``plan`` (nav_msgs/Path, current estimate -> target), both
+    latched (transient local) and re-sent until the controller acts (:mod:`uncertain_bo.explorer.goal_resend`);
+    or, with ``goal_interface`` ``'nav2_action'`` (``'auto'`` where nav2_msgs is importable), goals to Nav2's
+    ``navigate_to_pose`` action (:mod:`uncertain_bo.ros.nav2_goals`) and ``plan`` for display;
     ``~/markers`` (visualization_msgs/MarkerArray: targets, measured locations with 2σ covariance
     ellipses, current recommendation and goal, status text with the GP maps' scales);
     ``~/gp_mean`` and ``~/gp_std`` (nav_msgs/OccupancyGrid over the search area: the robust posterior
@@ -61,12 +64,13 @@ from ..explorer import (EXPLORER_PARAMS, Explorer, Measurement, PoseEstimate, Re
 from ..operator_view import GridScale, StatusReporter, grid_over, scale_to_occupancy, STATE_TEXT
 from ..parameters import Param, ParameterError
 from ..planner import Recommendation
+from .nav2_goals import GOAL_INTERFACES, Nav2Goals, resolve_goal_interface
 from .conversions import (READING_TYPES, from_time_msg, make_path, make_pose_stamped, pose_array_from_cdr,
                           pose_array_to_particles, reading_from_msg, ros_covariance_to_xy)
 from .operator_view import (ELLIPSE_SIGMA, MarkerScene, clean_stamp, make_diagnostics, make_markers,
                             make_occupancy_grid)
 from .params import declare_parameters
-from .spin import run_node
+from .spin import request_exit, run_node
 
 __all__ = ['ExplorerNode', 'EXPLORER_NODE_PARAMS', 'POSE_SOURCES', 'pose_estimate_from_msg', 'main']
 
@@ -84,6 +88,15 @@ EXPLORER_NODE_PARAMS = EXPLORER_PARAMS + [
           choices=tuple(POSE_SOURCES), read_only=True),
     Param('reading_type', 'temperature', 'message type on the reading topic (value field and variance)',
           choices=tuple(sorted(READING_TYPES)), read_only=True),
+    Param('goal_interface', 'topic', "where goals go: 'topic' (goal_pose and plan: pure_pursuit, or Nav2's goal_pose), "
+          "'nav2_action' (Nav2's NavigateToPose action: reached -> measure, aborted/rejected -> skipped with Nav2's "
+          "reason, feedback in /diagnostics) or 'auto' (the action where nav2_msgs is importable, else the topic; "
+          'not the default: a pure_pursuit stack on a machine with Nav2 installed would get no goals)',
+          choices=GOAL_INTERFACES, read_only=True),
+    Param('nav2_action_name', 'navigate_to_pose', "Nav2's NavigateToPose action name (goal_interface nav2_action)",
+          read_only=True),
+    Param('nav2_behavior_tree', '', 'behavior_tree of each NavigateToPose goal (empty: Nav2\'s default)',
+          read_only=True),
     Param('tick_rate', 10.0, 'rate of the measurement-cycle timer (node clock), Hz', range=(0.1, 1000.0),
           read_only=True),
     Param('exit_when_done', False, 'shut the node down after the last measurement (for launch files that '
@@ -194,8 +207,19 @@ class ExplorerNode(Node):
         self._cloud_rng = np.random.default_rng(np.random.SeedSequence([int(self.p['seed']), 0xC10D]))
         self.recommendation: Recommendation | None = planner.recommend() if planner.n else None
 
-        self.goal_pub = self.create_publisher(PoseStamped, 'goal_pose', _RELIABLE_10)
-        self.plan_pub = self.create_publisher(PathMsg, 'plan', _RELIABLE_10)
+        # latched: a controller that matches later (started after the explorer, slow discovery) still gets the
+        # current goal; the explorer also re-sends it until the controller acts (explorer/goal_resend.py)
+        self.goal_pub = self.create_publisher(PoseStamped, 'goal_pose', _LATCHED)
+        self.plan_pub = self.create_publisher(PathMsg, 'plan', _LATCHED)
+        try:
+            self.goal_interface, action_type = resolve_goal_interface(self.p['goal_interface'])
+        except ValueError as exc:
+            raise ParameterError(str(exc)) from None
+        self.nav2: Nav2Goals | None = None
+        if action_type is not None:
+            self.nav2 = Nav2Goals(self, action_type, self.p['nav2_action_name'], self.p['nav2_behavior_tree'],
+                                  reached=lambda: self.explorer.goal_reached(self._now()),
+                                  failed=lambda c, d: self.explorer.goal_failed(c, d, self._now()))
         self.markers_pub = self.create_publisher(MarkerArray, '~/markers', _LATCHED)
         self.mean_pub = self.create_publisher(OccupancyGrid, '~/gp_mean', _LATCHED)
         self.std_pub = self.create_publisher(OccupancyGrid, '~/gp_std', _LATCHED)
@@ -223,9 +247,11 @@ class ExplorerNode(Node):
         self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic, clock=self._steady)
         kind = ('empirical location distributions of the particle cloud' if self.p['pose_source'] == 'particle_cloud'
                 and self.explorer.location_particles else 'Gaussian location distributions')
+        goals = (f"Nav2's {self.p['nav2_action_name']} action" if self.nav2 is not None
+                 else f"topics {self.goal_pub.topic_name} and {self.plan_pub.topic_name}")
         self.get_logger().info(
             f"exploring {self.p['search_bounds']} m with {self.p['method']} ({kind}), "
-            f"{self.p['max_measurements']} measurements; journal in {self.run_dir}")
+            f"{self.p['max_measurements']} measurements, goals to {goals}; journal in {self.run_dir}")
 
     def destroy_node(self) -> None:
         decider = getattr(self, '_decider', None)
@@ -246,16 +272,30 @@ class ExplorerNode(Node):
         now = self._now()
         return now if now > 0.0 else None
 
-    def _on_pose_msg(self, msg) -> None:
+    def _arrival(self, info) -> float | None:
+        """When a message arrived, s on the node clock (None before the clock runs).
+
+        On a wall clock: the middleware's reception stamp, so that a message that waited in this node's
+        subscription queue (the executor was busy) is judged by when it arrived, not by when its callback ran:
+        a pose is stale when the localisation lags, not when this node was busy; a header-less reading is stamped
+        with the moment it came in. Under simulated time (the reception stamp is a wall time): the node clock.
+        """
+        if not self.get_clock().ros_time_is_active:
+            ns = info.get('received_timestamp', 0) if info else 0
+            if ns > 0:
+                return ns * 1e-9
+        return self._clock_now()
+
+    def _on_pose_msg(self, msg, info) -> None:
         try:
             pose = pose_estimate_from_msg(msg, self.p['pose_source'])
         except (ValueError, TypeError, IndexError) as exc:
             self.explorer.received['poses'] += 1
             self.explorer.reject('pose', 'malformed message', str(exc))
             return
-        self.explorer.on_pose(pose, self._clock_now())
+        self.explorer.on_pose(pose, self._arrival(info))
 
-    def _on_cloud_raw(self, raw: bytes) -> None:
+    def _on_cloud_raw(self, raw: bytes, info) -> None:
         try:
             cloud = pose_array_from_cdr(raw, self.p['cloud_receive_limit'], self._cloud_rng)
             pose = PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples)
@@ -263,16 +303,16 @@ class ExplorerNode(Node):
             self.explorer.received['poses'] += 1
             self.explorer.reject('pose', 'malformed message', str(exc))
             return
-        self.explorer.on_pose(pose, self._clock_now())
+        self.explorer.on_pose(pose, self._arrival(info))
 
-    def _on_reading(self, msg) -> None:
+    def _on_reading(self, msg, info) -> None:
         try:
             stamp, value, variance = reading_from_msg(msg, self.p['reading_type'])
         except (ValueError, TypeError) as exc:
             self.explorer.received['readings'] += 1
             self.explorer.reject('reading', 'malformed message', str(exc))
             return
-        self.explorer.on_reading(Reading(stamp, value, variance), self._clock_now())
+        self.explorer.on_reading(Reading(stamp, value, variance), self._arrival(info))
 
     def _tick(self) -> None:
         now = self._clock_now()
@@ -283,7 +323,8 @@ class ExplorerNode(Node):
         if ex.state is State.DONE and not ex.planner.n and self.p['exit_when_done']:
             self.get_logger().info(f'done before the first measurement: {ex.done_reason}')  # no finished()
             self.timer.cancel()
-            raise SystemExit(0)
+            request_exit(self, 0)
+            return
         if self._maps_dirty and ex.state is not State.DECIDING:
             self._update_maps()
         self._status_on_change()
@@ -317,17 +358,25 @@ class ExplorerNode(Node):
     def send_goal(self, target: np.ndarray) -> None:
         stamp = self._now()
         frame = self.p['frame_id']
-        self.goal_pub.publish(make_pose_stamped(stamp, frame, target))
+        why = self.explorer.goal_reason
+        if self.nav2 is not None:
+            if why == 'resent' and self.nav2.accepted:
+                return              # Nav2 acknowledged the goal: nothing was lost
+            self.nav2.send(stamp, frame, target)
+        else:
+            self.goal_pub.publish(make_pose_stamped(stamp, frame, target))
         pose = self.explorer.latest_pose
         start = pose.xy if pose is not None else target
         self.plan_pub.publish(make_path(stamp, frame, [start, target]))
         n = self.explorer.planner.n
-        why = self.explorer.goal_reason
         if why == 'new':
             d = self.explorer.planner.decisions[-1]
             how = f'{d.phase}, decided in {d.seconds:.3f} s'
         elif why == 'resumed':
             how = 'decided before a restart: sent again'
+        elif why == 'resent':
+            how = (f"sent again: the controller has not moved the rover towards it yet "
+                   f"(every goal_resend_period = {self.p['goal_resend_period']:g} s)")
         else:
             how = 'sent again after a localisation pause'
         self.get_logger().info(
@@ -336,7 +385,12 @@ class ExplorerNode(Node):
 
     def stop(self, position: np.ndarray) -> None:
         stamp = self._now()
-        self.goal_pub.publish(make_pose_stamped(stamp, self.p['frame_id'], position))
+        if self.nav2 is not None:
+            self.nav2.cancel()
+        else:
+            self.goal_pub.publish(make_pose_stamped(stamp, self.p['frame_id'], position))
+        # the latched plan must not keep an old target for a controller that (re)joins later
+        self.plan_pub.publish(make_path(stamp, self.p['frame_id'], [position]))
 
     def measured(self, m: Measurement, rec: Recommendation) -> None:
         self.recommendation = rec
@@ -360,7 +414,7 @@ class ExplorerNode(Node):
         self._publish_markers()
         if self.p['exit_when_done']:
             self.timer.cancel()
-            raise SystemExit(0)
+            request_exit(self, 0)
 
     # ------------------------------------------------- operator view
     def _update_maps(self) -> None:
@@ -399,6 +453,9 @@ class ExplorerNode(Node):
         extra.update({f'scale {t.split(":")[0]}': t.split(': ', 1)[1] for t in self._scale_texts()})
         if self._map_seconds is not None:
             extra['gp map seconds'] = self._map_seconds
+        extra['goal interface'] = self.goal_interface
+        if self.nav2 is not None:
+            extra.update(self.nav2.values())
         report = self._reporter.report(ex, self._clock_now(), extra)
         self.diag_pub.publish(make_diagnostics(report, f'{self.get_name()}: exploration',
                                                self.get_fully_qualified_name(), clean_stamp(self._now())))
@@ -432,7 +489,7 @@ def main(args=None) -> None:
     """Entry point ``explorer`` (``--ros-args --params-file config/explorer.yaml``)."""
     from ..cli import configure_torch_threads
     configure_torch_threads()
-    run_node(lambda: ExplorerNode(forward_library_logs=True), args)
+    run_node(lambda: ExplorerNode(forward_library_logs=True), args, doc=__doc__, specs=EXPLORER_NODE_PARAMS)
 
 
 if __name__ == '__main__':

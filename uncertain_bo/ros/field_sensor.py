@@ -140,7 +140,7 @@ class FieldSensorNode(Node):
 
 def main(args=None) -> None:
     """Entry point ``field_sensor`` (``--ros-args -p field:=my_field.npz -r ground_truth:=/model/rover/odometry``)."""
-    run_node(FieldSensorNode, args)
+    run_node(FieldSensorNode, args, doc=__doc__, specs=FIELD_SENSOR_PARAMS)
 
 
 if __name__ == '__main__':

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..param_files import declared_parameters
 from ..parameters import ParameterError, config_path, node_parameters, unknown_sections, validate
 from ..user_errors import check_run_dir
 
@@ -55,34 +56,75 @@ def graph_nodes(params: dict[str, dict[str, Any]]) -> list[str]:
     return [n for n in NODES if n not in skip]
 
 
+def _positive_seconds(text: str) -> float:
+    """argparse type of ``--timeout``: a finite number of seconds > 0."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f'{text!r} is not a number of seconds > 0')
+    return value
+
+
+def _shipped_defaults() -> dict[str, Any]:
+    """The shipped config's field, localiser, method and max_measurements (what demo runs without options)."""
+    try:
+        sim = node_parameters([config_path('sim.yaml')], 'sim_rover')
+        ex = node_parameters([config_path('explorer.yaml')], 'explorer')
+    except (ParameterError, FileNotFoundError):
+        return {}
+    return {'field': sim.get('field'), 'localiser': sim.get('localiser'), 'method': ex.get('method'),
+            'measurements': ex.get('max_measurements')}
+
+
 def add_parser(sub) -> None:
+    from ..acquisition import METHODS
+    from ..sim.field import FIELD_NAMES
+
+    shipped = _shipped_defaults()
+    fields = '; '.join(f'{name!r}: {text}' for name, text in FIELD_NAMES.items()).replace('%', '%%')
     for name in ('demo', 'sim'):
         p = sub.add_parser(
             name, help='simulated rover explores a real field over ROS 2 topics (uGP-UCB explorer)'
             if name == 'demo' else 'alias of demo',
             description='Start sim_rover, ekf, pure_pursuit and explorer in one process (real DDS topics, '
-                        'simulated time), run the exploration, then write summary.json and run.png.')
+                        'simulated time), run the exploration, then write summary.json and run.png. Parameter '
+                        'files (--params) are checked as `uncertain-bo check` does, before anything starts.')
         p.add_argument('--field', default=None,
-                       help="field: 'jacksboro' (default: real USGS elevation grid from matplotlib), "
-                            "'jacksboro-rough' (the same), 'jacksboro-smooth' (a x8 window of it), or a "
-                            '.npz grid / .csv of x,y,value')
+                       help=f"field (default {shipped.get('field', 'jacksboro-smooth')!r}, config/sim.yaml's "
+                            f'sim_rover field): a named field - {fields} - or a .npz grid / .csv of x,y,value')
         p.add_argument('--out', type=Path, default=None, help='run folder (default runs/demo-<date-time>); '
                        'an existing journal there is resumed')
-        p.add_argument('--seed', type=int, default=None, help='seed of simulation noise and explorer')
-        p.add_argument('--measurements', type=int, default=None, help='number of measurements (default 30)')
+        p.add_argument('--seed', type=int, default=None, help='seed of simulation noise and explorer (default 0)')
+        p.add_argument('--measurements', type=int, default=None,
+                       help=f"number of measurements (default {shipped.get('measurements', 30)}, "
+                            "config/explorer.yaml's max_measurements)")
         p.add_argument('--method', default=None,
-                       help='explorer method or baseline: ugp_ucb (default), gp_ucb, igp_ucb, uei, airbo, ... or '
-                            'lawnmower, random, botorch_robust (the explorer parameter `method`)')
+                       help=f"explorer method or baseline (default {shipped.get('method', 'ugp_ucb')!r}): "
+                            f"{', '.join(sorted(METHODS))} (the explorer parameter `method`; "
+                            '`uncertain-bo bench --help` describes them)')
         p.add_argument('--localiser', choices=('ekf', 'pf'), default=None,
-                       help="simulated localiser: 'ekf' (default) or 'pf' (particle filter; the explorer then "
-                            'takes the particle cloud as its pose source)')
+                       help=f"simulated localiser: 'ekf' or 'pf' (particle filter; the explorer then takes the "
+                            f"particle cloud as its pose source); default {shipped.get('localiser', 'ekf')!r}")
         p.add_argument('--params', type=Path, action='append', default=[],
-                       help='extra ROS 2 parameter YAML file(s), applied after the shipped ones')
-        p.add_argument('--timeout', type=float, default=1800.0, help='wall-clock limit, s')
+                       help='extra ROS 2 parameter YAML file(s), applied after the shipped ones (checked first)')
+        p.add_argument('--timeout', type=_positive_seconds, default=1800.0,
+                       help='wall-clock limit, s (> 0; default 1800)')
         p.set_defaults(func=_cli)
 
 
 def _cli(args) -> int:
+    from .check import check_parameter_files
+
+    # every mistake in the command line and the parameter files ends here, before anything starts or is written
+    if args.params:
+        shipped = [config_path('sim.yaml'), config_path('explorer.yaml')]
+        for warning in check_parameter_files(args.params, base_files=shipped).warnings:
+            log.warning(warning)
     overrides: dict[str, dict[str, Any]] = {n: {} for n in NODES}
     if args.field is not None:
         overrides['sim_rover']['field'] = args.field
@@ -123,11 +165,36 @@ def load_graph_parameters(extra_files: list[Path] | None = None,
     out = {}
     for name, (module, _, spec_attr, sim_time) in NODES.items():
         specs = getattr(importlib.import_module(module), spec_attr)
-        values = {**node_parameters(files, name), **(overrides or {}).get(name, {})}
+        values = {**declared_parameters(files, name, [p.name for p in specs]), **(overrides or {}).get(name, {})}
         values['use_sim_time'] = sim_time
         out[name] = validate(specs, values)
+    _match_reading_types(out, extra_files or [], overrides or {})
     from ..sim.mission import search_whole_field
     return out if user_bounds else search_whole_field(out)
+
+
+def _match_reading_types(params: dict[str, dict[str, Any]], extra_files: list[Path],
+                         overrides: dict[str, dict[str, Any]]) -> None:
+    """The simulated sensor publishes the message type the explorer reads: a robot's params file names the
+    explorer's ``reading_type`` (e.g. ``float64`` for a std_msgs/Float64 probe) and the simulation stands in
+    for that sensor. Two different types set explicitly for both nodes are a mistake (one topic, two types).
+
+    Raises:
+        ParameterError: ``reading_type`` set differently for sim_rover and explorer.
+    """
+    def user_set(node: str) -> bool:
+        return 'reading_type' in {**node_parameters(extra_files, node), **overrides.get(node, {})}
+
+    want, have = params['explorer']['reading_type'], params['sim_rover']['reading_type']
+    if want == have:
+        return
+    if user_set('sim_rover') and user_set('explorer'):
+        raise ParameterError(f"reading_type is {have!r} for sim_rover but {want!r} for explorer: both use the topic "
+                             "'reading', so they must agree (set it once, for explorer)")
+    if user_set('sim_rover'):
+        params['explorer']['reading_type'] = have
+    else:
+        params['sim_rover']['reading_type'] = want
 
 
 def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, *,
@@ -163,6 +230,9 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
 
     run_dir = check_run_dir(run_dir, 'run folder')
     params = load_graph_parameters(extra_files, overrides)
+    from .check import check_graph
+    for warning in check_graph(params):   # what `uncertain-bo check` finds across the nodes, before any start
+        log.warning(warning)
     sim = params['sim_rover']
     field = Field.load(sim['field'], extent=sim['field_extent'])   # before anything starts or is written
     reason = bounds_outside(params['explorer']['search_bounds'], field.bounds)
@@ -177,6 +247,11 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
         # get the GIL only between its callbacks (decisions of 0.05 s took 5-40 s, while simulated time ran
         # on). Deciding inline pauses the simulated world during a decision, as a lockstep clock should.
         params['explorer']['decide_in_background'] = False
+    if params['explorer'].get('goal_interface', 'topic') != 'topic':
+        # a robot's params file may name Nav2's action; the simulated graph's controller is pure_pursuit
+        log.info("goal_interface %r -> 'topic': the simulation drives with pure_pursuit, not Nav2",
+                 params['explorer']['goal_interface'])
+        params['explorer']['goal_interface'] = 'topic'
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / 'parameters.json').write_text(json.dumps(params, indent=2))
 

@@ -109,7 +109,7 @@ class ParticleFilterNode(LocaliserNode):
 
 def main(args=None) -> None:
     """Entry point ``particle_filter`` (``--ros-args --params-file config/sim.yaml``)."""
-    run_node(ParticleFilterNode, args)
+    run_node(ParticleFilterNode, args, doc=__doc__, specs=PF_ALL_PARAMS)
 
 
 if __name__ == '__main__':

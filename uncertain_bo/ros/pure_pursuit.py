@@ -2,9 +2,11 @@
 
 Thin wrapper around :class:`uncertain_bo.sim.pure_pursuit.PurePursuit`:
 
-* subscribes ``plan`` (``nav_msgs/Path``: follow it; an empty path cancels), ``goal_pose``
-  (``geometry_msgs/PoseStamped``: a straight plan from the current estimated position to the goal) and
-  ``odometry/filtered`` (``nav_msgs/Odometry``);
+* subscribes ``plan`` (``nav_msgs/Path``: follow it; an empty path cancels; transient local, so the plan a
+  latched publisher such as the explorer sent before this node started is followed), ``goal_pose``
+  (``geometry_msgs/PoseStamped``: a straight plan from the current estimated position to the goal; volatile,
+  so RViz's goal tool matches) and ``odometry/filtered`` (``nav_msgs/Odometry``; best effort, so reliable and
+  best-effort publishers both match);
 * publishes ``cmd_vel`` (``Twist``, or ``TwistStamped`` with ``stamped_cmd_vel``) **once per odometry
   message** (zero when idle or arrived), so the simulation's lockstep loop closes.
 
@@ -20,7 +22,7 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped, Twist, TwistStamped
 from nav_msgs.msg import Odometry, Path
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from uncertain_bo.parameters import Param
 from uncertain_bo.ros import conversions as cv
@@ -40,6 +42,12 @@ PURE_PURSUIT_NODE_PARAMS = [
 PURE_PURSUIT_ALL_PARAMS = PURE_PURSUIT_PARAMS + PURE_PURSUIT_NODE_PARAMS
 
 _RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+#: plan: transient local, so a plan latched by its publisher before this node matched is still received (a
+#: transient-local subscription needs a transient-local publisher, as the explorer's is; goal_pose stays volatile
+#: so that RViz's and other volatile goal publishers match)
+_LATCHED_IN = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+#: odometry: best effort accepts reliable and best-effort publishers (robot_localization, Gazebo bridges)
+_ODOM_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
 
 
 class PurePursuitNode(Node):
@@ -72,9 +80,9 @@ class PurePursuitNode(Node):
         self._pose: cv.StampedPose | None = None
         stamped = self.p['stamped_cmd_vel']
         self._pub = self.create_publisher(TwistStamped if stamped else Twist, 'cmd_vel', _RELIABLE_10)
-        self.create_subscription(Path, 'plan', self._on_plan, _RELIABLE_10)
+        self.create_subscription(Path, 'plan', self._on_plan, _LATCHED_IN)
         self.create_subscription(PoseStamped, 'goal_pose', self._on_goal, _RELIABLE_10)
-        self.create_subscription(Odometry, 'odometry/filtered', self._on_odometry, _RELIABLE_10)
+        self.create_subscription(Odometry, 'odometry/filtered', self._on_odometry, _ODOM_QOS)
 
     def _on_plan(self, msg: Path) -> None:
         _, frame, pts = cv.path_to_points(msg)
@@ -120,7 +128,7 @@ class PurePursuitNode(Node):
 
 def main(args=None) -> None:
     """Entry point ``pure_pursuit`` (``--ros-args --params-file config/sim.yaml``)."""
-    run_node(PurePursuitNode, args)
+    run_node(PurePursuitNode, args, doc=__doc__, specs=PURE_PURSUIT_ALL_PARAMS)
 
 
 if __name__ == '__main__':

@@ -219,7 +219,7 @@ class SimRoverNode(Node):
 
 def main(args=None) -> None:
     """Entry point ``sim_rover`` (``--ros-args --params-file config/sim.yaml``)."""
-    run_node(SimRoverNode, args)
+    run_node(SimRoverNode, args, doc=__doc__, specs=SIM_ROVER_PARAMS)
 
 
 if __name__ == '__main__':

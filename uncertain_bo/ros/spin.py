@@ -1,23 +1,28 @@
-"""One entry-point body for every node: init, construct, spin, shut down quietly."""
+"""One entry-point body for every node: help, init, construct, spin, shut down quietly."""
 from __future__ import annotations
 
-import logging
+import difflib
+import os
+import re
 import signal
 import sys
+import tempfile
+import textwrap
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import rclpy
-import yaml
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions, install_signal_handlers, uninstall_signal_handlers
 
-from ..parameters import ParameterError, load_param_file, section_applies
+from ..parameters import Param, ParameterError
+from ..param_files import read_param_file, section_applies
 from ..user_errors import EXIT_USAGE, report, user_error_types
+from .nodes import exit_at_once
 
-__all__ = ['run_node', 'params_files_in']
-
-log = logging.getLogger(__name__)
+__all__ = ['run_node', 'params_files_in', 'user_arguments', 'node_help', 'request_exit']
 
 
 def params_files_in(args: Sequence[str]) -> list[str]:
@@ -36,89 +41,200 @@ def params_files_in(args: Sequence[str]) -> list[str]:
     return files
 
 
-def run_node(factory: Callable[[], Node], args=None) -> None:
-    """``rclpy.init``, build the node, spin until Ctrl-C / SIGTERM / the node asks to exit.
+def user_arguments(args: Sequence[str]) -> list[str]:
+    """The arguments of a node's command line (program name excluded) outside its ``--ros-args`` parts."""
+    out, in_ros = [], False
+    for a in list(args)[1:]:
+        if a == '--ros-args':
+            in_ros = True
+        elif a == '--' and in_ros:
+            in_ros = False
+        elif not in_ros:
+            out.append(a)
+    return out
 
-    A ``RuntimeError`` raised while the context is already shutting down (rclpy can fail inside
-    ``take_message`` after SIGINT) counts as a clean exit. User mistakes end with one line ``error: ...``
-    and exit status 2, never a traceback: a parameter file that cannot be read or is not valid YAML
-    (checked before rcl parses it), command-line arguments rcl refuses, an invalid parameter, a damaged
-    journal, a field file that cannot be used (:func:`uncertain_bo.user_errors.user_error_types`). A
-    parameter file section meant for this node that does not reach it (``explorerr:``, or a bare
-    ``explorer:`` when the node runs in a namespace) is warned about: its values are not applied. After a
-    first SIGINT, further ones are ignored while the node is destroyed: Ctrl-C under ``ros2 launch``
-    reaches a node twice (from the terminal's process group and forwarded by launch), and the second used
-    to interrupt ``destroy_node`` with a traceback.
+
+def node_help(prog: str, doc: str | None, specs: Sequence[Param]) -> str:
+    """``--help`` text of a node: what it does (its module docstring's first paragraph), how to start it, and
+    every parameter with its default, range and description (the same specs the node declares)."""
+    width = 100
+    summary = (doc or '').strip().split('\n\n')[0].replace('\n', ' ')
+    out = [f'usage: {prog} [-h] [--ros-args [--params-file FILE] [-p NAME:=VALUE] [-r FROM:=TO] ...]', '',
+           *textwrap.wrap(summary, width), '',
+           f'  ros2 run uncertain_bo {prog} --ros-args --params-file my_robot.yaml -p NAME:=VALUE',
+           '  uncertain-bo check my_robot.yaml        (validate a parameter file without starting anything)', '',
+           'parameters (name = default; read-only ones cannot change while the node runs):']
+    for p in specs:
+        default = p.default if not isinstance(p.default, str) else repr(p.default)
+        head = f'  {p.name} = {default}' + ('  [read-only]' if p.read_only else '')
+        out.append(head)
+        text = f'{p.description}. Allowed: {p.allowed()}.'
+        out += textwrap.wrap(text, width, initial_indent=' ' * 6, subsequent_indent=' ' * 6)
+    return '\n'.join(out)
+
+
+def request_exit(node: Node, code: int = 0) -> None:
+    """Ask :func:`run_node` to end the node with exit status ``code`` once the current callback returns
+    (instead of raising ``SystemExit`` inside a callback, which rclpy's executor would report)."""
+    node.exit_code = int(code)
+
+
+def run_node(factory: Callable[[], Node], args=None, *, doc: str | None = None,
+             specs: Sequence[Param] = ()) -> None:
+    """``--help``, ``rclpy.init``, build the node, spin until Ctrl-C / SIGTERM / :func:`request_exit`.
+
+    - ``-h`` / ``--help`` prints :func:`node_help` (from ``doc`` and ``specs``) and exits 0 without starting
+      anything; any other argument outside ``--ros-args`` is a mistake (one line, exit 2).
+    - Parameter files are judged by rcl alone (what the node will really get): a file rcl refuses ends the
+      node with one line ``error: ...`` naming the file and line (explained by
+      :func:`uncertain_bo.param_files.read_param_file`), exit status 2; rcl's own log line about it is held
+      back so that the error stays one line. Command-line arguments rcl refuses, an invalid parameter, a damaged
+      journal or a field file that cannot be used end the same way
+      (:func:`uncertain_bo.user_errors.user_error_types`).
+    - A parameter-file section meant for this node that does not reach it (``explorerr:``, or a bare
+      ``explorer:`` when the node runs in a namespace) is warned about: its values are not applied.
+    - Ctrl-C at any moment ends the node quietly with status 0: while it is being built (Python's own
+      KeyboardInterrupt: no wait for start-up to finish) and while it spins (rclpy's handler, installed once
+      the node exists). Further SIGINTs are ignored while the node is destroyed: Ctrl-C under ``ros2 launch``
+      reaches a node twice (from the terminal's process group and forwarded by launch). SIGTERM (launch's
+      escalation) ends it as cleanly. A ``RuntimeError`` raised while the context is already shutting down
+      (rclpy can fail inside ``take_message`` after SIGINT) counts as a clean exit.
     """
     argv = list(sys.argv if args is None else args)
+    prog = Path(argv[0]).name if argv else 'node'
+    extra = user_arguments(argv)
+    if '-h' in extra or '--help' in extra:
+        try:
+            print(node_help(prog, doc, specs), flush=True)
+        except BrokenPipeError:   # `explorer --help | head`: the reader left, nothing is wrong
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return
+    if extra:
+        sys.exit(report(f'{prog}: unexpected argument {extra[0]!r}: node options go after --ros-args '
+                        f'(e.g. {prog} --ros-args --params-file FILE); see {prog} --help'))
     files = params_files_in(argv)
-    for f in files:   # unreadable or not YAML: say so in one line (rcl's own error is a traceback)
-        problem = _yaml_problem(f)
-        if problem:
-            sys.exit(report(problem))
-    try:
-        rclpy.init(args=args)
-    except Exception as exc:  # noqa: BLE001 - rcl's RCLError (bad --ros-args) has no public type
-        sys.exit(report(f'cannot start: {exc}'))
-    node = None
+    for f in files:   # rcl's message for these is a bare "Couldn't parse params file"
+        if not os.path.isfile(f) or not os.access(f, os.R_OK):
+            sys.exit(report(f'cannot read parameter file {f}: ' + ('no such file' if not os.path.exists(f) else
+                                                                   'not a readable file')))
     code = 0
+    node = None
+    initialised = interrupted = False
+    previous = signal.getsignal(signal.SIGINT)
     try:
+        try:
+            signal.signal(signal.SIGINT, exit_at_once)   # nothing is started or written yet
+            with _held_stderr() as held:
+                rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+            signal.signal(signal.SIGINT, signal.default_int_handler)   # Ctrl-C interrupts the node's start-up
+            held.release()
+            initialised = True
+        except Exception as exc:  # noqa: BLE001 - rcl's RCLError (bad --ros-args or params file) has no public type
+            sys.exit(report(_init_problem(exc, files)))
         node = factory()
         _warn_unknown_sections(node, files)
-        rclpy.spin(node)
+        install_signal_handlers(SignalHandlerOptions.ALL)   # from here rclpy's handler wakes the executor
+        _spin(node)
+        interrupted = getattr(node, 'exit_code', None) is None   # Ctrl-C / SIGTERM shut the context down
+        code = int(getattr(node, 'exit_code', 0) or 0)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        interrupted = True
     except ExternalShutdownException:
-        pass
-    except SystemExit as exc:
-        code = int(exc.code or 0)
+        interrupted = True
     except user_error_types() as exc:
         code = report(exc, EXIT_USAGE)
     except RuntimeError:
         if rclpy.ok():
             raise
     finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)   # the clean-up below is not to be interrupted
         if node is not None:
             node.destroy_node()
-        if rclpy.ok():
+        if initialised and rclpy.ok():
             rclpy.shutdown()
+        uninstall_signal_handlers()
+        # once interrupted, a further Ctrl-C (launch forwards the terminal's) must not turn the quiet end into a
+        # KeyboardInterrupt; else the caller's handler is back
+        signal.signal(signal.SIGINT, signal.SIG_IGN if interrupted or previous is None else previous)
     if code:
         sys.exit(code)
 
 
-def _yaml_problem(path: str) -> str | None:
-    """Why the parameter file ``path`` cannot be read as YAML, or None (its layout is rcl's to judge: rcl
-    also accepts nested namespace keys)."""
+def _spin(node: Node) -> None:
+    """Spin until the context shuts down or the node sets ``exit_code`` (:func:`request_exit`)."""
+    from rclpy.executors import SingleThreadedExecutor
+
+    executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
     try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        return f'cannot read parameter file {path}: {exc.strerror}'
-    try:
-        yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        return f'parameter file {path} is not valid YAML: {exc}'
-    return None
+        while rclpy.ok(context=node.context) and getattr(node, 'exit_code', None) is None:
+            executor.spin_once(timeout_sec=0.2)
+    finally:
+        executor.remove_node(node)
+        executor.shutdown(timeout_sec=0.0)
+
+
+class _Held:
+    def __init__(self):
+        self.text = ''
+
+    def release(self) -> None:
+        if self.text:
+            sys.stderr.write(self.text)
+            sys.stderr.flush()
+
+
+@contextmanager
+def _held_stderr() -> Iterator[_Held]:
+    """Hold back what C code writes on file descriptor 2 inside the block (rcl logs "Failed to parse global
+    arguments" there before rclpy raises); ``release()`` writes it out when it is not about an error we
+    report ourselves."""
+    held = _Held()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode='w+b') as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield held
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            held.text = tmp.read().decode(errors='replace')
+
+
+def _init_problem(exc: BaseException, files: Sequence[str]) -> str:
+    """One line for rcl's refusal to start: the parameter file and line it could not parse (explained by our
+    reader, which follows rcl's rules), else rcl's message without its source locations."""
+    message = re.sub(r', at \S+:\d+', '', str(exc)).replace('failed to initialize rcl: ', '')
+    if "parse params file" in message:
+        for f in files:
+            try:
+                read_param_file(f)
+            except ParameterError as perr:
+                return str(perr)
+        return f'rcl cannot parse a parameter file: {message}'
+    return f'cannot start: {message}'
 
 
 def _warn_unknown_sections(node: Node, files: list[str]) -> None:
     """Warn about parameter-file sections meant for ``node`` that do not reach it: a bare ``explorer:``
     while the node runs in a namespace, or a misspelt name (``explorerr:``). Sections of other nodes in a
     shared file (the launch files pass config/sim.yaml to every node) are not mentioned."""
-    import difflib
-
     fqn = node.get_fully_qualified_name()
     name = node.get_name()
     for f in files:
         try:
-            keys = list(load_param_file(f))
-        except ParameterError:   # a layout we do not read (nested namespaces): rcl applied it
+            sections = read_param_file(f)
+        except ParameterError:   # rcl read it (the node started): nothing to add
             continue
-        for key in keys:
-            if section_applies(key, fqn):
+        for s in sections:
+            if section_applies(s.key, fqn):
                 continue
-            last = key.rstrip('/').split('/')[-1]
+            last = s.key.rstrip('/').split('/')[-1]
             if last == name or difflib.SequenceMatcher(None, last, name).ratio() >= 0.8:
                 node.get_logger().warning(
-                    f"parameter file {f}: section {key!r} does not apply to this node ({fqn}), so its values "
+                    f"parameter file {f}: section {s.key!r} does not apply to this node ({fqn}), so its values "
                     f"are not applied; key it {fqn!r} or '/**/{name}' (a bare name only matches a node "
                     'outside any namespace)')

@@ -379,7 +379,9 @@ class Field:
 
         Args:
             spec: a name from :meth:`names` (``'default'``, ``'jacksboro'``, ``'jacksboro-rough'``,
-                ``'jacksboro-smooth'``; case-insensitive), or a path ending in ``.npz`` or ``.csv``.
+                ``'jacksboro-smooth'``; case-insensitive), a field of a shipped suite
+                (:mod:`~uncertain_bo.sim.field_catalogue`, e.g. ``'terrain-ridges'``), or a path ending in
+                ``.npz`` or ``.csv``.
             extent: rectangle (metres) for the named fields (default :data:`DEFAULT_EXTENT`) and ``.npz``
                 files; for ``.csv`` see :meth:`from_csv` (default: the points' bounding box).
 
@@ -398,8 +400,12 @@ class Field:
         if s and Path(s).exists():
             raise FieldError(f'field file {s}: unsupported type; use a .npz grid or a .csv of x,y,value '
                              'measurements')
-        raise FieldError(f'unknown field {s!r}: use one of {", ".join(FIELD_NAMES)}, or a path to a .npz '
-                         'grid or a .csv of x,y,value measurements')
+        from .field_catalogue import catalogue, catalogue_field
+        if low in catalogue():     # a field of a shipped suite (uncertain_bo/data/suites)
+            return catalogue_field(low, extent if extent is not None else DEFAULT_EXTENT)
+        raise FieldError(f'unknown field {s!r}: use one of {", ".join(FIELD_NAMES)}, a suite field '
+                         f'({", ".join(catalogue())}), or a path to a .npz grid or a .csv of x,y,value '
+                         'measurements')
 
     # ------------------------------------------------------------------ queries
     @property

@@ -36,7 +36,9 @@ def mission_parameters(overrides: dict[str, dict[str, Any]] | None = None,
                        files: list | None = None) -> dict[str, dict[str, Any]]:
     """Validated ``{'sim_rover', 'ekf', 'particle_filter', 'pure_pursuit', 'explorer'}`` parameters from the
     shipped YAML files
-    (plus ``files``), then ``overrides``; only the ROS-free parameters of each node are kept.
+    (plus ``files``), then ``overrides``; only the ROS-free parameters of each node are kept. A
+    ``sim_rover.reading_noise_std`` given in ``files`` or ``overrides`` without ``reading_noise_fraction``
+    switches the shipped relative reading noise off (the user's absolute value is used).
 
     Raises:
         ParameterError: an invalid value.
@@ -46,6 +48,11 @@ def mission_parameters(overrides: dict[str, dict[str, Any]] | None = None,
     paths = [config_path('sim.yaml'), config_path('explorer.yaml'), *(files or [])]
     user_bounds = 'search_bounds' in {**node_parameters(files or [], 'explorer'),
                                       **(overrides or {}).get('explorer', {})}
+    user_sim = {**node_parameters(files or [], 'sim_rover'), **(overrides or {}).get('sim_rover', {})}
+    if 'reading_noise_std' in user_sim and 'reading_noise_fraction' not in user_sim:
+        # an absolute reading noise the user gave replaces the shipped relative default
+        overrides = {node: dict(v) for node, v in (overrides or {}).items()}
+        overrides.setdefault('sim_rover', {})['reading_noise_fraction'] = 0.0
     specs = {'sim_rover': WORLD_PARAMS, 'ekf': EKF_PARAMS, 'particle_filter': PF_PARAMS,
              'pure_pursuit': PURE_PURSUIT_PARAMS, 'explorer': EXPLORER_PARAMS}
     out = {}
@@ -114,7 +121,10 @@ class _Host:
         self.done = False
 
     def send_goal(self, target):
-        self.path = np.array([self.position, np.asarray(target, float)])
+        target = np.asarray(target, float)
+        if self.path is not None and np.array_equal(self.path[-1], target):
+            return      # the same goal again (re-sent until the rover moves): keep following it, as pure_pursuit does
+        self.path = np.array([self.position, target])
 
     def stop(self, position):
         self.path = None

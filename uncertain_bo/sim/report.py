@@ -5,7 +5,8 @@ The simulation knows the true field :math:`f`, so it can score the explorer with
 grid convolution): the **uncertain-inputs regret** of each target :math:`\hat r_t = g^* - g(\mathbf x_t)`
 (Oliveira et al. 2019, Eq. 4) and the regret of the recommendation after each measurement
 :math:`g^* - g(\mathbf x^{rec}_t)`, also normalised as
-:math:`(g^* - g(\mathbf x^{rec})) / (g^* - \mathrm{median}\, g)`, beside the rule a survey would use (the
+:math:`(g^* - g(\mathbf x^{rec})) / (g^* - \mathrm{median}\, g)` (:math:`g^*` and the median over the run's
+``search_bounds``, :mod:`~uncertain_bo.sim.robust_optimum`), beside the rule a survey would use (the
 target with the highest reading so far) and the costs a rover pays: the distance driven by each reading (path
 length of the 1 Hz true trajectory, m) and the mission time (s). :func:`plot_comparison` draws two runs of
 the same field side by side (e.g. the explorer and a survey).
@@ -24,7 +25,9 @@ import torch
 from ..distributions import DTYPE, GaussianExecutionNoise
 from ..journal import Journal, location_from_record
 from ..planner import Planner
+from ..run_report import run_search_bounds
 from .field import Field
+from .robust_optimum import robust_optimum
 
 __all__ = ['summarize', 'plot_run', 'plot_comparison', 'read_trajectory', 'write_trajectory',
            'distance_at']
@@ -60,8 +63,8 @@ def distance_at(trajectory: np.ndarray | None, stamps: list[float | None]) -> li
 
 
 def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
-              extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Score a run against the field's robust optimum and write ``summary.json``.
+              extra: dict[str, Any] | None = None, search_bounds: list[float] | None = None) -> dict[str, Any]:
+    """Score a run against the field's robust optimum within the search bounds and write ``summary.json``.
 
     Args:
         run_dir: folder holding ``journal.jsonl``.
@@ -70,6 +73,9 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
         extra: more fields for the summary (e.g. measured arrival scatter, wall time); they replace what
             the explorer's ``explorer_result.json`` says (``stopped_because``, ``execution_noise_model``: the
             execution-noise model at the end, learned or configured, as std along x and y in m and correlation).
+        search_bounds: ``[xmin, xmax, ymin, ymax]`` m where :math:`g^*` and the normaliser's median are taken
+            (:func:`~uncertain_bo.sim.robust_optimum.robust_optimum`); default: the run's, from its journal header
+            (the whole field when none is recorded).
 
     Returns:
         The summary dict (also written to ``run_dir/summary.json``).
@@ -80,8 +86,9 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
     run_dir = Path(run_dir)
     journal = Journal(run_dir / 'journal.jsonl', read_only=True)  # never touches a running mission's file
     robust = field.convolved(np.asarray(execution_cov, dtype=float))
-    g_star_xy, g_star = robust.argmax()
-    g_median = robust.median()
+    if search_bounds is None:
+        search_bounds = run_search_bounds(journal.header)
+    g_star_xy, g_star, g_median = robust_optimum(robust, search_bounds)
     span = g_star - g_median
     obs = journal.observations
     recs = {r['index']: r for r in journal.records if r.get('type') == 'recommendation'}
@@ -116,6 +123,7 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
         'predicted_robust_value': recs[max(recs)]['mean'] if recs else None,
         'robust_optimum': {'target': np.asarray(g_star_xy).tolist(), 'value': g_star,
                            'field_median_of_g': g_median, 'method': 'dense grid convolution',
+                           'search_bounds': search_bounds,
                            'execution_noise_covariance': np.asarray(execution_cov).tolist()},
         'field_max': float(np.max(field.grid()[2])),
         'final_regret': final.get('recommendation_regret'),

@@ -1,4 +1,11 @@
-"""``uncertain-bo report RUN_DIR``: summary.json and run.png of an existing simulated run."""
+"""``uncertain-bo report RUN_DIR``: summary.json and run.png of an existing run.
+
+A simulated run (its ``parameters.json`` names the simulated field, as ``uncertain-bo demo`` writes it) or a run
+given ``--field`` is scored against that field (:mod:`uncertain_bo.sim.report`: regret against the robust
+optimum within the run's search bounds). Any other run has no ground truth (a real robot's run folder): it is
+reported without regret, the GP drawn over its own search bounds and in its own units
+(:mod:`uncertain_bo.run_report`); it is never scored against the simulator's default field.
+"""
 from __future__ import annotations
 
 import json
@@ -10,13 +17,17 @@ __all__ = ['add_parser']
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser('report', help='score a simulated run against the field and plot it',
-                       description='Recompute summary.json (robust optimum by grid convolution, regret per '
-                                   'measurement) and run.png for a run folder written by the explorer.')
+    p = sub.add_parser('report', help='summarise and plot a run (scored against its field when it has one)',
+                       description='Recompute summary.json and run.png for a run folder written by the explorer. '
+                                   'A simulated run (or one given --field) is scored against its field: robust '
+                                   'optimum within the search bounds by grid convolution, regret per measurement. '
+                                   'A real robot\'s run has no ground truth: no regret, the GP over its own search '
+                                   'bounds, in its units.')
     p.add_argument('run_dir', type=Path, help='folder with journal.jsonl')
     p.add_argument('--field', default=None,
-                   help="field: 'jacksboro', 'jacksboro-rough', 'jacksboro-smooth' or a .npz/.csv path "
-                        "(default: the run's own, from its parameters.json; else the shipped config/sim.yaml's)")
+                   help="ground truth to score against: 'jacksboro', 'jacksboro-rough', 'jacksboro-smooth' or a "
+                        ".npz/.csv path (default: the run's own simulated field, from its parameters.json; a run "
+                        'without one is reported without regret)')
     p.add_argument('--extent', type=float, nargs=4, metavar=('XMIN', 'XMAX', 'YMIN', 'YMAX'),
                    help="field rectangle in m (default: the run's own field_extent, the field file's, or "
                         '0 200 0 200)')
@@ -40,8 +51,16 @@ def run(args) -> int:
     std = args.execution_std or journal.header.get('parameters', {}).get('execution_noise_std', [2.0, 2.0])
     cov = np.diag(np.square(std))
     spec, extent = args.field, args.extent
-    if spec is None:  # the field the run was simulated on (demo and sim.launch.py write parameters.json)
-        sim = _run_parameters(args.run_dir).get('sim_rover') or _shipped_sim_parameters()
+    if spec is None:  # the field the run was simulated on (uncertain-bo demo writes parameters.json)
+        sim = _run_parameters(args.run_dir).get('sim_rover')
+        if not sim:
+            if extent is not None:
+                from ..user_errors import UsageError
+                from .field import _check_extent
+                _check_extent(extent, '--extent')   # a malformed rectangle is named as such
+                raise UsageError('--extent is the rectangle of --field: this run has no simulated field, give '
+                                 '--field too to score it against a known field')
+            return _report_without_truth(args.run_dir)
         spec = sim.get('field', 'jacksboro')
         extent = extent if extent is not None else sim.get('field_extent')
     field = Field.load(spec, extent=extent)
@@ -57,12 +76,18 @@ def run(args) -> int:
     return 0
 
 
-def _shipped_sim_parameters() -> dict:
-    """``sim_rover``'s field and extent from the shipped ``config/sim.yaml`` (runs started by
-    ``sim.launch.py`` without a ``field`` argument)."""
-    from ..parameters import config_path, node_parameters
+def _report_without_truth(run_dir: Path) -> int:
+    """A run with no simulated field: summary and plot without regret (:mod:`uncertain_bo.run_report`)."""
+    from ..run_report import plot_field_run, summarize_run
 
-    return node_parameters([config_path('sim.yaml')], 'sim_rover')
+    summary = summarize_run(run_dir)
+    png = plot_field_run(run_dir)
+    keys = ('measurements', 'search_bounds', 'reading_unit', 'recommended_target', 'predicted_robust_value',
+            'targets_skipped')
+    print(json.dumps({k: summary[k] for k in keys}, indent=2, ensure_ascii=False))
+    print(f'no ground truth for this run (no simulated field in its parameters.json): no regret; give --field to '
+          f'score it against a known field\nwrote {run_dir / "summary.json"} and {png}')
+    return 0
 
 
 def _run_parameters(run_dir: Path) -> dict:

@@ -24,7 +24,7 @@ from uncertain_bo.parameters import Param, validate
 from uncertain_bo.sim.field import DEFAULT_EXTENT, FIELD_NAMES, Field
 from uncertain_bo.sim.rover import (FIX_PARAMS, ODOMETRY_PARAMS, ROVER_PARAMS, DiffDriveRover, PositionFix,
                                     RoverState, WheelOdometry)
-from uncertain_bo.sim.sensor import SENSOR_PARAMS, FieldSensor
+from uncertain_bo.sim.sensor import SENSOR_PARAMS, FieldSensor, absolute_noise_rule
 
 __all__ = ['SIM_PARAMS', 'WORLD_PARAMS', 'SimWorld', 'SimStep', 'OdometryMeasurement', 'FixMeasurement',
            'Reading']
@@ -131,7 +131,7 @@ class SimWorld:
     def __init__(self, field: Field | None = None, params: Mapping[str, Any] | None = None,
                  seed: int | None = None):
         names = {p.name for p in WORLD_PARAMS}
-        checked = validate(WORLD_PARAMS, {k: v for k, v in (params or {}).items() if k in names})
+        checked = validate(WORLD_PARAMS, absolute_noise_rule({k: v for k, v in (params or {}).items() if k in names}))
         self.params = params if params is not None and all(n in params for n in names) else checked
         p = self.params
         if field is None:

@@ -1,0 +1,38 @@
+"""The ``botorch_robust`` baseline (``acquisition/botorch_robust.py``): its perturbation set's moments against the
+execution-noise covariance, its decisions after the planner's initial design and its recommendation of a past
+target."""
+import math
+
+import torch
+
+from uncertain_bo.acquisition import DecisionContext, get_method
+from uncertain_bo.acquisition.botorch_robust import BoTorchRobust, perturbation_set
+from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
+from uncertain_bo.planner import Planner
+
+BOX = torch.tensor([[0.0, 0.0], [200.0, 120.0]], dtype=torch.float64)
+
+
+def test_perturbation_set_moments_match_the_execution_noise():
+    cov = torch.tensor([[4.0, 1.0], [1.0, 2.0]], dtype=torch.float64)
+    xi = perturbation_set(GaussianExecutionNoise(cov), BOX, 1024, seed=3) * (BOX[1] - BOX[0])
+    assert xi.shape == (1024, 2)
+    assert torch.allclose(xi.mean(0), torch.zeros(2, dtype=torch.float64), atol=0.05)
+    assert torch.allclose(torch.cov(xi.T), cov, rtol=0.08, atol=0.05)
+
+
+def test_botorch_robust_decides_after_the_initial_design_and_recommends_a_past_target():
+    method = BoTorchRobust(n_w=8, num_restarts=2, raw_samples=32)
+    p = Planner(BOX, GaussianExecutionNoise.isotropic(2.0, 2), method='botorch_robust', seed=5, n_initial=4)
+    peak = torch.tensor([150.0, 40.0], dtype=torch.float64)
+    for t in range(6):
+        own = method.decide_one(DecisionContext(p, p.n))
+        assert (own.phase == 'initial') == (t < 4)
+        x = p.suggest()
+        if own.phase != 'initial':   # the planner's method object is the same rule with the same seed
+            assert ((x >= BOX[0]) & (x <= BOX[1])).all() and p.decisions[-1].phase == 'acquisition'
+        y = float(torch.exp(-((x - peak) ** 2).sum() / 2000.0))
+        p.observe(x, Gaussian(x[None], torch.eye(2, dtype=torch.float64)[None]), y)
+    rec = p.recommend()
+    assert any(torch.equal(rec.target, t) for t in p.targets) and math.isfinite(rec.mean)
+    assert get_method('botorch_robust').baseline and not get_method('botorch_robust').uses_beta

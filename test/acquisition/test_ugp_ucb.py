@@ -1,0 +1,251 @@
+"""uGP-UCB (``acquisition/ugp_ucb.py``) against closed forms: the score against the posterior of the expected SE
+kernel written out in NumPy (``oracle.py``), for Gaussian candidates (uGP-UCB) and point candidates (IGP-UCB), its
+gradient against finite differences; the in-box share of the kernel footprint against numerical quadrature; the
+batch value (GP-BUCB) against the conditional variances of the NumPy posterior; the batch method through the
+planner."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.integrate import dblquad
+
+from uncertain_bo.acquisition.ugp_ucb import UpperConfidenceBound, in_box_fraction
+from uncertain_bo.distributions import Dirac, Gaussian, GaussianExecutionNoise
+from uncertain_bo.models import DistributionGP
+from uncertain_bo.optim import OptimizerSettings, maximize
+from uncertain_bo.planner import Planner
+
+from . import oracle
+
+DT = torch.float64
+BOX = torch.tensor([[-2.0, 10.0], [6.0, 14.0]], dtype=DT)   # not the unit square: the unit-cube map is tested
+ELL, SF2, LAM, MEAN0 = (1.5, 0.8), 2.0, 0.05, 0.3           # physical lengthscales, signal and noise variance
+EXEC_COV = np.array([[0.09, 0.02], [0.02, 0.04]])           # execution-noise model Σ̂ (correlated)
+TARGETS = np.array([[0.0, 11.0], [3.3, 12.5], [6.0, 14.0], [-2.0, 10.0]])   # corners included
+FAST = OptimizerSettings(num_restarts=2, raw_samples=64, maxiter=50)
+
+
+@pytest.fixture(scope='module')
+def data():
+    rng = np.random.default_rng(7)
+    x = rng.uniform(BOX[0].numpy(), BOX[1].numpy(), (9, 2))
+    a = rng.normal(size=(9, 2, 2)) * 0.2
+    covs = a @ a.transpose(0, 2, 1)                      # heteroscedastic location covariances Σ_i
+    y = np.sin(x[:, 0]) + 0.5 * np.cos(x[:, 1])
+    gp = DistributionGP(BOX, standardize=False, priors=False)
+    gp.set_data(Gaussian(torch.as_tensor(x), torch.as_tensor(covs)), torch.as_tensor(y))
+    gp.set_hyperparameters(lengthscale=list(ELL), outputscale=SF2, noise=LAM, mean=MEAN0)
+    return gp, x, covs, y
+
+
+def noise_model():
+    return GaussianExecutionNoise(torch.as_tensor(EXEC_COV))
+
+
+@pytest.mark.parametrize('beta', [0.0, 0.7, 2.5])
+def test_ucb_of_gaussian_candidates_is_the_closed_form_mean_plus_beta_std(data, beta):
+    gp, x, covs, y = data
+    mu, var = oracle.posterior(x, covs, y, TARGETS, [EXEC_COV] * len(TARGETS), ELL, SF2, LAM, MEAN0)
+    got = UpperConfidenceBound(gp, noise_model(), beta).score(torch.as_tensor(TARGETS))
+    np.testing.assert_allclose(got.detach().numpy(), mu + beta * np.sqrt(var), rtol=1e-10, atol=1e-12)
+
+
+def test_ucb_of_point_candidates_is_the_closed_form_of_the_se_kernel(data):
+    """Dirac candidates (IGP-UCB's): the expected kernel at Σ = 0 is the plain SE kernel."""
+    gp, x, covs, y = data
+    mu, var = oracle.posterior(x, covs, y, TARGETS, [np.zeros((2, 2))] * len(TARGETS), ELL, SF2, LAM, MEAN0)
+    got = UpperConfidenceBound(gp, Dirac, 3.0).score(torch.as_tensor(TARGETS))
+    np.testing.assert_allclose(got.detach().numpy(), mu + 3.0 * np.sqrt(var), rtol=1e-10, atol=1e-12)
+
+
+def test_ucb_batch_interface_and_gradient(data):
+    """BoTorch's ``(b, 1, d) -> (b,)`` call equals the scores; the gradient w.r.t. the targets (what L-BFGS-B
+    follows) matches central differences of the closed form."""
+    gp, x, covs, y = data
+    ucb = UpperConfidenceBound(gp, noise_model(), 2.0)
+    t = torch.as_tensor(TARGETS[:2]).clone().requires_grad_(True)
+    torch.testing.assert_close(ucb(t.unsqueeze(-2)), ucb.score(t), rtol=0, atol=0)
+    ucb.score(t).sum().backward()
+
+    def closed(z):
+        mu, var = oracle.posterior(x, covs, y, z[None], [EXEC_COV], ELL, SF2, LAM, MEAN0)
+        return float(mu[0] + 2.0 * np.sqrt(var[0]))
+
+    h = 1e-6
+    for i, z in enumerate(TARGETS[:2]):
+        fd = [(closed(z + h * e) - closed(z - h * e)) / (2 * h) for e in np.eye(2)]
+        np.testing.assert_allclose(t.grad[i].numpy(), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_ucb_rejects_a_negative_or_nan_beta(data):
+    for beta in (-0.1, float('nan')):
+        with pytest.raises(ValueError, match='beta'):
+            UpperConfidenceBound(data[0], Dirac, beta)
+
+
+def bucb_oracle(data, batch, pending=None, beta=2.0):
+    """GP-BUCB's value of ``batch`` (q, 2) with ``pending`` targets: Σ_j μ_j + β σ_j, σ_j² the variance of g at pick j
+    given noisy readings (noise λ) at the pending targets and picks 0 .. j-1, from the joint NumPy posterior."""
+    gp, x, covs, y = data
+    pts = batch if pending is None else np.concatenate([pending, batch])
+    mu, cov = oracle.joint_posterior(x, covs, y, pts, [EXEC_COV] * len(pts), ELL, SF2, LAM, MEAN0)
+    p = 0 if pending is None else len(pending)
+    total = 0.0
+    for j in range(p, len(pts)):
+        before = slice(0, j)
+        c = cov[j, before]
+        var = cov[j, j] - (c @ np.linalg.solve(cov[before, before] + LAM * np.eye(j), c) if j else 0.0)
+        total += mu[j] + beta * math.sqrt(var)
+    return total
+
+
+def test_batch_value_is_gp_bucb_over_the_joint_posterior(data):
+    """q = 3 jointly (``forward`` on ``b x 3 x d``): each pick's σ conditioned on hallucinated readings at the earlier
+    picks, against the Schur complements of the NumPy joint posterior."""
+    gp = data[0]
+    ucb = UpperConfidenceBound(gp, noise_model(), 2.0)
+    batches = np.stack([TARGETS[:3], TARGETS[[3, 1, 0]], np.array([[1.0, 12.0], [1.1, 12.1], [5.0, 10.5]])])
+    got = ucb(torch.as_tensor(batches)).detach().numpy()
+    np.testing.assert_allclose(got, [bucb_oracle(data, b) for b in batches], rtol=1e-9)
+
+
+def test_pending_targets_shrink_the_variance_where_they_will_measure(data):
+    """``X_pending``: the model conditioned on hallucinated readings at the pending targets' candidates (the kriging
+    believer keeps the mean) gives each target σ given them, against the NumPy posterior; ``set_X_pending(None)``
+    restores the plain score."""
+    gp = data[0]
+    pending = np.array([[1.0, 12.0], [4.0, 13.0]])
+    ucb = UpperConfidenceBound(gp, noise_model(), 2.0, X_pending=torch.as_tensor(pending))
+    got = ucb.score(torch.as_tensor(TARGETS)).detach().numpy()
+    expected = [bucb_oracle(data, t[None], pending) for t in TARGETS]
+    np.testing.assert_allclose(got, expected, rtol=1e-9)
+    plain = UpperConfidenceBound(gp, noise_model(), 2.0).score(torch.as_tensor(TARGETS))
+    assert (got < plain.detach().numpy()).all()
+    ucb.set_X_pending(None)
+    torch.testing.assert_close(ucb.score(torch.as_tensor(TARGETS)), plain)
+
+
+def test_joint_maximisation_of_a_batch_stays_in_the_box(data):
+    gp = data[0]
+    ucb = UpperConfidenceBound(gp, noise_model(), 2.0)
+    x, value = maximize(ucb, BOX, FAST, seed=0, q=2)
+    assert x.shape == (2, 2) and ((x >= BOX[0]) & (x <= BOX[1])).all()
+    assert value == pytest.approx(float(ucb(x.unsqueeze(0))), rel=1e-9)
+    assert float((x[0] - x[1]).norm()) > 0.1          # the hallucinated reading pushes the second pick away
+
+
+# ----------------------------------------------------------------------------- in-box exploration
+@pytest.fixture(scope='module')
+def wide():
+    box = torch.tensor([[0.0, 0.0], [200.0, 100.0]], dtype=DT)
+    gen = torch.Generator().manual_seed(0)
+    x = box[0] + torch.rand(12, 2, generator=gen, dtype=DT) * (box[1] - box[0])
+    y = torch.sin(x[:, 0] / 30) + torch.cos(x[:, 1] / 20)
+    gp = DistributionGP(box, standardize=False, priors=False)
+    gp.set_data(Gaussian(x, torch.eye(2, dtype=DT).expand(12, 2, 2) * 0.25), y)
+    gp.set_hyperparameters(lengthscale=[25.0, 15.0], outputscale=1.0, noise=1e-3, mean=0.0)
+    return gp, box, x.numpy(), y.numpy()
+
+
+def footprint_inside(point, ell, box):
+    """Share of the SE footprint exp(-½‖(z - x)/ℓ‖²) inside the box, by numerical quadrature."""
+    x0, y0 = point
+
+    def k(y, x):
+        return math.exp(-0.5 * (((x - x0) / ell[0]) ** 2 + ((y - y0) / ell[1]) ** 2))
+
+    inside, _ = dblquad(k, float(box[0, 0]), float(box[1, 0]), float(box[0, 1]), float(box[1, 1]), epsabs=1e-10)
+    return inside / (2 * math.pi * ell[0] * ell[1])
+
+
+@pytest.mark.parametrize('point', [(100.0, 50.0), (0.0, 50.0), (0.0, 0.0), (7.0, 96.0), (190.0, 30.0)])
+def test_in_box_fraction_matches_quadrature(wide, point):
+    gp, box = wide[0], wide[1]
+    got = float(in_box_fraction(gp, torch.tensor([point], dtype=DT))[0])
+    assert got == pytest.approx(footprint_inside(point, [25.0, 15.0], box), rel=1e-6)
+
+
+def test_in_box_ucb_damps_only_the_exploration_term(wide):
+    """μ + β φ σ with μ, σ from the NumPy posterior and φ from quadrature: 1/4 in a corner, ~1 in the middle."""
+    gp, box, x, y = wide
+    cov = np.eye(2) * 0.75 ** 2
+    noise = GaussianExecutionNoise.isotropic(0.75, 2)
+    pts = np.array([[100.0, 50.0], [0.0, 0.0], [200.0, 55.0]])
+    mu, var = oracle.posterior(x, [np.eye(2) * 0.25] * len(x), y, pts, [cov] * len(pts), [25.0, 15.0], 1.0, 1e-3, 0.0)
+    phi = np.array([footprint_inside(p, [25.0, 15.0], box) for p in pts])
+    got = UpperConfidenceBound(gp, noise, 3.0, in_box=True).score(torch.as_tensor(pts)).detach().numpy()
+    np.testing.assert_allclose(got, mu + 3.0 * phi * np.sqrt(var), rtol=1e-6)
+    assert phi[1] == pytest.approx(0.25, rel=1e-6) and phi[0] > 0.99
+
+
+def test_planner_in_box_exploration_applies_to_ucb_methods_only():
+    box = torch.tensor([[0.0, 0.0], [200.0, 100.0]], dtype=DT)
+
+    def run(method, in_box):
+        p = Planner(box, GaussianExecutionNoise.isotropic(0.75, 2), method=method, n_initial=3, seed=1,
+                    in_box_exploration=in_box, optimizer=FAST)
+        for _ in range(3):
+            x = p.suggest()
+            p.observe(x, Gaussian(x[None], torch.eye(2, dtype=DT)[None] * 0.1), float(x[0] / 100))
+        return p.suggest()
+
+    x = run('gp_ucb', True)
+    assert ((x >= box[0]) & (x <= box[1])).all()
+    assert torch.equal(run('uei', True), run('uei', False))   # no exploration bonus to weight
+
+
+# ----------------------------------------------------------------------------- batches through the planner
+def field(x):
+    return float(torch.sin(x[0]) + torch.cos(0.8 * x[1]))
+
+
+def planner(method='ugp_ucb', journal=None, seed=3):
+    return Planner(BOX, noise_model(), method=method, n_initial=3, seed=seed, optimizer=FAST, journal=journal)
+
+
+def observe(p, x, g):
+    ex = x + 0.1 * torch.randn(2, generator=g, dtype=DT)
+    p.observe(x, Gaussian(ex[None], 0.01 * torch.eye(2, dtype=DT)[None]), field(ex))
+
+
+def test_suggest_q_is_greedy_gp_bucb_with_the_earlier_picks_pending():
+    """``suggest(q=3)``: three decisions (indices n .. n+2); pick j maximises uGP-UCB on the model conditioned on
+    picks 0 .. j-1 — so re-deciding pick 2 alone with picks 0, 1 as ``pending`` gives the same target."""
+    g = torch.Generator().manual_seed(0)
+    p = planner()
+    for _ in range(4):
+        observe(p, p.suggest(), g)
+    batch = p.suggest(q=3)
+    assert batch.shape == (3, 2) and ((batch >= BOX[0]) & (batch <= BOX[1])).all()
+    assert [d.index for d in p.decisions[-3:]] == [4, 5, 6]
+    assert len({tuple(t.tolist()) for t in batch}) == 3
+    q = planner()
+    g = torch.Generator().manual_seed(0)
+    for _ in range(4):
+        observe(q, q.suggest(), g)
+    q.decisions.clear()
+    again = q.suggest(q=1, pending=batch[:2])
+    # the same pick, up to the seed: pick 2 of the batch used the seed of measurement 6, this one of measurement 4
+    ucb_batch = UpperConfidenceBound(p.model, p.candidates, 3.0, X_pending=batch[:2])
+    assert float(ucb_batch.score(again)) == pytest.approx(float(ucb_batch.score(batch[2:])), rel=1e-3)
+
+
+def test_batch_method_hands_out_its_batch_and_resumes_it_from_the_journal(tmp_path):
+    """``ugp_bucb`` decides 3 targets when none is queued and hands them out one per ``suggest()``; a planner reopened
+    on the journal mid-batch re-sends the pending target, then the rest of the batch."""
+    g = torch.Generator().manual_seed(1)
+    path = tmp_path / 'journal.jsonl'
+    p = planner('ugp_bucb', journal=path)
+    for _ in range(3):
+        observe(p, p.suggest(), g)
+    first = p.suggest()
+    batch = torch.stack([d.target for d in p.decisions[-3:]])
+    assert torch.equal(first, batch[0]) and torch.equal(p.queued, batch[1:])
+    observe(p, first, g)
+    second = p.suggest()
+    assert torch.equal(second, batch[1]) and len(p.decisions) == 6        # handed out, not decided again
+    resumed = planner('ugp_bucb', journal=path)
+    assert torch.equal(resumed.take_resumed_target(), batch[1]) and torch.equal(resumed.queued, batch[2:])
+    observe(resumed, batch[1], g)
+    assert torch.equal(resumed.suggest(), batch[2])

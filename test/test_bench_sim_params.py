@@ -1,0 +1,93 @@
+"""``uncertain-bo bench --sim-param / --params / --suite``: simulation parameters reach the rover mission, and
+every user mistake is one line on standard error with exit status 2 and nothing written."""
+import json
+
+import pytest
+
+from uncertain_bo.benchmarks.rover import Rover
+from uncertain_bo.cli import main
+
+
+def bench(tmp_path, *args):
+    return main(['bench', '--problem', 'rover', '--method', 'lawnmower', '--seeds', '1', '--iterations', '3',
+                 '--n-jobs', '1', '--out', str(tmp_path / 'out'), *args])
+
+
+def test_sim_param_reaches_the_simulator_and_the_run_key(tmp_path):
+    inst = Rover().instance(0, sim=(('reading_noise_std', 0.05), ('ekf.initial_xy_std', 0.5)))
+    assert inst.params['sim_rover']['reading_noise_std'] == 0.05
+    assert inst.params['sim_rover']['reading_noise_fraction'] == 0.0     # the absolute noise replaces the default
+    assert inst.params['ekf']['initial_xy_std'] == 0.5
+    assert bench(tmp_path, '--sim-param', 'reading_noise_std=0.05') == 0
+    (run,) = (tmp_path / 'out' / 'runs').glob('*.json')
+    assert 'reading_noise_std=0.05' in run.name
+    assert json.loads(run.read_text())['spec']['settings']['sim'] == [['reading_noise_std', 0.05]]
+
+
+def test_params_file_applies_under_the_command_line(tmp_path):
+    f = tmp_path / 'p.yaml'
+    f.write_text('sim_rover:\n  ros__parameters:\n    reading_noise_std: 0.2\n    use_sim_time: false\n'
+                 'explorer:\n  ros__parameters:\n    beta: 2.0\n')
+    from uncertain_bo.benchmarks.cli import _params_file
+    explorer, sim = _params_file(str(f), (('beta', 4.0),), (('reading_noise_std', 0.3),))
+    assert explorer == (('beta', 2.0), ('beta', 4.0))                   # the command line comes last and wins
+    assert sim == (('reading_noise_std', 0.2), ('reading_noise_std', 0.3))   # use_sim_time (ROS only) left out
+    assert dict(sim)['reading_noise_std'] == 0.3
+
+
+def test_suite_field_brings_its_noise_and_localisation_and_sim_param_wins():
+    from uncertain_bo.benchmarks.suite import load_suite
+    over = Rover().overrides_for(0, 'ozone-midwest', sim=(('degraded_fix_std', 4.0),))
+    suite = load_suite('fields').sim_overrides('ozone-midwest')
+    assert over['sim_rover']['reading_noise_std'] == suite['reading_noise_std']
+    assert over['sim_rover']['degraded_zone'] == [-100.0, 300.0, 100.0, 300.0]
+    assert over['sim_rover']['degraded_fix_std'] == 4.0
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--sim-param', 'nosuch=1'], "nosuch"),
+    (['--sim-param', 'gps.fix_std=1'], "no simulation node 'gps'"),
+    (['--sim-param', 'fix_std'], 'expects NAME=VALUE'),
+    (['--sim-param', 'fix_std=-3'], 'fix_std'),
+    (['--params', '/nonexistent.yaml'], 'cannot read parameter file'),
+    (['--suite', 'nope'], "unknown suite 'nope'"),
+    (['--suite', 'fields:test'], "has no part 'test'"),
+    (['--suite', 'fields', '--field', 'coal-ash'], 'leave out --field'),
+    (['--problem-param', 'reading_noise_std=0.05'], 'go in --sim-param'),
+])
+def test_user_mistakes_are_one_line_exit_2_nothing_written(tmp_path, capsys, args, message):
+    assert bench(tmp_path, *args) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and '\n' not in err and 'Traceback' not in err, err
+    assert not (tmp_path / 'out').exists()
+
+
+def test_sim_param_on_a_problem_without_a_simulator(tmp_path, capsys):
+    rc = main(['bench', '--problem', 'rkhs2d', '--sim-param', 'fix_std=1', '--out', str(tmp_path / 'o')])
+    assert rc == 2 and '--sim-param' in capsys.readouterr().err and not (tmp_path / 'o').exists()
+
+
+@pytest.mark.slow
+def test_plot_rewrites_the_suite_report_and_rejects_an_unknown_suite(tmp_path, capsys):
+    from test_suite import _run
+
+    runs = tmp_path / 'runs'
+    runs.mkdir()
+    for seed in range(3):
+        for method, regret in (('ugp_ucb', 0.1 + seed / 10), ('lawnmower', 0.5)):
+            r = _run('coal-ash', method, seed, regret)
+            r['instance'] = {'optimum_value': 1.0}
+            r['spec']['iterations'] = 3
+            r['wall_seconds'] = 1.0
+            r['key'] = f'{method}{seed}'
+            for rec in r['records']:
+                rec.update(t=1, phase='acquisition', target=[0.0, 0.0], executed=[0.0, 0.0], location_mean=[0.0, 0.0],
+                           rec_target=[0.0, 0.0], seconds=0.1, mean_regret=0.1, rec_regret=0.1)
+            r['final'].update(mean_regret=0.1, rec_regret=0.1)
+            (runs / f'{method}{seed}.json').write_text(json.dumps(r))
+    assert main(['plot', str(tmp_path), '--suite', 'nope']) == 2
+    assert "unknown suite 'nope'" in capsys.readouterr().err and not (tmp_path / 'summary.json').exists()
+    assert main(['plot', str(tmp_path), '--suite', 'fields', '--baselines', 'lawnmower']) == 0
+    md = (tmp_path / 'suite.md').read_text()
+    assert '### coal-ash (tuning, 3 seeds)' in md and '| ugp_ucb (β=3.0) | lawnmower (β=3.0) | 3 | 3 / 0 |' in md
+    assert (tmp_path / 'suite_regret_vs_distance.png').stat().st_size > 1000

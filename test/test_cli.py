@@ -1,0 +1,136 @@
+"""The ``uncertain-bo`` command line: help from the registries, ``--version``, one-line mistakes, and ``demo``'s
+checks before anything starts or is written."""
+import re
+
+import pytest
+
+from uncertain_bo.cli import main
+
+SUBCOMMANDS = ['demo', 'sim', 'report', 'bench', 'plot', 'export', 'check']
+
+
+def run(argv, tmp_path, monkeypatch, capsys):
+    """``uncertain-bo ARGV`` in ``tmp_path``: (exit status, stdout, stderr); asserts nothing was created."""
+    monkeypatch.chdir(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exc:          # argparse's --help / --version / mistakes
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before, 'the command wrote something'
+    assert 'Traceback' not in out + err
+    return code, out, err
+
+
+@pytest.mark.parametrize('argv', [['--help'], *[[c, '--help'] for c in SUBCOMMANDS]], ids=' '.join)
+def test_every_help_exits_0_without_side_effects(argv, tmp_path, monkeypatch, capsys):
+    code, out, err = run(argv, tmp_path, monkeypatch, capsys)
+    assert code == 0 and out.startswith('usage: uncertain-bo') and not err
+
+
+def test_version(tmp_path, monkeypatch, capsys):
+    from uncertain_bo import __version__
+    code, out, _ = run(['--version'], tmp_path, monkeypatch, capsys)
+    assert code == 0 and out.strip() == f'uncertain-bo {__version__}'
+
+
+@pytest.mark.parametrize('argv, expect', [
+    (['demo', '--measurements', 'abc'], r"argument --measurements: invalid int value: 'abc'"),
+    (['demo', '--timeout', '-1'], r"argument --timeout: '-1' is not a number of seconds > 0"),
+    (['demo', '--timeout', '0'], r"argument --timeout: '0' is not a number of seconds > 0"),
+    (['demo', '--timeout', 'nan'], r"argument --timeout: 'nan' is not a number of seconds > 0"),
+    (['demo', '--localiser', 'ukf'], r'argument --localiser: invalid choice'),
+    (['bench', '--problem', 'nope', '--out', 'b'], r"argument --problem: invalid choice: 'nope'"),
+    (['bench', '--problem', 'rkhs2d'], r'--out is required to run a benchmark'),
+    (['frobnicate'], r'invalid choice'),
+])
+def test_command_line_mistakes_are_one_line(argv, expect, tmp_path, monkeypatch, capsys):
+    """argparse used to print its usage and then the error (5 lines); ``demo --timeout -1`` ran an empty mission
+    and wrote a journal, a summary and a plot."""
+    code, out, err = run(argv, tmp_path, monkeypatch, capsys)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith('error: '), err
+    assert re.search(expect, lines[0]), lines[0]
+
+
+def test_demo_help_names_the_default_field_the_demo_runs(tmp_path, monkeypatch, capsys):
+    from uncertain_bo.parameters import config_path, node_parameters
+    shipped = node_parameters([config_path('sim.yaml')], 'sim_rover')['field']
+    code, out, _ = run(['demo', '--help'], tmp_path, monkeypatch, capsys)
+    assert shipped == 'jacksboro-smooth'
+    assert f"field (default {shipped!r}" in ' '.join(out.split())
+
+
+def test_bench_help_lists_every_problem_method_and_field(tmp_path, monkeypatch, capsys):
+    from uncertain_bo.acquisition import METHODS
+    from uncertain_bo.benchmarks import PROBLEMS
+    from uncertain_bo.sim.field import FIELD_NAMES
+    code, out, _ = run(['bench', '--help'], tmp_path, monkeypatch, capsys)
+    assert code == 0
+    listed = {line.split()[0] for line in out.splitlines() if line.startswith('  ') and not line.startswith('   ')
+              and not line.lstrip().startswith('-')}
+    assert set(PROBLEMS) <= listed and set(METHODS) <= listed and set(FIELD_NAMES) <= listed
+    assert {p for p in PROBLEMS if p.startswith('drbqo-')} and 'nes-gravity-assist' in listed
+
+
+def test_bench_lists_and_describes_problems(tmp_path, monkeypatch, capsys):
+    from uncertain_bo.benchmarks import PROBLEMS, get_problem
+    code, out, _ = run(['bench', '--list-problems'], tmp_path, monkeypatch, capsys)
+    assert code == 0 and [line.split(':')[0] for line in out.splitlines()] == sorted(PROBLEMS)
+    code, out, _ = run(['bench', '--describe', 'drbqo-logistic'], tmp_path, monkeypatch, capsys)
+    p = get_problem('drbqo-logistic')
+    assert code == 0 and out.startswith('drbqo-logistic: ')
+    assert f'iterations {p.default_iterations}, seeds {p.default_seeds}' in out
+    assert f'methods: {p.default_methods}' in out
+    assert '    rho = 1.0' in out
+    code, out, _ = run(['bench', '--describe', 'rkhs2d'], tmp_path, monkeypatch, capsys)
+    assert '    learn_execution_noise = False' in out
+
+
+@pytest.mark.parametrize('text, expect', [
+    ('explorer:\n  ros__parameters:\n    search_bounds: [60.0, 0.0, 0.0, 40.0]\n',
+     r"'search_bounds' = \[60.0, 0.0, 0.0, 40.0\] is invalid: need xmax > xmin"),
+    ('explorer:\n  ros__parameters:\n    reading_type: float64\nsim_rover:\n  ros__parameters:\n'
+     '    reading_type: temperature\n', r"reading_type is 'temperature' for sim_rover but 'float64' for explorer"),
+    ('explorer:\n  ros__parameters:\n    serch_bounds: [0.0, 1.0, 0.0, 1.0]\n', r"did you mean search_bounds"),
+], ids=['reversed bounds', 'reading type', 'unknown key'])
+def test_demo_checks_its_params_before_anything_starts_or_is_written(text, expect, tmp_path, monkeypatch, capsys):
+    """A reversed search_bounds used to fail only once the simulation had started, leaving parameters.json; a
+    reading type the simulator does not publish ended in an RCLError traceback."""
+    pytest.importorskip('rclpy')
+    f = tmp_path / 'robot.yaml'
+    f.write_text(text)
+    code, out, err = run(['demo', '--params', f, '--out', tmp_path / 'run'], tmp_path, monkeypatch, capsys)
+    lines = [line for line in err.splitlines() if line.startswith('error: ')]
+    assert code == 2 and len(lines) == 1 and re.search(expect, lines[0]), err
+    assert not (tmp_path / 'run').exists()
+
+
+def test_demo_warns_about_an_empty_params_file(tmp_path, monkeypatch, capsys, caplog):
+    """An empty params file ran silently with the defaults; the warning comes before anything starts (here the
+    run then stops at a mistake of its own: --out is a file)."""
+    pytest.importorskip('rclpy')
+    f = tmp_path / 'empty.yaml'
+    f.write_text('')
+    blocker = tmp_path / 'a_file'
+    blocker.write_text('x')
+    code, out, err = run(['demo', '--params', f, '--out', blocker], tmp_path, monkeypatch, capsys)
+    assert code == 2 and 'is a file, not a folder' in err
+    assert any('has no parameters (empty, or comments only)' in r.getMessage() for r in caplog.records)
+
+
+def test_demo_reads_a_params_file_as_launch_ros_writes_it(tmp_path, monkeypatch, capsys):
+    """``!!python/tuple`` lists and a ``/**`` section (yaml.dump of launch_ros's tuples): demo used to refuse the
+    file as "not valid YAML". Here the parameters pass and the run stops at the next check (the field file)."""
+    pytest.importorskip('rclpy')
+    import yaml
+    f = tmp_path / 'launch_params_x'
+    f.write_text(yaml.dump({'/**': {'ros__parameters': {'search_bounds': (20.0, 180.0, 20.0, 180.0)}},
+                            '/explorer': {'ros__parameters': {'execution_noise_std': (1.0, 1.0)}}},
+                           default_flow_style=False))
+    code, out, err = run(['demo', '--params', f, '--field', tmp_path / 'nope.npz', '--out', tmp_path / 'run'],
+                         tmp_path, monkeypatch, capsys)
+    lines = [line for line in err.splitlines() if line.startswith('error: ')]
+    assert code == 2 and len(lines) == 1 and 'nope.npz does not exist' in lines[0], err
+    assert not (tmp_path / 'run').exists()

@@ -1,0 +1,82 @@
+"""`uncertain-bo report` on a run without ground truth (a real robot's run folder) and on a simulated run whose
+search bounds are smaller than its field."""
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from uncertain_bo.distributions import Gaussian
+from uncertain_bo.journal import Journal, location_to_record
+
+
+def field_run(run_dir, bounds=(0.0, 60.0, 0.0, 40.0), reading_type='float64'):
+    """A real robot's run folder as the explorer leaves it: journal (header with the explorer's parameters,
+    observations, recommendations, a keep-out) and explorer_result.json; no parameters.json, no field."""
+    run_dir.mkdir(parents=True)
+    j = Journal(run_dir / 'journal.jsonl', metadata={
+        'method': 'ugp_ucb', 'bounds': [[bounds[0], bounds[2]], [bounds[1], bounds[3]]],
+        'parameters': {'search_bounds': list(bounds), 'execution_noise_std': [0.5, 0.5],
+                       'reading_type': reading_type}})
+    rng = np.random.default_rng(0)
+    for i in range(6):
+        t = [float(rng.uniform(bounds[0], bounds[1])), float(rng.uniform(bounds[2], bounds[3]))]
+        loc = Gaussian(torch.tensor([t]), torch.eye(2)[None] * 0.09)
+        j.append({'type': 'decision', 'index': i, 'target': t, 'phase': 'initial', 'seconds': 0.1})
+        j.append({'type': 'observation', 'index': i, 'target': t, 'location': location_to_record(loc),
+                  'y': 0.2 + 0.025 * i, 'reading_variance': 0.0004, 'distance_driven_m': 10.0 * i,
+                  'mission_time_s': 30.0 * i})
+        j.append({'type': 'recommendation', 'index': i, 'target': t, 'mean': 0.2 + 0.025 * i, 'std': 0.01})
+    j.append({'type': 'keep_out', 'index': 6, 'centre': [30.0, 20.0], 'radius': 2.0, 'reason': 'sensor silent'})
+    (run_dir / 'explorer_result.json').write_text(json.dumps({'stopped_because': 'max_measurements = 6 reached'}))
+    return run_dir
+
+
+def test_a_real_run_is_reported_without_regret_over_its_own_bounds(tmp_path, capsys):
+    """Before: scored against the simulator's elevation field (regret 0.25 of a 318-981 m map under a 0.2-0.35
+    soil-moisture survey) and drawn over 200 m x 200 m."""
+    from uncertain_bo.cli import main
+    run = field_run(tmp_path / 'paddock')
+    assert main(['report', str(run)]) == 0
+    out = capsys.readouterr().out
+    assert 'no ground truth' in out and 'regret' not in out.split('no ground truth')[0]
+    summary = json.loads((run / 'summary.json').read_text())
+    assert summary['ground_truth'] is None
+    assert not any('regret' in k or k == 'robust_optimum' for k in summary)
+    assert summary['search_bounds'] == [0.0, 60.0, 0.0, 40.0] and summary['reading_unit'] == 'sensor units'
+    assert summary['readings'] == {'min': 0.2, 'max': pytest.approx(0.325), 'mean': pytest.approx(0.2625)}
+    assert summary['targets_skipped'] == 1 and summary['keep_out_zones'][0]['reason'] == 'sensor silent'
+    assert summary['recommended_target'] is not None and summary['distance_driven_m'] == 50.0
+    assert (run / 'run.png').stat().st_size > 10_000
+
+
+def test_the_plot_of_a_real_run_spans_its_search_bounds(tmp_path, monkeypatch):
+    import matplotlib.figure
+    from uncertain_bo.run_report import plot_field_run, summarize_run
+    run = field_run(tmp_path / 'orchard', bounds=(100.0, 200.0, -50.0, 0.0), reading_type='temperature')
+    summarize_run(run)
+    limits = []
+    saved = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, 'savefig', lambda fig, *a, **k: (
+        limits.extend((ax.get_xlim(), ax.get_ylim(), ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes[:2]),
+        saved(fig, *a, **k))[1])
+    plot_field_run(run)
+    assert limits[0][:2] == ((100.0, 200.0), (-50.0, 0.0))
+    assert json.loads((run / 'summary.json').read_text())['reading_unit'] == '°C'
+
+
+def test_a_simulated_run_is_scored_within_its_search_bounds(tmp_path):
+    """g* is the robust optimum inside search_bounds: a peak outside the searched area is no regret."""
+    from uncertain_bo.sim.field import Field
+    from uncertain_bo.sim.report import summarize
+    xs = np.linspace(0.0, 200.0, 201)
+    X, Y = np.meshgrid(xs, xs)
+    field = Field(10.0 * np.exp(-((X - 150) ** 2 + (Y - 150) ** 2) / 200.0)
+                  + 6.0 * np.exp(-((X - 40) ** 2 + (Y - 30) ** 2) / 200.0), (0.0, 200.0, 0.0, 200.0))
+    run = field_run(tmp_path / 'sim')             # search bounds [0, 60] x [0, 40]: only the lower peak
+    summary = summarize(run, field, np.diag([0.25, 0.25]))
+    opt = summary['robust_optimum']
+    assert np.allclose(opt['target'], [40.0, 30.0]) and opt['search_bounds'] == [0.0, 60.0, 0.0, 40.0]
+    assert opt['value'] == pytest.approx(field.convolved(np.diag([0.25, 0.25])).value(np.array([40.0, 30.0])))
+    whole = summarize(run, field, np.diag([0.25, 0.25]), search_bounds=[0.0, 200.0, 0.0, 200.0])
+    assert np.allclose(whole['robust_optimum']['target'], [150.0, 150.0])

@@ -1,0 +1,263 @@
+r"""The prediction strategies of :class:`~uncertain_bo.models.DistributionGP`: the cached exact posterior and the
+sparse (SGPR) posterior, each grown by cheap updates as readings arrive.
+
+Both represent the posterior covariance between encoded inputs :math:`x, x'` (the model's standardised units)
+in one form,
+
+.. math::
+    C(x, x') = k(x, x') - \mathbf a(x)^\top \mathbf a(x') + \mathbf b(x)^\top \mathbf b(x'),
+
+with :math:`\mathbf a(x) = L^{-1} k_{\mathcal X x}`, :math:`\mathbf b = 0` for the exact posterior
+(:math:`LL^\top = \hat K + \Lambda`) and :math:`\mathbf a = L_u^{-1} k_{ux}`, :math:`\mathbf b = L_B^{-1} L_u^{-1}
+k_{ux}` for the sparse one. :meth:`~ExactPrediction.factors` returns the posterior mean and these factors for a
+batch of inputs, from which the model builds marginal variances, joint covariances over ``q`` candidates and
+cross-covariances (:meth:`~uncertain_bo.models.DistributionGP.posterior`): one posterior, read three ways.
+Hyperparameters are frozen inside a strategy (detached tensors); a fit discards it.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import torch
+from linear_operator.utils.cholesky import psd_safe_cholesky
+from torch import Tensor
+
+if TYPE_CHECKING:
+    from .distribution_gp import DistributionGP
+
+__all__ = ['Prediction', 'ExactPrediction', 'SparsePrediction']
+
+
+class Prediction:
+    """What both strategies read from their factors (standardised units, encoded inputs)."""
+
+    def factors(self, gp: 'DistributionGP', enc: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Posterior mean ``(N,)`` and the factors :math:`\\mathbf a`, :math:`\\mathbf b` (or None) at ``(N, E)``."""
+        raise NotImplementedError
+
+    def marginals(self, gp: 'DistributionGP', enc: Tensor) -> tuple[Tensor, Tensor]:
+        """Posterior mean and variance ``(N,)`` at encoded inputs ``(N, E)``."""
+        mean, a, b = self.factors(gp, enc)
+        var = gp.covar_module.forward(enc, enc, diag=True) - a.pow(2).sum(-1)
+        return mean, var if b is None else var + b.pow(2).sum(-1)
+
+    def joint(self, gp: 'DistributionGP', enc: Tensor) -> tuple[Tensor, Tensor]:
+        """Posterior mean ``(B, q)`` and covariance ``(B, q, q)`` within each group of encoded inputs ``(B, q, E)``."""
+        nb, q, e = enc.shape
+        mean, a, b = self.factors(gp, enc.reshape(nb * q, e))
+        a = a.reshape(nb, q, -1)
+        cov = prior_block(gp, enc) - a @ a.transpose(-1, -2)
+        if b is not None:
+            b = b.reshape(nb, q, -1)
+            cov = cov + b @ b.transpose(-1, -2)
+        return mean.reshape(nb, q), cov
+
+    def cross(self, gp: 'DistributionGP', ea: Tensor, eb: Tensor) -> Tensor:
+        """Posterior cross-covariance ``(N_A, N_B)`` between encoded inputs ``(N_A, E)`` and ``(N_B, E)``."""
+        _, aa, ba = self.factors(gp, ea)
+        _, ab, bb = self.factors(gp, eb)
+        cov = gp.covar_module.forward(ea, eb) - aa @ ab.T
+        return cov if ba is None else cov + ba @ bb.T
+
+
+def prior_block(gp: 'DistributionGP', enc: Tensor) -> Tensor:
+    """Prior covariance ``(B, q, q)`` within each group of encoded inputs ``(B, q, E)``, never a ``B q x B q`` matrix:
+    the expected SE kernel on the batch of groups (a whitened SE kernel when the covariances are shared, e.g. points);
+    any other kernel in its diagonal mode on every pair (one call)."""
+    from ..kernels import ExpectedRBFKernel
+    nb, q, e = enc.shape
+    if q == 1:
+        return gp.covar_module.forward(enc[:, 0], enc[:, 0], diag=True).reshape(nb, 1, 1)
+    if isinstance(gp.kernel, ExpectedRBFKernel):
+        return gp.covar_module.forward(enc, enc)
+    i, j = torch.triu_indices(q, q, device=enc.device)
+    vals = gp.covar_module.forward(enc[:, i].reshape(-1, e), enc[:, j].reshape(-1, e), diag=True).reshape(nb, -1)
+    out = vals.new_zeros(nb, q, q)
+    out[:, i, j] = vals
+    out[:, j, i] = vals
+    return out
+
+
+class ExactPrediction(Prediction):
+    """Cached :math:`L^{-1}` with :math:`LL^\\top = \\hat K + \\Lambda`, and :math:`\\alpha = (\\hat K + \\Lambda)^{-1}
+    (\\mathbf y - m)`, in standardised units (paper Eqs. 11-13). A reading is added by growing :math:`L^{-1}` by one
+    row, :math:`O(n^2)` (:meth:`grow`)."""
+
+    def __init__(self, enc: Tensor, linv: Tensor, mean: float):
+        self.mean = mean
+        n = linv.shape[0]
+        # storage with room to grow (doubling), so a rank-one update writes one row instead of copying n x n
+        self._linv = linv.new_zeros(max(n, 16), max(n, 16))
+        self._linv[:n, :n] = linv
+        self._enc = enc.new_zeros(max(n, 16), enc.shape[1])
+        self._enc[:n] = enc
+        self._n = n
+        self.alpha = enc.new_zeros(n)
+
+    @property
+    def linv(self) -> Tensor:
+        """``(n, n)`` :math:`L^{-1}` (a view of the storage)."""
+        return self._linv[:self._n, :self._n]
+
+    @property
+    def enc(self) -> Tensor:
+        """``(n, D)`` encoded training inputs (a view of the storage)."""
+        return self._enc[:self._n]
+
+    @classmethod
+    def build(cls, gp: 'DistributionGP') -> 'ExactPrediction':
+        enc = gp.encode(gp.train_locations).detach()
+        k = gp.covar_module.forward(enc, enc).detach()
+        k = k + torch.diag(gp.noise_diagonal().to(k))
+        chol = psd_safe_cholesky(k)
+        eye = torch.eye(k.shape[0], dtype=k.dtype, device=k.device)
+        linv = torch.linalg.solve_triangular(chol, eye, upper=False)
+        cache = cls(enc, linv, float(gp.mean_module.constant))
+        cache.set_targets(gp._standardized_y())
+        return cache
+
+    def copy(self) -> 'ExactPrediction':
+        """An independent copy (a conditioned model grows its own)."""
+        out = ExactPrediction.__new__(ExactPrediction)
+        out.mean, out._n = self.mean, self._n
+        out._linv, out._enc, out.alpha = self._linv.clone(), self._enc.clone(), self.alpha.clone()
+        return out
+
+    def set_targets(self, y_std: Tensor) -> None:
+        r = y_std - self.mean
+        self.alpha = self.linv.T @ (self.linv @ r)
+
+    def factors(self, gp: 'DistributionGP', enc: Tensor) -> tuple[Tensor, Tensor, None]:
+        """Posterior mean ``(N,)`` and the factor :math:`\\mathbf a` ``(N, n)`` at encoded inputs ``(N, D)``."""
+        k_star = gp.covar_module.forward(enc, self.enc)     # (N, n)
+        return self.mean + k_star @ self.alpha, k_star @ self.linv.T, None
+
+    def solve(self, rhs: Tensor) -> Tensor:
+        """:math:`(\\hat K + \\Lambda)^{-1}` ``rhs`` for ``rhs`` ``(n, k)``."""
+        return self.linv.T @ (self.linv @ rhs)
+
+    def log_det_ratio(self, gp: 'DistributionGP') -> float:
+        r""":math:`\log|\hat K + \Lambda| - \log|\Lambda|` of the cached data."""
+        return float(-2.0 * torch.log(torch.diagonal(self.linv)).sum() - torch.log(gp.noise_diagonal()).sum())
+
+    def grow(self, gp: 'DistributionGP', enc_new: Tensor, known_noise: float = 0.0) -> None:
+        r"""Append one point: :math:`L_{new}^{-1} = [[L^{-1}, 0], [-l^\top L^{-1}/d, 1/d]]`,
+        :math:`l = L^{-1}k`, :math:`d = \sqrt{k_{**} + \lambda - l^\top l}`."""
+        k = gp.covar_module.forward(enc_new, self.enc).reshape(-1)
+        kss = (float(gp.covar_module.forward(enc_new, enc_new, diag=True)) + float(gp.likelihood.noise)
+               + known_noise)
+        linv = self.linv
+        lvec = linv @ k
+        d2 = kss - float(lvec @ lvec)
+        d = math.sqrt(max(d2, 1e-10 * max(kss, 1e-12)))
+        n = self._n
+        if n + 1 > self._linv.shape[0]:
+            cap = 2 * self._linv.shape[0]
+            grown = self._linv.new_zeros(cap, cap)
+            grown[:n, :n] = linv
+            self._linv = grown
+            enc = self._enc.new_zeros(cap, self._enc.shape[1])
+            enc[:n] = self._enc[:n]
+            self._enc = enc
+        row = -(lvec @ self.linv) / d
+        self._linv[n, :n] = row
+        self._linv[n, n] = 1.0 / d
+        self._enc[n] = enc_new.reshape(-1)
+        self._n = n + 1
+
+    def add(self, gp: 'DistributionGP', enc: Tensor, known_noise: Tensor) -> None:
+        """Append readings ``(k, D)`` one row at a time; ``known_noise`` ``(k,)`` beyond :math:`\\lambda`."""
+        for i in range(enc.shape[0]):
+            self.grow(gp, enc[i:i + 1], float(known_noise[i]))
+
+
+class SparsePrediction(Prediction):
+    r"""SGPR posterior (Titsias 2009; predictive = DTC, Quiñonero-Candela & Rasmussen 2005, Eqs. 20-21) with
+    inducing inputs :math:`Z` (``m`` of the training inputs), heteroscedastic noise :math:`\Lambda`, in
+    standardised units. With :math:`L_u L_u^\top = K_{uu}`, :math:`P = L_u^{-1} K_{uf} \Lambda^{-1/2}`,
+    :math:`B = I + P P^\top = L_B L_B^\top`:
+
+    .. math::
+        \mu(x) = m + k_{xu} L_u^{-\top} L_B^{-\top} L_B^{-1} P \Lambda^{-1/2} (\mathbf y - m), \qquad
+        C(x, x') = k_{xx'} - (L_u^{-1} k_{ux})^\top L_u^{-1} k_{ux'} + (L_B^{-1} L_u^{-1} k_{ux})^\top
+        L_B^{-1} L_u^{-1} k_{ux'}.
+
+    A new reading adds a column :math:`p` to :math:`P` (:math:`B \mathrel{+}= p p^\top`, :math:`O(m^2)`) and
+    :math:`L_B` is refactored once per batch (:math:`O(m^3)`, :meth:`refresh`); hyperparameters are frozen inside.
+    """
+
+    def __init__(self, z_enc: Tensor, lu: Tensor, mean: float):
+        self.z_enc, self.mean = z_enc, mean
+        m = lu.shape[0]
+        eye = torch.eye(m, dtype=lu.dtype, device=lu.device)
+        self.lu_inv = torch.linalg.solve_triangular(lu, eye, upper=False)       # L_u^{-1}
+        self._p = lu.new_zeros(m, 16)      # columns of P (with room to grow)
+        self._scale = lu.new_zeros(16)     # Λ^{-1/2} per reading
+        self._n = 0
+        self.b = eye.clone()               # B = I + P Pᵀ
+
+    @classmethod
+    def build(cls, gp: 'DistributionGP', inducing: Tensor) -> 'SparsePrediction':
+        enc = gp.encode(gp.train_locations).detach()
+        z = enc[inducing]
+        kuu = gp.covar_module.forward(z, z).detach()
+        lu = psd_safe_cholesky(kuu)
+        cache = cls(z, lu, float(gp.mean_module.constant))
+        cache._add(gp, enc, gp.noise_diagonal().to(enc))
+        cache.set_targets(gp._standardized_y())
+        return cache
+
+    def copy(self) -> 'SparsePrediction':
+        """An independent copy (a conditioned model grows its own)."""
+        out = SparsePrediction.__new__(SparsePrediction)
+        out.z_enc, out.mean, out.lu_inv, out._n = self.z_enc, self.mean, self.lu_inv, self._n
+        out._p, out._scale, out.b = self._p.clone(), self._scale.clone(), self.b.clone()
+        out._lb, out.lb_lu_inv, out.alpha = self._lb, self.lb_lu_inv, self.alpha
+        return out
+
+    @property
+    def p(self) -> Tensor:
+        return self._p[:, :self._n]
+
+    def add(self, gp: 'DistributionGP', enc: Tensor, known_noise: Tensor) -> None:
+        """Add readings with encodings ``(k, D)`` and noise variances :math:`\\lambda` + ``known_noise``
+        (``(k,)``, standardised units); one refactorisation for the batch."""
+        self._add(gp, enc, float(gp.likelihood.noise) + known_noise)
+
+    def _add(self, gp: 'DistributionGP', enc: Tensor, noise: Tensor) -> None:
+        k = enc.shape[0]
+        if self._n + k > self._p.shape[1]:
+            cap = max(2 * self._p.shape[1], self._n + k)
+            grown = self._p.new_zeros(self._p.shape[0], cap)
+            grown[:, :self._n] = self.p
+            scale = self._scale.new_zeros(cap)
+            scale[:self._n] = self._scale[:self._n]
+            self._p, self._scale = grown, scale
+        s = noise.rsqrt()
+        cols = (self.lu_inv @ gp.covar_module.forward(self.z_enc, enc).detach()) * s   # (m, k)
+        self._p[:, self._n:self._n + k] = cols
+        self._scale[self._n:self._n + k] = s
+        self._n += k
+        self.b = self.b + cols @ cols.T
+        self.refresh()
+
+    def refresh(self) -> None:
+        lb = psd_safe_cholesky(self.b)
+        self.lb_lu_inv = torch.linalg.solve_triangular(lb, self.lu_inv, upper=False)   # L_B^{-1} L_u^{-1}
+        self._lb = lb
+
+    def set_targets(self, y_std: Tensor) -> None:
+        r = (y_std - self.mean) * self._scale[:self._n]
+        c = torch.linalg.solve_triangular(self._lb, (self.p @ r).unsqueeze(-1), upper=False)   # L_B^{-1} P Λ^{-1/2} r
+        self.alpha = (self.lb_lu_inv.T @ c).reshape(-1)          # weights of k_{xu} in the mean
+
+    def factors(self, gp: 'DistributionGP', enc: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Posterior mean ``(N,)`` and the factors :math:`\\mathbf a, \\mathbf b` ``(N, m)`` at encoded inputs
+        ``(N, D)``."""
+        k_xu = gp.covar_module.forward(enc, self.z_enc)                     # (N, m)
+        return self.mean + k_xu @ self.alpha, k_xu @ self.lu_inv.T, k_xu @ self.lb_lu_inv.T
+
+    def log_det_ratio(self, gp: 'DistributionGP') -> float:
+        r""":math:`\log|Q_{ff} + \Lambda| - \log|\Lambda| = \log|B|` (Nyström :math:`Q_{ff}`)."""
+        return float(2.0 * torch.log(torch.diagonal(self._lb)).sum())

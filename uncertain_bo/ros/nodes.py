@@ -1,0 +1,115 @@
+"""The package's nodes: a registry (module, class, parameter specs) and their console-script entry points.
+
+Nothing here imports rclpy, torch or a node module at import time. The console scripts (``explorer``,
+``pure_pursuit``, ``sim_rover``, ``ekf``, ``particle_filter``, ``field_sensor``, ``sensor_covariance``;
+setup.py) point here, so that
+Ctrl-C arriving while the node's heavy modules are still being imported (several seconds on a small
+computer) ends the process quietly instead of with a ``KeyboardInterrupt`` traceback; the node's own
+``main`` (:func:`uncertain_bo.ros.spin.run_node`) handles everything after that.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ['NodeEntry', 'NODES', 'node_specs', 'exit_at_once', 'explorer', 'pure_pursuit', 'sim_rover', 'ekf',
+           'particle_filter', 'field_sensor', 'sensor_covariance']
+
+
+@dataclass(frozen=True)
+class NodeEntry:
+    """A node of the package.
+
+    Attributes:
+        name: default node name (and console script).
+        module: module with the node class, its parameter specs and ``main``.
+        cls: the node class.
+        specs: attribute of ``module`` holding every parameter spec the node declares.
+    """
+
+    name: str
+    module: str
+    cls: str
+    specs: str
+
+    def load(self) -> Any:
+        return importlib.import_module(self.module)
+
+    def parameter_specs(self) -> list:
+        return list(getattr(self.load(), self.specs))
+
+
+#: node name -> entry, in the order a user meets them
+NODES = {e.name: e for e in (
+    NodeEntry('explorer', 'uncertain_bo.ros.explorer', 'ExplorerNode', 'EXPLORER_NODE_PARAMS'),
+    NodeEntry('pure_pursuit', 'uncertain_bo.ros.pure_pursuit', 'PurePursuitNode', 'PURE_PURSUIT_ALL_PARAMS'),
+    NodeEntry('sim_rover', 'uncertain_bo.ros.sim_rover', 'SimRoverNode', 'SIM_ROVER_PARAMS'),
+    NodeEntry('ekf', 'uncertain_bo.ros.ekf', 'EkfNode', 'EKF_ALL_PARAMS'),
+    NodeEntry('particle_filter', 'uncertain_bo.ros.particle_filter', 'ParticleFilterNode', 'PF_ALL_PARAMS'),
+    NodeEntry('field_sensor', 'uncertain_bo.ros.field_sensor', 'FieldSensorNode', 'FIELD_SENSOR_PARAMS'),
+    NodeEntry('sensor_covariance', 'uncertain_bo.ros.sensor_covariance', 'SensorCovarianceNode',
+              'SENSOR_COVARIANCE_PARAMS'),
+)}
+
+
+def node_specs(name: str) -> list:
+    """Every parameter spec the node ``name`` declares (imports its module)."""
+    return NODES[name].parameter_specs()
+
+
+def exit_at_once(signum=None, frame=None) -> None:
+    """SIGINT handler for the moments when nothing is started or written yet (imports, ``rclpy.init``): end
+    the process at once, status 0. A ``KeyboardInterrupt`` raised there can cross C++ extension code
+    (pybind11), which then aborts the process ("terminate called after throwing ... KeyboardInterrupt")."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(0)
+
+
+def _main(name: str) -> None:
+    """Run node ``name``'s ``main``; Ctrl-C at any moment (also while importing) exits quietly with status 0,
+    as it does once the node spins."""
+    try:
+        signal.signal(signal.SIGINT, exit_at_once)
+        module = NODES[name].load()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        module.main()
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C must not interrupt the exit
+        sys.exit(0)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)       # nor the interpreter's clean-up after a normal end
+
+
+def explorer() -> None:
+    _main('explorer')
+
+
+def pure_pursuit() -> None:
+    _main('pure_pursuit')
+
+
+def sim_rover() -> None:
+    _main('sim_rover')
+
+
+def ekf() -> None:
+    _main('ekf')
+
+
+def particle_filter() -> None:
+    _main('particle_filter')
+
+
+def field_sensor() -> None:
+    _main('field_sensor')
+
+
+def sensor_covariance() -> None:
+    _main('sensor_covariance')

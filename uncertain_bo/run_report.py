@@ -1,0 +1,194 @@
+"""Report of a run without ground truth: a real robot's run folder (no simulated field to score it against).
+
+A field run has no true field, so it has no regret: the report gives what the run itself knows, in the run's
+own search bounds and units. :func:`summarize_run` writes ``summary.json`` (measurements, the final
+recommendation and its predicted robust value, reading statistics, distance and time, targets skipped and
+their keep-out zones, decision times); :func:`plot_field_run` draws ``run.png``: the GP posterior mean and
+standard deviation of the robust objective over the run's ``search_bounds`` (the planner refitted from the
+journal, as the explorer had it), with the targets, the location distributions' 2σ ellipses, the
+recommendation and the keep-out zones, and the readings per measurement.
+
+The search bounds, method, execution noise and reading type come from the journal's header (the explorer
+records its parameters there); a run folder's ``parameters.json`` is not needed. The unit of the readings follows
+the reading type (°C, Pa, lx, relative humidity 0-1; "sensor units" for ``std_msgs/Float64``).
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ['summarize_run', 'plot_field_run', 'run_search_bounds', 'READING_UNITS']
+
+#: reading_type -> unit of the readings (sensor_msgs definitions)
+READING_UNITS = {'temperature': '°C', 'fluid_pressure': 'Pa', 'illuminance': 'lx',
+                 'relative_humidity': 'relative humidity, 0-1', 'float64': 'sensor units'}
+
+
+def run_search_bounds(header: dict[str, Any]) -> list[float] | None:
+    """``[xmin, xmax, ymin, ymax]`` m of a journal header: the explorer's ``search_bounds`` parameter, else the
+    planner's ``bounds`` (``[[xmin, ymin], [xmax, ymax]]``); None when neither is recorded."""
+    params = header.get('parameters') or {}
+    b = params.get('search_bounds')
+    if isinstance(b, (list, tuple)) and len(b) == 4:
+        return [float(v) for v in b]
+    b = header.get('bounds')
+    if isinstance(b, (list, tuple)) and len(b) == 2 and all(len(r) == 2 for r in b):
+        return [float(b[0][0]), float(b[1][0]), float(b[0][1]), float(b[1][1])]
+    return None
+
+
+def _result(run_dir: Path) -> dict[str, Any]:
+    try:
+        result = json.loads((run_dir / 'explorer_result.json').read_text())
+    except (OSError, ValueError):
+        return {}
+    return result if isinstance(result, dict) else {}
+
+
+def summarize_run(run_dir: str | Path) -> dict[str, Any]:
+    """Summary of a run without ground truth, written to ``run_dir/summary.json`` (module docstring).
+
+    Returns:
+        The summary: ``ground_truth`` None and no regret keys; ``search_bounds`` (m), ``reading_unit``,
+        ``recommended_target`` and ``predicted_robust_value`` (the last recommendation the explorer journaled),
+        ``readings`` (min, max, mean), ``per_measurement`` rows, ``distance_driven_m``, ``mission_time_s``,
+        ``targets_skipped``, ``keep_out_zones``, ``decision_seconds``, ``stopped_because``.
+
+    Raises:
+        uncertain_bo.journal.JournalError: no journal in ``run_dir``, or a damaged one.
+    """
+    from .journal import Journal, location_from_record
+
+    run_dir = Path(run_dir)
+    journal = Journal(run_dir / 'journal.jsonl', read_only=True)   # never touches a running mission's file
+    header, obs = journal.header, journal.observations
+    params = header.get('parameters') or {}
+    recs = {r['index']: r for r in journal.records if r.get('type') == 'recommendation'}
+    zones = [r for r in journal.records if r.get('type') == 'keep_out']
+    per = []
+    for r in obs:
+        row = {'index': r['index'], 'target': r['target'], 'y': r['y'],
+               'location_mean': location_from_record(r['location']).mean[0].tolist(),
+               'distance_driven_m': r.get('distance_driven_m'), 'mission_time_s': r.get('mission_time_s'),
+               'goal_timed_out': bool(r.get('goal_timed_out', False))}
+        if r['index'] in recs:
+            row.update(recommendation=recs[r['index']]['target'], predicted_robust_value=recs[r['index']]['mean'])
+        per.append(row)
+    ys = [r['y'] for r in obs]
+    last = recs[max(recs)] if recs else None
+    result = _result(run_dir)
+    reading_type = params.get('reading_type')
+    summary = {
+        'ground_truth': None,
+        'measurements': len(obs),
+        'method': header.get('method'),
+        'search_bounds': run_search_bounds(header),
+        'reading_type': reading_type,
+        'reading_unit': READING_UNITS.get(reading_type, 'sensor units'),
+        'recommended_target': last['target'] if last else None,
+        'predicted_robust_value': last['mean'] if last else None,
+        'predicted_std': last['std'] if last else None,
+        'readings': ({'min': min(ys), 'max': max(ys), 'mean': float(np.mean(ys))} if ys else None),
+        'distance_driven_m': per[-1]['distance_driven_m'] if per else None,
+        'mission_time_s': per[-1]['mission_time_s'] if per else None,
+        'targets_skipped': len(zones),
+        'keep_out_zones': [{k: z.get(k) for k in ('index', 'centre', 'radius', 'reason')} for z in zones],
+        'decision_seconds': [d['seconds'] for d in journal.records if d.get('type') == 'decision'],
+        'stopped_because': result.get('stopped_because'),
+        'execution_noise_model': result.get('execution_noise'),
+        'per_measurement': per,
+    }
+    (run_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def plot_field_run(run_dir: str | Path, grid_points: int = 60) -> Path:
+    """Draw a run without ground truth into ``run_dir/run.png``: GP mean and std of the robust objective over the
+    run's search bounds, with targets, 2σ location ellipses, recommendation and keep-out zones; readings per
+    measurement.
+
+    Raises:
+        uncertain_bo.journal.JournalError: no journal in ``run_dir``, or a damaged one.
+        ValueError: the journal records no search bounds.
+    """
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    import torch
+    from matplotlib.patches import Circle, Ellipse
+
+    from .distributions import DTYPE, GaussianExecutionNoise
+    from .journal import Journal, location_from_record
+    from .planner import Planner
+
+    run_dir = Path(run_dir)
+    journal = Journal(run_dir / 'journal.jsonl', read_only=True)
+    header = journal.header
+    bounds = run_search_bounds(header)
+    if bounds is None:
+        raise ValueError(f'{run_dir / "journal.jsonl"} records no search bounds: cannot draw the run')
+    xmin, xmax, ymin, ymax = bounds
+    params = header.get('parameters') or {}
+    std = params.get('execution_noise_std') or [0.75, 0.75]
+    unit = READING_UNITS.get(params.get('reading_type'), 'sensor units')
+    obs = journal.observations
+    summary_path = run_dir / 'summary.json'
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    targets = np.array([r['target'] for r in obs]) if obs else np.zeros((0, 2))
+    locs = [location_from_record(r['location']) for r in obs]
+
+    fig, axes = plt.subplots(1, 3, figsize=(17, 5.6), gridspec_kw={'width_ratios': [1, 1, 0.8]})
+    extent = (xmin, xmax, ymin, ymax)
+    if len(obs) >= 2:
+        planner = Planner(torch.tensor([[xmin, ymin], [xmax, ymax]], dtype=DTYPE),
+                          GaussianExecutionNoise.isotropic([float(s) for s in std]),
+                          method=header.get('method', 'ugp_ucb'), journal=None)
+        for r, loc in zip(obs, locs):
+            planner.observe(torch.tensor(r['target'], dtype=DTYPE), loc, float(r['y']),
+                            float(r.get('reading_variance', 0.0) or 0.0))
+        gx, gy = np.linspace(xmin, xmax, grid_points), np.linspace(ymin, ymax, grid_points)
+        pts = np.stack(np.meshgrid(gx, gy), -1).reshape(-1, 2)
+        mean, sd = planner.predict(torch.as_tensor(pts, dtype=DTYPE))
+        panels = ((axes[0], mean, f'GP mean of E[f(x̃)] ({unit})'), (axes[1], sd, f'GP std ({unit})'))
+        for ax, values, label in panels:
+            im = ax.imshow(values.detach().numpy().reshape(grid_points, grid_points), origin='lower',
+                           extent=extent, cmap='viridis' if ax is axes[0] else 'magma', aspect='equal')
+            fig.colorbar(im, ax=ax, shrink=0.8, label=label)
+    for ax in axes[:2]:
+        if len(targets):
+            ax.scatter(targets[:, 0], targets[:, 1], marker='x', color='crimson', s=25, label='targets', zorder=4)
+        for z in summary.get('keep_out_zones') or []:
+            ax.add_patch(Circle(z['centre'], z['radius'], fill=False, color='orange', lw=1.2, ls='--'))
+        if summary.get('keep_out_zones'):
+            ax.plot([], [], color='orange', ls='--', label='keep-out (not measurable)')
+        ax.set(xlim=(xmin, xmax), ylim=(ymin, ymax), xlabel='x (m)', ylabel='y (m)')
+    for loc in locs:
+        mean_xy, cov = loc.mean[0].numpy(), loc.covariance[0].numpy()
+        evals, evecs = np.linalg.eigh(cov)
+        angle = math.degrees(math.atan2(evecs[1, 1], evecs[0, 1]))
+        w, h = 2 * 2 * np.sqrt(np.maximum(evals[::-1], 0))
+        axes[0].add_patch(Ellipse(mean_xy, w, h, angle=angle, fill=False, color='white', lw=0.8))
+    if locs:
+        axes[0].plot([], [], color='white', lw=0.8, label='location 2σ')
+    rec = summary.get('recommended_target')
+    if rec:
+        axes[0].scatter([rec[0]], [rec[1]], marker='*', s=260, color='gold', edgecolor='k',
+                        label='recommendation', zorder=5)
+    axes[0].set_title('GP posterior mean (robust objective), search bounds')
+    axes[1].set_title('GP posterior std')
+    axes[0].legend(loc='upper center', bbox_to_anchor=(0.5, -0.13), ncol=3, fontsize=7, frameon=False)
+    ax = axes[2]
+    if obs:
+        ax.plot([r['index'] + 1 for r in obs], [r['y'] for r in obs], 'o-', ms=3, label='reading')
+        ax.set(xlabel='measurement', ylabel=f'reading ({unit})', title='readings (no ground truth: no regret)')
+        ax.grid(alpha=0.3)
+    fig.suptitle(f'{header.get("method", "")} run without ground truth: {len(obs)} measurements', fontsize=10)
+    fig.tight_layout()
+    out = run_dir / 'run.png'
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out

@@ -1,0 +1,135 @@
+"""Named real fields defined by the shipped suites (``uncertain_bo/data/suites/*.yaml``).
+
+Each suite entry says where a field's values come from and how they are mapped onto the rover's area;
+:func:`catalogue_field` builds it as a :class:`~uncertain_bo.sim.field.Field`, so that
+``Field.load('terrain-ridges')`` (``--field terrain-ridges``, ``sim_rover.field``) works like a built-in
+name. Source kinds:
+
+``dem_window``
+    A window of the USGS elevation grid shipped with matplotlib (``jacksboro_fault_dem.npz``, public
+    domain): ``rows`` and ``cols`` (inclusive node indices, row 0 = south edge, column 0 = west edge).
+``npz``
+    A grid vendored under ``uncertain_bo/data/fields`` (array ``key``; its own coordinates only say
+    which way is north and east).
+``points``
+    A point survey vendored as CSV (``# comment`` lines, one header row, then ``x, y, value``): the points'
+    bounding box is mapped onto the area (x and y scaled separately) and the field is the posterior mean
+    of a GP fitted to the points (BoTorch ``SingleTaskGP``, Matérn-5/2 ARD, maximum marginal likelihood),
+    the same interpolation as :meth:`Field.from_csv`.
+
+Every grid is mapped as a whole onto the extent (default 200 m x 200 m) and then resampled by exact
+bilinear interpolation onto a grid with node spacing at most :data:`MAX_SPACING` metres, so that the robust
+objective :meth:`Field.convolved` is accurate for sub-metre execution noise (as ``jacksboro-smooth``).
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any, Sequence
+
+import numpy as np
+
+from .field import DEFAULT_EXTENT, Field, FieldError, _check_extent, _gp_posterior_mean
+
+__all__ = ['catalogue', 'catalogue_field', 'suite_of', 'MAX_SPACING']
+
+#: largest node spacing (m) of a catalogue field after resampling
+MAX_SPACING = 1.0
+
+
+@lru_cache(maxsize=None)
+def _suite_fields() -> dict[str, tuple[str, dict[str, Any]]]:
+    import yaml
+
+    from ..data import DATA_DIR
+
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    for path in sorted((DATA_DIR / 'suites').glob('*.yaml')):
+        spec = yaml.safe_load(path.read_text()) or {}
+        for name, entry in (spec.get('fields') or {}).items():
+            if name in out:
+                raise FieldError(f'field {name!r} is defined in both suites {out[name][0]!r} and {path.stem!r}')
+            out[name] = (path.stem, dict(entry))
+    return out
+
+
+def catalogue() -> dict[str, dict[str, Any]]:
+    """``{field name: its suite entry}`` over every shipped suite (a copy)."""
+    return {name: dict(entry) for name, (_, entry) in _suite_fields().items()}
+
+
+def suite_of(name: str) -> str | None:
+    """The name of the suite that defines field ``name`` (None: not a suite field)."""
+    entry = _suite_fields().get(str(name).strip().lower())
+    return entry[0] if entry else None
+
+
+def catalogue_field(name: str, extent: Sequence[float] = DEFAULT_EXTENT) -> Field:
+    """Build a suite field by name, mapped onto ``extent`` (metres).
+
+    Raises:
+        FieldError: an unknown name (``KeyError`` is not raised) or a malformed entry.
+    """
+    key = str(name).strip().lower()
+    fields = _suite_fields()
+    if key not in fields:
+        raise FieldError(f'unknown suite field {name!r}; known: {", ".join(sorted(fields))}')
+    ext = _check_extent(extent, f'field {key!r}')
+    return _build(key, ext)
+
+
+@lru_cache(maxsize=32)
+def _build(name: str, extent: tuple[float, float, float, float]) -> Field:
+    from ..data import data_path
+
+    suite, entry = _suite_fields()[name]
+    src = dict(entry.get('source') or {})
+    kind = src.get('kind')
+    if kind == 'dem_window':
+        from matplotlib import cbook
+
+        (r0, r1), (c0, c1) = src['rows'], src['cols']
+        whole = Field.from_npz(cbook.get_sample_data('jacksboro_fault_dem.npz', asfileobj=False),
+                               extent=DEFAULT_EXTENT, key='elevation')
+        z = whole.grid()[2][int(r0):int(r1) + 1, int(c0):int(c1) + 1]
+        field = Field(z, extent, name=name)
+    elif kind == 'npz':
+        field = Field.from_npz(data_path('fields', src['file']), extent=extent, key=src.get('key'))
+    elif kind == 'points':
+        field = _points_field(data_path('fields', src['file']), extent, float(src.get('resolution', 2.0)))
+    else:
+        raise FieldError(f"suite {suite!r}, field {name!r}: unknown source kind {kind!r} "
+                         "(use dem_window, npz or points)")
+    field = _refined(field)
+    field.name = name
+    return field
+
+
+def _points_field(path, extent: tuple[float, float, float, float], resolution: float) -> Field:
+    """GP posterior mean of a vendored point survey, its bounding box mapped onto ``extent``."""
+    rows = [line for line in path.read_text().splitlines() if line.strip() and not line.startswith('#')]
+    pts = np.array([[float(v) for v in line.split(',')] for line in rows[1:]])
+    if pts.ndim != 2 or pts.shape[1] != 3 or len(pts) < 3:
+        raise FieldError(f'{path}: expected a header and at least 3 rows x,y,value')
+    xmin, xmax, ymin, ymax = extent
+    lo, hi = pts[:, :2].min(0), pts[:, :2].max(0)
+    xy = np.column_stack([xmin + (pts[:, 0] - lo[0]) / (hi[0] - lo[0]) * (xmax - xmin),
+                          ymin + (pts[:, 1] - lo[1]) / (hi[1] - lo[1]) * (ymax - ymin)])
+    nx = max(2, int(round((xmax - xmin) / resolution)) + 1)
+    ny = max(2, int(round((ymax - ymin) / resolution)) + 1)
+    return Field(_gp_posterior_mean(xy, pts[:, 2], extent=extent, shape=(ny, nx)), extent, name=path.stem)
+
+
+def _refined(field: Field, max_spacing: float = MAX_SPACING) -> Field:
+    """``field`` resampled by bilinear interpolation (exact: :meth:`Field.value` is unchanged) onto a grid
+    with node spacing at most ``max_spacing`` metres."""
+    dx, dy = field.spacing
+    k = max(1, math.ceil(max(dx, dy) / max_spacing))
+    if k == 1:
+        return field
+    xs, ys, _ = field.grid()
+    fx = np.linspace(xs[0], xs[-1], (len(xs) - 1) * k + 1)
+    fy = np.linspace(ys[0], ys[-1], (len(ys) - 1) * k + 1)
+    gx, gy = np.meshgrid(fx, fy)
+    fine = field.value(np.column_stack([gx.ravel(), gy.ravel()])).reshape(gx.shape)
+    return Field(fine, field.bounds, name=field.name)
