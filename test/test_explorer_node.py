@@ -72,6 +72,8 @@ def wall_clock_run(context, tmp_path):
 
 
 def test_pose_and_reading_in_goal_out(context, tmp_path):
+    # at_target runs on every spin: ~1.7k poses and readings a second flood the executor thread while the
+    # decider fits; with Python's default 5 ms GIL switch interval the next goal took over 20 s (the node lowers it)
     with wall_clock_run(context, tmp_path) as (node, probe, ex):
         assert spin_until(ex, lambda: bool(probe.goals and probe.plans),
                           every=lambda: probe.publish_pose([10.0, 10.0]))

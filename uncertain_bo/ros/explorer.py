@@ -28,8 +28,11 @@ in-process mission), run-time parameter changes go to :meth:`~uncertain_bo.explo
 and the run folder's files (``journal.jsonl``, ``explorer_result.json``) are written by the library.
 Decisions run on a worker thread (``decide_in_background``), so ``/diagnostics``, markers and the
 subscriptions keep going while the planner thinks; a busy executor would otherwise let the node clock jump
-ahead of queued poses (they then look stale). Poses are subscribed best effort (compatible with reliable
-and best-effort publishers, e.g. Gazebo bridges); particle clouds are read from the serialised message
+ahead of queued poses (they then look stale). The worker's torch calls release the GIL and must win it back
+from the executor thread; under a flood of messages (thousands a second) Python's default 5 ms switch
+interval starved it (a 0.06 s fit took over 20 s; 1 ms still did), so the node lowers the interpreter's switch
+interval to ``DECIDER_SWITCH_INTERVAL`` (0.2 ms: 0.6 s) for its process. Poses are subscribed best effort (compatible
+with reliable and best-effort publishers, e.g. Gazebo bridges); particle clouds are read from the serialised message
 with NumPy and subsampled to ``cloud_receive_limit`` particles on receipt.
 The explorer needs a **map-frame** estimate with absolute corrections (robot_localization with GNSS,
 AMCL): an odom-frame covariance grows without bound and would make every location distribution
@@ -44,6 +47,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -71,6 +75,8 @@ from .operator_view import (ELLIPSE_SIGMA, MarkerScene, clean_stamp, make_diagno
                             make_occupancy_grid)
 from .params import declare_parameters
 from .spin import request_exit, run_node
+
+DECIDER_SWITCH_INTERVAL = 0.0002  # s: the interpreter's GIL switch interval with a background decider
 
 __all__ = ['ExplorerNode', 'EXPLORER_NODE_PARAMS', 'POSE_SOURCES', 'pose_estimate_from_msg', 'main']
 
@@ -200,6 +206,10 @@ class ExplorerNode(Node):
         planner = planner_from_parameters(
             self.p, journal=self.run_dir / 'journal.jsonl',
             metadata={'node': self.get_fully_qualified_name(), 'parameters': self.p})
+        if self.p['decide_in_background']:
+            # convoy effect: each GIL-releasing torch call of the decider waits a full switch interval to resume
+            # while the executor thread runs message callbacks; shorter intervals keep decisions near their cost
+            sys.setswitchinterval(min(sys.getswitchinterval(), DECIDER_SWITCH_INTERVAL))
         self._decider = (ThreadPoolExecutor(max_workers=1, thread_name_prefix='explorer-decide')
                          if self.p['decide_in_background'] else None)
         self.explorer = Explorer(planner, self, self.p, decider=self._decider,
