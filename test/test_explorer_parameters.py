@@ -24,3 +24,32 @@ def test_explorer_node_parameters_valid():
     assert set(checked) >= {p.name for p in EXPLORER_NODE_PARAMS}
     for p in EXPLORER_NODE_PARAMS:
         assert checked[p.name] == p.check(p.default), f'explorer.{p.name}: yaml differs from the spec default'
+
+
+def test_run_time_execution_noise_std_is_the_learned_models_new_prior():
+    """With learn_execution_noise on, an operator's execution_noise_std change used to be overwritten by the old
+    prior at the next reached goal. Oracle: the shrinkage estimate (nu0 Sigma0 + sum(e e^T + Sigma^L)) / (nu0 + n)
+    computed by hand with the NEW prior, over the goals reached before and after the change."""
+    import numpy as np
+    import torch
+    from uncertain_bo.distributions import Gaussian
+    from uncertain_bo.explorer.parameters import planner_from_parameters, update_planner
+    from uncertain_bo.parameters import defaults
+    params = {**defaults(EXPLORER_PARAMS), 'search_bounds': [0.0, 20.0, 0.0, 20.0], 'learn_execution_noise': True,
+              'execution_noise_prior_weight': 4.0, 'execution_noise_std': [0.75, 0.75]}
+    planner = planner_from_parameters(params)
+    cov_l = np.diag([0.04, 0.09])
+    errors = [np.array([0.5, -0.3]), np.array([-0.2, 0.8]), np.array([0.1, 0.1])]
+
+    def reach(i, e):
+        target = np.array([5.0 + 3 * i, 6.0])
+        planner.observe(torch.tensor(target), Gaussian(torch.tensor((target + e)[None]), torch.tensor(cov_l)), 1.0 + i)
+    reach(0, errors[0])
+    changed = {'execution_noise_std': [2.0, 1.0]}
+    params.update(changed)
+    update_planner(planner, params, changed)
+    for i, e in enumerate(errors[1:], start=1):
+        reach(i, e)
+    evidence = sum(np.outer(e, e) + cov_l for e in errors)   # closed loop: + Sigma^L
+    expected = (4.0 * np.diag([4.0, 1.0]) + evidence) / (4.0 + len(errors))
+    assert np.allclose(planner.execution_noise.covariance.numpy(), expected, atol=1e-12)

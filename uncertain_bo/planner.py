@@ -337,6 +337,35 @@ class Planner:
         self.beta = beta
         self._beta = make_beta(beta)
 
+    def set_execution_noise(self, execution_noise: ExecutionNoise) -> None:
+        """Change the execution-noise model :math:`\\hat P_{\\mathbf x}` from the next decision on (an operator's
+        run-time ``execution_noise_std``).
+
+        When the execution noise is learned (``execution_noise_prior_weight`` set), ``execution_noise`` becomes
+        the new prior :math:`\\Sigma_0` of :meth:`learned_execution_covariance`: the evidence of the goals reached
+        so far is kept and combined with it at once (before, the next reached goal silently put the old prior
+        back).
+
+        Raises:
+            ValueError: learning is on and ``execution_noise`` is not a :class:`GaussianExecutionNoise` of the
+                planner's dimension.
+        """
+        if self._execution_prior is None:
+            self.execution_noise = execution_noise
+            return
+        if (not isinstance(execution_noise, GaussianExecutionNoise)
+                or execution_noise.covariance.shape != self._execution_prior.shape):
+            raise ValueError('learning the execution noise needs a GaussianExecutionNoise prior of shape '
+                             f'{tuple(self._execution_prior.shape)}, got {execution_noise!r}')
+        self._execution_prior = execution_noise.covariance.clone().to(self._execution_prior)
+        self._execution_prior_noise = execution_noise
+        self.execution_noise = self._learned_execution_noise()
+
+    def _learned_execution_noise(self) -> GaussianExecutionNoise:
+        prior = self._execution_prior_noise
+        return GaussianExecutionNoise(self.learned_execution_covariance(),
+                                      n_samples=None if prior.closed_form else prior.n_samples, seed=prior.seed)
+
     def set_bounds(self, bounds: Tensor) -> None:
         """Change the search box from the next decision on (e.g. an operator narrows the area).
 
@@ -675,10 +704,7 @@ class Planner:
             sign = EXECUTION_FEEDBACK[self.execution_feedback]
             self._execution_sum += torch.outer(e, e) + sign * location.covariance[0].to(self._execution_sum)
             self._execution_n += 1
-            prior = self._execution_prior_noise
-            self.execution_noise = GaussianExecutionNoise(
-                self.learned_execution_covariance(), n_samples=None if prior.closed_form else prior.n_samples,
-                seed=prior.seed)
+            self.execution_noise = self._learned_execution_noise()
         self._targets = torch.cat([self._targets, target.reshape(1, -1)])
         self._inputs.append(location)
         self._y.append(y)

@@ -40,8 +40,8 @@ EXPLORER_PARAMS = [
           'kernels (airbo, airbo_empirical, ugp_kme) get empirical location distributions from a particle cloud',
           choices=tuple(sorted(METHODS)), read_only=True),
     Param('execution_noise_std', [0.75, 0.75],
-          'std of the execution-noise model P̂_x = N(x, diag(std²)) along x and y, m', range=(0.0, 1000.0),
-          length=2),
+          'std of the execution-noise model P̂_x = N(x, diag(std²)) along x and y, m (with '
+          'learn_execution_noise: the learned model\'s prior)', range=(0.0, 1000.0), length=2),
     Param('beta', 3.0, 'UCB exploration weight β (μ + β σ), dimensionless', range=(0.0, 100.0)),
     Param('recommendation', 'highest_reading', 'where the robust peak is reported: ' + '; '.join(
           f'{k}: {v}' for k, v in RECOMMENDATION_RULES.items()), choices=tuple(RECOMMENDATION_RULES),
@@ -233,7 +233,7 @@ def update_planner(planner: Planner, params: Mapping[str, Any], changed: Mapping
     if 'num_restarts' in changed or 'raw_samples' in changed:
         planner.optimizer = _optimizer(params)
     if 'execution_noise_std' in changed:
-        planner.execution_noise = _execution_noise(params)
+        planner.set_execution_noise(_execution_noise(params))  # with learning on: the new prior
     if 'search_bounds' in changed:
         planner.set_bounds(_bounds(params))
     return [k for k in PLANNER_SETTINGS if k in changed]
