@@ -77,7 +77,7 @@ def test_en_route_readings_are_spaced_paired_by_stamp_and_do_not_count_as_measur
         assert rec['location']['covariance'] == [[0.25, 0.0], [0.0, 0.25]]
         assert rec['y'] == pytest.approx(field(where))
     # no target, so they do not feed the learned execution noise: two reached goals only
-    assert planner._execution_n == 2
+    assert planner.execution_estimator.n == 2
     result = ex.result(planner.recommend())
     assert result['measurements'] == 2 and result['en_route_readings'] == planner.n_en_route
 
@@ -143,7 +143,7 @@ def test_a_resumed_run_keeps_its_en_route_readings(tmp_path):
     assert again.n == before.n and again.n_en_route == before.n_en_route
     assert torch.equal(again.en_route_y, before.en_route_y)
     assert torch.allclose(again.en_route_locations.mean, before.en_route_locations.mean)
-    assert again._execution_n == before._execution_n
+    assert again.execution_estimator.n == before.execution_estimator.n
     again._update_model(refit=False)                  # the replayed readings go into the GP, in the same order
     assert again.model.n == before.model.n == before.n + before.n_en_route
     assert torch.equal(again.model.train_y, before.model.train_y)

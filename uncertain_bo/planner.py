@@ -47,21 +47,17 @@ from torch import Tensor
 
 from .acquisition import DecisionContext, Method, Recommendation, get_method, make_beta
 from .acquisition.recommendation import area_mean_recommendation
-from .distributions import (DTYPE, Dirac, ExecutionNoise, Gaussian, GaussianExecutionNoise, LocationDistributions,
+from .distributions import (DTYPE, Dirac, ExecutionNoise, Gaussian, LocationDistributions,
                             check_covariance, cat)
+from .execution_noise_estimator import EXECUTION_FEEDBACK, ExecutionNoiseEstimator
 from .journal import Journal, location_to_record, replay
 from .keep_out import KeepOut, KeepOutZone, NoAdmissibleTargetError
 from .kernels import SampleDistributionKernel
-from .linalg import psd_sqrt
 from .models import DistributionGP
 from .optim import OptimizerSettings
 
 __all__ = ['Planner', 'Decision', 'Recommendation', 'InvalidObservationError', 'NoAdmissibleTargetError',
            'RECOMMENDATION_RULES', 'EXECUTION_FEEDBACK']
-
-#: execution models of the learned execution noise (:meth:`Planner.learned_execution_covariance`): the sign
-#: with which the localisation covariance :math:`\Sigma^L` of an arrival enters the moment estimate
-EXECUTION_FEEDBACK = {'closed_loop': 1.0, 'open_loop': -1.0}
 
 #: recommendation rules (:meth:`Planner.recommend`): what each returns
 RECOMMENDATION_RULES = {
@@ -202,21 +198,13 @@ class Planner:
                 raise ValueError(f'{name} must be an integer >= 0, got {value!r}')
         if not self.travel_weight >= 0:
             raise ValueError(f'travel_weight must be >= 0, got {self.travel_weight}')
-        self._execution_prior = None
         if self.execution_feedback not in EXECUTION_FEEDBACK:
             raise ValueError(f'execution_feedback must be one of {", ".join(EXECUTION_FEEDBACK)}, '
                              f'got {self.execution_feedback!r}')
-        if self.execution_noise_prior_weight is not None:
-            if (not isinstance(self.execution_noise, GaussianExecutionNoise)
-                    or not self.execution_noise_prior_weight >= 0):
-                raise ValueError('learning the execution noise needs a GaussianExecutionNoise prior and '
-                                 f'execution_noise_prior_weight >= 0, got {self.execution_noise!r}, '
-                                 f'{self.execution_noise_prior_weight!r}')
-            cov = self.execution_noise.covariance
-            self._execution_prior = cov.clone()
-            self._execution_prior_noise = self.execution_noise
-            self._execution_sum = torch.zeros_like(cov)   # sum of e eᵀ ± Σ^L over reached goals
-            self._execution_n = 0
+        # the learned execution noise (execution_noise_estimator.py), None when it is fixed
+        self.execution_estimator: ExecutionNoiseEstimator | None = (
+            None if self.execution_noise_prior_weight is None else
+            ExecutionNoiseEstimator(self.execution_noise, self.execution_noise_prior_weight, self.execution_feedback))
         if self.recommendation not in RECOMMENDATION_RULES:
             raise ValueError(f'recommendation must be one of {", ".join(RECOMMENDATION_RULES)}, '
                              f'got {self.recommendation!r}')
@@ -350,21 +338,11 @@ class Planner:
             ValueError: learning is on and ``execution_noise`` is not a :class:`GaussianExecutionNoise` of the
                 planner's dimension.
         """
-        if self._execution_prior is None:
+        if self.execution_estimator is None:
             self.execution_noise = execution_noise
             return
-        if (not isinstance(execution_noise, GaussianExecutionNoise)
-                or execution_noise.covariance.shape != self._execution_prior.shape):
-            raise ValueError('learning the execution noise needs a GaussianExecutionNoise prior of shape '
-                             f'{tuple(self._execution_prior.shape)}, got {execution_noise!r}')
-        self._execution_prior = execution_noise.covariance.clone().to(self._execution_prior)
-        self._execution_prior_noise = execution_noise
-        self.execution_noise = self._learned_execution_noise()
-
-    def _learned_execution_noise(self) -> GaussianExecutionNoise:
-        prior = self._execution_prior_noise
-        return GaussianExecutionNoise(self.learned_execution_covariance(),
-                                      n_samples=None if prior.closed_form else prior.n_samples, seed=prior.seed)
+        self.execution_estimator.set_prior(execution_noise)
+        self.execution_noise = self.execution_estimator.noise()
 
     def set_bounds(self, bounds: Tensor) -> None:
         """Change the search box from the next decision on (e.g. an operator narrows the area).
@@ -525,52 +503,10 @@ class Planner:
         return self.bounds.mean(0) if self.start is None else self.start.to(self.bounds)
 
     def learned_execution_covariance(self) -> Tensor | None:
-        r"""The learned execution-noise covariance :math:`\hat\Sigma` (``(d, d)``, m²), or None when it is fixed.
-
-        Each measurement whose goal was reached gives a commanded target :math:`\mathbf x_i`, the mean
-        :math:`\hat{\mathbf x}_i` of its location distribution and that distribution's covariance
-        :math:`\Sigma^L_i`; write :math:`\mathbf e_i = \hat{\mathbf x}_i - \mathbf x_i` and let
-        :math:`\tilde{\mathbf x}_i` be the true executed position, :math:`\boldsymbol\eta_i = \hat{\mathbf x}_i
-        - \tilde{\mathbf x}_i \sim \mathcal N(0, \Sigma^L_i)` the estimate's error. The execution noise is
-        :math:`\boldsymbol\xi_i = \tilde{\mathbf x}_i - \mathbf x_i = \mathbf e_i - \boldsymbol\eta_i`, and
-        how :math:`\mathbf e_i` and :math:`\boldsymbol\eta_i` relate depends on :attr:`execution_feedback`:
-
-        - ``'closed_loop'``: the controller steers on the estimate and stops when :math:`\hat{\mathbf x}_i`
-          reaches the target up to its tolerance, so the residual :math:`\mathbf e_i` is independent of
-          :math:`\boldsymbol\eta_i` and :math:`\operatorname{Cov}\boldsymbol\xi_i = \mathbb E[\mathbf e_i
-          \mathbf e_i^\top] + \Sigma^L_i`;
-        - ``'open_loop'``: the target is executed blind, :math:`\tilde{\mathbf x}_i = \mathbf x_i +
-          \boldsymbol\xi_i`, and localised afterwards, :math:`\hat{\mathbf x}_i = \tilde{\mathbf x}_i +
-          \boldsymbol\eta_i` with :math:`\boldsymbol\eta_i` independent of :math:`\boldsymbol\xi_i`, so
-          :math:`\mathbb E[\mathbf e_i \mathbf e_i^\top] = \operatorname{Cov}\boldsymbol\xi_i + \Sigma^L_i`
-          and :math:`\operatorname{Cov}\boldsymbol\xi_i = \mathbb E[\mathbf e_i \mathbf e_i^\top] -
-          \Sigma^L_i` (the synthetic worlds of Oliveira et al. 2019, §6.1).
-
-        With :math:`s = +1` (closed loop) or :math:`-1` (open loop), the moment estimate over the :math:`n`
-        reached goals, shrunk towards the prior :math:`\Sigma_0` (``execution_noise`` at construction) worth
-        :math:`\nu_0` pseudo-observations (``execution_noise_prior_weight``; the form of an
-        inverse-Wishart posterior mean), is
-
-        .. math::
-            \hat\Sigma = \Pi_{\succeq 0}\!\left(\frac{\nu_0 \Sigma_0 + \sum_i (\mathbf e_i \mathbf e_i^\top
-            + s\,\Sigma^L_i)}{\nu_0 + n}\right),
-
-        where :math:`\Pi_{\succeq 0}` is the nearest PSD matrix in the Frobenius norm (negative eigenvalues set to
-        zero, :func:`~uncertain_bo.linalg.psd_sqrt`): the open-loop difference can be indefinite when few
-        arrivals are averaged or the localisation covariance is overstated. Each form is unbiased (for
-        :math:`\nu_0 = 0`, before the projection) only under its own execution model; the other is off by
-        :math:`2\,\overline{\Sigma^L}`. The uGP-UCB paper (Oliveira et al. 2019, §7) names learning
-        :math:`\hat P_{\mathbf x}` online as future work.
-        """
-        if self._execution_prior is None:
-            return None
-        nu0, n = float(self.execution_noise_prior_weight), self._execution_n
-        if nu0 + n == 0:
-            return self._execution_prior.clone()
-        cov = (nu0 * self._execution_prior + self._execution_sum) / (nu0 + n)
-        root = psd_sqrt(0.5 * (cov + cov.T))
-        cov = root @ root.T
-        return 0.5 * (cov + cov.T)
+        """The learned execution-noise covariance :math:`\\hat\\Sigma` (``(d, d)``, m²; derived in
+        :meth:`~uncertain_bo.execution_noise_estimator.ExecutionNoiseEstimator.covariance`), or None when it is
+        fixed."""
+        return None if self.execution_estimator is None else self.execution_estimator.covariance()
 
     def observe(self, target: Tensor | None, location: LocationDistributions, y: float,
                 reading_variance: float = 0.0, **meta: Any) -> int:
@@ -699,12 +635,9 @@ class Planner:
             self._en_route.append((location, y, reading_variance))
             return
         self._pending_stops += 1
-        if self._execution_prior is not None and reached:
-            e = (location.mean[0] - target).to(self._execution_sum)
-            sign = EXECUTION_FEEDBACK[self.execution_feedback]
-            self._execution_sum += torch.outer(e, e) + sign * location.covariance[0].to(self._execution_sum)
-            self._execution_n += 1
-            self.execution_noise = self._learned_execution_noise()
+        if self.execution_estimator is not None and reached:
+            self.execution_estimator.add(target, location)
+            self.execution_noise = self.execution_estimator.noise()
         self._targets = torch.cat([self._targets, target.reshape(1, -1)])
         self._inputs.append(location)
         self._y.append(y)
