@@ -46,32 +46,22 @@ import torch
 from torch import Tensor
 
 from .acquisition import DecisionContext, Method, Recommendation, get_method, make_beta
-from .acquisition.recommendation import area_mean_recommendation
-from .distributions import (DTYPE, Dirac, ExecutionNoise, Gaussian, LocationDistributions,
-                            check_covariance, cat)
+from .acquisition.recommendation import RECOMMENDATION_RULES, rule_recommendation
+from .distributions import DTYPE, Dirac, ExecutionNoise, LocationDistributions
 from .execution_noise_estimator import EXECUTION_FEEDBACK, ExecutionNoiseEstimator
 from .journal import Journal, location_to_record, replay
 from .keep_out import KeepOut, KeepOutZone, NoAdmissibleTargetError
+from .initial_design import initial_design
 from .kernels import SampleDistributionKernel
+from .model_schedule import ModelSchedule
 from .models import DistributionGP
+from .observation_log import InvalidObservationError, ObservationLog
 from .optim import OptimizerSettings
 
 __all__ = ['Planner', 'Decision', 'Recommendation', 'InvalidObservationError', 'NoAdmissibleTargetError',
            'RECOMMENDATION_RULES', 'EXECUTION_FEEDBACK']
 
-#: recommendation rules (:meth:`Planner.recommend`): what each returns
-RECOMMENDATION_RULES = {
-    'past_mean': 'past target with the best posterior mean of its candidate distribution (paper Alg. 1)',
-    'past_lcb': 'past target with the best lower confidence bound mu - 2 sigma of its candidate distribution',
-    'area_mean': 'target anywhere in the bounds maximising the posterior mean of its candidate distribution',
-    'highest_reading': 'past target whose reading was highest (what a survey reports)',
-}
-
 log = logging.getLogger(__name__)
-
-
-class InvalidObservationError(ValueError):
-    """An observation was rejected (nothing was stored)."""
 
 
 @dataclass(frozen=True)
@@ -211,19 +201,10 @@ class Planner:
         self._method: Method = self._new_method()
         self._beta = make_beta(self.beta)
         self.model: DistributionGP = self._new_model()
-        self._targets = torch.zeros(0, self.dim, dtype=DTYPE)
-        self._inputs: list[LocationDistributions] = []
-        self._y: list[float] = []
-        self._noise: list[float] = []  # reported reading variances (field units², 0 = not reported)
-        # en-route readings (no target): location, reading, reported variance
-        self._en_route: list[tuple[LocationDistributions, float, float]] = []
-        # every observation in the order it reached the GP: (target or None, location, reading, variance)
-        self._rows: list[tuple[Tensor | None, LocationDistributions, float, float]] = []
-        self._pending: list[tuple[LocationDistributions, float, float]] = []  # observed, not yet in the GP
-        self._pending_stops = 0
-        self._since_fit = 0
-        self._fitted = False
-        self._fitted_on: int | None = None  # observations in the GP at its last hyperparameter fit
+        #: the run's measurements and en-route readings (observation_log.py)
+        self.observations = ObservationLog(self.dim)
+        #: when the GP takes new readings and refits (model_schedule.py)
+        self.schedule = ModelSchedule(self)
         self._fit_seconds_unbilled = 0.0  # fits made by recommend(), billed to the next decision
         self.decisions: list[Decision] = []
         self._queue: list[Tensor] = []  # targets of the current batch not handed out yet (suggest())
@@ -244,37 +225,37 @@ class Planner:
     @property
     def n(self) -> int:
         """Number of stored measurements (stops with a commanded target; en-route readings not included)."""
-        return len(self._y)
+        return self.observations.n
 
     @property
     def n_en_route(self) -> int:
         """Number of stored en-route readings (``observe(None, ...)``)."""
-        return len(self._en_route)
+        return self.observations.n_en_route
 
     @property
     def en_route_locations(self) -> LocationDistributions | None:
         """The en-route readings' location distributions as one batch (None if there are none)."""
-        return cat([r[0] for r in self._en_route]) if self._en_route else None
+        return self.observations.en_route_locations
 
     @property
     def en_route_y(self) -> Tensor:
         """``(n_en_route,)`` en-route readings (field units)."""
-        return torch.tensor([r[1] for r in self._en_route], dtype=DTYPE)
+        return self.observations.en_route_y
 
     @property
     def targets(self) -> Tensor:
         """``(n, d)`` past targets."""
-        return self._targets
+        return self.observations.targets
 
     @property
     def y(self) -> Tensor:
         """``(n,)`` past readings."""
-        return torch.tensor(self._y, dtype=DTYPE)
+        return self.observations.y
 
     @property
     def locations(self) -> LocationDistributions | None:
         """Past location distributions :math:`P^L_t` as one batch (None before any observation)."""
-        return cat(self._inputs) if self._inputs else None
+        return self.observations.locations
 
     @property
     def journal_file(self) -> Journal | None:
@@ -363,12 +344,8 @@ class Planner:
             log.info('search bounds changed: dropping %d queued targets of the current batch', len(self._queue))
         self._queue = []
         self.model = self._new_model()
-        self._pending = [(self._gp_input(t, loc), y, v) for t, loc, y, v in self._rows]
-        self._pending_stops = self.n
+        self.schedule.restart([(self._gp_input(t, loc), y, v) for t, loc, y, v in self.observations.rows], self.n)
         self._method = self._new_method()  # a survey re-plans in the new box
-        self._since_fit = 0
-        self._fitted = False
-        self._fitted_on = None
         self._design = self._initial_design()
         if self._journal is not None:
             self._journal.append({'type': 'bounds', 'bounds': bounds.tolist(), 'index': self.n,
@@ -492,14 +469,14 @@ class Planner:
     @property
     def fitted_on(self) -> int | None:
         """Number of observations the GP hyperparameters were last fitted on (None: never fitted)."""
-        return self._fitted_on
+        return self.schedule.fitted_on
 
     @property
     def position(self) -> Tensor:
         """``(d,)`` where the rover is believed to be: the mean of the latest location distribution, else the
         start, else the centre of the bounds."""
-        if self._inputs:
-            return self._inputs[-1].mean[0].to(self.bounds)
+        if self.n:
+            return self.observations.last_location_mean().to(self.bounds)
         return self.bounds.mean(0) if self.start is None else self.start.to(self.bounds)
 
     def learned_execution_covariance(self) -> Tensor | None:
@@ -577,24 +554,7 @@ class Planner:
             return own
         rule = rule or self.recommendation
         self._fit_seconds_unbilled += self._update_model()
-        if rule == 'area_mean':
-            return area_mean_recommendation(ctx)
-        with torch.no_grad():
-            mean, var = self.model.marginals(self.candidates(self._targets))
-        if rule == 'highest_reading':
-            i = int(torch.argmax(self.y))
-            if self._en_route and float(self.en_route_y.max()) > float(self.y[i]):
-                j = int(torch.argmax(self.en_route_y))
-                where = self._en_route[j][0].mean[0].to(self.bounds)
-                where = torch.minimum(torch.maximum(where, self.bounds[0]), self.bounds[1])
-                with torch.no_grad():
-                    m, v = self.model.marginals(self.candidates(where.reshape(1, -1)))
-                return Recommendation(where, float(m[0]), float(v[0].sqrt()), -1)
-        elif rule == 'past_lcb':
-            i = int(torch.argmax(mean - 2.0 * var.clamp_min(0).sqrt()))
-        else:
-            i = int(torch.argmax(mean))
-        return Recommendation(self._targets[i].clone(), float(mean[i]), float(var[i].sqrt()), i)
+        return rule_recommendation(self, ctx, rule)
 
     def predict(self, targets: Tensor) -> tuple[Tensor, Tensor]:
         """Posterior mean and standard deviation of the method's objective at ``targets`` ``(q, d)``."""
@@ -606,42 +566,17 @@ class Planner:
     # ----------------------------------------------------------- internals
     def _validate(self, target: Tensor | None, location: LocationDistributions, y: float,
                   reading_variance: float = 0.0) -> None:
-        def bad(msg: str) -> InvalidObservationError:
-            return InvalidObservationError(f'observation rejected, nothing stored: {msg}')
-
-        if target is not None and (target.numel() != self.dim or not torch.isfinite(target).all()):
-            raise bad(f'target must be {self.dim} finite numbers, got {target.tolist()}')
-        if not isinstance(y, (int, float)) or isinstance(y, bool) or not math.isfinite(y):
-            raise bad(f'reading must be a finite number, got {y!r}')
-        if (not isinstance(reading_variance, (int, float)) or isinstance(reading_variance, bool)
-                or not math.isfinite(reading_variance) or reading_variance < 0):
-            raise bad(f'reading variance must be a finite number >= 0, got {reading_variance!r}')
-        if not isinstance(location, LocationDistributions) or len(location) != 1:
-            raise bad('location must be a single LocationDistributions (batch of 1)')
-        if location.dim != self.dim:
-            raise bad(f'location is over R^{location.dim}, search space is R^{self.dim}')
-        if not torch.isfinite(location.mean).all():
-            raise bad('location mean contains NaN or inf')
-        if isinstance(location, Gaussian):
-            reason = check_covariance(location.covariance[0])
-            if reason:
-                raise bad(f'location covariance {reason}')
+        self.observations.validate(target, location, y, reading_variance)
 
     def _store(self, target: Tensor | None, location: LocationDistributions, y: float,
                reading_variance: float = 0.0, reached: bool = True) -> None:
-        self._rows.append((target, location, y, reading_variance))
-        self._pending.append((self._gp_input(target, location), y, reading_variance))
+        self.observations.add(target, location, y, reading_variance)
+        self.schedule.add(self._gp_input(target, location), y, reading_variance, stop=target is not None)
         if target is None:  # en-route: in the GP only; no target, so nothing for the execution noise
-            self._en_route.append((location, y, reading_variance))
             return
-        self._pending_stops += 1
         if self.execution_estimator is not None and reached:
             self.execution_estimator.add(target, location)
             self.execution_noise = self.execution_estimator.noise()
-        self._targets = torch.cat([self._targets, target.reshape(1, -1)])
-        self._inputs.append(location)
-        self._y.append(y)
-        self._noise.append(reading_variance)
 
     def _gp_input(self, target: Tensor | None, location: LocationDistributions) -> LocationDistributions:
         if self._method.inputs != 'target':
@@ -658,18 +593,7 @@ class Planner:
         (:meth:`~uncertain_bo.models.DistributionGP.fit`). The same rule picks the sparse posterior's inducing
         inputs (``cap = inducing_points``).
         """
-        total = len(self._rows)
-        cap = self.fit_max_points if cap is None else cap
-        if cap <= 0 or total <= cap:
-            return None
-        is_stop = torch.tensor([r[0] is not None for r in self._rows])
-        stops = is_stop.nonzero().reshape(-1)
-        en_route = (~is_stop).nonzero().reshape(-1)
-        room = max(cap - stops.numel(), cap // 10, 1)
-        if en_route.numel() > room:
-            pick = torch.linspace(0, en_route.numel() - 1, room, dtype=DTYPE).round().long().unique()
-            en_route = en_route[pick]
-        return torch.cat([stops, en_route]).sort().values
+        return self.observations.fit_subset(self.fit_max_points if cap is None else cap)
 
     def _new_method(self) -> Method:
         cls = get_method(self.method)
@@ -724,75 +648,12 @@ class Planner:
                       ' (with a pending target)' if self._resumed_target is not None else '')
 
     def _update_model(self, refit: bool = True) -> float:
-        """Move pending observations into the GP; refit hyperparameters when due (always if never fitted,
-        e.g. after resuming from a journal). Returns the fit's wall time, s.
-
-        The schedule: after every observation while the initial design is under way (``n <= n_initial``: the
-        fits are cheap and the first decision must not rest on a fit to the first point alone), then every
-        ``refit_every`` observations. With ``refit_every = 1`` that is every observation."""
-        if self._pending:
-            new_locs = cat([p[0] for p in self._pending])
-            new_y = torch.tensor([p[1] for p in self._pending], dtype=DTYPE)
-            new_noise = torch.tensor([p[2] for p in self._pending], dtype=DTYPE)
-            self._since_fit += self._pending_stops  # the schedule counts measurements, not en-route readings
-            self._pending, self._pending_stops = [], 0
-            period = 1 if self.n <= self.n_initial else self.refit_every
-            if refit and self.refit_every > 0 and self._since_fit >= period:
-                self.model.clear_posterior()  # a fit follows: growing the posterior first would be wasted
-            if self.model.n == 0:
-                self.model.set_data(new_locs, new_y, new_noise)
-                self._since_fit = max(self._since_fit, 1)
-            else:
-                self.model.append(new_locs, new_y, new_noise)
-        period = 1 if self.n <= self.n_initial else self.refit_every
-        due = self.refit_every > 0 and ((refit and self._since_fit >= period) or not self._fitted)
-        if due and self.model.n > 0:
-            t0 = time.perf_counter()
-            # the fit's retries draw from the global torch stream (BoTorch samples restarts from the priors):
-            # seed it from the run's seed and n so equal runs fit equally, whatever ran before in the process
-            with torch.random.fork_rng(devices=[self.bounds.device] if self.bounds.is_cuda else []):
-                torch.manual_seed(self.seed * 100_003 + self.model.n)
-                self.model.fit(subset=self.fit_subset())
-            self._fitted = True
-            self._fitted_on = self.model.n
-            self._since_fit = 0
-            self._choose_inducing(refitted=True)
-            return time.perf_counter() - t0
-        self._choose_inducing(refitted=False)
-        return 0.0
-
-    def _choose_inducing(self, refitted: bool) -> None:
-        """Switch the GP to the sparse posterior beyond ``sparse_above`` readings (inducing inputs re-chosen at
-        each fit, kept between fits), back to the exact one below it."""
-        sparse = 0 < self.sparse_above < self.model.n
-        if not sparse:
-            if self.model.inducing is not None:
-                self.model.inducing = None
-            return
-        if refitted or self.model.inducing is None:
-            chosen = self.fit_subset(self.inducing_points)
-            self.model.inducing = torch.arange(self.model.n) if chosen is None else chosen
+        """Bring the GP up to date (:meth:`~uncertain_bo.model_schedule.ModelSchedule.update`); the fit's wall
+        time, s."""
+        return self.schedule.update(refit)
 
     def _initial_design(self) -> Tensor:
-        """Scrambled Sobol points in the bounds, ordered as a greedy nearest-neighbour tour from ``start``."""
-        default = torch.get_default_dtype()
-        torch.set_default_dtype(DTYPE)   # SobolEngine computes its first point in the default dtype at construction
-        try:
-            engine = torch.quasirandom.SobolEngine(self.dim, scramble=True, seed=self.seed)
-        finally:
-            torch.set_default_dtype(default)
-        unit = engine.draw(self.n_initial, dtype=DTYPE)
-        pts = self.bounds[0] + unit * (self.bounds[1] - self.bounds[0])
-        if self.start is None:
-            return pts
-        pos = torch.as_tensor(self.start, dtype=DTYPE).reshape(-1)
-        order, left = [], list(range(len(pts)))
-        while left:
-            j = min(left, key=lambda k: float((pts[k] - pos).norm()))
-            order.append(j)
-            left.remove(j)
-            pos = pts[j]
-        return pts[order]
+        return initial_design(self.bounds, self.n_initial, self.seed, self.start)
 
 
 def _finite_or_none(v: float) -> float | None:

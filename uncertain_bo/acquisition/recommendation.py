@@ -1,7 +1,8 @@
-r"""The recommendation "the best posterior mean anywhere in the box", shared by the planner's ``'area_mean'`` rule and
-the methods that recommend that way (NES, BO-UU, standard EI): :math:`\operatorname{argmax}_{\mathbf x}
-\hat\mu(P_{\mathbf x})` over the search box, the mean of the robust objective :math:`g` for robust candidates
-(Fröhlich et al. 2020 §2) and of :math:`f` for points, maximised by the planner's maximiser on BoTorch's
+r"""The planner's recommendation rules (:data:`RECOMMENDATION_RULES`, :func:`rule_recommendation`: where the
+robust peak is believed to be), and the recommendation "the best posterior mean anywhere in the box", shared by the
+``'area_mean'`` rule and the methods that recommend that way (NES, BO-UU, standard EI): :math:`\operatorname{argmax}
+_{\mathbf x} \hat\mu(P_{\mathbf x})` over the search box, the mean of the robust objective :math:`g` for robust
+candidates (Fröhlich et al. 2020 §2) and of :math:`f` for points, maximised by the planner's maximiser on BoTorch's
 ``PosteriorMean`` of the model seen over targets.
 """
 from __future__ import annotations
@@ -16,9 +17,19 @@ from ..models import TargetModel
 from ..optim import maximize
 
 if TYPE_CHECKING:
+    from ..planner import Planner
     from .method import DecisionContext, Recommendation
 
-__all__ = ['area_mean_recommendation', 'sobol_points', 'AREA_MEAN_SEED_OFFSET']
+__all__ = ['area_mean_recommendation', 'rule_recommendation', 'sobol_points', 'AREA_MEAN_SEED_OFFSET',
+           'RECOMMENDATION_RULES']
+
+#: recommendation rules (:meth:`~uncertain_bo.planner.Planner.recommend`): what each returns
+RECOMMENDATION_RULES = {
+    'past_mean': 'past target with the best posterior mean of its candidate distribution (paper Alg. 1)',
+    'past_lcb': 'past target with the best lower confidence bound mu - 2 sigma of its candidate distribution',
+    'area_mean': 'target anywhere in the bounds maximising the posterior mean of its candidate distribution',
+    'highest_reading': 'past target whose reading was highest (what a survey reports)',
+}
 
 #: the maximiser's seed is the decision's seed plus this offset, so the recommendation's raw samples differ from the
 #: decision's (which uses the decision's seed itself) while staying reproducible
@@ -43,3 +54,33 @@ def sobol_points(n: int, bounds: Tensor, seed: int) -> Tensor:
     engine = torch.quasirandom.SobolEngine(bounds.shape[1], scramble=True, seed=seed)
     u = engine.draw(n, dtype=bounds.dtype).to(bounds.device)
     return bounds[0] + u * (bounds[1] - bounds[0])
+
+
+def rule_recommendation(planner: 'Planner', ctx: 'DecisionContext', rule: str) -> 'Recommendation':
+    """The recommendation of ``rule`` (a key of :data:`RECOMMENDATION_RULES`) on ``planner``'s model, which is up
+    to date: the target, the posterior mean and standard deviation of its candidate distribution, and the index of
+    the past target (-1 for one that is not: ``'area_mean'``, or ``'highest_reading'`` won by an en-route reading,
+    reported at that reading's location mean clamped into the bounds)."""
+    from .method import Recommendation
+
+    if rule == 'area_mean':
+        return area_mean_recommendation(ctx)
+    model, targets, bounds = planner.model, planner.targets, planner.bounds
+    with torch.no_grad():
+        mean, var = model.marginals(planner.candidates(targets))
+    if rule == 'highest_reading':
+        y = planner.y
+        i = int(torch.argmax(y))
+        en_route_y = planner.en_route_y
+        if en_route_y.numel() and float(en_route_y.max()) > float(y[i]):
+            j = int(torch.argmax(en_route_y))
+            where = planner.observations.en_route[j][0].mean[0].to(bounds)
+            where = torch.minimum(torch.maximum(where, bounds[0]), bounds[1])
+            with torch.no_grad():
+                m, v = model.marginals(planner.candidates(where.reshape(1, -1)))
+            return Recommendation(where, float(m[0]), float(v[0].sqrt()), -1)
+    elif rule == 'past_lcb':
+        i = int(torch.argmax(mean - 2.0 * var.clamp_min(0).sqrt()))
+    else:
+        i = int(torch.argmax(mean))
+    return Recommendation(targets[i].clone(), float(mean[i]), float(var[i].sqrt()), i)

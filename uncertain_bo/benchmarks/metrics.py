@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..planner import RECOMMENDATION_RULES
+from ..acquisition.recommendation import RECOMMENDATION_RULES
 
 __all__ = ['group_runs', 'curves', 'quantile_curves', 'summarize', 'paired_comparisons', 'markdown_tables',
            'FINAL_STATS']

@@ -187,7 +187,7 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
     wall = time.perf_counter() - t_start
     rules = {}
     if records:
-        from ..planner import RECOMMENDATION_RULES
+        from ..acquisition.recommendation import RECOMMENDATION_RULES
         for rule in RECOMMENDATION_RULES:
             x = planner.recommend(rule).target.reshape(1, -1).to(x_star)
             r = g_star - float(inst.robust_value(x)[0])

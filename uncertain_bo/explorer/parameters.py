@@ -18,7 +18,8 @@ from ..distributions import DTYPE, GaussianExecutionNoise
 from ..models import NOISE_PRIORS
 from ..optim import OptimizerSettings
 from ..parameters import Param, ParameterError
-from ..planner import RECOMMENDATION_RULES, Planner
+from ..acquisition.recommendation import RECOMMENDATION_RULES
+from ..planner import Planner
 from ..user_errors import UsageError, check_run_dir
 
 __all__ = ['EXPLORER_PARAMS', 'RESUME_FRACTION', 'MAX_ABS_READING', 'check_explorer_parameters',
