@@ -265,6 +265,11 @@ class Journal:
             finally:
                 _close(fd)
             os.replace(tmp, self.path)
+            dfd = os.open(self.path.parent, os.O_RDONLY)   # the rename itself durable
+            try:
+                os.fsync(dfd)
+            finally:
+                _close(dfd)
         except OSError as exc:
             try:
                 tmp.unlink(missing_ok=True)
