@@ -265,17 +265,20 @@ class Journal:
             finally:
                 _close(fd)
             os.replace(tmp, self.path)
-            dfd = os.open(self.path.parent, os.O_RDONLY)   # the rename itself durable
-            try:
-                os.fsync(dfd)
-            finally:
-                _close(dfd)
         except OSError as exc:
             try:
                 tmp.unlink(missing_ok=True)
             except OSError:
                 pass
             return self._failed(exc)
+        try:      # the file holds every record now, so only the rename's own durability is left to chance
+            dfd = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                _close(dfd)
+        except OSError as exc:
+            log.warning('journal %s: could not fsync its folder after writing it again: %s', self.path, exc)
         log.warning('journal %s had vanished: written again from memory (header and %d records)', self.path,
                     len(self.records))
         n, self._held, self._torn_from = len(self._held), [], None
