@@ -30,7 +30,8 @@ once: a record counts as written only after its line and its ``fsync`` succeeded
 before it (if the cut fails too, the next attempt cuts first and writes nothing until it has). A journal file that
 vanished (its folder remounted or recreated without it) is written again whole from memory (header and every
 record, to a temporary file renamed over it); a missing folder is not created (that would hide an unmounted
-disk): the records stay held until it is back.
+disk): the records stay held until it is back. Held records exist only in memory: a crash while records are held
+loses them (the explorer pauses meanwhile, so no new measurement joins them).
 
 Why truncate-on-failure rather than a per-line checksum or write-then-rename: a prefix of a JSON object line is
 never a complete JSON object (it lacks the closing brace), so the reader already refuses a torn last line
