@@ -47,6 +47,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import logging
@@ -754,7 +755,8 @@ class Explorer:
             tmp.write_text(json.dumps(self.result(rec), indent=2))
             os.replace(tmp, path)  # atomic: a crash leaves the old file or the new one, never half of one
         except OSError:
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
             raise
 
     def _check_pause(self, now: float) -> bool:
