@@ -1,6 +1,12 @@
-"""The shipped config/explorer.yaml: every parameter present, valid and equal to its spec default."""
+"""The shipped config/explorer.yaml: every parameter present, valid and equal to its spec default; run_folder."""
+import errno
+import pathlib
+
+import pytest
+
 from uncertain_bo.explorer import EXPLORER_PARAMS
-from uncertain_bo.parameters import config_path, node_parameters, validate
+from uncertain_bo.explorer.parameters import run_folder
+from uncertain_bo.parameters import ParameterError, config_path, node_parameters, validate
 
 
 def test_explorer_yaml_matches_specs():
@@ -53,3 +59,12 @@ def test_run_time_execution_noise_std_is_the_learned_models_new_prior():
     evidence = sum(np.outer(e, e) + cov_l for e in errors)   # closed loop: + Sigma^L
     expected = (4.0 * np.diag([4.0, 1.0]) + evidence) / (4.0 + len(errors))
     assert np.allclose(planner.execution_noise.covariance.numpy(), expected, atol=1e-12)
+
+
+def test_a_run_dir_that_cannot_be_created_is_a_parameter_error(tmp_path, monkeypatch):
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, 'No space left on device', str(self))
+    monkeypatch.setattr(pathlib.Path, 'mkdir', full)
+    params = validate(EXPLORER_PARAMS, {'run_dir': str(tmp_path / 'run')})
+    with pytest.raises(ParameterError, match="parameter 'run_dir': cannot create .*No space left on device"):
+        run_folder(params)

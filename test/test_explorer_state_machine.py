@@ -1,13 +1,17 @@
 """Measurement cycle (ROS-free): pairing, validation, timeouts — driven with synthetic streams."""
+import json
+
 import numpy as np
 import pytest
 import torch
 
 from uncertain_bo.distributions import GaussianExecutionNoise
 from uncertain_bo.explorer import EXPLORER_PARAMS, Explorer, PoseEstimate, Reading, State
+from uncertain_bo.operator_view import Level, StatusReporter
 from uncertain_bo.parameters import validate
 from uncertain_bo.planner import Planner
 
+from faulty_disk import FaultyDisk
 from recording_host import RecordingHost
 
 
@@ -499,3 +503,104 @@ def test_a_controller_that_reports_its_goals_drives_the_cycle():
     assert ex.state is State.DWELLING
     ex.goal_failed('aborted by the controller', 'late report', t + 1.3)    # not driving: ignored
     assert ex.skipped_targets == 1
+
+
+def journal_on_disk(path):
+    """Record types and observation indices in the file; every line must be whole."""
+    data = path.read_bytes()
+    assert data.endswith(b'\n')
+    records = [json.loads(line) for line in data.split(b'\n')[:-1]]
+    return records, [r['index'] for r in records if r['type'] == 'observation']
+
+
+def test_full_disk_pauses_keeps_the_measurement_and_resumes_when_space_is_back(tmp_path, monkeypatch):
+    ex, host = make(tmp_path)
+    disk = FaultyDisk(monkeypatch, tmp_path)
+    reporter = StatusReporter()
+    ex.on_pose(pose(0.0, [1.0, 1.0]), now=0.0)
+    ex.tick(0.0)
+    t = at_goal_until(ex, host, 0.0, lambda: ex.planner.n == 1)
+    t = at_goal_until(ex, host, t, lambda: ex.state is State.MEASURING)
+    disk.free = 0                                            # the disk fills up while measuring at target 2
+    goals = len(host.goals)
+    t = at_goal_until(ex, host, t, lambda: ex.planner.n == 2)
+    journal = ex.planner.journal_file
+    # the measurement is in the planner, its record (and the recommendation's) held; the rover is stopped
+    assert ex.state is State.PAUSED and len(host.stops) == 1 and len(host.measurements) == 2
+    assert 'journal not writable: [Errno 28] No space left on device' in ex.paused_reason
+    assert '2 record(s) held in memory' in ex.paused_reason and journal.held == 2
+    report = reporter.report(ex, t)
+    assert report.level is Level.ERROR and 'No space left on device' in report.message
+    values = dict(report.values)
+    assert values['journal records pending'] == '2' and values['journal faults'] == '1'
+    # 10 s of poses and readings: no measurement, no goal; the journal is retried once a second
+    failures = journal.write_failures
+    t = at_goal_until(ex, host, t, lambda: False, limit=10.0)
+    assert ex.state is State.PAUSED and ex.planner.n == 2 and len(host.goals) == goals
+    assert 9 <= journal.write_failures - failures <= 11
+    assert journal_on_disk(tmp_path / 'j.jsonl')[1] == [0]
+    disk.heal()                                              # space again: written, then the mission goes on
+    t = at_goal_until(ex, host, t, lambda: ex.state is not State.PAUSED, limit=1.5)
+    assert ex.state is State.DRIVING and len(host.goals) == goals + 1 and ex.paused_reason is None
+    assert journal.fault is None and journal_on_disk(tmp_path / 'j.jsonl')[1] == [0, 1]
+    assert reporter.report(ex, t).level is not Level.ERROR
+    at_goal_until(ex, host, t, lambda: ex.state is State.DONE)
+    records, indices = journal_on_disk(tmp_path / 'j.jsonl')
+    assert indices == [0, 1, 2] and records[1:] == journal.records
+    back = Planner(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
+                   journal=tmp_path / 'j.jsonl')
+    assert torch.equal(back.y, ex.planner.y) and torch.equal(back.locations.mean, ex.planner.locations.mean)
+
+
+def test_journal_fault_while_driving_stops_and_resends_the_same_target(tmp_path, monkeypatch):
+    ex, host = make(tmp_path)
+    disk = FaultyDisk(monkeypatch, tmp_path)
+    ex.on_pose(pose(0.0, [1.0, 1.0]), now=0.0)
+    ex.tick(0.0)
+    target = host.goals[0].copy()
+    disk.fail_fsync = True                                   # EIO: a run-time parameter change cannot be written
+    ex.params['beta'] = 2.0
+    ex.apply_parameters({'beta': 2.0})
+    ex.on_pose(pose(0.1, [2.0, 1.0]), now=0.1)
+    ex.tick(0.1)
+    assert ex.state is State.PAUSED and 'Input/output error' in ex.paused_reason
+    assert len(host.stops) == 1 and np.allclose(host.stops[0], [2.0, 1.0])
+    disk.heal()
+    t = 0.1
+    while ex.state is State.PAUSED and t < 3.0:
+        t = round(t + 0.1, 6)
+        ex.on_pose(pose(t, [2.0, 1.0]), now=t)
+        ex.tick(t)
+    assert ex.state is State.DRIVING and ex.goal_reason == 'after pause'
+    assert len(host.goals) == 2 and np.allclose(host.goals[1], target)
+    assert [r['type'] for r in journal_on_disk(tmp_path / 'j.jsonl')[0]].count('parameters') == 1
+
+
+def test_a_mission_that_ends_on_a_full_disk_reports_its_end_once_the_journal_is_written(tmp_path, monkeypatch):
+    ex, host = make(tmp_path, max_measurements=1)
+    ex.result_file = tmp_path / 'result.json'
+    disk = FaultyDisk(monkeypatch, tmp_path)
+    ex.on_pose(pose(0.0, [1.0, 1.0]), now=0.0)
+    ex.tick(0.0)
+    t = at_goal_until(ex, host, 0.0, lambda: ex.state is State.MEASURING)
+    disk.free = 0
+    t = at_goal_until(ex, host, t, lambda: ex.planner.n == 1)
+    assert ex.state is State.DONE and host.done is None and not ex.result_file.exists()
+    report = StatusReporter().report(ex, t)
+    assert report.level is Level.ERROR and 'record(s) held in memory' in report.message
+    t = at_goal_until(ex, host, t, lambda: False, limit=3.0)
+    assert host.done is None
+    disk.heal()
+    at_goal_until(ex, host, t, lambda: host.done is not None, limit=1.5)
+    assert host.done is not None and ex.result_file.exists()
+    assert journal_on_disk(tmp_path / 'j.jsonl')[1] == [0]
+
+
+def test_a_result_file_that_cannot_be_written_is_logged_and_the_mission_still_ends(tmp_path, caplog):
+    ex, host = make(tmp_path, max_measurements=1)
+    ex.result_file = tmp_path / 'gone' / 'result.json'      # its folder vanished
+    ex.on_pose(pose(0.0, [1.0, 1.0]), now=0.0)
+    ex.tick(0.0)
+    at_goal_until(ex, host, 0.0, lambda: ex.state is State.DONE)
+    assert host.done is not None and 'could not write the result file' in caplog.text
+    assert not (tmp_path / 'gone').exists()

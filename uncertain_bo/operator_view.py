@@ -199,9 +199,12 @@ def _fmt(v: Any) -> str:
 class StatusReporter:
     """Turns an :class:`~uncertain_bo.explorer.Explorer` into :class:`StatusReport` s.
 
-    Level: ERROR while paused (localisation diverged); WARN while waiting for a valid pose, when the newest
-    valid pose is older than :func:`stale_pose_age`, or when inputs were rejected since the previous
-    report; OK otherwise (including done). The rejection counters are cumulative values.
+    Level: ERROR while paused (localisation diverged, or the journal cannot write) and, in any state, while the
+    journal holds records it could not write (the message says why and how many); WARN while waiting for a valid
+    pose, when the newest valid pose is older than :func:`stale_pose_age`, or when inputs were rejected since the
+    previous report; OK otherwise (including done). The rejection counters are cumulative values, and so are the
+    journal's ``journal faults`` (times writing stopped working) and ``journal write failures`` (failed
+    attempts); ``journal records pending`` is the number held in memory now.
     """
 
     def __init__(self):
@@ -244,6 +247,9 @@ class StatusReporter:
                 message = f'{message} at target {n + 1}/{n_max}'
             if age is not None and age > stale_pose_age(p['max_pose_age']):
                 level, message = Level.WARN, f'{message}; no valid pose for {age:.1f} s'
+        journal_fault = getattr(ex, 'journal_fault', None)
+        if journal_fault is not None and state is not State.PAUSED:
+            level, message = Level.ERROR, f'{message}; {journal_fault}'
         if new_rejections > 0 and level < Level.WARN:
             level = Level.WARN
         if new_rejections > 0 and ex.last_reason:
@@ -286,6 +292,12 @@ class StatusReporter:
         values.append(('last rejection', ex.last_reason or ''))
         if ex.paused_reason:
             values.append(('paused because', ex.paused_reason))
+        journal = ex.planner.journal_file
+        if journal is not None:
+            values += [('journal records pending', str(journal.held)),
+                       ('journal faults', str(journal.faults)),
+                       ('journal write failures', str(journal.write_failures)),
+                       ('journal fault', journal.fault or '')]
         values += [(k, _fmt(v)) for k, v in (extra or {}).items()]
         return StatusReport(level, message, values)
 

@@ -15,8 +15,9 @@ not zig-zag). What to measure next and what to recommend is the method's: the pl
 :class:`~uncertain_bo.acquisition.DecisionContext` and asks the method object
 (:class:`~uncertain_bo.acquisition.Method`; by default it takes the initial design, then maximises its
 acquisition).
-Observations are validated before anything is stored, written durably to the journal (if any), then
-added to the GP. A planner opened on an existing journal resumes from its observations.
+Observations are validated before anything is stored, written durably to the journal (if any; a storage fault holds
+the record in memory instead of raising, :mod:`uncertain_bo.journal`), then added to the GP. A planner opened on an
+existing journal resumes from its observations.
 
 **Batches** (``suggest(q=..., pending=...)``): ``q`` targets at once, none duplicating ``pending`` ones (other rovers'
 targets), each its own journaled decision; a method with a batch size above one (``ugp_bucb``) decides its batch
@@ -507,6 +508,10 @@ class Planner:
             InvalidObservationError: non-finite target or reading, negative or non-finite reading variance,
                 wrong dimension, invalid covariance, or a batch of more than one distribution. Nothing is
                 stored in that case.
+
+        A journal that cannot write (full disk, I/O error: a storage fault) raises nothing here: the observation
+        is stored and its record held in memory until the journal can write it
+        (:attr:`~uncertain_bo.journal.Journal.fault`).
         """
         if target is not None:
             target = torch.as_tensor(target, dtype=DTYPE).reshape(-1)

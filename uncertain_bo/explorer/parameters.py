@@ -161,14 +161,18 @@ def run_folder(params: Mapping[str, Any]) -> Path:
     """The run folder named by ``run_dir`` (empty: ``runs/<date-time>``), created if needed.
 
     Raises:
-        ParameterError: ``run_dir`` (or a parent of it) is a file.
+        ParameterError: ``run_dir`` (or a parent of it) is a file, or it cannot be created (permissions, a
+            read-only or full disk).
     """
     run_dir = Path(params['run_dir'] or Path('runs') / _dt.datetime.now().strftime('%Y%m%d-%H%M%S'))
     try:
         check_run_dir(run_dir, "parameter 'run_dir'")
     except UsageError as exc:
         raise ParameterError(str(exc)) from None
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ParameterError(f"parameter 'run_dir': cannot create {run_dir}: {exc}") from None
     return run_dir
 
 

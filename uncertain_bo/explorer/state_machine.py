@@ -5,7 +5,8 @@
     WAITING_FOR_POSE -> DECIDING -> DRIVING -> DWELLING -> MEASURING -> DECIDING ... -> DONE
                                        | goal_timeout: stop and measure where the rover is
                                                                  | reading_timeout: retry, then skip
-    any state but DONE -> PAUSED (localisation diverged: stop) -> DRIVING to the same target (recovered)
+    any state but DONE -> PAUSED (localisation diverged, or the journal cannot be written: stop)
+                       -> DRIVING to the same target (recovered)
 
 - **Measuring** pairs the readings of the measuring window with pose estimates
   (:meth:`~uncertain_bo.explorer.inputs.InputStreams.pair`); a future-stamped reading can never hold up the
@@ -19,6 +20,12 @@
 - **Localisation divergence:** when the trace of the newest pose's position covariance exceeds
   ``max_covariance_trace`` the explorer stops the rover and pauses (no measurement is taken); it resumes
   towards the same target once the trace is back below ``RESUME_FRACTION`` of the threshold.
+- **Storage faults:** when the journal cannot write (a full disk, EIO, a read-only or vanished run folder:
+  :attr:`~uncertain_bo.journal.Journal.fault`) the records stay in memory, in order (the measurement in flight is
+  in the planner and its journal record is held), and the explorer pauses as for localisation: it stops the rover,
+  logs the reason once, takes no measurement and retries the journal every :data:`JOURNAL_RETRY_PERIOD` s; once
+  every held record is written it resumes (the same target again). A mission that ends while records are held
+  reports its end (result file, host's ``finished``) only once they are written.
 - **En-route readings** (``en_route_spacing > 0``): while driving, once the position estimate is
   ``en_route_spacing`` (straight line) from where the last reading was stored, the first reading stamped after
   that moment is paired with the pose estimate at its stamp (:meth:`~uncertain_bo.explorer.inputs.InputStreams.
@@ -40,6 +47,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import logging
@@ -69,6 +77,12 @@ log = logging.getLogger(__name__)
 
 #: the parameters that end a mission (a change at run time re-evaluates a finished one)
 LIMITS = ('max_measurements', 'max_distance', 'max_mission_time')
+
+#: while the journal cannot write, the explorer retries it at most this often (s, host clock)
+JOURNAL_RETRY_PERIOD = 1.0
+
+#: the stages in which the rover may be moving or holding a goal: a pause from them stops it
+_ACTIVE = ('driving', 'dwelling', 'measuring', 'deciding')
 
 
 class State(enum.Enum):
@@ -158,7 +172,8 @@ class Explorer:
             journal's pending decision after a restart), ``'after pause'`` or ``'resent'`` (the controller was not
             seen to act on it: :mod:`~uncertain_bo.explorer.goal_resend`).
         last_decision_wall_time: ``time.time()`` of the last decision (None before the first).
-        paused_reason: why the explorer is paused (None unless :attr:`state` is PAUSED).
+        paused_reason: why the explorer is paused (None unless :attr:`state` is PAUSED): localisation diverged
+            and/or the journal cannot be written (both reasons, ``'; '``-joined, when both hold).
         done_reason: why the mission ended (None until it does).
         goal_timeouts: how many goals timed out (measured where the rover was).
         skipped_targets: targets of this run that could not be measured (each became a keep-out zone).
@@ -184,6 +199,8 @@ class Explorer:
         self._retries = 0
         self._last_now: float | None = None
         self._paused_from: State | None = None
+        self._pause_causes: dict[str, str] = {}        # 'localisation' / 'journal' -> reason, while paused
+        self._journal_retry_at: float | None = None    # host time of the last journal retry while faulted
         self.goal_reason = 'new'
         self.last_decision_wall_time: float | None = None
         self.paused_reason: str | None = None
@@ -262,6 +279,16 @@ class Explorer:
     def en_route_readings(self) -> int:
         """En-route readings stored so far (the planner's, a resumed journal's included)."""
         return self.planner.n_en_route
+
+    @property
+    def journal_fault(self) -> str | None:
+        """Why the journal cannot write and how many records it holds in memory meanwhile (``'journal not
+        writable: [Errno 28] No space left on device: ...; 2 record(s) held in memory'``), None when every record
+        is on disk (or the planner has no journal)."""
+        journal = self.planner.journal_file
+        if journal is None or journal.fault is None:
+            return None
+        return f'{journal.fault}; {journal.held} record(s) held in memory'
 
     @property
     def deciding_in_background(self) -> bool:
@@ -349,12 +376,14 @@ class Explorer:
             self.budget.drove(now - self._last_now)
         self._last_now = now
         if self.state is State.DONE:
+            if self._journal_problem(now) is not None:
+                return               # the end is reported once the journal holds every record
             self._report_finish()
             if not self._limits_raised(now):
                 return
         elif self._stop_for_limits(now):
             return
-        if self._check_localisation(now):
+        if self._check_pause(now):
             return
         if self.state is State.WAITING_FOR_POSE:
             if self.inputs.poses:
@@ -373,6 +402,8 @@ class Explorer:
                 self.inputs.open_window()
         elif self.state is State.MEASURING:
             self._measure(now)
+        if self.state is not State.DONE and self.journal_fault is not None:
+            self._check_pause(now)   # a record of this tick could not be written: stop now, not a tick later
 
     def _limits(self) -> tuple:
         return tuple(self.params[k] for k in LIMITS)
@@ -674,7 +705,6 @@ class Explorer:
         on the decider is waited for first (the planner is not used from two threads)."""
         if self._finish_reported:
             return
-        self._finish_reported = True
         if self._decision is not None:
             self._decision.exception()           # wait; the decision is journaled, its target is not sent
             self._decision = None
@@ -687,10 +717,19 @@ class Explorer:
                 journal.append({'type': 'recommendation', 'index': m.index, 'target': rec.target.tolist(),
                                 'mean': rec.mean, 'std': rec.std})
             self.outputs.measured(m, rec)
+        if self.journal_fault is not None:
+            log.error('mission ended (%s) but %s: the end is reported once they are written', self.done_reason,
+                      self.journal_fault)
+            return                               # tick() retries the journal, then reports
+        self._finish_reported = True
         if self.planner.n:
             rec = rec if rec is not None else self.planner.recommend()
         if self.result_file is not None:
-            self._write_result(rec)
+            try:
+                self._write_result(rec)
+            except OSError as exc:               # a full disk at the very end: the journal holds the run
+                log.error('could not write the result file %s: %s (the journal holds every measurement)',
+                          self.result_file, exc)
         if rec is not None:
             self.outputs.finished(rec)
 
@@ -712,35 +751,90 @@ class Explorer:
     def _write_result(self, rec: Recommendation | None) -> None:
         path = Path(self.result_file)
         tmp = path.with_suffix(path.suffix + '.tmp')
-        tmp.write_text(json.dumps(self.result(rec), indent=2))
-        os.replace(tmp, path)  # atomic: a crash leaves the old file or the new one, never half of one
+        try:
+            tmp.write_text(json.dumps(self.result(rec), indent=2))
+            os.replace(tmp, path)  # atomic: a crash leaves the old file or the new one, never half of one
+        except OSError:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            raise
 
-    def _check_localisation(self, now: float) -> bool:
-        """Pause when the newest pose's covariance trace is over the threshold; resume when it recovers.
-        Returns True while paused."""
-        pose = self.latest_pose
-        if pose is None:
-            return self.state is State.PAUSED
-        trace = position_trace(pose.cov)
-        limit = self.params['max_covariance_trace']
+    def _check_pause(self, now: float) -> bool:
+        """Pause while localisation has diverged or the journal cannot write; resume when neither holds.
+
+        Pausing stops the rover (when it may be moving or holding a goal) and logs each cause once; resuming
+        re-sends the target of a pause taken on the way to it or at it. Returns True while paused."""
+        causes = {k: v for k, v in (('localisation', self._localisation_problem()),
+                                    ('journal', self._journal_problem(now))) if v is not None}
+        if not causes:
+            if self.state is State.PAUSED:
+                self._resume(now)
+            return False
+        for kind, reason in causes.items():
+            if kind not in self._pause_causes:
+                if kind == 'localisation':
+                    log.error('%s: rover stopped, no measurements until it is below %.3g m²', reason,
+                              RESUME_FRACTION * self.params['max_covariance_trace'])
+                else:
+                    log.error('%s: rover stopped, no measurements until the journal can be written (retried every '
+                              '%g s)', reason, JOURNAL_RETRY_PERIOD)
+        for kind in set(self._pause_causes) - set(causes):
+            log.warning('%s recovered; still paused: %s', kind, '; '.join(causes.values()))
+        self._pause_causes = causes
+        self.paused_reason = '; '.join(causes.values())
         if self.state is not State.PAUSED:
-            if trace <= limit:
-                return False
             self._paused_from = self.state
             self.state = State.PAUSED
-            self.paused_reason = (f'localisation diverged: position covariance trace {trace:.3g} m² > '
-                                  f'max_covariance_trace = {limit:g} m²')
-            log.error('%s: rover stopped, no measurements until it is below %.3g m²', self.paused_reason,
-                      RESUME_FRACTION * limit)
-            if self._paused_from in (State.DRIVING, State.DWELLING, State.MEASURING):
+            pose = self.latest_pose
+            if pose is not None and self._paused_from.value in _ACTIVE:
                 self.outputs.stop(pose.xy)
-            return True
-        if trace > RESUME_FRACTION * limit:
-            return True
-        log.warning('localisation recovered (covariance trace %.3g m²): resuming', trace)
+        return True
+
+    def _localisation_problem(self) -> str | None:
+        """Why localisation stops the mission (newest pose's covariance trace over ``max_covariance_trace``; once
+        paused for it, until below ``RESUME_FRACTION`` of it), or None."""
+        paused = 'localisation' in self._pause_causes
+        pose = self.latest_pose
+        if pose is None:
+            return self._pause_causes['localisation'] if paused else None
+        trace = position_trace(pose.cov)
+        limit = self.params['max_covariance_trace']
+        if trace <= (RESUME_FRACTION * limit if paused else limit):
+            if paused:
+                log.warning('localisation recovered (covariance trace %.3g m²)', trace)
+            return None
+        if paused:
+            return self._pause_causes['localisation']
+        return (f'localisation diverged: position covariance trace {trace:.3g} m² > '
+                f'max_covariance_trace = {limit:g} m²')
+
+    def _journal_problem(self, now: float) -> str | None:
+        """Why the journal stops the mission (:attr:`journal_fault`), or None. Retries the held records every
+        :data:`JOURNAL_RETRY_PERIOD` s (the first retry a period after the fault was seen)."""
+        journal = self.planner.journal_file
+        if journal is None or journal.fault is None:
+            self._journal_retry_at = None
+            return None
+        if self._journal_retry_at is None:
+            self._journal_retry_at = now
+        elif not 0.0 <= now - self._journal_retry_at < JOURNAL_RETRY_PERIOD:
+            self._journal_retry_at = now
+            if journal.retry():
+                log.warning('journal writable again: every held record written')
+                self._journal_retry_at = None
+                return None
+        return self.journal_fault
+
+    def _resume(self, now: float) -> None:
+        """Leave the pause: the same target again (with a fresh goal clock) when the pause was taken on the way
+        to it or at it, else start over from waiting for a pose."""
+        log.warning('resuming after the pause (%s)', self.paused_reason)
         self.paused_reason = None
+        self._pause_causes = {}
         self.inputs.readings.clear()
-        if self.target is not None and self._paused_from in (State.DRIVING, State.DWELLING, State.MEASURING):
+        pose = self.latest_pose
+        if (self.target is not None and pose is not None
+                and self._paused_from in (State.DRIVING, State.DWELLING, State.MEASURING)):
             self.goal_reason = 'after pause'
             self.state = State.DRIVING
             self._goal_time = now
@@ -748,4 +842,3 @@ class Explorer:
             self.outputs.send_goal(self.target)
         else:
             self.state = State.WAITING_FOR_POSE
-        return False

@@ -42,6 +42,12 @@ uninformative (and, above ``max_covariance_trace``, pauses the explorer).
 reloaded, and a target that was decided but not yet measured is sent again (not decided anew). Parameter
 changes made at run time (``ros2 param set``) are journaled but not persisted: a restarted node uses its
 start-up configuration.
+
+**Storage faults.** When the journal cannot be written (full disk, I/O error, read-only or vanished ``run_dir``)
+the node stays up: the explorer stops the rover and pauses, /diagnostics is ERROR with the reason and the number
+of records held in memory (``journal records pending``, ``journal faults``, ``journal write failures``), and the
+journal is retried every second; once every held record is written the mission resumes. A node shut down while
+records are held logs that they are lost (see docs/field_robots.md, "Storage faults").
 """
 from __future__ import annotations
 
@@ -268,6 +274,10 @@ class ExplorerNode(Node):
         if decider is not None:
             decider.shutdown(wait=False, cancel_futures=True)
             self._decider = None
+        explorer = getattr(self, 'explorer', None)
+        journal = explorer.planner.journal_file if explorer is not None else None
+        if journal is not None and not journal.retry():   # a last try: records held after a storage fault
+            self.get_logger().error(f'{explorer.journal_fault}: they are lost with this process')
         if self._log_handler is not None:
             logging.getLogger('uncertain_bo').removeHandler(self._log_handler)
             self._log_handler = None
@@ -330,7 +340,7 @@ class ExplorerNode(Node):
             return
         ex = self.explorer
         ex.tick(now)   # when done: reports a resumed journal that was already complete, else returns at once
-        if ex.state is State.DONE and not ex.planner.n and self.p['exit_when_done']:
+        if ex.state is State.DONE and not ex.planner.n and self.p['exit_when_done'] and ex.journal_fault is None:
             self.get_logger().info(f'done before the first measurement: {ex.done_reason}')  # no finished()
             self.timer.cancel()
             request_exit(self, 0)
@@ -388,7 +398,7 @@ class ExplorerNode(Node):
             how = (f"sent again: the controller has not moved the rover towards it yet "
                    f"(every goal_resend_period = {self.p['goal_resend_period']:g} s)")
         else:
-            how = 'sent again after a localisation pause'
+            how = 'sent again after a pause (localisation or journal recovered)'
         self.get_logger().info(
             f"target {n + 1}/{self.p['max_measurements']}: ({target[0]:.2f}, {target[1]:.2f}) m [{how}]")
         self._publish_markers()
