@@ -235,9 +235,9 @@ def describe_problem(name: str) -> str:
 def bench_main(args: argparse.Namespace) -> int:
     from ..acquisition import get_method
     from ..optim import OptimizerSettings
-    from . import PROBLEMS, BenchSettings, expand, get_problem, run_many
+    from . import PROBLEMS, BenchSettings, expand, get_problem
     from .backends import BackendError, resolve_backend
-    from .runner import RunsFailed, write_tables
+    from .runner import run_many_reporting, write_tables
 
     if args.list_problems:
         for name in sorted(PROBLEMS):
@@ -299,19 +299,16 @@ def bench_main(args: argparse.Namespace) -> int:
     print(f'{len(specs)} run(s): {args.problem}, methods {",".join(methods)}, seeds {seeds.start}..{seeds.stop - 1}, '
           f'{iterations} iterations, beta {betas}, mismatch {args.mismatch}; {args.n_jobs} worker(s) -> {args.out}',
           file=sys.stderr, flush=True)
-    failed = 0
     try:
         backend, scheduler = resolve_backend(args.backend, args.scheduler)
-        results = run_many(specs, args.out, n_jobs=args.n_jobs, force=args.force, backend=backend,
-                           scheduler=scheduler)
-    except RunsFailed as exc:
-        results, failed = exc.results, len(exc.failures)
-        print(f'error: {exc}', file=sys.stderr)
-    except (ValueError, BackendError) as exc:
+    except BackendError as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
-    if not results:
-        return 1
+    outcome = run_many_reporting(specs, args.out, n_jobs=args.n_jobs, force=args.force, backend=backend,
+                                 scheduler=scheduler)
+    if isinstance(outcome, int):
+        return outcome
+    results, failed = outcome
     write_tables(results, args.out, command={k: v for k, v in vars(args).items() if k != 'func'})
     if args.suite:
         from .suite_report import write_suite_report

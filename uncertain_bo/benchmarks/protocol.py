@@ -367,8 +367,8 @@ def protocol_main(args) -> int:
     from pathlib import Path
 
     from ..optim import OptimizerSettings
-    from .backends import BackendError, resolve_backend
-    from .runner import RunsFailed, run_many, write_tables
+    from .backends import resolve_backend
+    from .runner import run_many_reporting, write_tables
 
     if args.list_protocols or not args.protocol:
         print(list_table())
@@ -405,18 +405,11 @@ def protocol_main(args) -> int:
           + (f' (no measured time for {", ".join(missing)})' if missing else '')
           + f'; {backend}' + (f' {scheduler or "local"}' if backend == 'dask' else f', {args.n_jobs} process(es)')
           + f' -> {args.out}', file=sys.stderr, flush=True)
-    failed = 0
-    try:
-        results = run_many(specs, args.out, n_jobs=args.n_jobs, force=args.force, backend=backend,
-                           scheduler=scheduler)
-    except RunsFailed as exc:
-        results, failed = exc.results, len(exc.failures)
-        print(f'error: {exc}', file=sys.stderr)
-    except (ValueError, BackendError) as exc:
-        print(f'error: {exc}', file=sys.stderr)
-        return 2
-    if not results:
-        return 1
+    outcome = run_many_reporting(specs, args.out, n_jobs=args.n_jobs, force=args.force, backend=backend,
+                                 scheduler=scheduler)
+    if isinstance(outcome, int):
+        return outcome
+    results, failed = outcome
     command = {k: v for k, v in vars(args).items() if k != 'func'}
     write_tables(results, args.out, command=command)
     summary = protocol_summary(results, protocol)

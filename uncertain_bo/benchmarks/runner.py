@@ -31,7 +31,8 @@ import torch
 from ..acquisition import get_method
 from .base import DEFAULT_UGP_NOISE, BenchSettings, Problem, get_problem
 
-__all__ = ['RunSpec', 'RunsFailed', 'run', 'run_many', 'write_tables', 'load_runs', 'RECORD_FIELDS']
+__all__ = ['RunSpec', 'RunsFailed', 'run', 'run_many', 'run_many_reporting',
+           'write_tables', 'load_runs', 'RECORD_FIELDS']
 
 #: scalar fields of one iteration record (vectors are flattened to ``name_0 .. name_{d-1}`` in the CSV)
 RECORD_FIELDS = ['t', 'phase', 'y', 'robust_value', 'regret', 'mean_regret', 'rec_index', 'rec_value',
@@ -384,3 +385,26 @@ def write_tables(results: Sequence[dict[str, Any]], out_dir: str | Path,
         w.writeheader()
         for g in summary['groups']:
             w.writerow({**g, **{f'{k}_{s}': g[k][s] for k in stats if k in g for s in ('median', 'mean', 'std')}})
+
+
+def run_many_reporting(specs: Sequence[RunSpec], out_dir: str | Path, *, n_jobs: int, force: bool, backend: str,
+                       scheduler: str | None) -> tuple[list, int] | int:
+    """:func:`run_many` for the command line: failed runs and usage errors as one ``error:`` line on stderr.
+
+    Returns:
+        ``(results, number of failed runs)``, or an exit code: 2 for a usage error (an unusable backend or
+        settings: nothing run), 1 when no run succeeded.
+    """
+    from .backends import BackendError
+    failed = 0
+    try:
+        results = run_many(specs, out_dir, n_jobs=n_jobs, force=force, backend=backend, scheduler=scheduler)
+    except RunsFailed as exc:
+        results, failed = exc.results, len(exc.failures)
+        print(f'error: {exc}', file=sys.stderr)
+    except (ValueError, BackendError) as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
+    if not results:
+        return 1
+    return results, failed
