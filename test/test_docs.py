@@ -1,0 +1,43 @@
+"""The repository's own documents: every relative link resolves inside the repo, and README's list of where the
+library's Planner defaults differ from the explorer's is the true list."""
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / 'README.md', *sorted((ROOT / 'docs').glob('*.md'))]
+LINK = re.compile(r'\]\(([^)#\s]+)(?:#[^)]*)?\)')
+
+
+@pytest.mark.parametrize('doc', DOCS, ids=lambda p: p.name)
+def test_relative_links_resolve_inside_the_repo(doc):
+    broken = []
+    for target in LINK.findall(doc.read_text()):
+        if re.match(r'[a-z]+://|mailto:', target):
+            continue
+        path = (doc.parent / target).resolve()
+        if not path.exists() or ROOT not in path.parents:
+            broken.append(target)
+    assert not broken, f'{doc.name}: links to missing or outside files: {broken}'
+
+
+def test_readme_names_every_planner_default_the_explorer_changes():
+    from uncertain_bo.explorer import EXPLORER_PARAMS
+    from uncertain_bo.explorer.parameters import planner_from_parameters
+    from uncertain_bo.parameters import defaults
+    from uncertain_bo.planner import Planner
+
+    planner = planner_from_parameters({**defaults(EXPLORER_PARAMS), 'search_bounds': [0.0, 20.0, 0.0, 20.0]})
+    differ = set()
+    for f in dataclasses.fields(Planner):
+        if f.name in ('journal', 'metadata', 'model_factory') or (
+                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING):
+            continue
+        library = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        if library != getattr(planner, f.name):
+            differ.add(f.name)
+    assert differ, 'the explorer changes no Planner default: drop the README paragraph'
+    paragraph = (ROOT / 'README.md').read_text().split("`Planner`'s defaults are a library's")[1].split('\n\n')[0]
+    assert differ == set(re.findall(r'`(\w+)`\s+\(', paragraph)), 'README: update the list of differing defaults'
