@@ -445,9 +445,9 @@ def check_journal(header: dict[str, Any], lines: Sequence[tuple[int, dict[str, A
                 continue
             obs = seqs['observation']
             if kind == 'en_route' and not obs.expected <= rec['measurements'] <= obs.upcoming():
-                out.damage.append(Damage(line, f"en_route index {rec['index']}: 'measurements' is "
-                                               f"{rec['measurements']}, the next observation index "
-                                               f"{obs.upcoming()} (a line moved)", skipped=False, kind=kind))
+                out.damage.append(Damage(line, f"en_route index {rec['index']} counts {rec['measurements']} "
+                                               f"observations before it, the journal {obs.upcoming()} (a line "
+                                               'removed or moved)', skipped=False, kind=kind))
         out.records.append(rec)
     out.next_index = seqs['observation'].next_index()
     out.next_en_route_index = seqs['en_route'].next_index()
