@@ -176,11 +176,13 @@ def test_after_a_resume_removing_the_damaged_line_is_a_repair(clean_run, tmp_pat
     assert planner(path).journal_damage['records_skipped'] == 0
 
 
-def test_missing_line_declared_by_the_resume_record_then_exports(clean_run, tmp_path, capsys):
+def test_a_gap_declared_by_the_resume_record_is_exported_and_reported(clean_run, tmp_path, capsys):
     run, _ = damaged_run(clean_run, tmp_path, 'missing')
     planner(run / 'journal.jsonl')
     assert main(['export', str(run)]) == 0
     assert f'observation indices [{MIDDLE}] were lost' in capsys.readouterr().out
+    assert main(['report', str(run)]) == 0
+    assert json.loads((run / 'summary.json').read_text())['measurements'] == N - 1
 
 
 def test_explorer_says_what_the_resume_skipped(clean_run, tmp_path):
@@ -235,3 +237,37 @@ def test_the_limits_are_the_explorers():
     from uncertain_bo.explorer import MAX_ABS_COORDINATE as explorer_coordinate
     from uncertain_bo.explorer import MAX_ABS_READING as explorer_reading
     assert (MAX_ABS_READING, MAX_ABS_COORDINATE) == (explorer_reading, explorer_coordinate)
+
+
+def test_a_mission_journal_passes_and_its_restart_skips_a_damaged_reading(tmp_path, capsys):
+    """The in-process mission (explorer, EKF, pure pursuit; en_route_spacing on): its journal passes the schema; an
+    en-route reading of Infinity in it is refused by export, and the restarted mission goes on without it, saying so
+    in explorer_result.json, with every index once."""
+    from uncertain_bo.sim.mission import Mission, mission_parameters
+
+    def params(n):
+        start = {'initial_x': 30.0, 'initial_y': 30.0}
+        return mission_parameters({'sim_rover': {'field_extent': [0.0, 60.0, 0.0, 60.0], 'seed': 1, **start},
+                                   'ekf': start, 'explorer': {'max_measurements': n, 'n_initial': 4,
+                                                              'en_route_spacing': 3.0}})
+
+    path, result = tmp_path / 'journal.jsonl', tmp_path / 'explorer_result.json'
+    Mission(params(4), journal=path, result_file=result).run(max_sim_time=3000.0)
+    j = Journal(path, read_only=True)
+    assert j.checked.damage == [] and len(j.observations) == 4 and len(j.en_route) > 4
+    en_route = lines_of(path, 'en_route')
+    line = en_route[len(en_route) // 2]
+    lines = path.read_text().splitlines()
+    lines[line - 1] = set_field(lines[line - 1], 'y', 'Infinity')
+    path.write_text('\n'.join(lines) + '\n')
+    assert main(['export', str(tmp_path)]) == 2 and f'line {line}: en_route' in capsys.readouterr().err
+    assert not (tmp_path / 'observations.csv').exists()
+
+    Mission(params(6), journal=path, result_file=result).run(max_sim_time=3000.0)
+    damage = json.loads(result.read_text())['journal_damage']
+    assert damage['records_skipped'] == 1 and damage['problems'][0].startswith(f"line {line}: en_route 'y'")
+    records = [json.loads(t) for t in path.read_text().splitlines()]
+    for kind in ('observation', 'en_route'):
+        indices = [r['index'] for r in records if r['type'] == kind]
+        assert len(indices) == len(set(indices))          # the skipped reading's index is not used again
+    assert [r['index'] for r in records if r['type'] == 'observation'] == list(range(6))
