@@ -28,7 +28,9 @@ Values:
   a reading variance lies in [0, MAX_ABS_READING²];
 - coordinates (targets, location means and particles, keep-out centres, bounds, the start) lie within
   ±:data:`MAX_ABS_COORDINATE` m (1e7, ``uncertain_bo.explorer.inputs.MAX_ABS_COORDINATE``: the explorer refuses
-  poses beyond it) and have the journal's dimension (the header's ``bounds``, else the first location's);
+  poses beyond it); a measurement's target and location have the journal's dimension (the header's ``bounds``,
+  else the first location's; a decision's target may have more: a quadrature method decides in a joint
+  (target, context) space);
 - a location is a Dirac (``mean``), a Gaussian (``mean``, ``covariance``: finite, symmetric, positive
   semi-definite, :func:`~uncertain_bo.distributions.check_covariance`) or an empirical distribution
   (``samples``, optional non-negative ``weights`` with a positive sum);
@@ -223,7 +225,10 @@ def _index_list(v: Any, what: str, dim: int | None) -> None:
 
 
 _Check = Callable[[Any, str, 'int | None'], Any]
-_COORDS: _Check = _vector
+_COORDS: _Check = _vector   # of the journal's dimension: a measurement's target and its location's
+#: any finite point (a decision's target may have more coordinates than the search space: a quadrature method
+#: decides in a joint (target, context) space)
+_POINT: _Check = lambda v, what, dim: _vector(v, what, None)   # noqa: E731
 _READING: _Check = lambda v, what, dim: _number(v, what, MAX_ABS_READING)   # noqa: E731
 _VARIANCE: _Check = lambda v, what, dim: _number(v, what, MAX_ABS_READING ** 2, low=0.0)   # noqa: E731
 _NON_NEGATIVE: _Check = lambda v, what, dim: _number(v, what, low=0.0)   # noqa: E731
@@ -238,21 +243,21 @@ RECORD_TYPES: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
     'header': ({'format': _TEXT, 'version': lambda v, what, dim: _index(v, what, low=1)},
                {'created': _TIME, 'run_id': _optional(_TEXT), 'method': _TEXT, 'bounds': _bounds,
                 'seed': _optional(_INDEX), 'parameters': _OBJECT}),
-    'start': ({'position': _COORDS}, {'wall_time': _TIME}),
+    'start': ({'position': _POINT}, {'wall_time': _TIME}),
     'bounds': ({'bounds': _bounds}, {'index': _INDEX, 'wall_time': _TIME}),
-    'decision': ({'index': _INDEX, 'target': _COORDS},
+    'decision': ({'index': _INDEX, 'target': _POINT},
                  {'phase': _TEXT, 'seconds': _NON_NEGATIVE, 'fit_seconds': _NON_NEGATIVE,
                   'acquisition_value': _optional(_TIME), 'beta': _optional(_TIME), 'wall_time': _TIME,
-                  'kept_out_from': _COORDS, 'batch': _batch}),
+                  'kept_out_from': _POINT, 'batch': _batch}),
     'observation': ({'index': _INDEX, 'target': _COORDS, 'location': _location, 'y': _READING},
                     {'reading_variance': _VARIANCE, 'goal_timed_out': _FLAG, 'distance_driven_m': _NON_NEGATIVE,
                      'mission_time_s': _NON_NEGATIVE, 'wall_time': _TIME}),
     'en_route': ({'index': _INDEX, 'measurements': _INDEX, 'location': _location, 'y': _READING},
                  {'reading_variance': _VARIANCE, 'distance_driven_m': _NON_NEGATIVE,
                   'mission_time_s': _NON_NEGATIVE, 'wall_time': _TIME}),
-    'recommendation': ({'index': _INDEX, 'target': _COORDS, 'mean': _READING, 'std': _NON_NEGATIVE}, {}),
+    'recommendation': ({'index': _INDEX, 'target': _POINT, 'mean': _READING, 'std': _NON_NEGATIVE}, {}),
     'parameters': ({'changed': _OBJECT}, {'index': _INDEX, 'wall_time': _TIME}),
-    'keep_out': ({'index': lambda v, what, dim: _index(v, what, low=-1), 'centre': _COORDS,
+    'keep_out': ({'index': lambda v, what, dim: _index(v, what, low=-1), 'centre': _POINT,
                   'radius': lambda v, what, dim: _number(v, what, MAX_ABS_COORDINATE, positive=True)},
                  {'reason': _TEXT, 'wall_time': _TIME}),
     'resume': ({'measurements': _INDEX, 'lost_indices': _index_list, 'lost_en_route_indices': _index_list,
