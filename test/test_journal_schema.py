@@ -271,3 +271,21 @@ def test_a_mission_journal_passes_and_its_restart_skips_a_damaged_reading(tmp_pa
         indices = [r['index'] for r in records if r['type'] == kind]
         assert len(indices) == len(set(indices))          # the skipped reading's index is not used again
     assert [r['index'] for r in records if r['type'] == 'observation'] == list(range(6))
+
+
+def test_a_duplicate_with_another_reading_is_skipped_and_the_first_kept(clean_run, tmp_path, capsys):
+    run = tmp_path / 'run'
+    run.mkdir()
+    path = run / 'journal.jsonl'
+    path.write_bytes((clean_run / 'journal.jsonl').read_bytes())
+    lines = path.read_text().splitlines()
+    at = lines_of(path, 'observation')[MIDDLE]
+    first_y = json.loads(lines[at - 1])['y']
+    lines.append(set_field(lines[at - 1], 'y', '99.5'))        # index MIDDLE again, at the end, another reading
+    path.write_text('\n'.join(lines) + '\n')
+    assert main(['export', str(run)]) == 2
+    assert f'observation index {MIDDLE} repeats line {at} (different contents; the first is kept)' in \
+        capsys.readouterr().err
+    p = planner(path)
+    assert p.n == N and p.journal_damage['records_skipped'] == 1
+    assert first_y in p.y.tolist() and 99.5 not in p.y.tolist()
