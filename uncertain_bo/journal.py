@@ -16,7 +16,8 @@ Layout::
 
 ``en_route`` records are readings taken while driving (no target; ``measurements`` = measurements stored
 before it); ``keep_out`` records (``index``, ``centre``, ``radius``, ``reason``) are targets that could not be
-measured and are never proposed again (:mod:`uncertain_bo.keep_out`). A reader that does not know a record type
+measured and are never proposed again (:mod:`uncertain_bo.keep_out`); a ``resume`` record declares the indices a
+resumed run lost to damage (:mod:`uncertain_bo.journal_schema`). A reader that does not know a record type
 skips it, so the version stays 1.
 
 Every record is checked against the journal's schema on load (:mod:`uncertain_bo.journal_schema`: fields, finite
@@ -223,22 +224,22 @@ class Journal:
             raise JournalError(f'{self.path} has journal version {parsed[0]["version"]}; this uncertain_bo '
                                f'reads up to version {VERSION}: upgrade uncertain_bo')
         self.header = parsed[0]
-        self._check(list(zip(numbers[1:], parsed[1:])))
+        self._check(numbers[0], list(zip(numbers[1:], parsed[1:])))
 
-    def _check(self, lines: list[tuple[int, dict[str, Any]]]) -> None:
+    def _check(self, header_line: int, lines: list[tuple[int, dict[str, Any]]]) -> None:
         """Keep the records the schema accepts (:mod:`uncertain_bo.journal_schema`); strict, refuse any damage."""
         self.checked = check_journal(self.header, lines)
         strict = self.read_only if self.strict is None else self.strict
         problem = header_problem(self.header)
         if strict and problem:
-            raise JournalError(f'{self.path} line 1: {problem} (a damaged journal: fix the line)')
+            raise JournalError(f'{self.path} line {header_line}: {problem} (a damaged journal: fix the line)')
         if strict and self.checked.damage:
             d = self.checked.damage[0]
             advice = ('a line was removed or moved' if not d.skipped else
                       'fix the line; a resumed run skips it' if d.kind in INDEXED else 'fix or remove the line')
             raise JournalError(f'{self.path} line {d.line}: {d.message} (a damaged journal: {advice})')
         if problem:
-            log.warning('journal %s line 1: %s (ignored)', self.path, problem)
+            log.warning('journal %s line %d: %s (ignored)', self.path, header_line, problem)
         for d in self.checked.damage:
             log.warning('journal %s line %d: %s (%s)', self.path, d.line, d.message,
                         'record skipped' if d.skipped else 'record kept')

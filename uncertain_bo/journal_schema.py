@@ -24,7 +24,8 @@ Values:
   reads the ``NaN``/``Infinity`` tokens, so a damaged or hand-edited journal can hold them;
 - readings (``y``) and predicted means lie within ±:data:`MAX_ABS_READING` (1e12, the outermost ``reading_range``
   the explorer accepts, ``uncertain_bo.explorer.parameters.MAX_ABS_READING``: no reading beyond it can have come
-  from a sensor through the explorer, and the GP's standardisation of the readings stays far from overflow);
+  from a sensor through the explorer, and the GP's standardisation of the readings stays far from overflow; not
+  the run's own ``reading_range``, which a restart with another parameter file may widen without a record);
   a reading variance lies in [0, MAX_ABS_READING²];
 - coordinates (targets, location means and particles, keep-out centres, bounds, the start) lie within
   ±:data:`MAX_ABS_COORDINATE` m (1e7, ``uncertain_bo.explorer.inputs.MAX_ABS_COORDINATE``: the explorer refuses
@@ -379,9 +380,10 @@ class Checked:
 class _Sequence:
     """The numbering of one indexed record type (``observation`` or ``en_route``)."""
 
-    def __init__(self, name: str, declared_lost: set[int]):
+    def __init__(self, name: str, declared_lost: set[int], cap: int):
         self.name = name
         self.lost = declared_lost      # gaps a resume record declared: not damage
+        self.cap = cap                 # no index above it can be genuine (check_journal)
         self.kept: dict[int, tuple[int, dict]] = {}   # index -> (line, record)
         self.used: set[int] = set()    # every index seen, skipped records' included
         self.expected = 0
@@ -389,7 +391,7 @@ class _Sequence:
     def note_skipped(self, rec: dict) -> None:
         """A record left out for its contents: its index (if usable) is used, and not missing."""
         i = rec.get('index')
-        if isinstance(i, int) and not isinstance(i, bool) and i >= 0:
+        if isinstance(i, int) and not isinstance(i, bool) and 0 <= i <= self.cap:
             self.used.add(i)
             if i >= self.expected:
                 self.expected = i + 1
@@ -402,6 +404,10 @@ class _Sequence:
             same = 'the same record' if first == rec else 'different contents; the first is kept'
             damage.append(Damage(line, f'{self.name} index {i} repeats line {first_line} ({same})', skipped=True,
                                  kind=self.name))
+            return False
+        if i > self.cap:
+            damage.append(Damage(line, f'{self.name} index {i} is beyond any this journal can hold ({self.cap}: '
+                                       'a damaged index)', skipped=True, kind=self.name))
             return False
         if i > self.upcoming():   # indices declared lost may be absent, or present (a repaired line)
             damage.append(Damage(line, f'{self.name} index {i} where {self.upcoming()} was expected (a line removed '
@@ -445,12 +451,16 @@ def check_journal(header: dict[str, Any], lines: Sequence[tuple[int, dict[str, A
         The records kept, the damage found, and the numbering (:class:`Checked`).
     """
     dim = journal_dimension(header, [rec for _, rec in lines])
+    resumes = [rec for _, rec in lines   # gaps a resume declared are repairs, wherever the resume record is
+               if isinstance(rec, dict) and rec.get('type') == 'resume' and record_problem(rec, dim) is None]
+    # every index below the next one has its line or was declared lost: an index beyond the lines and the
+    # declarations is damaged (and must not make the numbering, and the lists of lost indices, jump by billions)
+    cap = len(lines) + sum(len(r['lost_indices']) + len(r['lost_en_route_indices']) for r in resumes)
     lost: dict[str, set[int]] = {name: set() for name in INDEXED}
-    for _, rec in lines:   # gaps a resume declared are repairs, wherever the resume record is
-        if isinstance(rec, dict) and rec.get('type') == 'resume' and record_problem(rec, dim) is None:
-            lost['observation'].update(rec['lost_indices'])
-            lost['en_route'].update(rec['lost_en_route_indices'])
-    seqs = {name: _Sequence(name, lost[name]) for name in lost}
+    for rec in resumes:
+        lost['observation'].update(i for i in rec['lost_indices'] if i <= cap)
+        lost['en_route'].update(i for i in rec['lost_en_route_indices'] if i <= cap)
+    seqs = {name: _Sequence(name, lost[name], cap) for name in lost}
     out = Checked()
     for line, rec in lines:
         problem = record_problem(rec, dim)
