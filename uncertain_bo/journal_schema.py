@@ -243,7 +243,7 @@ _OBJECT: _Check = lambda v, what, dim: _dict(v, what)   # noqa: E731
 RECORD_TYPES: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
     'header': ({'format': _TEXT, 'version': lambda v, what, dim: _index(v, what, low=1)},
                {'created': _TIME, 'run_id': _optional(_TEXT), 'method': _TEXT, 'bounds': _bounds,
-                'seed': _optional(_INDEX), 'parameters': _OBJECT}),
+                'seed': _optional(lambda v, what, dim: _index(v, what, low=-2 ** 63)), 'parameters': _OBJECT}),
     'start': ({'position': _POINT}, {'wall_time': _TIME}),
     'bounds': ({'bounds': _bounds}, {'index': _INDEX, 'wall_time': _TIME}),
     'decision': ({'index': _INDEX, 'target': _POINT},
