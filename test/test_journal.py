@@ -80,13 +80,13 @@ def test_csv_export(tmp_path):
 def test_complete_last_record_without_newline_is_kept(tmp_path, caplog):
     path = tmp_path / 'j.jsonl'
     j = Journal(path)
-    j.append({'type': 'observation', 'index': 0, 'y': 1.0})
-    j.append({'type': 'observation', 'index': 1, 'y': 2.0})
+    j.append(obs(0))
+    j.append(obs(1))
     path.write_bytes(path.read_bytes()[:-1])               # killed between the record and its newline
     ro = Journal(path, read_only=True)
     assert [r['index'] for r in ro.observations] == [0, 1] and ro.skipped == 0
     assert not path.read_bytes().endswith(b'\n')           # read-only: untouched
     j2 = Journal(path)
     assert [r['index'] for r in j2.observations] == [0, 1] and j2.skipped == 0 and 'torn' not in caplog.text
-    j2.append({'type': 'observation', 'index': 2, 'y': 3.0})
+    j2.append(obs(2))
     assert [r['index'] for r in Journal(path, read_only=True).observations] == [0, 1, 2]

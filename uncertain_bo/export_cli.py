@@ -4,8 +4,11 @@ Reads ``RUN_DIR/journal.jsonl`` (or a journal file given directly) **read-only**
 the explorer is still writing: a torn last line is skipped (and reported), never truncated. Writes one
 CSV row per observation (index, target, location mean and covariance, reading, stamps, ...), the en-route
 readings (``en_route_spacing``) to ``<csv>_en_route.csv`` beside it, and prints the counts: observations,
-decisions, whether the index sequence is complete (0..N-1 exactly once) and whether the run finished
-(``explorer_result.json``).
+decisions, the observation indices a resumed run declared lost (:mod:`uncertain_bo.journal_schema`) and whether the
+run finished (``explorer_result.json``).
+
+A journal that breaks the schema (a damaged record, a duplicated or missing index) is refused before any CSV is
+written: one ``error:`` line naming the line, exit status 2.
 """
 from __future__ import annotations
 
@@ -29,7 +32,8 @@ def export(run_dir: Path, csv_path: Path | None = None) -> dict:
     """Export the journal of ``run_dir`` and return a summary dict.
 
     Raises:
-        uncertain_bo.journal.JournalError: no journal, or a damaged one.
+        uncertain_bo.journal.JournalError: no journal, or a damaged one (any record breaking the schema; nothing is
+            written then).
     """
     from .journal import Journal
 
@@ -38,7 +42,6 @@ def export(run_dir: Path, csv_path: Path | None = None) -> dict:
     folder = path.parent
     journal = Journal(path, read_only=True)
     obs = journal.observations
-    indices = [r.get('index') for r in obs]
     out = csv_path if csv_path is not None else folder / 'observations.csv'
     en_route_out = None
     if str(out) != '-':
@@ -53,7 +56,7 @@ def export(run_dir: Path, csv_path: Path | None = None) -> dict:
         'en_route_csv': str(en_route_out) if en_route_out is not None else None,
         'decisions': sum(r.get('type') == 'decision' for r in journal.records),
         'torn_records_skipped': journal.skipped,
-        'indices_complete': indices == list(range(len(obs))),
+        'lost_indices': journal.checked.lost_indices,
         'finished': result.is_file(),
     }
     if str(out) == '-':
@@ -65,22 +68,22 @@ def export(run_dir: Path, csv_path: Path | None = None) -> dict:
 
 def _cli(args) -> int:
     from .journal import JournalError
+    from .user_errors import report
 
     try:
         s = export(args.run_dir, args.csv)
     except JournalError as exc:
-        print(f'error: {exc}', file=sys.stderr)
-        return 2
+        return report(exc)
     out = sys.stderr if str(s['csv']) == '-' else sys.stdout
     print(f"{s['observations']} observations, {s['decisions']} decisions from {s['journal']} "
           f"(format version {s['version']}"
           + (f", {s['torn_records_skipped']} torn last record skipped" if s['torn_records_skipped'] else '')
           + ')', file=out)
-    if not s['indices_complete']:
-        print('warning: observation indices are not 0..N-1 exactly once', file=out)
+    if s['lost_indices']:
+        print(f"observation indices {s['lost_indices']} were lost (a resumed run skipped them as damaged)", file=out)
     print(f"run {'finished' if s['finished'] else 'not finished (no explorer_result.json)'}", file=out)
     if str(s['csv']) != '-':
         print(f"wrote {s['csv']}", file=out)
     if s['en_route_csv']:
         print(f"wrote {s['en_route_csv']} ({s['en_route_readings']} en-route readings)", file=out)
-    return 0 if s['indices_complete'] else 1
+    return 0

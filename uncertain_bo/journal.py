@@ -16,7 +16,8 @@ Layout::
 
 ``en_route`` records are readings taken while driving (no target; ``measurements`` = measurements stored
 before it); ``keep_out`` records (``index``, ``centre``, ``radius``, ``reason``) are targets that could not be
-measured and are never proposed again (:mod:`uncertain_bo.keep_out`). A reader that does not know a record type
+measured and are never proposed again (:mod:`uncertain_bo.keep_out`); a ``resume`` record declares the indices a
+resumed run lost to damage (:mod:`uncertain_bo.journal_schema`). A reader that does not know a record type
 skips it, so the version stays 1.
 
 **Storage faults.** Opening a journal for writing is strict: a run whose header cannot be written does not start
@@ -38,6 +39,11 @@ never a complete JSON object (it lacks the closing brace), so the reader already
 without guessing and needs no checksum (which would also change the format older readers share); the cut keeps
 a fault's leftovers from ever becoming a damaged *middle* line; and rewriting the whole file per record costs
 O(file) each time, where appending costs O(record). Journals written before stay readable unchanged.
+
+Every record is checked against the journal's schema on load (:mod:`uncertain_bo.journal_schema`: fields, finite
+values within sane magnitudes, valid covariances, observation and en-route indices 0, 1, 2, ... each once). A
+journal read for a report or an export (``read_only``) with a record that breaks it is an error naming the line; a
+run resuming its journal skips such a record, counts it (:attr:`Journal.checked`) and says so.
 """
 from __future__ import annotations
 
@@ -55,6 +61,7 @@ from typing import Any, Callable
 import torch
 
 from .distributions import DTYPE, Dirac, Empirical, Gaussian, InvalidDistributionError, LocationDistributions
+from .journal_schema import INDEXED, Checked, check_journal, header_problem
 
 __all__ = ['Journal', 'JournalError', 'Replay', 'replay', 'location_to_record', 'location_from_record', 'FORMAT',
            'VERSION']
@@ -116,13 +123,20 @@ class Journal:
         metadata: extra header fields for a new journal (run id, parameters, ...).
         read_only: only read (for export or inspection while a run may still be writing it): a torn last
             line is skipped but not truncated, a missing file is an error, and :meth:`append` refuses.
+        strict: a record that breaks the schema (:mod:`uncertain_bo.journal_schema`) is an error naming its line
+            (True), or is skipped, counted in :attr:`checked` and logged (False). Default: strict when
+            ``read_only`` (a report or an export of a damaged journal would be wrong), lenient when resuming (a
+            mission outlives a damaged record).
 
     Raises:
         JournalError: the file is not an ``uncertain_bo`` journal, was written by a newer version, or is
-            damaged before its last line (or, read-only, does not exist); or (not read-only) it or its folder
-            cannot be created or written (the OS error is in the message).
+            damaged before its last line (or, read-only, does not exist); strict, a record breaks the schema; or
+            (not read-only) it or its folder cannot be created or written (the OS error is in the message).
 
     Attributes:
+        checked: what the schema check found: the damage (:attr:`~uncertain_bo.journal_schema.Checked.skipped`
+            records left out, :attr:`~uncertain_bo.journal_schema.Checked.missing` index gaps) and the next free
+            observation and en-route indices.
         header: the header record.
         records: every record after the header, in order, including those still held in memory.
         skipped: torn last lines skipped on load (0 or 1).
@@ -135,12 +149,14 @@ class Journal:
     path: Path
     metadata: dict[str, Any] = field(default_factory=dict)
     read_only: bool = False
+    strict: bool | None = None
     header: dict[str, Any] = field(init=False)
     records: list[dict[str, Any]] = field(init=False, default_factory=list)
     skipped: int = field(init=False, default=0)
     fault: str | None = field(init=False, default=None)
     faults: int = field(init=False, default=0)
     write_failures: int = field(init=False, default=0)
+    checked: Checked = field(init=False, default_factory=Checked)
 
     def __post_init__(self):
         self.path = Path(self.path)
@@ -312,6 +328,7 @@ class Journal:
         lines = raw.split(b'\n')
         torn_tail = lines[-1] != b''  # last line without newline: possibly torn
         parsed: list[dict[str, Any]] = []
+        numbers: list[int] = []   # the file line of each parsed record
         good_bytes = 0
         for i, line in enumerate(lines):
             is_last = i == len(lines) - 1 or (i == len(lines) - 2 and lines[-1] == b'')
@@ -331,6 +348,7 @@ class Journal:
                 raise JournalError(f'journal {self.path} line {i + 1} is damaged ({exc}); '
                                    'refusing to guess: repair or move the file') from exc
             parsed.append(rec)
+            numbers.append(i + 1)
             good_bytes += len(line) + 1
         # A last line without its newline that parses as a whole JSON object is complete (a torn write
         # cannot end in the object's closing brace): kept; the newline is added before the next append.
@@ -354,7 +372,26 @@ class Journal:
             raise JournalError(f'{self.path} has journal version {parsed[0]["version"]}; this uncertain_bo '
                                f'reads up to version {VERSION}: upgrade uncertain_bo')
         self.header = parsed[0]
-        self.records = parsed[1:]
+        self._check(numbers[0], list(zip(numbers[1:], parsed[1:])))
+
+    def _check(self, header_line: int, lines: list[tuple[int, dict[str, Any]]]) -> None:
+        """Keep the records the schema accepts (:mod:`uncertain_bo.journal_schema`); strict, refuse any damage."""
+        self.checked = check_journal(self.header, lines)
+        strict = self.read_only if self.strict is None else self.strict
+        problem = header_problem(self.header)
+        if strict and problem:
+            raise JournalError(f'{self.path} line {header_line}: {problem} (a damaged journal: fix the line)')
+        if strict and self.checked.damage:
+            d = self.checked.damage[0]
+            advice = ('a line was removed or moved' if not d.skipped else
+                      'fix the line; a resumed run skips it' if d.kind in INDEXED else 'fix or remove the line')
+            raise JournalError(f'{self.path} line {d.line}: {d.message} (a damaged journal: {advice})')
+        if problem:
+            log.warning('journal %s line %d: %s (ignored)', self.path, header_line, problem)
+        for d in self.checked.damage:
+            log.warning('journal %s line %d: %s (%s)', self.path, d.line, d.message,
+                        'record skipped' if d.skipped else 'record kept')
+        self.records = self.checked.records
 
     def export_csv(self, path: str | Path, en_route: bool = False) -> Path:
         """Write the observations as CSV: index, target, location mean and covariance, reading, stamps; with

@@ -204,7 +204,9 @@ class StatusReporter:
     pose, when the newest valid pose is older than :func:`stale_pose_age`, or when inputs were rejected since the
     previous report; OK otherwise (including done). The rejection counters are cumulative values, and so are the
     journal's ``journal faults`` (times writing stopped working) and ``journal write failures`` (failed
-    attempts); ``journal records pending`` is the number held in memory now.
+    attempts), and the journal records a resume skipped as damaged or found missing
+    (:attr:`~uncertain_bo.planner.Planner.journal_damage`); ``journal records pending`` is the number held in
+    memory now.
     """
 
     def __init__(self):
@@ -255,12 +257,15 @@ class StatusReporter:
         if new_rejections > 0 and ex.last_reason:
             message = f'{message}; {new_rejections} input(s) rejected, last: {ex.last_reason}'
 
+        damage = ex.planner.journal_damage   # what resuming a damaged journal left out
         values: list[tuple[str, str]] = [
             ('state', STATE_TEXT.get(state.value, state.value)),
             ('measurements', f'{n}/{n_max}'),
             ('en-route readings', str(ex.planner.n_en_route)),
             ('targets skipped', str(getattr(ex, 'skipped_targets', 0))),
             ('keep-out zones', str(len(ex.planner.keep_out))),
+            ('journal records skipped (damaged)', str(damage['records_skipped'])),
+            ('journal records missing', str(damage['records_missing'])),
             ('target', _fmt(ex.target) if ex.target is not None else ''),
             ('goal sent because', ex.goal_reason if ex.target is not None else ''),
         ]

@@ -17,7 +17,10 @@ not zig-zag). What to measure next and what to recommend is the method's: the pl
 acquisition).
 Observations are validated before anything is stored, written durably to the journal (if any; a storage fault holds
 the record in memory instead of raising, :mod:`uncertain_bo.journal`), then added to the GP. A planner opened on an
-existing journal resumes from its observations.
+existing journal resumes from its observations; records the journal's schema refuses
+(:mod:`uncertain_bo.journal_schema`: damaged, duplicated) are skipped and counted (:attr:`Planner.journal_damage`),
+and a ``resume`` record declares the indices lost, so the journal numbers on after the highest index it ever held
+(:attr:`Planner.next_index`) and never uses one twice.
 
 **Batches** (``suggest(q=..., pending=...)``): ``q`` targets at once, none duplicating ``pending`` ones (other rovers'
 targets), each its own journaled decision; a method with a batch size above one (``ugp_bucb``) decides its batch
@@ -211,6 +214,10 @@ class Planner:
         self._queue: list[Tensor] = []  # targets of the current batch not handed out yet (suggest())
         self._design = self._initial_design()
         self._resumed_target: Tensor | None = None
+        # journal index minus stored count (> 0 after resuming a journal that lost records): indices stay unique
+        self._index_offset = 0
+        self._en_route_offset = 0
+        self._journal_damage = {'records_skipped': 0, 'records_missing': 0, 'problems': []}
         self.keep_out = KeepOut()   # targets that could not be measured: never proposed again (keep_out.py)
         self._journal: Journal | None = None
         if self.journal is not None:
@@ -227,6 +234,18 @@ class Planner:
     def n(self) -> int:
         """Number of stored measurements (stops with a commanded target; en-route readings not included)."""
         return self.observations.n
+
+    @property
+    def next_index(self) -> int:
+        """The journal index of the next measurement: :attr:`n`, plus the observations a resumed journal lost
+        (damaged records skipped, lines missing), so an index is never used twice."""
+        return self.n + self._index_offset
+
+    @property
+    def journal_damage(self) -> dict[str, Any]:
+        """What resuming the journal skipped: ``records_skipped`` (damaged or duplicated records left out),
+        ``records_missing`` (index gaps) and ``problems`` (up to 20 lines ``'line 17: observation ...'``)."""
+        return {**self._journal_damage, 'problems': list(self._journal_damage['problems'])}
 
     @property
     def n_en_route(self) -> int:
@@ -349,7 +368,7 @@ class Planner:
         self._method = self._new_method()  # a survey re-plans in the new box
         self._design = self._initial_design()
         if self._journal is not None:
-            self._journal.append({'type': 'bounds', 'bounds': bounds.tolist(), 'index': self.n,
+            self._journal.append({'type': 'bounds', 'bounds': bounds.tolist(), 'index': self.next_index,
                                   'wall_time': time.time()})
 
     @property
@@ -426,8 +445,9 @@ class Planner:
                                               f'search bounds {self.bounds.tolist()}')
             seconds = total if pick.seconds is None else pick.seconds[0]
             fit = ctx.fit_seconds if j == 0 else 0.0
-            decision = Decision(index + j, target, pick.phase, seconds + (billed if j == 0 else 0.0),
-                                pick.acquisition_value, pick.beta, fit + (billed if j == 0 else 0.0))
+            decision = Decision(index + self._index_offset + j, target, pick.phase,   # the journal's numbering
+                                seconds + (billed if j == 0 else 0.0), pick.acquisition_value, pick.beta,
+                                fit + (billed if j == 0 else 0.0))
             self.decisions.append(decision)
             if self._journal is not None:
                 record = {'type': 'decision', 'index': decision.index, 'target': target.tolist(),
@@ -458,7 +478,7 @@ class Planner:
         Raises:
             ValueError: a non-positive radius or a non-finite target.
         """
-        zone = self.keep_out.add(torch.as_tensor(target, dtype=DTYPE), radius, self.n, reason)
+        zone = self.keep_out.add(torch.as_tensor(target, dtype=DTYPE), radius, self.next_index, reason)
         if self._journal is not None:
             self._journal.append({**zone.record(), 'wall_time': time.time()})
         if self._resumed_target is not None and bool(self.keep_out.inside(self._resumed_target.reshape(1, -1))[0]):
@@ -517,15 +537,15 @@ class Planner:
             target = torch.as_tensor(target, dtype=DTYPE).reshape(-1)
         self._validate(target, location, y, reading_variance)
         if target is None:
-            index = self.n_en_route
+            index = self.n_en_route + self._en_route_offset
             if self._journal is not None:
-                self._journal.append({'type': 'en_route', 'index': index, 'measurements': self.n,
+                self._journal.append({'type': 'en_route', 'index': index, 'measurements': self.next_index,
                                       'location': location_to_record(location), 'y': float(y),
                                       'reading_variance': float(reading_variance), 'wall_time': time.time(),
                                       **meta})
             self._store(None, location, float(y), float(reading_variance), reached=False)
             return index
-        index = self.n
+        index = self.next_index
         if self._journal is not None:
             self._journal.append({'type': 'observation', 'index': index, 'target': target.tolist(),
                                   'location': location_to_record(location), 'y': float(y),
@@ -624,7 +644,8 @@ class Planner:
             self._store(target, loc, y, variance, reached=reached)
         self.decisions += [Decision(**d) for d in run.decisions]
         self.keep_out = KeepOut.from_records(journal.records, self.dim)
-        pending = [d for d in self.decisions if d.index == self.n]
+        self._resume_numbering(journal, len(run.observations))
+        pending = [d for d in self.decisions if d.index == self.next_index]
 
         def usable(t: Tensor) -> bool:
             return (t.numel() == self.dim and bool(torch.isfinite(t).all())
@@ -639,8 +660,8 @@ class Planner:
                 else:
                     self._resumed_target = t.clone()
                     # the rest of a batch decided with it, still to visit in order
-                    ahead = {d.index: d.target for d in self.decisions if d.index > self.n}
-                    k = self.n + 1
+                    ahead = {d.index: d.target for d in self.decisions if d.index > self.next_index}
+                    k = self.next_index + 1
                     while k in ahead and usable(ahead[k]) and not bool(self.keep_out.inside(
                             ahead[k].reshape(1, -1))[0]):
                         self._queue.append(ahead[k].clone())
@@ -651,6 +672,29 @@ class Planner:
         if self.n or pending:
             log.debug('resumed %d observations from %s%s', self.n, journal.path,
                       ' (with a pending target)' if self._resumed_target is not None else '')
+
+    def _resume_numbering(self, journal: Journal, replayed: int) -> None:
+        """After a replay: number on after the highest index the journal held, count what it lost, and, when it
+        lost anything, append a ``resume`` record declaring the lost indices (:mod:`uncertain_bo.journal_schema`)."""
+        checked = journal.checked
+        self._index_offset = checked.next_index - self.n
+        self._en_route_offset = checked.next_en_route_index - self.n_en_route
+        kept = sum(r.get('type') in ('observation', 'en_route') for r in journal.records)
+        # records the schema kept that this planner cannot use (another dimension): left out, counted; their
+        # indices stay in the file, so the numbering above already passes them
+        refused = kept - replayed
+        self._journal_damage = {
+            'records_skipped': checked.skipped + refused, 'records_missing': checked.missing,
+            'problems': [f'line {d.line}: {d.message}' for d in checked.damage[:20]]}
+        if not (checked.damage or refused):
+            return
+        lost, lost_en_route = checked.lost_indices, checked.lost_en_route_indices
+        log.warning('journal %s: resumed %d measurements and %d en-route readings; %d damaged record(s) skipped, '
+                    '%d missing (observation indices lost: %s)', journal.path, self.n, self.n_en_route,
+                    self._journal_damage['records_skipped'], checked.missing, lost or 'none')
+        self._journal.append({'type': 'resume', 'measurements': self.n, 'lost_indices': lost,
+                              'lost_en_route_indices': lost_en_route,
+                              'records_skipped': self._journal_damage['records_skipped'], 'wall_time': time.time()})
 
     def _update_model(self, refit: bool = True) -> float:
         """Bring the GP up to date (:meth:`~uncertain_bo.model_schedule.ModelSchedule.update`); the fit's wall

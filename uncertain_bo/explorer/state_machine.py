@@ -235,6 +235,10 @@ class Explorer:
         if changed:
             log.warning('resuming a journal written with different %s',
                         ', '.join(f'{k} ({before[k]} then, {self.params[k]} now)' for k in changed))
+        damage = planner.journal_damage
+        if damage['records_skipped'] or damage['records_missing']:
+            log.warning('the journal was damaged: %d record(s) skipped, %d missing (%s); the mission goes on without '
+                        'them', damage['records_skipped'], damage['records_missing'], '; '.join(damage['problems'][:3]))
         if self.budget.distance or self.budget.elapsed(0.0):
             log.info('budgets so far: %.1f m driven, %.1f s of mission time', self.budget.distance,
                      self.budget.elapsed(0.0))
@@ -736,8 +740,9 @@ class Explorer:
     def result(self, rec: Recommendation | None) -> dict[str, Any]:
         """The run's result as written to ``result_file``: the recommendation (None before any measurement),
         counts (measurements, en-route readings, rejected inputs), why it ended, distance driven (m), mission time
-        (s) and the execution-noise model
-        (:func:`execution_noise_summary`)."""
+        (s), the execution-noise model (:func:`execution_noise_summary`) and ``journal_damage``: what resuming the
+        journal skipped (:attr:`~uncertain_bo.planner.Planner.journal_damage`: records skipped, records missing,
+        the problems by line)."""
         now = self._last_now if self._last_now is not None else 0.0
         return {'recommended_target': rec.target.tolist() if rec is not None else None,
                 'predicted_robust_value': rec.mean if rec is not None else None,
@@ -746,7 +751,8 @@ class Explorer:
                 'rejected': dict(self.rejected), 'targets_skipped': self.skipped_targets,
                 'keep_out_zones': [z.record() for z in self.planner.keep_out.zones],
                 'stopped_because': self.done_reason, **self.budget.totals(now),
-                'execution_noise': execution_noise_summary(self.planner)}
+                'execution_noise': execution_noise_summary(self.planner),
+                'journal_damage': self.planner.journal_damage}
 
     def _write_result(self, rec: Recommendation | None) -> None:
         path = Path(self.result_file)

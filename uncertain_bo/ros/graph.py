@@ -238,8 +238,8 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
     reason = bounds_outside(params['explorer']['search_bounds'], field.bounds)
     if reason:
         raise ParameterError(reason)
-    if (run_dir / 'journal.jsonl').is_file():   # a damaged journal fails here, before anything is written
-        Journal(run_dir / 'journal.jsonl', read_only=True)
+    if (run_dir / 'journal.jsonl').is_file():   # an unreadable journal fails here, before anything is written
+        Journal(run_dir / 'journal.jsonl', read_only=True, strict=False)   # damaged records: the resume skips them
     params['explorer']['run_dir'] = str(run_dir)
     if 'decide_in_background' not in {**node_parameters(extra_files or [], 'explorer'),
                                       **(overrides or {}).get('explorer', {})}:
