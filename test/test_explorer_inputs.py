@@ -21,9 +21,11 @@ from recording_host import RecordingHost
 
 
 def make(decider=None, planner_cls=Planner, **overrides):
+    # these synthetic pose streams jump to each goal in one step (no driving): the pose gate (max_speed) would
+    # reject the jumps; it is off unless a test turns it on
     params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_measurements': 3,
                                         'dwell_time': 1.0, 'goal_timeout': 30.0, 'reading_timeout': 2.0,
-                                        **overrides})
+                                        'max_speed': 0.0, **overrides})
     planner = planner_cls(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
                           n_initial=5)
     host = RecordingHost()
@@ -132,12 +134,14 @@ def test_backwards_jump_warnings_are_throttled(caplog):
 
 def test_reading_range_rejects_implausible_values_and_is_validated():
     ex, _ = make(reading_range=[-10.0, 50.0])
+    ex.on_pose(pose(1.0, [1.0, 1.0]))    # a reading before the first pose cannot be located (rejected for that)
     assert not ex.on_reading(Reading(1.0, 1e12))
     assert not ex.on_reading(Reading(1.0, -10.5))
     assert ex.on_reading(Reading(1.0, 49.0))
     assert ex.rejected['reading: value out of range'] == 2
     assert 'reading_range' in ex.last_reason
     ex, _ = make()   # the default is wide but finite
+    ex.on_pose(pose(1.0, [1.0, 1.0]))
     assert not ex.on_reading(Reading(1.0, 1e7)) and ex.on_reading(Reading(1.0, 9.9e5))
     assert 'reading_range' in check_explorer_parameters({'reading_range': [5.0, 5.0]})
 
