@@ -212,3 +212,22 @@ def test_background_decision_keeps_the_cycle_responsive():
         assert longest < 0.3 and ex.state is State.DRIVING
         assert ex.planner.decided_on.startswith('decide')
         assert ex.planner.beta == 5.0
+
+
+def test_readings_before_the_first_pose_are_counted_as_rejected_with_the_reason():
+    """Issue 20 item 4: a reading that arrives before any pose estimate cannot be located; it was accepted
+    silently. Now it is counted as received and as rejected ('reading: before the first pose'), and the
+    diagnostics say so while the explorer waits for a pose."""
+    from uncertain_bo.operator_view import StatusReporter
+
+    ex, _ = make()
+    assert not ex.on_reading(Reading(0.5, 7.0), now=0.5)
+    assert not ex.on_reading(Reading(None, 7.0), now=0.6)
+    assert ex.received['readings'] == 2 and ex.rejected['reading: before the first pose'] == 2
+    assert 'before any pose estimate' in ex.last_reason and ex.inputs.latest_reading is None
+    report = StatusReporter().report(ex, 0.7)
+    values = dict(report.values)
+    assert values['readings received'] == '2' and values['rejected reading: before the first pose'] == '2'
+    assert 'waiting for pose' in report.message and 'before any pose estimate' in report.message
+    ex.on_pose(pose(1.0, [1.0, 1.0]), now=1.0)
+    assert ex.on_reading(Reading(1.0, 7.0), now=1.0) and ex.rejected['reading: before the first pose'] == 2
