@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from uncertain_bo.distributions import GaussianExecutionNoise
-from uncertain_bo.explorer import EXPLORER_PARAMS, Explorer, PoseEstimate, Reading, State
+from uncertain_bo.explorer import EXPLORER_PARAMS, Explorer, PoseEstimate, Reading, State, planner_from_parameters
 from uncertain_bo.explorer.pose_gate import (BURST, FALSE_REJECTION, REANCHOR_POSES, REANCHOR_SECONDS, PoseGate,
                                              jump_mahalanobis2)
 from uncertain_bo.operator_view import StatusReporter
@@ -247,3 +247,33 @@ def test_a_glitch_does_not_end_the_mission_by_max_distance(monkeypatch):
     assert GlitchOnce.glitched
     assert result.completed and result.stop_reason == 'max_measurements = 3 reached', result.stop_reason
     assert result.distance_estimate < 200.0 and result.rejected == {'pose: implausible jump': 1}
+
+
+def test_a_glitch_while_measuring_does_not_inflate_the_learned_execution_noise():
+    """What sent every later target to one point: a glitch pose paired with a measurement's reading stored the
+    measurement at (1e6, 1e6), 1.4e6 m from its target; the learned execution noise took that offset in
+    (covariance ~1e11 m²), every candidate's distribution then covered the whole area, the acquisition was flat and
+    every later target was the centre of search_bounds. Now the glitch is rejected: the measurement is stored where
+    the rover is and the learned execution noise stays near its prior."""
+    params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_measurements': 5,
+                                        'n_initial': 3, 'dwell_time': 0.5, 'reading_timeout': 2.0,
+                                        'learn_execution_noise': True, 'num_restarts': 2, 'raw_samples': 64})
+    host = RecordingHost()
+    ex = Explorer(planner_from_parameters(params), host, params)
+    xy, t, glitched = np.array([25.0, 25.0]), 0.0, False
+    while ex.state is not State.DONE and t < 600.0:
+        t = round(t + DT, 6)
+        if ex.state is State.DRIVING:
+            d = host.goals[-1] - xy
+            xy = xy + d / max(np.linalg.norm(d), 1e-9) * min(np.linalg.norm(d), SPEED * DT)
+        where = xy
+        if not glitched and ex.state is State.MEASURING and ex.planner.n == 2:
+            glitched, where = True, np.array([1e6, 1e6])
+        ex.on_pose(pose(t, where), now=t)
+        ex.on_reading(Reading(t, float(np.exp(-np.sum((xy - 30.0) ** 2) / 200.0))), now=t)
+        ex.tick(t)
+    assert glitched and ex.planner.n == 5 and ex.rejected['pose: implausible jump'] == 1
+    assert np.abs(ex.planner.locations.mean.numpy()).max() <= 50.0
+    assert np.linalg.eigvalsh(ex.planner.learned_execution_covariance().numpy()).max() < 10.0
+    later = np.array(host.goals[3:])
+    assert len(later) == 2 and np.linalg.norm(later[0] - later[1]) > 0.5
