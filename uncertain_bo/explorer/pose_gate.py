@@ -51,12 +51,15 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import chi2
 
-__all__ = ['PoseGate', 'GateVerdict', 'jump_mahalanobis2', 'FALSE_REJECTION', 'FLOOR_STD', 'BURST',
+__all__ = ['PoseGate', 'GateVerdict', 'jump_mahalanobis2', 'FALSE_REJECTION', 'THRESHOLD', 'FLOOR_STD', 'BURST',
            'REANCHOR_POSES', 'REANCHOR_SECONDS']
 
 #: largest probability that the gate rejects a consistent estimate of a rover within ``max_speed``
 #: (the threshold is the chi-square(2) quantile: d² > 27.6, i.e. 5.3 standard deviations along a line)
 FALSE_REJECTION = 1e-6
+#: the d² beyond which a pose is rejected: the chi-square(2) quantile at 1 - FALSE_REJECTION (computed once:
+#: scipy's quantile costs tens of microseconds, a pose stream runs at up to hundreds of Hz)
+THRESHOLD = float(chi2.isf(FALSE_REJECTION, 2))
 #: standard deviation added on each axis to the two estimates' covariance, m (exact estimates, stamp jitter)
 FLOOR_STD = 0.1
 #: rejections in a row that make a burst (reported: localisation re-initialised, or the rover was carried?)
@@ -91,13 +94,15 @@ def jump_mahalanobis2(prev_xy, prev_cov, new_xy, new_cov, reach: float) -> float
     if reach <= 0.0:
         return float(np.sum(a * d * d))
 
-    def excess(lam: float) -> float:       # |m(lam)| - r, decreasing in lam
-        return float(np.hypot(*(a * d / (a + lam)))) - reach
+    a0, a1, d0, d1 = float(a[0]), float(a[1]), float(d[0]), float(d[1])
 
-    hi = float(np.max(a)) * float(np.hypot(*d)) / reach    # |m(hi)| <= max(a) |d| / hi = r
+    def excess(lam: float) -> float:       # |m(lam)| - r, decreasing in lam (plain floats: brentq calls it often)
+        return math.hypot(a0 * d0 / (a0 + lam), a1 * d1 / (a1 + lam)) - reach
+
+    hi = max(a0, a1) * math.hypot(d0, d1) / reach    # |m(hi)| <= max(a) |d| / hi = r
     lam = brentq(excess, 0.0, hi) if excess(0.0) > 0.0 else 0.0
-    r = lam * d / (a + lam)                # delta - m in the eigenbasis
-    return float(np.sum(a * r * r))
+    r0, r1 = lam * d0 / (a0 + lam), lam * d1 / (a1 + lam)     # delta - m in the eigenbasis
+    return a0 * r0 * r0 + a1 * r1 * r1
 
 
 @dataclass(frozen=True)
@@ -145,8 +150,8 @@ class PoseGate:
 
     @property
     def threshold(self) -> float:
-        """The :math:`d^2` beyond which a pose is rejected (chi-square(2) quantile at 1 - FALSE_REJECTION)."""
-        return float(chi2.isf(FALSE_REJECTION, 2))
+        """The :math:`d^2` beyond which a pose is rejected (:data:`THRESHOLD`)."""
+        return THRESHOLD
 
     def reset(self) -> None:
         """Forget the anchor (the pose buffers were reset: a bag loop or simulation reset); the next pose is
