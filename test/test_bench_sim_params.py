@@ -35,6 +35,19 @@ def test_params_file_applies_under_the_command_line(tmp_path):
     assert dict(sim)['reading_noise_std'] == 0.3
 
 
+@pytest.mark.parametrize('text', ['', '# only comments\n'], ids=['empty', 'comments only'])
+def test_an_empty_params_file_is_warned_about_in_one_line(tmp_path, capsys, text):
+    """Issue 20 item 4: `bench --params empty.yaml` ran silently with the shipped parameters (check and demo warn)."""
+    f = tmp_path / 'empty.yaml'
+    f.write_text(text)
+    from uncertain_bo.benchmarks.cli import _params_file
+    assert _params_file(str(f), (('beta', 4.0),), ()) == ((('beta', 4.0),), ())
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1
+    assert err.startswith(f'warning: {f} has no parameters (empty, or comments only): every node keeps its defaults '
+                          '(config/explorer.yaml')
+
+
 def test_suite_field_brings_its_noise_and_localisation_and_sim_param_wins():
     from uncertain_bo.benchmarks.suite import load_suite
     over = Rover().overrides_for(0, 'ozone-midwest', sim=(('degraded_fix_std', 4.0),))

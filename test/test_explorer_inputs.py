@@ -21,9 +21,11 @@ from recording_host import RecordingHost
 
 
 def make(decider=None, planner_cls=Planner, **overrides):
+    # these synthetic pose streams jump to each goal in one step (no driving): the pose gate (max_speed) would
+    # reject the jumps; it is off unless a test turns it on
     params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_measurements': 3,
                                         'dwell_time': 1.0, 'goal_timeout': 30.0, 'reading_timeout': 2.0,
-                                        **overrides})
+                                        'max_speed': 0.0, **overrides})
     planner = planner_cls(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
                           n_initial=5)
     host = RecordingHost()
@@ -132,12 +134,14 @@ def test_backwards_jump_warnings_are_throttled(caplog):
 
 def test_reading_range_rejects_implausible_values_and_is_validated():
     ex, _ = make(reading_range=[-10.0, 50.0])
+    ex.on_pose(pose(1.0, [1.0, 1.0]))    # a reading before the first pose cannot be located (rejected for that)
     assert not ex.on_reading(Reading(1.0, 1e12))
     assert not ex.on_reading(Reading(1.0, -10.5))
     assert ex.on_reading(Reading(1.0, 49.0))
     assert ex.rejected['reading: value out of range'] == 2
     assert 'reading_range' in ex.last_reason
     ex, _ = make()   # the default is wide but finite
+    ex.on_pose(pose(1.0, [1.0, 1.0]))
     assert not ex.on_reading(Reading(1.0, 1e7)) and ex.on_reading(Reading(1.0, 9.9e5))
     assert 'reading_range' in check_explorer_parameters({'reading_range': [5.0, 5.0]})
 
@@ -208,3 +212,22 @@ def test_background_decision_keeps_the_cycle_responsive():
         assert longest < 0.3 and ex.state is State.DRIVING
         assert ex.planner.decided_on.startswith('decide')
         assert ex.planner.beta == 5.0
+
+
+def test_readings_before_the_first_pose_are_counted_as_rejected_with_the_reason():
+    """Issue 20 item 4: a reading that arrives before any pose estimate cannot be located; it was accepted
+    silently. Now it is counted as received and as rejected ('reading: before the first pose'), and the
+    diagnostics say so while the explorer waits for a pose."""
+    from uncertain_bo.operator_view import StatusReporter
+
+    ex, _ = make()
+    assert not ex.on_reading(Reading(0.5, 7.0), now=0.5)
+    assert not ex.on_reading(Reading(None, 7.0), now=0.6)
+    assert ex.received['readings'] == 2 and ex.rejected['reading: before the first pose'] == 2
+    assert 'before any pose estimate' in ex.last_reason and ex.inputs.latest_reading is None
+    report = StatusReporter().report(ex, 0.7)
+    values = dict(report.values)
+    assert values['readings received'] == '2' and values['rejected reading: before the first pose'] == '2'
+    assert 'waiting for pose' in report.message and 'before any pose estimate' in report.message
+    ex.on_pose(pose(1.0, [1.0, 1.0]), now=1.0)
+    assert ex.on_reading(Reading(1.0, 7.0), now=1.0) and ex.rejected['reading: before the first pose'] == 2

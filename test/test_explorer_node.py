@@ -29,8 +29,9 @@ DOMAIN_ID = 200 + os.getpid() % 30
 
 
 def make_explorer(context, tmp_path, **params):
+    # the probes publish poses that jump to each target (no driving): the pose gate (max_speed) is off here
     values = {'search_bounds': [0.0, 20.0, 0.0, 20.0], 'max_measurements': 2, 'dwell_time': 0.2,
-              'run_dir': str(tmp_path), 'n_initial': 5, 'tick_rate': 50.0, **params}
+              'run_dir': str(tmp_path), 'n_initial': 5, 'tick_rate': 50.0, 'max_speed': 0.0, **params}
     return ExplorerNode(context=context, parameter_overrides=parameter_overrides(values))
 
 
@@ -179,7 +180,7 @@ class SimRun:
         values = {'search_bounds': [0.0, 20.0, 0.0, 20.0], 'max_measurements': 3, 'dwell_time': 0.3,
                   'run_dir': str(tmp_path), 'n_initial': 5, 'tick_rate': 50.0, 'max_pose_age': 1.0,
                   'reading_timeout': 2.0, 'goal_timeout': 30.0, 'diagnostics_period': 0.2,
-                  'gp_map_cells': 10, **params}
+                  'gp_map_cells': 10, 'max_speed': 0.0, **params}    # poses jump to targets: no pose gate
         overrides = parameter_overrides(values) + [Parameter('use_sim_time', value=True)]
         self.node = ExplorerNode(context=context, parameter_overrides=overrides)
         self.probe = SimProbe(context)

@@ -16,9 +16,11 @@ from recording_host import RecordingHost
 
 
 def make(tmp_path=None, **overrides):
+    # these synthetic pose streams jump to each goal in one step (no driving): the pose gate (max_speed) would
+    # reject the jumps; it is off unless a test turns it on
     params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_measurements': 3,
                                         'dwell_time': 1.0, 'goal_timeout': 30.0, 'reading_timeout': 2.0,
-                                        **overrides})
+                                        'max_speed': 0.0, **overrides})
     planner = Planner(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
                       n_initial=5, journal=None if tmp_path is None else tmp_path / 'j.jsonl')
     host = RecordingHost()
@@ -352,6 +354,7 @@ def test_stored_covariances_are_exactly_psd(tmp_path):
 
 def test_invalid_reading_variance_and_huge_values_are_rejected():
     ex, _ = make()
+    ex.on_pose(pose(1.0, [1.0, 1.0]))    # a reading before the first pose cannot be located (rejected for that)
     assert not ex.on_reading(Reading(1.0, 5.0, float('nan')))
     assert not ex.on_reading(Reading(1.0, 5.0, -1.0))
     assert not ex.on_reading(Reading(1.0, 1e300))

@@ -13,9 +13,10 @@ stand-in robot publishes what a field robot's stack publishes:
   and "drives" the robot to each goal at 40 m/s.
 
 The runs use the shipped examples (``config/examples/``) as a user would, with ``-p`` overrides only for the
-mechanical waits (``dwell_time``) and the run folder, and require the planned number of measurements; the
-journal is checked against what the robot published (every reading paired with the pose of the place it was
-read, the published covariance stored as the location distribution) and no pose was refused as stale.
+mechanical waits (``dwell_time``), the run folder and the pose gate (``max_speed``: the stand-in is no rover),
+and require the planned number of measurements; the journal is checked against what the robot published (every
+reading paired with the pose of the place it was read, the published covariance stored as the location
+distribution) and no pose was refused as stale.
 """
 import json
 import math
@@ -182,7 +183,10 @@ def start_explorer(folder, params_file, *, overrides=(), remaps=(), env=None):
     ``folder / 'explorer.log'`` and its run folder ``folder / 'run'``."""
     folder.mkdir(parents=True, exist_ok=True)
     cmd = explorer_command() + ['--ros-args', '--params-file', str(params_file), '-p', f'run_dir:={folder / "run"}',
-                                '-p', 'exit_when_done:=true', '-p', 'diagnostics_period:=5.0']
+                                '-p', 'exit_when_done:=true', '-p', 'diagnostics_period:=5.0',
+                                # the stand-in moves a fixed step per timer tick at SPEED (100 m/s, and faster when
+                                # ticks bunch up): no rover's physics, so the pose gate (max_speed) is off here
+                                '-p', 'max_speed:=0.0']
     for o in overrides:
         cmd += ['-p', o]
     for r in remaps:

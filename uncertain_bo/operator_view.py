@@ -293,6 +293,8 @@ class StatusReporter:
             ('goal timeouts', str(ex.goal_timeouts)),
             ('rejected total', str(total)),
         ]
+        gate = ex.inputs.gate      # pose plausibility (explorer/pose_gate.py): bursts of jumps, re-anchorings
+        values += [('pose gate bursts', str(gate.bursts)), ('pose gate re-anchored', str(gate.reanchored))]
         values += [(f'rejected {k}', str(v)) for k, v in sorted(ex.rejected.items())]
         values.append(('last rejection', ex.last_reason or ''))
         if ex.paused_reason:

@@ -38,7 +38,8 @@ import yaml
 
 from .parameters import ParameterError
 
-__all__ = ['Section', 'read_param_file', 'load_param_file', 'merged_sections', 'node_parameters', 'declared_parameters',
+__all__ = ['Section', 'read_param_file', 'no_parameters_warning',
+           'load_param_file', 'merged_sections', 'node_parameters', 'declared_parameters',
            'section_applies', 'unknown_sections', 'write_param_file', 'format_param_file', 'rcl_scalar',
            'absolute_name']
 
@@ -361,6 +362,18 @@ def declared_parameters(files: Sequence[str | Path], node: str, names: Iterable[
         own = s.key.rstrip('/').rsplit('/', 1)[-1] == name
         out.update({k: v for k, v in s.parameters.items() if own or k in declared})
     return out
+
+
+def no_parameters_warning(path: str | Path) -> str | None:
+    """The one-line warning for a parameter file without any parameters (empty, or comments only: rcl accepts it
+    and the nodes run with their defaults, which is rarely what was meant), or None when it has some.
+
+    Raises:
+        ParameterError: the file cannot be read or rcl would refuse it (:func:`read_param_file`).
+    """
+    if read_param_file(path):
+        return None
+    return f'{path} has no parameters (empty, or comments only): every node keeps its defaults'
 
 
 def load_param_file(path: str | Path) -> dict[str, dict[str, Any]]:

@@ -56,6 +56,7 @@ def _params_file(path: str, explorer: tuple, sim: tuple) -> tuple[tuple, tuple]:
         ValueError: the file cannot be read, or has a section for none of the nodes.
     """
     from ..explorer import EXPLORER_PARAMS
+    from ..param_files import no_parameters_warning
     from ..parameters import node_parameters, unknown_sections
     from ..sim.ekf import EKF_PARAMS
     from ..sim.particle_filter import PF_PARAMS
@@ -64,6 +65,9 @@ def _params_file(path: str, explorer: tuple, sim: tuple) -> tuple[tuple, tuple]:
 
     specs = {'explorer': EXPLORER_PARAMS, 'sim_rover': WORLD_PARAMS, 'ekf': EKF_PARAMS,
              'particle_filter': PF_PARAMS, 'pure_pursuit': PURE_PURSUIT_PARAMS}
+    warning = no_parameters_warning(path)
+    if warning:     # it runs, with the shipped parameters: say so (one line)
+        print(f'warning: {warning} (config/explorer.yaml, config/sim.yaml)', file=sys.stderr)
     bad = unknown_sections([path], [f'/{n}' for n in specs])
     if bad:
         raise ValueError(f'--params {path}: section {bad[0][1]!r} is none of the nodes {", ".join(specs)}')

@@ -10,6 +10,8 @@ Modules, one concept each:
   :func:`update_planner` for run-time changes).
 - :mod:`~uncertain_bo.explorer.inputs` — pose estimates and readings: validation (stamps, frames, covariances,
   particle clouds) and pairing a reading with the pose nearest in time.
+- :mod:`~uncertain_bo.explorer.pose_gate` — pose plausibility: a pose that jumps further than the rover can have
+  driven (``max_speed``, both covariances) is a glitch and reaches nothing; re-anchoring after a re-initialisation.
 - :mod:`~uncertain_bo.explorer.location_policy` — which location distribution a measurement gets: a Gaussian,
   the particle cloud, or (for the GP) the commanded target, as the method asks.
 - :mod:`~uncertain_bo.explorer.budget` — the distance and time budgets beside ``max_measurements``.
@@ -24,6 +26,7 @@ from .budget import ODOMETER_STEP, TravelBudget
 from .inputs import (MAX_ABS_COORDINATE, READING_QUEUE, InputStreams, PoseEstimate, Reading, position_trace,
                      psd_projection)
 from .location_policy import LocationPolicy, resample_particles, takes_sample_sets
+from .pose_gate import PoseGate
 from .parameters import (EXPLORER_PARAMS, MAX_ABS_READING, RESUME_FRACTION, check_explorer_parameters,
                          planner_from_parameters, run_folder, update_planner)
 from .state_machine import Explorer, ExplorerOutputs, Measurement, State, execution_noise_summary
@@ -32,4 +35,4 @@ __all__ = ['Explorer', 'ExplorerOutputs', 'State', 'PoseEstimate', 'Reading', 'M
            'EXPLORER_PARAMS', 'RESUME_FRACTION', 'READING_QUEUE', 'MAX_ABS_COORDINATE', 'MAX_ABS_READING',
            'check_explorer_parameters', 'psd_projection', 'position_trace', 'resample_particles',
            'takes_sample_sets', 'planner_from_parameters', 'update_planner', 'run_folder', 'InputStreams',
-           'LocationPolicy', 'TravelBudget', 'ODOMETER_STEP', 'execution_noise_summary']
+           'LocationPolicy', 'TravelBudget', 'ODOMETER_STEP', 'execution_noise_summary', 'PoseGate']

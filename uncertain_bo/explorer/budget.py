@@ -17,7 +17,9 @@ The distance driven is measured on the pose estimates the explorer receives (the
 localisation output, as on a real rover): the path through successive estimates, advanced in steps of at least
 :data:`ODOMETER_STEP` so that the estimate's jitter while standing still does not add up, and closed at every
 stop (arrival at a target, and the start of the next leg), so that straight legs are counted in full. Estimates whose
-covariance trace exceeds ``max_covariance_trace`` (diverged localisation) do not move it. Both totals are
+covariance trace exceeds ``max_covariance_trace`` (diverged localisation) do not move it, nor do estimates the pose
+gate rejected (:mod:`~uncertain_bo.explorer.pose_gate`: a glitch never reaches it), and a re-anchoring of the
+gate (:meth:`TravelBudget.relocated`) moves it without adding the jump. Both totals are
 journaled with every measurement, so a resumed mission continues its budgets where it stopped.
 """
 from __future__ import annotations
@@ -88,6 +90,14 @@ class TravelBudget:
         if step >= ODOMETER_STEP:
             self._distance += step
             self._anchor = xy
+
+    def relocated(self, xy: np.ndarray) -> None:
+        """The position estimate moved to ``xy`` ``(2,)`` m without the rover driving there (the pose gate
+        re-anchored after a re-initialised localisation): the step under way is closed where it was, and the
+        odometer continues from ``xy``; the jump is not distance driven."""
+        self.stopped()
+        xy = np.array(xy, dtype=float)
+        self._anchor = self._last = xy
 
     def stopped(self) -> None:
         """The rover stopped (at a target, or stopped there): close the odometer's current step."""

@@ -22,6 +22,13 @@
   (simulated time before the first ``/clock``) cannot be stamped and is rejected (``'no clock to stamp it'``).
 - Particle clouds are validated like covariances (finite, in range, weights finite, non-negative with a
   positive finite sum).
+- A valid pose whose jump from the last accepted estimate is more than the rover can have driven since (``max_speed``),
+  given both covariances, is rejected as a glitch (``'pose: implausible jump'``) and reaches nothing: neither the
+  pairing of measurements and en-route readings nor the odometer. A burst of such rejections is reported, and a
+  localisation that stays at the new place is accepted there after a couple of seconds (re-anchored):
+  :mod:`~uncertain_bo.explorer.pose_gate`. Particle clouds are judged by their mean and covariance.
+- A valid reading that arrives before any pose estimate was accepted cannot be located: it is counted as rejected
+  (``'reading: before the first pose'``), which the waiting-for-pose status shows with the reason.
 
 Both buffers are bounded (``pose_buffer_size`` poses, :data:`READING_QUEUE` readings), so memory stays
 bounded at any input rate.
@@ -38,6 +45,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..covariance import covariance_problem, particle_moments, weights_problem
+from .pose_gate import PoseGate
 
 __all__ = ['PoseEstimate', 'Reading', 'InputStreams', 'MAX_ABS_COORDINATE', 'READING_QUEUE', 'WARN_PERIOD',
            'STALE_REPLAY_AGE', 'WAIT', 'position_trace', 'psd_projection']
@@ -153,8 +161,8 @@ class InputStreams:
 
     Args:
         params: the explorer's parameters (read live: ``frame_id``, ``max_pose_age``, ``reading_timeout``,
-            ``future_stamp_tolerance``, ``reading_range``, ``max_covariance_trace``, ``pose_buffer_size`` at
-            construction and :meth:`resize`).
+            ``future_stamp_tolerance``, ``reading_range``, ``max_covariance_trace``, ``max_speed``,
+            ``pose_buffer_size`` at construction and :meth:`resize`).
         collecting: True while readings are wanted (the measuring window); readings handed in otherwise are
             validated and counted, not queued.
 
@@ -163,6 +171,8 @@ class InputStreams:
         readings: readings queued during the measuring window.
         rejected: rejected inputs by category (``'pose: stale stamp'``, ...); the set of keys is bounded.
         received: counts of ``'poses'`` and ``'readings'`` handed in.
+        gate: the pose plausibility gate (:class:`~uncertain_bo.explorer.pose_gate.PoseGate`).
+        reanchored: True when the last accepted pose re-anchored the gate (a relocation: not distance driven).
         last_reason: the most recent rejection with its detail (None if none).
         window_received: readings handed in during the current measuring window.
         window_rejects: why readings of the current measuring window were not used, by category.
@@ -180,6 +190,9 @@ class InputStreams:
         self.window_received = 0
         self.window_rejects: Counter = Counter()
         self.latest_reading: Reading | None = None
+        self.gate = PoseGate(params)
+        self.reanchored = False
+        self._located = False         # a pose estimate was accepted (readings before it cannot be located)
         self._warned: dict[str, tuple[float, int]] = {}
 
     @property
@@ -199,7 +212,9 @@ class InputStreams:
     # ------------------------------------------------------------ arrival
     def add_pose(self, pose: PoseEstimate, now: float | None,
                  reduce: Callable[[PoseEstimate], PoseEstimate]) -> bool:
-        """Buffer a pose estimate after validation. Returns False (and logs why) if rejected.
+        """Buffer a pose estimate after validation and the plausibility gate
+        (:mod:`~uncertain_bo.explorer.pose_gate`). Returns False (and logs why, counted in :attr:`rejected`) if
+        rejected; :attr:`reanchored` says whether an accepted pose re-anchored the gate.
 
         Args:
             pose: the estimate.
@@ -227,9 +242,24 @@ class InputStreams:
             self.last_reason = 'pose stamp jumped backwards: pose and reading buffers reset'
             self.poses.clear()
             self.readings.clear()
+            self.gate.reset()
+        verdict = self.gate.check(pose.stamp, pose.xy, pose.cov)
+        if not verdict.accepted:
+            self.reject('pose', 'implausible jump', verdict.detail)
+            if verdict.burst_started:
+                log.warning('%d pose estimates in a row jumped implausibly far from the last accepted one (%s): '
+                            'localisation re-initialised (set_pose, initialpose), the rover carried, or max_speed = '
+                            '%g m/s below its speed? The new place is accepted once the estimates stay there',
+                            self.gate.consecutive, verdict.detail, self.params['max_speed'])
+            return False
+        self.reanchored = verdict.reanchored
+        if verdict.reanchored:
+            log.warning('pose gate re-anchored: %s', verdict.detail)
+            self.last_reason = f'pose re-anchored: {verdict.detail}'
         if pose.samples is not None:
             pose = reduce(pose)
         self.poses.append(pose)
+        self._located = True
         return True
 
     def add_reading(self, reading: Reading, now: float | None) -> bool:
@@ -241,8 +271,9 @@ class InputStreams:
         negative or non-finite variance; and, for a stamped reading when ``now`` is given, a stamp more than
         ``future_stamp_tolerance`` ahead of it (``'future stamp'``) or older than ``now - reading_timeout``
         (``'stale stamp'``: stamped 0, a driver clock that is not the node's, a bag replayed without
-        simulated time). While measuring, readings stamped in the future are dropped by :meth:`pair`
-        whatever ``now``.
+        simulated time); and a valid reading that arrives before any pose estimate was accepted
+        (``'before the first pose'``: it cannot be located). While measuring, readings stamped in the future are
+        dropped by :meth:`pair` whatever ``now``.
 
         Args:
             reading: the reading (stamp in s on the host's clock, value in the sensor's unit).
@@ -277,6 +308,11 @@ class InputStreams:
             if problem is not None:
                 self.reject('reading', *problem)
                 return False
+        if not self._located:
+            self.reject('reading', 'before the first pose', 'a reading arrived before any pose estimate was accepted: '
+                        'it cannot be located (is the localisation publishing, in frame_id '
+                        f"{self.params['frame_id']!r}?)")
+            return False
         if collecting:
             self.readings.append(reading)
         if (self.latest_reading is None or reading.stamp is None or self.latest_reading.stamp is None

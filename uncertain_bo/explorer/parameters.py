@@ -121,6 +121,10 @@ EXPLORER_PARAMS = [
     Param('max_particles', 160, 'particles kept per empirical location distribution (particle-cloud poses with '
           'a sample-based kernel): the cloud is resampled to this many equally weighted particles; bounds '
           'memory, journal size and kernel cost', range=(1, 100000), read_only=True),
+    Param('max_speed', 5.0, 'pose plausibility: a pose estimate further from the last accepted one than the rover can '
+          'have driven at this speed since, given both covariances (a chi-square gate), is rejected as a glitch and '
+          'counted; estimates that stay at the new place are accepted there after a couple of seconds '
+          '(localisation re-initialised); set it above the rover\'s top speed; 0 = off, m/s', range=(0.0, 1000.0)),
     Param('max_covariance_trace', 25.0, 'localisation divergence: when the trace of the position covariance '
           f'exceeds this the rover is stopped and the explorer pauses; it resumes below '
           f'{RESUME_FRACTION:g} x this, m²', range=(1e-6, 1e12)),

@@ -318,8 +318,11 @@ class Explorer:
                 ``max_pose_age`` before it is stale and rejected. None skips that check (no valid clock yet).
         """
         if not self.inputs.add_pose(pose, now, self.locations.on_arrival):
-            return False
-        self.budget.moved_to(pose.xy, position_trace(pose.cov))
+            return False     # a rejected pose (a glitch: pose_gate) reaches neither the buffer nor the odometer
+        if self.inputs.reanchored:
+            self.budget.relocated(pose.xy)      # the localisation moved the rover: not distance driven
+        else:
+            self.budget.moved_to(pose.xy, position_trace(pose.cov))
         return True
 
     def on_reading(self, reading: Reading, now: float | None = None) -> bool:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..parameters import ParameterError, validate
-from ..param_files import Section, declared_parameters, read_param_file, section_applies
+from ..param_files import Section, declared_parameters, no_parameters_warning, read_param_file, section_applies
 from .nodes import NODES
 
 __all__ = ['NodeCheck', 'CheckResult', 'check_parameter_files', 'check_node_values', 'mission_warnings',
@@ -119,7 +119,7 @@ def check_parameter_files(files: Sequence[str | Path], *, namespace: str | None 
     for f in files:
         found = read_param_file(f)
         if not found:
-            result.warnings.append(f'{f} has no parameters (empty, or comments only): every node keeps its defaults')
+            result.warnings.append(no_parameters_warning(f))
         sections += [(f, s) for s in found]
     specs = {name: {p.name: p for p in entry.parameter_specs()} for name, entry in NODES.items()}
     targets: dict[str, str] = {}   # fqn -> node
