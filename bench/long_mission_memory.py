@@ -9,7 +9,10 @@ measurements and en-route readings stored by then and the wall time. A journal i
 field run writes one.
 
 Reported: the RSS series, growth from the first sample to the last and over the second half of the mission (MB per
-simulated hour), and the planner's decision times (median, max) as the data grow.
+simulated hour), and the planner's decision times (median, max) as the data grow. To tell a leak from the working
+memory of a GP over more readings, a fresh process then opens a copy of the journal (the planner resumes every
+observation), makes ``--fresh-decisions`` decisions, and reports its RSS: a leak shows as the mission's last RSS far
+above the fresh process's.
 
 Usage::
 
@@ -45,6 +48,40 @@ def rss_mb() -> float:
     return float('nan')
 
 
+def mission_params(args) -> dict:
+    from uncertain_bo.sim.mission import mission_parameters
+    return mission_parameters({
+        'sim_rover': {'seed': args.seed, 'localiser': args.localiser},
+        'explorer': {'seed': args.seed, 'max_measurements': args.measurements,
+                     'max_mission_time': args.sim_seconds, 'en_route_spacing': args.en_route_spacing,
+                     **({'method': args.method} if args.method else {})}})
+
+
+def replay_child(args) -> int:
+    """Fresh process: resume a copy of the journal, decide ``--fresh-decisions`` times (each target observed at a
+    0.5 m Gaussian with the mean reading), print JSON with the RSS."""
+    import torch
+
+    from uncertain_bo.cli import configure_torch_threads
+    from uncertain_bo.distributions import DTYPE, Gaussian
+    from uncertain_bo.explorer import planner_from_parameters
+    configure_torch_threads()
+    rss0 = rss_mb()
+    planner = planner_from_parameters(mission_params(args)['explorer'], journal=args.child_replay)
+    planner.take_resumed_target()
+    rss_loaded = rss_mb()
+    peak = rss_loaded
+    y = float(planner.y.mean())
+    for _ in range(args.fresh_decisions):
+        target = planner.suggest()
+        peak = max(peak, rss_mb())
+        loc = Gaussian(target.reshape(1, -1).to(DTYPE), 0.25 * torch.eye(2, dtype=DTYPE)[None])
+        planner.observe(target, loc, y)
+    print(json.dumps({'rss_start_mb': rss0, 'rss_loaded_mb': rss_loaded, 'rss_after_mb': rss_mb(),
+                      'rss_peak_mb': peak, 'readings': planner.n + planner.n_en_route}))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--sim-seconds', type=float, default=7200.0, help='max_mission_time, simulated s')
@@ -54,21 +91,22 @@ def main(argv=None) -> int:
     ap.add_argument('--localiser', choices=('ekf', 'pf'), default='ekf')
     ap.add_argument('--method', default=None, help="explorer method (default config/explorer.yaml's)")
     ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--fresh-decisions', type=int, default=3, help='decisions of the fresh process (0 = skip it)')
     ap.add_argument('--out', type=Path, default=None, help='folder for run/ (journal) and result.json')
+    ap.add_argument('--child-replay', type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.child_replay is not None:
+        return replay_child(args)
 
     from uncertain_bo.cli import configure_torch_threads
     configure_torch_threads()
-    from uncertain_bo.sim.mission import Mission, mission_parameters
+    from uncertain_bo.sim.mission import Mission
 
     out = args.out or Path(tempfile.mkdtemp(prefix='long_mission_'))
     (out / 'run').mkdir(parents=True, exist_ok=True)
-    params = mission_parameters({
-        'sim_rover': {'seed': args.seed, 'localiser': args.localiser},
-        'explorer': {'seed': args.seed, 'max_measurements': args.measurements,
-                     'max_mission_time': args.sim_seconds, 'en_route_spacing': args.en_route_spacing}})
+    params = mission_params(args)
     rss0 = rss_mb()
-    mission = Mission(params, method=args.method, journal=out / 'run' / 'journal.jsonl')
+    mission = Mission(params, journal=out / 'run' / 'journal.jsonl')
     series: list[dict] = []
     measurements = [0]
     wall0 = time.perf_counter()
@@ -115,6 +153,19 @@ def main(argv=None) -> int:
         'journal_bytes': os.path.getsize(out / 'run' / 'journal.jsonl'),
         'load_average': os.getloadavg(), 'series': series,
     }
+    if args.fresh_decisions:
+        import shutil
+        import subprocess
+        copy = out / 'fresh' / 'journal.jsonl'
+        copy.parent.mkdir(exist_ok=True)
+        shutil.copy(out / 'run' / 'journal.jsonl', copy)
+        cmd = [sys.executable, __file__, '--child-replay', str(copy), '--fresh-decisions', str(args.fresh_decisions),
+               '--sim-seconds', str(args.sim_seconds), '--measurements', str(args.measurements),
+               '--en-route-spacing', str(args.en_route_spacing), '--localiser', args.localiser,
+               '--seed', str(args.seed), *(['--method', args.method] if args.method else [])]
+        child = subprocess.run(cmd, capture_output=True, text=True)
+        lines = child.stdout.strip().splitlines()
+        summary['fresh_process'] = json.loads(lines[-1]) if child.returncode == 0 and lines else child.stderr[-2000:]
     (out / 'result.json').write_text(json.dumps(summary, indent=2))
     print(f"ended: {summary['stop_reason']} at sim {summary['sim_time_s'] / 60:.1f} min after "
           f"{summary['wall_time_s']:.0f} s wall; {summary['measurements']} measurements, "
@@ -127,6 +178,13 @@ def main(argv=None) -> int:
         print(f"decisions: {len(secs)}, median {summary['decision_s_median']:.2f} s, "
               f"max {summary['decision_s_max']:.2f} s, "
               f"median of the last 10 {summary['decision_s_last10_median']:.2f} s")
+    fresh = summary.get('fresh_process')
+    if isinstance(fresh, dict):
+        print(f"fresh process on the same journal ({fresh['readings']} readings): {fresh['rss_start_mb']:.1f} MB after "
+              f"imports, {fresh['rss_loaded_mb']:.1f} MB resumed, peak {fresh['rss_peak_mb']:.1f} MB over "
+              f"{args.fresh_decisions} decisions (the mission's last RSS: {last['rss_mb']:.1f} MB)")
+    elif fresh is not None:
+        print(f'fresh process failed: {fresh}')
     print(f"load average {summary['load_average'][0]:.2f}; details: {out / 'result.json'}")
     return 0
 

@@ -23,6 +23,7 @@ Usage::
 
     nice -n 10 .venv/bin/python bench/resume_pf_en_route.py                          # 10 measurements, stop at 4
     nice -n 10 .venv/bin/python bench/resume_pf_en_route.py --stop-on en_route --stop-after 15   # stop en route
+    nice -n 10 .venv/bin/python bench/resume_pf_en_route.py --method airbo   # empirical locations (the particles)
 """
 from __future__ import annotations
 
@@ -74,6 +75,8 @@ def main(argv=None) -> int:
                     help="the record type counted for --stop-after ('en_route': stop while driving)")
     ap.add_argument('--spacing', type=float, default=10.0, help='en_route_spacing, m')
     ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--method', default=None,
+                    help='explorer method (a sample-based one such as airbo stores the particle clouds themselves)')
     ap.add_argument('--domain', type=int, default=181, help='ROS_DOMAIN_ID')
     ap.add_argument('--timeout', type=float, default=900.0, help='wall-clock limit of each run, s')
     ap.add_argument('--out', type=Path, default=None, help='folder for the run, logs and result.json')
@@ -88,7 +91,7 @@ def main(argv=None) -> int:
     env = {**os.environ, 'ROS_DOMAIN_ID': str(args.domain), 'ROS_LOCALHOST_ONLY': '1', 'PYTHONUNBUFFERED': '1'}
     cmd = [str(Path(sys.executable).parent / 'uncertain-bo'), 'demo', '--localiser', 'pf', '--params', str(params),
            '--measurements', str(args.measurements), '--seed', str(args.seed), '--out', str(run),
-           '--timeout', str(args.timeout)]
+           '--timeout', str(args.timeout), *(['--method', args.method] if args.method else [])]
 
     # ---- first run, interrupted
     t0 = time.monotonic()
@@ -137,7 +140,7 @@ def main(argv=None) -> int:
         "each en-route record's 'measurements' = observations before it": counts_ok,
     }
     result = {'measurements': args.measurements, 'stop_after': args.stop_after,
-              'stop_on': args.stop_on, 'spacing_m': args.spacing, 'seed': args.seed,
+              'stop_on': args.stop_on, 'method': args.method, 'spacing_m': args.spacing, 'seed': args.seed,
               'first_exit': rc1, 'first_wall_s': first_wall, 'second_exit': rc2,
               'second_wall_s': second_wall, 'observations_before': len(obs_b), 'en_route_before': len(er_b),
               'observations_after': len(obs_a), 'en_route_after': len(er_a), 'start_records': starts,
@@ -149,6 +152,8 @@ def main(argv=None) -> int:
     print(f'{"after the resumed run":28s} {len(obs_a):12d} {len(er_a):9d}  {rc2!s:4s}  {second_wall:.0f} s')
     for what, ok in checks.items():
         print(f'  {"PASS" if ok else "FAIL"}  {what}')
+    kinds = sorted({r['location']['kind'] for r in after if r.get('type') in ('observation', 'en_route')})
+    print(f'location kinds stored: {kinds}')
     print(f'record types: {result["record_types_after"]}; load average {os.getloadavg()[0]:.2f}; details: {out}')
     return 0 if all(checks.values()) else 1
 
