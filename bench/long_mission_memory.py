@@ -12,7 +12,8 @@ Reported: the RSS series, growth from the first sample to the last and over the 
 simulated hour), and the planner's decision times (median, max) as the data grow. To tell a leak from the working
 memory of a GP over more readings, a fresh process then opens a copy of the journal (the planner resumes every
 observation), makes ``--fresh-decisions`` decisions, and reports its RSS: a leak shows as the mission's last RSS far
-above the fresh process's.
+above the fresh process's; and the mission's own RSS is read again after ``gc.collect()`` and glibc's
+``malloc_trim(0)`` (freed heap pages handed back to the OS: what remains is live memory or fragmentation).
 
 Usage::
 
@@ -136,6 +137,14 @@ def main(argv=None) -> int:
           f'{args.en_route_spacing:g} m, seed {args.seed}; RSS before the mission {rss0:.1f} MB')
     result = mission.run(max_sim_time=args.sim_seconds + 600.0, on_measurement=counted)
     sample(result.sim_time)
+    import ctypes
+    import gc
+    gc.collect()
+    try:                                # hand freed heap pages back: what stays is live memory (or fragmentation)
+        ctypes.CDLL('libc.so.6').malloc_trim(0)
+        rss_trimmed = rss_mb()
+    except (OSError, AttributeError):
+        rss_trimmed = None
     secs = [d.seconds for d in mission.planner.decisions if d.seconds is not None]
     first, last = series[0], series[-1]
     half = [s for s in series if s['sim_s'] >= last['sim_s'] / 2]
@@ -146,7 +155,8 @@ def main(argv=None) -> int:
         'stop_reason': result.stop_reason, 'sim_time_s': result.sim_time, 'wall_time_s': result.wall_time,
         'measurements': len(result.measurements), 'en_route_readings': result.en_route_readings,
         'rss_before_mission_mb': rss0, 'rss_first_mb': first['rss_mb'], 'rss_last_mb': last['rss_mb'],
-        'rss_max_mb': max(s['rss_mb'] for s in series), 'growth_mb': last['rss_mb'] - first['rss_mb'],
+        'rss_max_mb': max(s['rss_mb'] for s in series), 'rss_after_gc_and_malloc_trim_mb': rss_trimmed,
+        'growth_mb': last['rss_mb'] - first['rss_mb'],
         'growth_second_half_mb_per_sim_h': ((last['rss_mb'] - half[0]['rss_mb']) / hours) if hours > 0 else None,
         'decision_s_median': statistics.median(secs) if secs else None, 'decision_s_max': max(secs, default=None),
         'decision_s_last10_median': statistics.median(secs[-10:]) if secs else None,
@@ -173,7 +183,8 @@ def main(argv=None) -> int:
     g2 = summary['growth_second_half_mb_per_sim_h']
     print(f"RSS: first sample {first['rss_mb']:.1f} MB, last {last['rss_mb']:.1f} MB, max {summary['rss_max_mb']:.1f}"
           f" MB; growth {summary['growth_mb']:+.1f} MB"
-          + (f", second half {g2:+.1f} MB per simulated hour" if g2 is not None else ''))
+          + (f", second half {g2:+.1f} MB per simulated hour" if g2 is not None else '')
+          + (f"; after gc + malloc_trim {rss_trimmed:.1f} MB" if rss_trimmed is not None else ''))
     if secs:
         print(f"decisions: {len(secs)}, median {summary['decision_s_median']:.2f} s, "
               f"max {summary['decision_s_max']:.2f} s, "
