@@ -197,6 +197,10 @@ def _match_reading_types(params: dict[str, dict[str, Any]], extra_files: list[Pa
         params['sim_rover']['reading_type'] = want
 
 
+#: s the demo waits at exit for a decision still running on the executor thread
+DECISION_JOIN_TIMEOUT = 60.0
+
+
 def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, *,
              extra_files: list[Path] | None = None, timeout: float = 1800.0) -> dict[str, Any]:
     """Run the simulated exploration graph until the explorer is done; write the report.
@@ -257,7 +261,7 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
 
     rclpy.init()
     nodes = {}
-    executor = None
+    executor = thread = None
     wall0 = time.monotonic()
     try:
         for name in graph_nodes(params):
@@ -298,6 +302,11 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
     finally:
         if executor is not None:
             executor.shutdown(timeout_sec=1.0)
+        if thread is not None:
+            # the explorer decides inline in this graph: a Ctrl-C during a decision must let that callback end
+            # before its nodes and the context are destroyed (else the process aborts: "terminate called
+            # without an active exception", 3 of 4 runs of bench/resume_pf_en_route.py)
+            thread.join(timeout=DECISION_JOIN_TIMEOUT)
         for n in nodes.values():
             n.destroy_node()
         if rclpy.ok():
