@@ -113,8 +113,9 @@ class RoverView:
     - :meth:`suggest` decides with the other rovers' current targets pending, from this rover's :attr:`position`,
       and records the rover with the decision;
     - :meth:`observe` hands the measurement to :meth:`Team.merge` with this rover's name and next sequence number;
-    - :attr:`n` counts the team's measurements taken *and committed to* (the other rovers' pending targets), so a
-      rover stops deciding once the team's budget is covered;
+    - :attr:`n` is the planner's (the team's measurements), so every rover ends once the team's budget is reached,
+      and a rover keeps deciding while the other rovers' pending targets would cover the budget (one of them may
+      be dropped before it measures; the targets left unmeasured when the budget is reached are abandoned);
     - :attr:`start` and :meth:`set_start` are this rover's (the planner's start is the first rover's);
     - there is no resumed target (teams do not resume in phase 1).
 
@@ -142,11 +143,6 @@ class RoverView:
     @property
     def planner(self) -> Planner:
         return self._planner
-
-    @property
-    def n(self) -> int:
-        others = self._team.pending(exclude=self.name, planner=self._planner)
-        return self._planner.n + len(others)
 
     @property
     def start(self) -> Tensor | None:
