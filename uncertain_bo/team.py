@@ -124,6 +124,7 @@ class RoverView:
         target: ``(d,)`` the target it is driving to and has not measured yet, or None.
         decision: the planner's :class:`~uncertain_bo.planner.Decision` of that target.
         pending_at_decision: how many other rovers' targets were pending when it was decided.
+        measurements_at_decision: how many measurements the planner held when it was decided.
     """
 
     def __init__(self, team: 'Team', name: str, planner: Planner):
@@ -133,7 +134,7 @@ class RoverView:
         self.seq = 0
         self.target: Tensor | None = None
         self.decision: Decision | None = None
-        self.pending_at_decision = 0
+        self.pending_at_decision = self.measurements_at_decision = 0
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith('_'):
@@ -173,6 +174,7 @@ class RoverView:
         """The rover's next target ``(d,)``: decided by the planner with the other rovers' targets pending and the
         travel cost from :attr:`position` (see :meth:`~uncertain_bo.planner.Planner.suggest`)."""
         pending = self._team.pending(exclude=self.name, planner=self._planner)
+        self.measurements_at_decision = self._planner.n
         target = self._planner.suggest(pending=pending if len(pending) else None, position=self.position,
                                        rover=self.name)
         self.target, self.decision, self.pending_at_decision = target, self._planner.decisions[-1], len(pending)

@@ -22,7 +22,8 @@ value (:meth:`~uncertain_bo.team.Team.recommend`).
 Records: one per stored measurement in the order the team stored them, with ``sim_time`` the team's mission time at
 that reading (simulated s since the start: the wall-clock of the slowest rover) and ``distance_driven`` the total
 true distance of the whole team (m); the run's extras add ``rover`` (who measured), ``pending`` (targets of other
-rovers pending when its target was decided) and ``rover_distance`` (that rover's own distance, m).
+rovers pending when its target was decided), ``measurements_at_decision`` (measurements the planner held then) and
+``rover_distance`` (that rover's own distance, m).
 """
 from __future__ import annotations
 
@@ -81,6 +82,7 @@ class RoverTeamInstance(RoverInstance):
                             extra={'timed_out': bool(meas.timed_out), 'sim_time': float(meas.reading.stamp),
                                    'distance_driven': team.distance(), 'rover': rover,
                                    'pending': view.pending_at_decision,
+                                   'measurements_at_decision': view.measurements_at_decision,
                                    'rover_distance': float(member.world.distance_travelled)})
             record(view.planner, torch.as_tensor(meas.target, dtype=DTYPE), m, view.decision, rec)
 
