@@ -106,14 +106,15 @@ class RoverTeam(Rover):
     default_methods = 'ugp_ucb,lawnmower,random'
     params = {'rovers': 1, 'sharing': True, 'spacing': 10.0}
 
-    def team_values(self, settings: BenchSettings) -> dict[str, Any]:
-        """The team's parameters with ``settings.problem`` applied, checked.
+    def param_values(self, settings: BenchSettings) -> dict[str, Any]:
+        """The team's parameters with ``settings.problem`` applied, checked (``bench`` checks them before it runs
+        anything).
 
         Raises:
             ValueError: an unknown parameter, ``rovers`` not an integer >= 1, ``sharing`` not a boolean, a
                 negative ``spacing``.
         """
-        values = self.param_values(settings)
+        values = super().param_values(settings)
         rovers, sharing, spacing = values['rovers'], values['sharing'], values['spacing']
         if isinstance(rovers, bool) or not isinstance(rovers, int) or rovers < 1:
             raise ValueError(f'problem {self.name!r}: rovers must be an integer >= 1, got {rovers!r}')
@@ -123,14 +124,10 @@ class RoverTeam(Rover):
             raise ValueError(f'problem {self.name!r}: spacing must be a number >= 0 (m), got {spacing!r}')
         return {'rovers': rovers, 'sharing': sharing, 'spacing': float(spacing)}
 
-    def check(self, settings: BenchSettings) -> None:
-        self.team_values(settings)
-        super().check(settings)
-
     def instance_for(self, seed: int, settings: BenchSettings) -> RoverTeamInstance:
         from ..parameters import config_path
 
-        team = self.team_values(settings)
+        team = self.param_values(settings)
         over = self.overrides_for(seed, settings.field, settings.explorer, settings.sim)
         return RoverTeamInstance(seed, team['rovers'], team['sharing'], team['spacing'], over or None,
                                  [config_path(f) for f in self.param_files])
