@@ -20,10 +20,18 @@ def test_a_two_rover_run_records_the_team_mission_time_and_total_distance():
     assert max(r['pending'] for r in records) == 1
 
 
+def test_a_rover_failing_mid_mission_leaves_the_budget_to_the_others():
+    settings = BenchSettings(problem=(('rovers', 2), ('fail_at', 5.0)), n_initial=3, refit_every=0)
+    records = run('rover-team', 'ugp_ucb', 0, 4, settings)['records']
+    assert len(records) == 4 and {r['rover'] for r in records} == {'rover0'}   # rover1 failed before measuring
+    assert records[-1]['rovers_dropped'] == 1
+
+
 @pytest.mark.parametrize('param, message', [('rovers=0', 'rovers must be an integer >= 1'),
                                             ('rovers=2.5', 'rovers must be an integer >= 1'),
                                             ('sharing=maybe', 'sharing must be true or false'),
-                                            ('spacing=-1', 'spacing must be a number >= 0')])
+                                            ('spacing=-1', 'spacing must be a number >= 0'),
+                                            ('fail_at=-5', 'fail_at must be a simulated time >= 0')])
 def test_a_bad_team_parameter_is_one_error_line_and_nothing_is_written(tmp_path, capsys, param, message):
     out = tmp_path / 'o'
     assert main(['bench', '--problem', 'rover-team', '--problem-param', param, '--seeds', '1', '--iterations', '2',

@@ -12,7 +12,9 @@ Problem parameters (``--problem-param NAME=VALUE``):
 - ``sharing`` (default true): one planner (one GP, one journal) for the team; each rover's next target is decided
   with the others' targets pending and the travel cost from its own position. ``false``: N independent explorers,
   each with its own planner, seed and share of the budget (no sharing: they may measure the same hill twice);
-- ``spacing`` (default 10): distance between the rovers' starts along x (m).
+- ``spacing`` (default 10): distance between the rovers' starts along x (m);
+- ``fail_at`` (default 0: none): the last rover stops reporting at this simulated time (s) and is dropped 30 s later
+  (:meth:`~uncertain_bo.team.Team.fail`); the others finish the team's budget.
 
 The survey baselines never share: ``lawnmower`` (and ``lawnmower_fixed``) run N lawnmowers, rover ``i`` on the
 ``i``-th of N strips along x of the search area with its share of the budget; ``random`` runs N random tours over the
@@ -51,13 +53,14 @@ class RoverTeamInstance(RoverInstance):
         rovers: N >= 1.
         sharing: one shared planner (True) or N independent ones.
         spacing: distance between the starts (m).
+        fail_at: simulated time (s) at which the last rover stops reporting; 0 = never.
         overrides, files: as :class:`~uncertain_bo.benchmarks.rover.RoverInstance`.
     """
 
     def __init__(self, seed: int, rovers: int = 1, sharing: bool = True, spacing: float = 10.0,
-                 overrides: dict[str, dict[str, Any]] | None = None, files: list | None = None):
+                 overrides: dict[str, dict[str, Any]] | None = None, files: list | None = None, fail_at: float = 0.0):
         super().__init__(seed, overrides, files)
-        self.rovers, self.sharing, self.spacing = int(rovers), bool(sharing), float(spacing)
+        self.rovers, self.sharing, self.spacing, self.fail_at = int(rovers), bool(sharing), float(spacing), fail_at
 
     def drive(self, method: Method, settings: BenchSettings, seed: int, iterations: int,
               record: Callable[..., None]) -> Planner:
@@ -71,6 +74,8 @@ class RoverTeamInstance(RoverInstance):
         team = Team(params, rovers=self.rovers, sharing=self.sharing and not survey,
                     partition=method.name in PARTITIONED_METHODS, spacing=self.spacing, field=self.field,
                     method=method.name, execution_noise=noise, planner_kwargs=cfg)
+        if self.fail_at > 0:
+            team.fail(list(team.members)[-1], self.fail_at)
 
         def on_measurement(rover: str, meas, rec) -> None:
             member = team.members[rover]
@@ -83,7 +88,8 @@ class RoverTeamInstance(RoverInstance):
                                    'distance_driven': team.distance(), 'rover': rover,
                                    'pending': view.pending_at_decision,
                                    'measurements_at_decision': view.measurements_at_decision,
-                                   'rover_distance': float(member.world.distance_travelled)})
+                                   'rover_distance': float(member.world.distance_travelled),
+                                   'rovers_dropped': len(team.dropped)})
             record(view.planner, torch.as_tensor(meas.target, dtype=DTYPE), m, view.decision, rec)
 
         result = team.run(on_measurement=on_measurement)
@@ -93,7 +99,8 @@ class RoverTeamInstance(RoverInstance):
         return team.recommending_planner()
 
     def info(self) -> dict[str, Any]:
-        return {**super().info(), 'rovers': self.rovers, 'sharing': self.sharing, 'spacing': self.spacing}
+        return {**super().info(), 'rovers': self.rovers, 'sharing': self.sharing, 'spacing': self.spacing,
+                'fail_at': self.fail_at}
 
 
 class RoverTeam(Rover):
@@ -104,7 +111,7 @@ class RoverTeam(Rover):
                    'independent ones (issue 23); --problem-param rovers=N, sharing=true|false')
     default_seeds = 4
     default_methods = 'ugp_ucb,lawnmower,random'
-    params = {'rovers': 1, 'sharing': True, 'spacing': 10.0}
+    params = {'rovers': 1, 'sharing': True, 'spacing': 10.0, 'fail_at': 0.0}
 
     def param_values(self, settings: BenchSettings) -> dict[str, Any]:
         """The team's parameters with ``settings.problem`` applied, checked (``bench`` checks them before it runs
@@ -112,7 +119,7 @@ class RoverTeam(Rover):
 
         Raises:
             ValueError: an unknown parameter, ``rovers`` not an integer >= 1, ``sharing`` not a boolean, a
-                negative ``spacing``.
+                negative ``spacing`` or ``fail_at``.
         """
         values = super().param_values(settings)
         rovers, sharing, spacing = values['rovers'], values['sharing'], values['spacing']
@@ -122,7 +129,10 @@ class RoverTeam(Rover):
             raise ValueError(f'problem {self.name!r}: sharing must be true or false, got {sharing!r}')
         if isinstance(spacing, bool) or not isinstance(spacing, (int, float)) or not spacing >= 0:
             raise ValueError(f'problem {self.name!r}: spacing must be a number >= 0 (m), got {spacing!r}')
-        return {'rovers': rovers, 'sharing': sharing, 'spacing': float(spacing)}
+        fail_at = values['fail_at']
+        if isinstance(fail_at, bool) or not isinstance(fail_at, (int, float)) or not fail_at >= 0:
+            raise ValueError(f'problem {self.name!r}: fail_at must be a simulated time >= 0 (s), got {fail_at!r}')
+        return {'rovers': rovers, 'sharing': sharing, 'spacing': float(spacing), 'fail_at': float(fail_at)}
 
     def instance_for(self, seed: int, settings: BenchSettings) -> RoverTeamInstance:
         from ..parameters import config_path
@@ -130,7 +140,7 @@ class RoverTeam(Rover):
         team = self.param_values(settings)
         over = self.overrides_for(seed, settings.field, settings.explorer, settings.sim)
         return RoverTeamInstance(seed, team['rovers'], team['sharing'], team['spacing'], over or None,
-                                 [config_path(f) for f in self.param_files])
+                                 [config_path(f) for f in self.param_files], team['fail_at'])
 
 
 register_problem('rover-team', RoverTeam)
