@@ -26,7 +26,9 @@ and a ``resume`` record declares the indices lost, so the journal numbers on aft
 targets), each its own journaled decision; a method with a batch size above one (``ugp_bucb``) decides its batch
 when ``suggest()`` finds none left and hands it out one target per call, in order, so the explorer and the
 benchmark runner, which ask for one target at a time, visit the batch as decided. See
-:meth:`~uncertain_bo.acquisition.Method.decide`.
+:meth:`~uncertain_bo.acquisition.Method.decide`. One rover of a team sharing the planner (:mod:`uncertain_bo.team`)
+asks with ``suggest(pending=<the others' targets>, position=<where it is>, rover=<its name>)``: travel cost and
+initial-design tour from its position, the rover journaled with the decision.
 
 **En-route readings** (``observe(None, location, y)``): readings a streaming sensor took while the rover drove,
 each with the location distribution of its own stamp. They join the shared GP (so every method that reads the
