@@ -30,6 +30,7 @@ def test_a_rover_failing_mid_mission_leaves_the_budget_to_the_others():
 @pytest.mark.parametrize('param, message', [('rovers=0', 'rovers must be an integer >= 1'),
                                             ('rovers=2.5', 'rovers must be an integer >= 1'),
                                             ('sharing=maybe', 'sharing must be true or false'),
+                                            ('pending=1', 'pending must be true or false'),
                                             ('spacing=-1', 'spacing must be a number >= 0'),
                                             ('fail_at=-5', 'fail_at must be a simulated time >= 0')])
 def test_a_bad_team_parameter_is_one_error_line_and_nothing_is_written(tmp_path, capsys, param, message):

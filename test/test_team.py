@@ -150,3 +150,13 @@ def test_team_parameters_space_the_starts_and_seed_each_rover():
         Team(params, rovers=2, partition=True)
     with pytest.raises(ValueError, match='rovers must be'):
         Team(params, rovers=0)
+
+
+def test_the_ablation_without_pending_targets_sends_rovers_where_another_is_going():
+    """``pending_targets=False`` (the bench's ``pending=false``) is what the pending mechanism prevents."""
+    team = Team(small_field(max_measurements=10), rovers=3, spacing=2.0, pending_targets=False)
+    calls = record_suggestions(team)
+    team.run(max_sim_time=3000.0)
+    assert all(p is None for _, p, _ in calls)
+    going = [t for _, _, t in calls[:3]]      # the three rovers' first targets, decided at the start
+    assert float(torch.cdist(torch.stack(going), torch.stack(going)).max()) < 1e-9

@@ -174,6 +174,8 @@ class RoverView:
         """The rover's next target ``(d,)``: decided by the planner with the other rovers' targets pending and the
         travel cost from :attr:`position` (see :meth:`~uncertain_bo.planner.Planner.suggest`)."""
         pending = self._team.pending(exclude=self.name, planner=self._planner)
+        if not self._team.pending_targets:
+            pending = pending[:0]          # the ablation: as if no other rover were on its way
         self.measurements_at_decision = self._planner.n
         target = self._planner.suggest(pending=pending if len(pending) else None, position=self.position,
                                        rover=self.name)
@@ -250,6 +252,8 @@ class Team:
             ``sharing=False``: a shared planner decides in one box).
         spacing: distance between the rovers' starts along x (m).
         silence_timeout: a rover silent for this long (simulated s) is dropped.
+        pending_targets: decide with the other rovers' targets pending (True); False is the ablation that decides as
+            if no other rover were on its way (the shared model and the rover's position still used).
         field: the true field (default: from ``params['sim_rover']``).
         method: planner method name (overrides ``params['explorer']['method']``).
         execution_noise: the planners' execution-noise model (default from ``execution_noise_std``).
@@ -263,6 +267,7 @@ class Team:
 
     def __init__(self, params: dict[str, dict[str, Any]], *, rovers: int = 2, sharing: bool = True,
                  partition: bool = False, spacing: float = 10.0, silence_timeout: float = 30.0,
+                 pending_targets: bool = True,
                  field: Field | None = None, method: str | None = None, execution_noise: ExecutionNoise | None = None,
                  journal=None, planner_kwargs: dict[str, Any] | None = None):
         if not (isinstance(rovers, int) and rovers >= 1):
@@ -274,6 +279,7 @@ class Team:
         if not silence_timeout > 0:
             raise ValueError(f'silence_timeout must be > 0 s, got {silence_timeout}')
         self.params, self.sharing, self.silence_timeout = params, sharing, float(silence_timeout)
+        self.pending_targets = bool(pending_targets)
         self.field = field if field is not None else Field.load(params['sim_rover']['field'],
                                                                 extent=params['sim_rover']['field_extent'])
         kwargs = {**({'method': method} if method else {}),

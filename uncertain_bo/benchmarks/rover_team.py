@@ -13,6 +13,8 @@ Problem parameters (``--problem-param NAME=VALUE``):
   with the others' targets pending and the travel cost from its own position. ``false``: N independent explorers,
   each with its own planner, seed and share of the budget (no sharing: they may measure the same hill twice);
 - ``spacing`` (default 10): distance between the rovers' starts along x (m);
+- ``pending`` (default true): decide each target with the other rovers' targets pending; ``false`` is the ablation
+  (shared model, no pending targets: rovers may be sent where another is already going);
 - ``fail_at`` (default 0: none): the last rover stops reporting at this simulated time (s) and is dropped 30 s later
   (:meth:`~uncertain_bo.team.Team.fail`); the others finish the team's budget.
 
@@ -54,13 +56,16 @@ class RoverTeamInstance(RoverInstance):
         sharing: one shared planner (True) or N independent ones.
         spacing: distance between the starts (m).
         fail_at: simulated time (s) at which the last rover stops reporting; 0 = never.
+        pending: decide with the other rovers' targets pending (False: the ablation).
         overrides, files: as :class:`~uncertain_bo.benchmarks.rover.RoverInstance`.
     """
 
     def __init__(self, seed: int, rovers: int = 1, sharing: bool = True, spacing: float = 10.0,
-                 overrides: dict[str, dict[str, Any]] | None = None, files: list | None = None, fail_at: float = 0.0):
+                 overrides: dict[str, dict[str, Any]] | None = None, files: list | None = None, fail_at: float = 0.0,
+                 pending: bool = True):
         super().__init__(seed, overrides, files)
         self.rovers, self.sharing, self.spacing, self.fail_at = int(rovers), bool(sharing), float(spacing), fail_at
+        self.pending = bool(pending)
 
     def drive(self, method: Method, settings: BenchSettings, seed: int, iterations: int,
               record: Callable[..., None]) -> Planner:
@@ -73,7 +78,7 @@ class RoverTeamInstance(RoverInstance):
         survey = getattr(method, 'baseline', False)
         team = Team(params, rovers=self.rovers, sharing=self.sharing and not survey,
                     partition=method.name in PARTITIONED_METHODS, spacing=self.spacing, field=self.field,
-                    method=method.name, execution_noise=noise, planner_kwargs=cfg)
+                    method=method.name, execution_noise=noise, planner_kwargs=cfg, pending_targets=self.pending)
         if self.fail_at > 0:
             team.fail(list(team.members)[-1], self.fail_at)
 
@@ -100,7 +105,7 @@ class RoverTeamInstance(RoverInstance):
 
     def info(self) -> dict[str, Any]:
         return {**super().info(), 'rovers': self.rovers, 'sharing': self.sharing, 'spacing': self.spacing,
-                'fail_at': self.fail_at}
+                'fail_at': self.fail_at, 'pending': self.pending}
 
 
 class RoverTeam(Rover):
@@ -111,15 +116,15 @@ class RoverTeam(Rover):
                    'independent ones (issue 23); --problem-param rovers=N, sharing=true|false')
     default_seeds = 4
     default_methods = 'ugp_ucb,lawnmower,random'
-    params = {'rovers': 1, 'sharing': True, 'spacing': 10.0, 'fail_at': 0.0}
+    params = {'rovers': 1, 'sharing': True, 'spacing': 10.0, 'fail_at': 0.0, 'pending': True}
 
     def param_values(self, settings: BenchSettings) -> dict[str, Any]:
         """The team's parameters with ``settings.problem`` applied, checked (``bench`` checks them before it runs
         anything).
 
         Raises:
-            ValueError: an unknown parameter, ``rovers`` not an integer >= 1, ``sharing`` not a boolean, a
-                negative ``spacing`` or ``fail_at``.
+            ValueError: an unknown parameter, ``rovers`` not an integer >= 1, ``sharing`` or ``pending`` not a
+                boolean, a negative ``spacing`` or ``fail_at``.
         """
         values = super().param_values(settings)
         rovers, sharing, spacing = values['rovers'], values['sharing'], values['spacing']
@@ -132,7 +137,10 @@ class RoverTeam(Rover):
         fail_at = values['fail_at']
         if isinstance(fail_at, bool) or not isinstance(fail_at, (int, float)) or not fail_at >= 0:
             raise ValueError(f'problem {self.name!r}: fail_at must be a simulated time >= 0 (s), got {fail_at!r}')
-        return {'rovers': rovers, 'sharing': sharing, 'spacing': float(spacing), 'fail_at': float(fail_at)}
+        if not isinstance(values['pending'], bool):
+            raise ValueError(f'problem {self.name!r}: pending must be true or false, got {values["pending"]!r}')
+        return {'rovers': rovers, 'sharing': sharing, 'spacing': float(spacing), 'fail_at': float(fail_at),
+                'pending': values['pending']}
 
     def instance_for(self, seed: int, settings: BenchSettings) -> RoverTeamInstance:
         from ..parameters import config_path
@@ -140,7 +148,7 @@ class RoverTeam(Rover):
         team = self.param_values(settings)
         over = self.overrides_for(seed, settings.field, settings.explorer, settings.sim)
         return RoverTeamInstance(seed, team['rovers'], team['sharing'], team['spacing'], over or None,
-                                 [config_path(f) for f in self.param_files], team['fail_at'])
+                                 [config_path(f) for f in self.param_files], team['fail_at'], team['pending'])
 
 
 register_problem('rover-team', RoverTeam)
