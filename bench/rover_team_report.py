@@ -42,7 +42,8 @@ def load(dirs):
             params = dict(r['spec']['settings'].get('problem', []))
             rovers = int(params.get('rovers', 1))
             sharing = bool(params.get('sharing', True)) and r['spec']['method'] not in ('lawnmower', 'random')
-            runs[(r['spec']['method'], rovers, sharing, r['spec']['seed'])] = r
+            method = r['spec']['method'] + ('' if params.get('pending', True) else ' (no pending targets)')
+            runs[(method, rovers, sharing, r['spec']['seed'])] = r
     return runs
 
 
@@ -51,6 +52,8 @@ def label(method, rovers, sharing):
         return f'{rovers} lawnmower{"s" if rovers > 1 else ""} (strips)'
     if method == 'random':
         return f'{rovers} random tour{"s" if rovers > 1 else ""}'
+    if method.endswith(' (no pending targets)'):
+        return f'{rovers} {method.split()[0]} explorers, shared model, no pending targets (ablation)'
     if rovers == 1:
         return f'1 {method} explorer'
     return f'{rovers} {method} explorers, {"shared model" if sharing else "independent"}'
@@ -75,7 +78,7 @@ def main() -> None:
     ap.add_argument('--latency', default=None)
     args = ap.parse_args()
     runs = load(args.dirs)
-    configs = sorted({k[:3] for k in runs}, key=lambda c: (c[0] != 'ugp_ucb', c[0], not c[2], c[1]))
+    configs = sorted({k[:3] for k in runs}, key=lambda c: (not c[0].startswith('ugp_ucb'), c[0], not c[2], c[1]))
     seeds = defaultdict(list)
     for (m, n, s, seed) in runs:
         seeds[(m, n, s)].append(seed)
