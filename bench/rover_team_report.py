@@ -1,7 +1,8 @@
 """Rover teams (issue 23): regret against the team's mission time and total distance, from ``rover-team`` runs.
 
 Reads the runs of one or more ``uncertain-bo bench --problem rover-team`` output folders (``DIR/runs/*.json``) and
-prints Markdown tables:
+prints Markdown tables, one row per configuration (method, rovers, sharing; the ``pending=false`` ablation and any
+``--explorer-param`` are named in the row):
 
 1. per configuration (method, rovers, sharing): the final normalised recommendation regret, the team's mission
    time (simulated s until the 30th measurement: the slowest rover's clock) and the team's total distance (m), medians
@@ -19,7 +20,7 @@ prints Markdown tables:
 
 Usage::
 
-    .venv/bin/python bench/rover_team_report.py OUT/shared OUT/independent [--times 250,350,450]
+    .venv/bin/python bench/rover_team_report.py OUT/shared OUT/independent [OUT/nopending ...] [--times 250,350,450]
         [--distances 800,1200] [--latency OUT/n90]
 """
 from __future__ import annotations
@@ -43,6 +44,8 @@ def load(dirs):
             rovers = int(params.get('rovers', 1))
             sharing = bool(params.get('sharing', True)) and r['spec']['method'] not in ('lawnmower', 'random')
             method = r['spec']['method'] + ('' if params.get('pending', True) else ' (no pending targets)')
+            method += ''.join(f', {k}={v:g}' if isinstance(v, float) else f', {k}={v}'
+                              for k, v in r['spec']['settings'].get('explorer', []))
             runs[(method, rovers, sharing, r['spec']['seed'])] = r
     return runs
 
@@ -54,9 +57,11 @@ def label(method, rovers, sharing):
         return f'{rovers} random tour{"s" if rovers > 1 else ""}'
     if method.endswith(' (no pending targets)'):
         return f'{rovers} {method.split()[0]} explorers, shared model, no pending targets (ablation)'
+    base, _, explorer = method.partition(', ')
+    explorer = f' ({explorer})' if explorer else ''
     if rovers == 1:
-        return f'1 {method} explorer'
-    return f'{rovers} {method} explorers, {"shared model" if sharing else "independent"}'
+        return f'1 {base} explorer{explorer}'
+    return f'{rovers} {base} explorers, {"shared model" if sharing else "independent"}{explorer}'
 
 
 def at(records, key, limit):
@@ -97,7 +102,7 @@ def main() -> None:
     for c in configs:
         ratios = []
         for seed in sorted(seeds[c]):
-            one = runs.get(('ugp_ucb', 1, True, seed))
+            one = runs.get(('ugp_ucb', 1, True, seed))   # the shipped 1-rover explorer
             if one is None:
                 continue
             goal, t1 = one['final']['rec_normalised_regret'], one['final']['mission_time_s']
