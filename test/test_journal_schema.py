@@ -216,6 +216,9 @@ def test_explorer_says_what_the_resume_skipped(clean_run, tmp_path):
     ({'type': 'recommendation', 'index': 0, 'target': [1.0, 2.0], 'mean': math.nan, 'std': 0.1},
      "recommendation 'mean' is NaN"),
     ({'index': 0}, 'record has no type'),
+    ({'type': 'decision', 'index': 0, 'target': [1.0, 2.0], 'rover': 3}, "decision 'rover' is 3"),
+    ({'type': 'observation', 'index': 0, 'target': [1.0, 2.0], 'location': {'kind': 'dirac', 'mean': [1.0, 2.0]},
+      'y': 1.0, 'rover': 'rover0', 'seq': -2}, "observation 'seq' is -2, below 0"),
     ({'type': 'observation', 'index': 0, 'target': [1.0, 2.0, 3.0],
       'location': {'kind': 'dirac', 'mean': [1.0, 2.0]}, 'y': 1.0}, "'target' has 3 coordinates, the journal 2"),
 ])

@@ -139,3 +139,30 @@ def test_initial_design_does_not_depend_on_torchs_default_dtype():
         torch.set_default_dtype(default)
     assert designs[0].dtype == designs[1].dtype == torch.float64
     assert torch.equal(designs[0], designs[1])
+
+
+def test_a_team_rovers_decision_numbers_on_after_the_pending_targets_and_tours_the_design_from_its_position(
+        tmp_path):
+    """``suggest(pending=..., position=..., rover=...)`` (one rover of a team, uncertain_bo/team.py): the initial-design
+    pick is the design target nearest to the rover among those neither measured nor pending, the index counts the
+    pending targets, and the rover is journaled with the decision."""
+    p = Planner(BOUNDS, GaussianExecutionNoise.isotropic(SIGMA, 2), n_initial=5, seed=3,
+                journal=tmp_path / 'journal.jsonl')
+    design = p.initial_design.clone()
+    near = torch.tensor([0.001, 0.0])   # a rover next to a design target
+    first = p.suggest(position=design[3] + near, rover='rover0')
+    assert torch.equal(first, design[3])
+    # another rover next to the same target: it is pending, so the nearest of the others
+    second = p.suggest(pending=first, position=design[3] - near, rover='rover1')
+    others = torch.cat([design[:3], design[4:]])
+    assert torch.equal(second, others[(others - design[3]).norm(dim=-1).argmin()])
+    # measured targets are taken too
+    p.observe(first, Gaussian(first.reshape(1, 2), 1e-4 * torch.eye(2)), 0.5)
+    third = p.suggest(pending=second, position=first, rover='rover0')
+    left = [t for t in design if not (torch.equal(t, first) or torch.equal(t, second))]
+    assert torch.equal(third, min(left, key=lambda t: float((t - first).norm())))
+    assert [(d.index, d.rover) for d in p.decisions] == [(0, 'rover0'), (1, 'rover1'), (2, 'rover0')]
+    records = [json.loads(line) for line in (tmp_path / 'journal.jsonl').read_text().splitlines()]
+    assert [r.get('rover') for r in records if r['type'] == 'decision'] == ['rover0', 'rover1', 'rover0']
+    with pytest.raises(ValueError, match='position must be'):
+        p.suggest(position=torch.tensor([0.5, float('nan')]))

@@ -428,7 +428,7 @@ class Replay:
             (the variance is 0 where the journal has none); en-route readings (``'en_route'`` records) are among
             them, in their place, with target None and goal_reached False.
         decisions: decision records with ``index``, ``target`` ``(d,)``, ``phase``, ``seconds``,
-            ``acquisition_value``, ``beta`` (NaN where absent) and ``fit_seconds``.
+            ``acquisition_value``, ``beta`` (NaN where absent), ``fit_seconds`` and ``rover`` (None where absent).
     """
 
     start: torch.Tensor | None = None
@@ -477,7 +477,8 @@ def replay(journal: Journal, dim: int,
                 'index': int(rec['index']), 'target': torch.tensor(rec['target'], dtype=DTYPE).reshape(-1),
                 'phase': str(rec.get('phase', '')), 'seconds': float(rec.get('seconds') or 0.0),
                 'acquisition_value': _nan_if_none(rec.get('acquisition_value')),
-                'beta': _nan_if_none(rec.get('beta')), 'fit_seconds': float(rec.get('fit_seconds') or 0.0)})
+                'beta': _nan_if_none(rec.get('beta')), 'fit_seconds': float(rec.get('fit_seconds') or 0.0),
+                'rover': rec['rover'] if isinstance(rec.get('rover'), str) else None})
         except (KeyError, TypeError, ValueError) as exc:
             log.warning('journal %s: skipping invalid decision record: %s', journal.path, exc)
     return out

@@ -8,9 +8,9 @@ writer of the same version can add some)::
     start           position*, wall_time
     bounds          bounds*, index, wall_time
     decision        index*, target*, phase, seconds, fit_seconds, acquisition_value, beta, wall_time,
-                    kept_out_from, batch {size*, position*}
+                    kept_out_from, batch {size*, position*}, rover
     observation     index*, target*, location*, y*, reading_variance, goal_timed_out, distance_driven_m,
-                    mission_time_s, wall_time
+                    mission_time_s, wall_time, rover, seq
     en_route        index*, measurements*, location*, y*, reading_variance, distance_driven_m, mission_time_s,
                     wall_time
     recommendation  index*, target*, mean*, std*
@@ -249,10 +249,10 @@ RECORD_TYPES: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
     'decision': ({'index': _INDEX, 'target': _POINT},
                  {'phase': _TEXT, 'seconds': _NON_NEGATIVE, 'fit_seconds': _NON_NEGATIVE,
                   'acquisition_value': _optional(_TIME), 'beta': _optional(_TIME), 'wall_time': _TIME,
-                  'kept_out_from': _POINT, 'batch': _batch}),
+                  'kept_out_from': _POINT, 'batch': _batch, 'rover': _TEXT}),
     'observation': ({'index': _INDEX, 'target': _COORDS, 'location': _location, 'y': _READING},
                     {'reading_variance': _VARIANCE, 'goal_timed_out': _FLAG, 'distance_driven_m': _NON_NEGATIVE,
-                     'mission_time_s': _NON_NEGATIVE, 'wall_time': _TIME}),
+                     'mission_time_s': _NON_NEGATIVE, 'wall_time': _TIME, 'rover': _TEXT, 'seq': _INDEX}),
     'en_route': ({'index': _INDEX, 'measurements': _INDEX, 'location': _location, 'y': _READING},
                  {'reading_variance': _VARIANCE, 'distance_driven_m': _NON_NEGATIVE,
                   'mission_time_s': _NON_NEGATIVE, 'wall_time': _TIME}),

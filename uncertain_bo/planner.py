@@ -26,7 +26,9 @@ and a ``resume`` record declares the indices lost, so the journal numbers on aft
 targets), each its own journaled decision; a method with a batch size above one (``ugp_bucb``) decides its batch
 when ``suggest()`` finds none left and hands it out one target per call, in order, so the explorer and the
 benchmark runner, which ask for one target at a time, visit the batch as decided. See
-:meth:`~uncertain_bo.acquisition.Method.decide`.
+:meth:`~uncertain_bo.acquisition.Method.decide`. One rover of a team sharing the planner (:mod:`uncertain_bo.team`)
+asks with ``suggest(pending=<the others' targets>, position=<where it is>, rover=<its name>)``: travel cost and
+initial-design tour from its position, the rover journaled with the decision.
 
 **En-route readings** (``observe(None, location, y)``): readings a streaming sensor took while the rover drove,
 each with the location distribution of its own stamp. They join the shared GP (so every method that reads the
@@ -55,7 +57,7 @@ from .distributions import DTYPE, Dirac, ExecutionNoise, LocationDistributions
 from .execution_noise_estimator import EXECUTION_FEEDBACK, ExecutionNoiseEstimator
 from .journal import Journal, location_to_record, replay
 from .keep_out import KeepOut, KeepOutZone, NoAdmissibleTargetError
-from .initial_design import initial_design
+from .initial_design import initial_design, initial_design_tour
 from .kernels import SampleDistributionKernel
 from .model_schedule import ModelSchedule
 from .models import DistributionGP
@@ -82,6 +84,7 @@ class Decision:
         acquisition_value: acquisition at the target (NaN in the initial phase).
         beta: :math:`\\beta_t` used (NaN in the initial phase).
         fit_seconds: wall time of the hyperparameter fit inside ``seconds`` (0 if none).
+        rover: which rover of a team the target is for (``suggest(rover=...)``), None for a lone rover.
     """
 
     index: int
@@ -91,6 +94,7 @@ class Decision:
     acquisition_value: float = math.nan
     beta: float = math.nan
     fit_seconds: float = 0.0
+    rover: str | None = None
 
 
 @dataclass
@@ -391,7 +395,8 @@ class Planner:
         """Location distributions the method scores for ``targets`` (``(q, d)``)."""
         return self.execution_noise(targets) if self._method.robust_candidates else Dirac(targets)
 
-    def suggest(self, q: int | None = None, pending: Tensor | None = None) -> Tensor:
+    def suggest(self, q: int | None = None, pending: Tensor | None = None, position: Tensor | None = None,
+                rover: str | None = None) -> Tensor:
         """The next target ``(D,)``, or with ``q`` the next ``q`` targets ``(q, D)``, as the method decides
         (:meth:`~uncertain_bo.acquisition.Method.decide`; by default the initial design, then the acquisition
         maximiser; a batch greedily, each pick with the earlier ones pending).
@@ -408,11 +413,20 @@ class Planner:
             q: number of targets to decide (None: one, or the method's batch).
             pending: ``(p, D)`` targets decided elsewhere and not yet measured (e.g. other rovers'), which the
                 decision should not duplicate (BoTorch's ``X_pending``).
+            position: ``(d,)`` where the rover this decision is for believes it is (m), for one rover of a team
+                sharing this planner (:mod:`uncertain_bo.team`); None = :attr:`position` (a lone rover). With it,
+                the travel cost is counted from there, the decision's index numbers on after the ``pending``
+                targets (each one a measurement still to come: index ``n + p``), and an initial-design pick is
+                the design target nearest to ``position`` among those neither measured nor pending (the rest of
+                the design visited as a nearest-neighbour tour from there), so rovers share the design instead
+                of each starting on the same tour.
+            rover: the rover's name, recorded with the decision (:attr:`Decision.rover`, the journal's ``rover``
+                field); None for a lone rover.
 
         Raises:
-            ValueError: ``q < 1``, or ``pending`` not ``(p, D)`` finite targets.
+            ValueError: ``q < 1``, ``pending`` not ``(p, D)`` finite targets, or ``position`` not ``(d,)`` finite.
         """
-        if q is None and pending is None and self._queue:
+        if q is None and pending is None and position is None and self._queue:
             return self._queue.pop(0)
         batch = self._method.batch_size if q is None else int(q)
         if batch < 1:
@@ -424,13 +438,21 @@ class Planner:
             if pending.ndim != 2 or pending.shape[-1] != self.bounds.shape[-1] or not torch.isfinite(pending).all():
                 raise ValueError(f'pending must be (p, {self.bounds.shape[-1]}) finite targets, '
                                  f'got shape {tuple(pending.shape)}')
+        if position is not None:
+            position = torch.as_tensor(position, dtype=DTYPE).to(self.bounds).reshape(-1)
+            if position.numel() != self.dim or not torch.isfinite(position).all():
+                raise ValueError(f'position must be ({self.dim},) finite coordinates, got {position.tolist()}')
+        external = 0 if pending is None or position is None else len(pending)
         queued = [t.reshape(1, -1) for t in self._queue]
         if queued:
             pending = torch.cat(queued + ([] if pending is None else [pending]))
         t0 = time.perf_counter()
-        index = self.n + len(self._queue)
+        index = self.n + len(self._queue) + external
         billed, self._fit_seconds_unbilled = self._fit_seconds_unbilled, 0.0
         ctx = DecisionContext(self, index, q=batch, pending=pending)
+        if position is not None:
+            ctx.position = position
+            ctx.initial_design = self._design_from(position, index, pending)
         proposal = self._method.decide(ctx)
         total = time.perf_counter() - t0
         picks = proposal.split()
@@ -447,7 +469,7 @@ class Planner:
             fit = ctx.fit_seconds if j == 0 else 0.0
             decision = Decision(index + self._index_offset + j, target, pick.phase,   # the journal's numbering
                                 seconds + (billed if j == 0 else 0.0), pick.acquisition_value, pick.beta,
-                                fit + (billed if j == 0 else 0.0))
+                                fit + (billed if j == 0 else 0.0), None if rover is None else str(rover))
             self.decisions.append(decision)
             if self._journal is not None:
                 record = {'type': 'decision', 'index': decision.index, 'target': target.tolist(),
@@ -458,6 +480,8 @@ class Planner:
                     record['kept_out_from'] = proposed.tolist()
                 if batch > 1:
                     record['batch'] = {'size': batch, 'position': j}
+                if decision.rover is not None:
+                    record['rover'] = decision.rover
                 self._journal.append(record)
             targets.append(target)
         if q is not None:
@@ -703,6 +727,24 @@ class Planner:
 
     def _initial_design(self) -> Tensor:
         return initial_design(self.bounds, self.n_initial, self.seed, self.start)
+
+    def _design_from(self, position: Tensor, index: int, pending: Tensor | None) -> Tensor:
+        """``(n_initial, d)`` the initial design as one rover of a team sees it at decision ``index``: from slot
+        ``index`` on, the design targets neither measured nor ``pending`` (within 1e-9 of the box diagonal) as a
+        nearest-neighbour tour from ``position``; the slots before it (already handed out) as designed."""
+        design = self._design
+        if index >= len(design):
+            return design
+        taken = [t.reshape(-1, design.shape[-1]) for t in (self.targets, pending) if t is not None and len(t)]
+        left = design
+        if taken:
+            tol = 1e-9 * float((self.bounds[1] - self.bounds[0]).norm())
+            near = torch.cdist(design, torch.cat(taken).to(design)).min(-1).values <= tol
+            left = design[~near]
+        tour = initial_design_tour(left, position) if len(left) else left
+        # padded with the design itself when keep-out moved a design target (it is then neither measured nor
+        # pending as designed): the keep-out rule still applies to every pick
+        return torch.cat([design[:index], tour, design])[:len(design)]
 
 
 def _finite_or_none(v: float) -> float | None:

@@ -2,7 +2,8 @@
 (``uncertain-bo bench`` / ``uncertain-bo plot``).
 
 Problems (see :data:`PROBLEMS`): ``rkhs2d`` (paper §6.1), ``michalewicz4d`` (paper §6.2), ``rover`` (§6.3
-analogue: the simulated rover mission of the demo, in-process), and AIRBO's sampled-noise problems
+analogue: the simulated rover mission of the demo, in-process), ``rover-team`` (N rovers, one shared planner or N
+independent ones: :mod:`.rover_team`), and AIRBO's sampled-noise problems
 ``rkhs1d-gauss``, ``double-peak-beta``, ``bumped-bowl-10d`` (:mod:`.functions_airbo` on the generic
 :class:`~uncertain_bo.benchmarks.sampled.SampledNoiseProblem`), and NES's benchmarks ``nes-*``
 (:mod:`.nes_problems`). A problem
@@ -11,7 +12,7 @@ reading), so a simulated rover mission plugs in as one more problem.
 """
 from .base import (PROBLEMS, BenchSettings, GaussianInputWorld, Instance, Measurement, Problem, World,
                    get_problem, register_problem)
-from . import cv, functions_airbo, michalewicz, quadrature, rkhs2d, rover  # noqa: F401  (register the problems)
+from . import cv, functions_airbo, michalewicz, quadrature, rkhs2d, rover, rover_team  # noqa: F401  (register them)
 from . import nes_problems  # noqa: F401  (registers NES's problems)
 from .runner import RunSpec, expand, load_runs, run, run_many
 

@@ -29,7 +29,8 @@ from .field import Field
 from .pure_pursuit import PURE_PURSUIT_PARAMS, PurePursuit
 from .world import WORLD_PARAMS, SimWorld
 
-__all__ = ['Mission', 'MissionResult', 'mission_parameters', 'search_whole_field']
+__all__ = ['Mission', 'MissionResult', 'MissionHost', 'RoverLoop',
+           'localiser_and_law', 'mission_parameters', 'search_whole_field']
 
 
 def mission_parameters(overrides: dict[str, dict[str, Any]] | None = None,
@@ -72,6 +73,16 @@ def search_whole_field(params: dict[str, dict[str, Any]]) -> dict[str, dict[str,
     return params
 
 
+def localiser_and_law(params: dict[str, dict[str, Any]]) -> tuple[Any, PurePursuit]:
+    """``(localiser, pure-pursuit law)`` of one simulated rover: the localiser ``params['sim_rover']['localiser']``
+    names (an EKF, or a particle filter) from its node's parameters."""
+    if params['sim_rover'].get('localiser', 'ekf') == 'pf':
+        localiser = ParticleFilter(params.get('particle_filter'))
+    else:
+        localiser = PlanarEKF(params['ekf'])
+    return localiser, PurePursuit(params['pure_pursuit'])
+
+
 @dataclass
 class MissionResult:
     """Outcome of a mission.
@@ -107,8 +118,9 @@ class MissionResult:
     en_route_readings: int = 0
 
 
-class _Host:
-    """ExplorerOutputs for the in-process loop: keeps the current plan for pure pursuit."""
+class MissionHost:
+    """ExplorerOutputs for the in-process loop: keeps the current plan for pure pursuit, the measurements and
+    recommendations, and where each reading was really taken; ``on_measurement(m, rec)`` is called after each."""
 
     def __init__(self, on_measurement):
         self.path: np.ndarray | None = None
@@ -167,52 +179,83 @@ class Mission:
                   **(planner_kwargs or {})}
         self.planner = planner_from_parameters(ex, **kwargs)
         self.localiser = sim.get('localiser', 'ekf')
-        if self.localiser == 'pf':
-            self.ekf = ParticleFilter(params.get('particle_filter'))
-        else:
-            self.ekf = PlanarEKF(params['ekf'])
-        self.law = PurePursuit(params['pure_pursuit'])
+        self.ekf, self.law = localiser_and_law(params)
 
     def run(self, *, max_sim_time: float = 1e5,
             on_measurement: Callable[[Measurement, Recommendation], None] | None = None) -> MissionResult:
         """Run until the explorer is done (or ``max_sim_time`` simulated seconds)."""
-        host = _Host(on_measurement)
+        host = MissionHost(on_measurement)
         explorer = Explorer(self.planner, host, self.params['explorer'], result_file=self.result_file)
-        world, ekf, law = self.world, self.ekf, self.law
-        pf = isinstance(ekf, ParticleFilter)
-        frame = self.params['explorer']['frame_id']
-        tick_every = max(1, round(1.0 / (world.dt * 10.0)))  # explorer at 10 Hz, like the node's timer
         wall0 = time.perf_counter()
-        s = world.initial_step()
-        ekf.t = s.t
-        v = w = 0.0
-        trajectory = []
-        while s.t <= max_sim_time:
-            if s.fix is not None:
-                ekf.add_fix(s.t, s.fix.xy, s.fix.cov)
-            ekf.add_odometry(s.t, s.odometry.v, s.odometry.w, s.odometry.vel_cov)
-            host.truth = s.truth.pose[:2]
-            host.position = ekf.xy.copy()
-            if s.reading is not None:
-                explorer.on_reading(Reading(s.t, s.reading.value, s.reading.variance))
-            if pf:
-                explorer.on_pose(PoseEstimate.from_particles(s.t, frame, ekf.particles[:, :2], ekf.weights))
-            else:
-                explorer.on_pose(PoseEstimate(s.t, frame, ekf.xy.copy(), ekf.cov_xy.copy()))
-            if s.step % tick_every == 0:
-                explorer.tick(s.t)
-                if explorer.state is State.DONE:
-                    break
-            if s.step % round(1.0 / world.dt) == 0:
-                trajectory.append((s.t, *s.truth.pose[:2], *ekf.xy))
-            v = w = 0.0
-            if host.path is not None:
-                v, w, arrived = law.command(tuple(ekf.pose), host.path)
-                if arrived:
-                    host.path = None
-            s = world.step(v, w)
+        rover = RoverLoop(self.world, self.ekf, self.law, explorer, host, self.params['explorer']['frame_id'])
+        while rover.t <= max_sim_time:
+            if rover.advance():
+                break
         return MissionResult(self.planner, host.measurements, host.recommendations,
-                             np.array(host.true_positions).reshape(-1, 2), s.t,
+                             np.array(host.true_positions).reshape(-1, 2), rover.t,
                              time.perf_counter() - wall0, explorer.state is State.DONE,
-                             dict(explorer.rejected), np.array(trajectory), explorer.done_reason,
+                             dict(explorer.rejected), np.array(rover.trajectory), explorer.done_reason,
                              explorer.budget.distance, self.planner.n_en_route)
+
+
+class RoverLoop:
+    """One simulated rover in the lockstep loop: its world (rover, sensors, clock), localiser, pure-pursuit law and
+    explorer measurement cycle, stepped one simulation step at a time (:meth:`advance`). The in-process mission
+    runs one; a team (:mod:`uncertain_bo.team`) runs one per rover on the same clock.
+
+    Args:
+        world: the rover's :class:`~uncertain_bo.sim.world.SimWorld`.
+        localiser: its :class:`~uncertain_bo.sim.ekf.PlanarEKF` or :class:`~uncertain_bo.sim.particle_filter.
+            ParticleFilter`.
+        law: its :class:`~uncertain_bo.sim.pure_pursuit.PurePursuit`.
+        explorer: the measurement cycle receiving its poses and readings.
+        host: the explorer's outputs (:class:`MissionHost`: the current plan, measurements, true position).
+        frame: the pose estimates' frame id.
+
+    Attributes:
+        t: simulated time of the current step (s).
+        trajectory: rows ``(t, true x, true y, estimated x, estimated y)`` at 1 Hz.
+    """
+
+    def __init__(self, world: SimWorld, localiser, law: PurePursuit, explorer: Explorer, host: 'MissionHost',
+                 frame: str):
+        self.world, self.localiser, self.law, self.explorer, self.host, self.frame = (
+            world, localiser, law, explorer, host, frame)
+        self.pf = isinstance(localiser, ParticleFilter)
+        self.tick_every = max(1, round(1.0 / (world.dt * 10.0)))  # explorer at 10 Hz, like the node's timer
+        self.trajectory: list[tuple[float, ...]] = []
+        self._s = world.initial_step()
+        localiser.t = self._s.t
+
+    @property
+    def t(self) -> float:
+        return self._s.t
+
+    def advance(self) -> bool:
+        """Hand the current step's fix, odometry, pose and reading on, tick the explorer when due, then command the
+        wheels and step the world. Returns True (without stepping) once the explorer is done."""
+        s, ekf, explorer, host = self._s, self.localiser, self.explorer, self.host
+        if s.fix is not None:
+            ekf.add_fix(s.t, s.fix.xy, s.fix.cov)
+        ekf.add_odometry(s.t, s.odometry.v, s.odometry.w, s.odometry.vel_cov)
+        host.truth = s.truth.pose[:2]
+        host.position = ekf.xy.copy()
+        if s.reading is not None:
+            explorer.on_reading(Reading(s.t, s.reading.value, s.reading.variance))
+        if self.pf:
+            explorer.on_pose(PoseEstimate.from_particles(s.t, self.frame, ekf.particles[:, :2], ekf.weights))
+        else:
+            explorer.on_pose(PoseEstimate(s.t, self.frame, ekf.xy.copy(), ekf.cov_xy.copy()))
+        if s.step % self.tick_every == 0:
+            explorer.tick(s.t)
+            if explorer.state is State.DONE:
+                return True
+        if s.step % round(1.0 / self.world.dt) == 0:
+            self.trajectory.append((s.t, *s.truth.pose[:2], *ekf.xy))
+        v = w = 0.0
+        if host.path is not None:
+            v, w, arrived = self.law.command(tuple(ekf.pose), host.path)
+            if arrived:
+                host.path = None
+        self._s = self.world.step(v, w)
+        return False

@@ -1,0 +1,152 @@
+"""Rover teams (issue 23): regret against the team's mission time and total distance, from ``rover-team`` runs.
+
+Reads the runs of one or more ``uncertain-bo bench --problem rover-team`` output folders (``DIR/runs/*.json``) and
+prints Markdown tables, one row per configuration (method, rovers, sharing; the ``pending=false`` ablation and any
+``--explorer-param`` are named in the row):
+
+1. per configuration (method, rovers, sharing): the final normalised recommendation regret, the team's mission
+   time (simulated s until the 30th measurement: the slowest rover's clock) and the team's total distance (m), medians
+   over seeds;
+2. the time to reach the 1-rover explorer's final regret: for each seed, the team mission time of the first
+   measurement after which the N-rover run's recommendation regret is at or below the 1-rover ``ugp_ucb`` run's
+   final regret (same seed), divided by that 1-rover run's mission time; the median ratio, how many seeds reached it
+   at all within the team's 30 measurements, and how many within 0.45x (the issue's target);
+3. the regret at equal team mission time ``T`` and at equal total distance ``D``: each run's recommendation regret
+   after its last measurement at or before ``T`` (``D``); a run already finished keeps its final recommendation; a run
+   with no measurement yet counts as regret 1 (the median of the field); paired by seed against the 3-rover shared
+   explorer, two-sided Wilcoxon signed-rank p-values (scipy).
+4. with ``--latency DIR``: the decision wall time (s) of decisions made with 2 pending targets, by the number of
+   measurements the planner held when it decided, from a long run (``--iterations 90 --problem-param rovers=3``).
+
+Usage::
+
+    .venv/bin/python bench/rover_team_report.py OUT/shared OUT/independent [OUT/nopending ...] [--times 250,350,450]
+        [--distances 800,1200] [--latency OUT/n90]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+from scipy.stats import wilcoxon
+
+
+def load(dirs):
+    runs = {}
+    for d in dirs:
+        for path in sorted(Path(d, 'runs').glob('*.json')):
+            r = json.loads(path.read_text())
+            params = dict(r['spec']['settings'].get('problem', []))
+            rovers = int(params.get('rovers', 1))
+            sharing = bool(params.get('sharing', True)) and r['spec']['method'] not in ('lawnmower', 'random')
+            method = r['spec']['method'] + ('' if params.get('pending', True) else ' (no pending targets)')
+            method += ''.join(f', {k}={v:g}' if isinstance(v, float) else f', {k}={v}'
+                              for k, v in r['spec']['settings'].get('explorer', []))
+            runs[(method, rovers, sharing, r['spec']['seed'])] = r
+    return runs
+
+
+def label(method, rovers, sharing):
+    if method == 'lawnmower':
+        return f'{rovers} lawnmower{"s" if rovers > 1 else ""} (strips)'
+    if method == 'random':
+        return f'{rovers} random tour{"s" if rovers > 1 else ""}'
+    if method.endswith(' (no pending targets)'):
+        return f'{rovers} {method.split()[0]} explorers, shared model, no pending targets (ablation)'
+    base, _, explorer = method.partition(', ')
+    explorer = f' ({explorer})' if explorer else ''
+    if rovers == 1:
+        return f'1 {base} explorer{explorer}'
+    return f'{rovers} {base} explorers, {"shared model" if sharing else "independent"}{explorer}'
+
+
+def at(records, key, limit):
+    """Recommendation regret after the last measurement with ``key`` <= ``limit`` (1.0 before any)."""
+    seen = [r for r in records if r[key] <= limit]
+    return seen[-1]['rec_nregret'] if seen else 1.0
+
+
+def med(values):
+    values = [v for v in values if v is not None and math.isfinite(v)]
+    return statistics.median(values) if values else math.nan
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('dirs', nargs='+')
+    ap.add_argument('--times', default='250,350,450')
+    ap.add_argument('--distances', default='800,1200')
+    ap.add_argument('--latency', default=None)
+    args = ap.parse_args()
+    runs = load(args.dirs)
+    configs = sorted({k[:3] for k in runs}, key=lambda c: (not c[0].startswith('ugp_ucb'), c[0], not c[2], c[1]))
+    seeds = defaultdict(list)
+    for (m, n, s, seed) in runs:
+        seeds[(m, n, s)].append(seed)
+
+    print('| team | seeds | final regret (median) | mission time s (median) | total distance m (median) |')
+    print('|---|---|---|---|---|')
+    for c in configs:
+        rs = [runs[(*c, s)] for s in sorted(seeds[c])]
+        print(f'| {label(*c)} | {len(rs)} | {med([r["final"]["rec_normalised_regret"] for r in rs]):.3f} | '
+              f'{med([r["final"]["mission_time_s"] for r in rs]):.0f} | '
+              f'{med([r["final"]["distance_driven_m"] for r in rs]):.0f} |')
+
+    print('\nTime to reach the 1-rover explorer\'s final regret (same seed), as a share of its mission time:\n')
+    print('| team | seeds | reached | median time ratio | seeds <= 0.45x |')
+    print('|---|---|---|---|---|')
+    for c in configs:
+        ratios = []
+        for seed in sorted(seeds[c]):
+            one = runs.get(('ugp_ucb', 1, True, seed))   # the shipped 1-rover explorer
+            if one is None:
+                continue
+            goal, t1 = one['final']['rec_normalised_regret'], one['final']['mission_time_s']
+            hit = [r['sim_time'] for r in runs[(*c, seed)]['records'] if r['rec_nregret'] <= goal]
+            ratios.append(hit[0] / t1 if hit else math.inf)
+        if ratios:
+            reached = [x for x in ratios if math.isfinite(x)]
+            print(f'| {label(*c)} | {len(ratios)} | {len(reached)} | {statistics.median(ratios):.2f} | '
+                  f'{sum(x <= 0.45 for x in ratios)} |')
+
+    ref = ('ugp_ucb', 3, True)
+    for key, limits, unit in (('sim_time', args.times, 's'), ('distance_driven', args.distances, 'm')):
+        what = 'team mission time' if key == 'sim_time' else 'total team distance'
+        print(f'\nRegret at equal {what} (median over seeds; p: Wilcoxon signed-rank against '
+              f'{label(*ref)}, paired by seed):\n')
+        limits = [float(x) for x in limits.split(',')]
+        print('| team | ' + ' | '.join(f'{x:g} {unit}' for x in limits) + ' |')
+        print('|---|' + '---|' * len(limits))
+        for c in configs:
+            cells = []
+            for x in limits:
+                common = sorted(set(seeds[c]) & set(seeds.get(ref, [])))
+                mine = [at(runs[(*c, s)]['records'], key, x) for s in common]
+                cell = f'{med(mine):.3f}'
+                if c != ref and common:
+                    theirs = [at(runs[(*ref, s)]['records'], key, x) for s in common]
+                    diffs = [a - b for a, b in zip(mine, theirs)]
+                    p = wilcoxon(diffs).pvalue if any(diffs) else 1.0
+                    cell += f' (p={p:.3f})'
+                cells.append(cell)
+            print(f'| {label(*c)} | ' + ' | '.join(cells) + ' |')
+
+    if args.latency:
+        print('\nDecision time with 2 pending targets (long run):\n')
+        print('| measurements held when deciding | decisions | median s | max s |')
+        print('|---|---|---|---|')
+        for path in sorted(Path(args.latency, 'runs').glob('*.json')):
+            records = json.loads(path.read_text())['records']
+            rows = [(r['measurements_at_decision'], r['seconds']) for r in records if r.get('pending') == 2]
+            for lo, hi in ((0, 30), (30, 60), (60, 90)):
+                sel = [s for n, s in rows if lo <= n < hi]
+                if sel:
+                    print(f'| {lo}-{hi - 1} | {len(sel)} | {statistics.median(sel):.3f} | {max(sel):.3f} |')
+
+
+if __name__ == '__main__':
+    main()
