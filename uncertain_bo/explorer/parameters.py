@@ -33,105 +33,143 @@ MAX_ABS_READING = 1e12
 
 EXPLORER_PARAMS = [
     Param('search_bounds', [0.0, 200.0, 0.0, 200.0],
-          'search area [xmin, xmax, ymin, ymax] in the map frame, m; targets never leave it (a change at '
-          'run time applies from the next decision)', range=(-1e7, 1e7), length=4),
-    Param('frame_id', 'map', 'world-fixed frame of poses and goals (a map-frame estimate with absolute '
-          'corrections: an odom-frame covariance grows without bound)', read_only=True),
-    Param('method', 'ugp_ucb', 'BO method (registry name); the GP kernel follows the input type: sample-based '
-          'kernels (airbo, airbo_empirical, ugp_kme) get empirical location distributions from a particle cloud',
+          'search area [xmin, xmax, ymin, ymax] in frame_id, m. Targets never leave it (a change at run time '
+          'applies from the next decision)', range=(-1e7, 1e7), length=4),
+    Param('frame_id', 'map', 'world-fixed frame of pose estimates and goals. Poses in any other frame are rejected. '
+          'A map-frame estimate with absolute corrections: an odom-frame covariance grows without bound',
+          read_only=True),
+    Param('method', 'ugp_ucb', "BO method (registry name). 'ugp_ucb': GP over location distributions (Oliveira et "
+          "al. 2019); 'igp_ucb': GP-UCB on the commanded targets; 'airbo': MMD kernel over sample sets (Yang et al. "
+          "2023). The GP kernel follows the input type: with pose_source 'particle_cloud' a sample-based method "
+          '(airbo, airbo_empirical, ugp_kme) stores each location as the particle cloud itself (an empirical '
+          'distribution of max_particles particles), the others its moment-matched Gaussian',
           choices=tuple(sorted(METHODS)), read_only=True),
     Param('execution_noise_std', [0.75, 0.75],
-          'std of the execution-noise model P̂_x = N(x, diag(std²)) along x and y, m (with '
-          'learn_execution_noise: the learned model\'s prior)', range=(0.0, 1000.0), length=2),
-    Param('beta', 3.0, 'UCB exploration weight β (μ + β σ), dimensionless', range=(0.0, 100.0)),
-    Param('recommendation', 'highest_reading', 'where the robust peak is reported: ' + '; '.join(
-          f'{k}: {v}' for k, v in RECOMMENDATION_RULES.items()), choices=tuple(RECOMMENDATION_RULES),
-          read_only=True),
-    Param('travel_weight', 0.0, 'travel-aware acquisition: subtract w x (GP signal std) x (distance to the target '
-          '/ diagonal of search_bounds) from the acquisition, i.e. crossing the whole area costs w prior standard '
-          'deviations of the field; 0 = off (dimensionless)', range=(0.0, 100.0), read_only=True),
-    Param('in_box_exploration', True, "weight UCB's exploration term by the share of the kernel footprint "
-          'inside search_bounds (against targets piling up on the edge of the area; UCB methods only)',
-          read_only=True),
-    Param('gp_noise_prior', 'lognormal', 'prior on the GP noise the sensor does not report (standardised '
-          'readings): ' + '; '.join(f'{k}: {v}' for k, v in NOISE_PRIORS.items()), choices=tuple(NOISE_PRIORS),
-          read_only=True),
-    Param('gp_input_noise', False, "add each reading's input-induced variance (how much the field varies over its "
-          'location distribution, from the current kernel) to its noise in the GP', read_only=True),
+          'execution-noise model P̂_x = N(x, diag(std²)): where the rover really measures when sent to x '
+          '(path-following tolerance + localisation error), std along x and y, m. Used for the candidates of the '
+          'acquisition and for the recommendation (with learn_execution_noise: the learned model\'s prior). Match '
+          'it to your rover: summary.json of a simulated run reports the measured scatter '
+          '(`measured_execution_std`); the simulated rover of config/sim.yaml scatters about 0.7 m per axis (2 m '
+          'GNSS-like fixes at 1 Hz, 5 % wheel slip, 0.25 m goal tolerance)', range=(0.0, 1000.0), length=2),
+    Param('beta', 3.0, "UCB exploration weight β in μ̂(P̂_x) + β σ̂(P̂_x) (dimensionless; the paper's robot "
+          'experiment: 3)', range=(0.0, 100.0)),
+    Param('recommendation', 'highest_reading', 'where the robust peak is reported after each measurement: '
+          + '; '.join(f"'{k}': {v}" for k, v in RECOMMENDATION_RULES.items())
+          + '. Measured over 16 seeds of the simulated rover (README, "Exploration benchmarks"), the highest '
+          'reading was best or tied on every field', choices=tuple(RECOMMENDATION_RULES), read_only=True),
+    Param('travel_weight', 0.0, 'travel-aware acquisition (Marchant & Ramos 2012): subtract w x (GP signal std) x '
+          '(distance from the rover to the target / diagonal of search_bounds) from the acquisition, so crossing '
+          'the whole area costs w prior standard deviations of the field (dimensionless; 0 = off)',
+          range=(0.0, 100.0), read_only=True),
+    Param('in_box_exploration', True, "weight UCB's exploration term β σ̂ by the share of the kernel's footprint "
+          'inside search_bounds (1 inside, 1/2 on an edge, 1/4 in a corner): without it uncertainty grows towards '
+          'the edge, where half of what a measurement teaches lies outside the area, and targets pile up on the '
+          'edge. UCB methods only', read_only=True),
+    Param('gp_noise_prior', 'lognormal', "prior on the GP's learned noise (standardised readings): "
+          + '; '.join(f"'{k}' = {v}" for k, v in NOISE_PRIORS.items())
+          + ". 'gamma' is the library's default; 'lognormal' was chosen over 16 seeds of the simulated rover "
+          '(README, "Exploration benchmarks")', choices=tuple(NOISE_PRIORS), read_only=True),
+    Param('gp_input_noise', False, "add each reading's input-induced variance to its noise in the GP: how much the "
+          "field varies over the reading's location distribution under the current kernel, sigma_f^2 (1 - |I + 2 "
+          'W^-1 Sigma_L|^-1/2) for the expected SE kernel. It matters where the localisation error is not small '
+          "against the field's lengthscale, and differs per reading where the localisation does (GNSS-degraded "
+          'zones)', read_only=True),
     Param('reading_noise_std', 0.0, "the sensor's noise std, field units, for readings that carry no variance "
-          '(std_msgs/Float64, or a variance of 0); a variance in the message wins. It is the floor of the '
-          "reading's noise in the GP; 0 = unknown (the learned noise alone)", range=(0.0, 1e12)),
-    Param('learn_execution_noise', False, 'learn the execution-noise covariance online from (target, location '
-          'estimate) pairs of reached goals, with execution_noise_std as the prior', read_only=True),
+          '(std_msgs/Float64, or a variance of 0); a variance in the message wins. Each reading\'s noise in the GP '
+          'is this variance plus the learned noise (0 = unknown: the learned noise alone)', range=(0.0, 1e12)),
+    Param('learn_execution_noise', False, 'learn the execution-noise covariance online from the offsets between '
+          'targets and location estimates of reached goals, plus each estimate\'s own covariance (the controller '
+          'steers on the estimate: closed loop), with execution_noise_std as the prior worth '
+          'execution_noise_prior_weight pseudo-measurements (a run-time change of execution_noise_std replaces that '
+          'prior; the evidence so far is kept)', read_only=True),
     Param('execution_noise_prior_weight', 5.0, 'weight of execution_noise_std as the prior of the learned '
-          'execution noise, in pseudo-measurements', range=(0.0, 1e6), read_only=True),
-    Param('n_initial', 5, 'space-filling targets before the acquisition takes over', range=(1, 10000),
-          read_only=True),
+          'execution noise (learn_execution_noise), in pseudo-measurements', range=(0.0, 1e6), read_only=True),
+    Param('n_initial', 5, "space-filling (scrambled Sobol) targets before the acquisition takes over, visited as a "
+          "short tour from the rover's first pose", range=(1, 10000), read_only=True),
     Param('max_measurements', 30, 'stop after this many measurements', range=(1, 1000000)),
-    Param('max_distance', 0.0, 'travel budget: the mission ends when the next target is further (straight '
-          'line) than the distance left, or once this much has been driven (distance along the estimated '
-          'path), m; 0 = no limit', range=(0.0, 1e9)),
-    Param('max_mission_time', 0.0, 'time budget from the first pose: the mission ends when the next target '
-          'cannot be reached and measured in the time left (at the mean driving speed so far), or once this '
-          'much time has passed (a measurement under way is abandoned), s; 0 = no limit', range=(0.0, 1e9)),
-    Param('en_route_spacing', 0.0, 'en-route readings: while driving to a target, each time the position estimate '
-          'is this far (straight line) from where the last reading was stored, the next sensor reading is paired '
-          'with the pose estimate at its stamp and added to the GP (streaming sensors: gas, temperature, '
-          'humidity); they do not count toward max_measurements; 0 = off, m', range=(0.0, 1e6)),
-    Param('fit_max_points', 150, 'hyperparameter fits use at most this many readings: every measurement and an '
-          'evenly thinned share of the en-route readings (the posterior always uses all of them); 0 = no cap',
+    Param('max_distance', 0.0, 'travel budget, m (0 = no limit). The mission ends before a target that lies '
+          'further (straight line from the current position estimate) than the distance left; should the path '
+          'driven (measured on the pose estimates) reach it on the way all the same, the rover stops and measures '
+          'where it stands, and the mission ends. Whichever of max_measurements, max_distance and max_mission_time '
+          'comes first ends it', range=(0.0, 1e9)),
+    Param('max_mission_time', 0.0, 'time budget from the first pose, s (0 = no limit). The mission ends before a '
+          'target it cannot reach and measure in the time left (its distance at the mean driving speed so far, '
+          'plus the mean time a stop at a target has taken: dwell and reading); when the time runs out anyway the '
+          'rover is stopped (a measurement under way is abandoned) and the mission ends at once. A resumed journal '
+          'continues both budgets where they stood at its last measurement', range=(0.0, 1e9)),
+    Param('en_route_spacing', 0.0, 'en-route readings, m (0 = off): while driving to a target, each time the '
+          'position estimate is this far (straight line) from where the last reading was stored, the next sensor '
+          'reading is paired with the pose estimate at its stamp (the same checks as a measurement) and added to '
+          'the GP. For sensors that stream while the rover drives (gas, temperature, humidity); they do not count '
+          'toward max_measurements', range=(0.0, 1e6)),
+    Param('fit_max_points', 150, 'hyperparameter fits use at most this many readings: every measurement plus an '
+          "evenly thinned share of the en-route readings; the GP's posterior always uses all of them (0 = no cap)",
           range=(0, 1000000), read_only=True),
-    Param('sparse_above', 1000, 'beyond this many readings (measurements and en-route readings) the GP posterior '
-          'is sparse (SGPR with inducing_points inducing inputs): O(m²) per candidate instead of O(n²); 0 = always '
-          'exact', range=(0, 100000000), read_only=True),
-    Param('inducing_points', 500, 'inducing inputs of the sparse posterior: every measurement and evenly thinned '
-          'en-route readings', range=(1, 1000000), read_only=True),
-    Param('refit_every', 1, 'refit GP hyperparameters every N measurements (0 = never)', range=(0, 1000000)),
-    Param('num_restarts', 10, 'L-BFGS-B restarts of the acquisition maximiser', range=(1, 1000)),
-    Param('raw_samples', 512, 'quasi-random candidates scored to choose the restarts', range=(1, 100000)),
-    Param('arrival_tolerance', 1.0, 'distance from the estimated position to the target that counts as '
+    Param('sparse_above', 1000, "beyond this many readings (measurements and en-route readings) the GP's posterior "
+          'is sparse (SGPR with inducing_points inducing inputs: O(m²) per candidate instead of O(n²)), so a '
+          'decision stays fast with thousands of readings; 0 = always exact', range=(0, 100000000), read_only=True),
+    Param('inducing_points', 500, 'inducing inputs of the sparse posterior (sparse_above): the measurements and '
+          'evenly thinned en-route readings', range=(1, 1000000), read_only=True),
+    Param('refit_every', 1, 'refit GP hyperparameters by marginal likelihood every N measurements (1 = every '
+          'step; 0 = never)', range=(0, 1000000)),
+    Param('num_restarts', 10, 'acquisition maximiser: L-BFGS-B restarts, chosen among the raw_samples '
+          'candidates', range=(1, 1000)),
+    Param('raw_samples', 512, 'acquisition maximiser: quasi-random candidates scored to choose the num_restarts '
+          'restarts', range=(1, 100000)),
+    Param('arrival_tolerance', 1.0, 'distance between the estimated position and the target that counts as '
           'arrived, m', range=(0.01, 1000.0)),
-    Param('goal_timeout', 300.0, 'time allowed to reach a target before measuring wherever the rover is, s',
-          range=(1.0, 1e6)),
+    Param('goal_timeout', 300.0, 'time allowed to reach a target, s. Then the rover is stopped and measures where '
+          'it is (a valid measurement: its location distribution says where it was taken)', range=(1.0, 1e6)),
     Param('goal_resend_period', 5.0, 'send the current goal again every this many seconds until the controller is '
-          'seen to act on it (the position estimate 0.5 m closer to the target): a goal published before the '
+          'seen to act on it (the position estimate 0.5 m closer to the target), so a goal published before the '
           'controller matched is not lost; 0 = send once, s', range=(0.0, 3600.0)),
-    Param('dwell_time', 2.0, 'wait after arrival before taking the reading (rover settles), s',
+    Param('dwell_time', 2.0, 'wait after arrival before reading (rover settles, sensor equilibrates), s',
           range=(0.0, 3600.0)),
-    Param('max_pose_age', 0.5, 'largest |t_reading - t_pose| for pairing a reading with a pose, and largest '
-          'age of an arriving pose relative to the node clock (older ones are stale and rejected), s',
-          range=(0.001, 60.0)),
-    Param('reading_timeout', 10.0, 'wait this long for a reading before retrying, s', range=(0.1, 3600.0)),
-    Param('reading_retries', 2, 'retries when no usable reading arrived before skipping the target',
-          range=(0, 100)),
-    Param('keep_out_radius', 0.0, 'a target that could not be measured after reading_retries (sensor silent, or '
-          'every reading refused) is never proposed again: no later target within this radius of it (every method; '
-          'kept on resume), m; 0 = twice the largest execution_noise_std, at least arrival_tolerance',
-          range=(0.0, 1e6)),
-    Param('max_consecutive_skips', 3, 'end the mission when this many targets in a row could not be measured (a '
-          'sensor that is unplugged, or a reading_range that refuses every reading); 0 = no limit',
-          range=(0, 1000000)),
-    Param('future_stamp_tolerance', 0.5, 'poses and readings stamped further than this ahead of the node '
-          'clock are rejected (clock skew between machines, or a broken driver clock), s', range=(0.0, 3600.0)),
-    Param('reading_range', [-1e6, 1e6], 'plausible readings [low, high] in the sensor\'s unit; readings '
-          'outside are rejected and counted (sentinels such as 1e12, overflowed or unscaled values)',
-          range=(-MAX_ABS_READING, MAX_ABS_READING), length=2),
+    Param('max_pose_age', 0.5, 'largest |t_reading - t_pose| for pairing a reading with the pose estimate nearest '
+          'in time, s. A reading with no pose that close is held until one arrives, else dropped with a warning. '
+          'Also the largest age of an arriving pose relative to the node clock: older poses are stale and rejected '
+          '(localisation lagging; a bag replayed without use_sim_time), and a pose stamped this much before the '
+          'newest one (bag loop, simulation reset) clears the pose and reading buffers', range=(0.001, 60.0)),
+    Param('reading_timeout', 10.0, 'wait this long for a valid reading after dwelling, s; then retry, and skip the '
+          'target after reading_retries retries (with a warning)', range=(0.1, 3600.0)),
+    Param('reading_retries', 2, 'retries (each waiting reading_timeout) when no usable reading arrived, before '
+          'skipping the target', range=(0, 100)),
+    Param('keep_out_radius', 0.0, 'a target skipped after reading_retries (sensor silent, or every reading '
+          'refused) is never proposed again: no later target within this radius of it (every method; journaled, '
+          'so a resume keeps it), m. 0 = twice the largest execution_noise_std, at least arrival_tolerance (with '
+          'the defaults 1.5 m)', range=(0.0, 1e6)),
+    Param('max_consecutive_skips', 3, 'end the mission when this many targets in a row could not be measured '
+          '(sensor unplugged, or a reading_range that refuses every reading); 0 = no limit', range=(0, 1000000)),
+    Param('future_stamp_tolerance', 0.5, 'poses and readings stamped more than this ahead of the node clock are '
+          'rejected and counted (clock skew between machines; a driver stamping with another clock). Readings '
+          'older than reading_timeout (stamped 0, another clock, a backed-up queue) are rejected as stale, s',
+          range=(0.0, 3600.0)),
+    Param('reading_range', [-1e6, 1e6], "plausible readings [low, high] in the sensor's unit. Readings outside are "
+          'rejected and counted (sentinels such as 1e12, overflowed or unscaled values would wreck the GP). Set it '
+          "to your sensor's physical range", range=(-MAX_ABS_READING, MAX_ABS_READING), length=2),
     Param('pose_buffer_size', 500, 'pose estimates kept for pairing (bounds memory at any input rate)',
           range=(10, 1000000)),
-    Param('max_particles', 160, 'particles kept per empirical location distribution (particle-cloud poses with '
-          'a sample-based kernel): the cloud is resampled to this many equally weighted particles; bounds '
-          'memory, journal size and kernel cost', range=(1, 100000), read_only=True),
-    Param('max_speed', 5.0, 'pose plausibility: a pose estimate further from the last accepted one than the rover can '
-          'have driven at this speed since, given both covariances (a chi-square gate), is rejected as a glitch and '
-          'counted; estimates that stay at the new place are accepted there after a couple of seconds '
-          '(localisation re-initialised); set it above the rover\'s top speed; 0 = off, m/s', range=(0.0, 1000.0)),
-    Param('max_covariance_trace', 25.0, 'localisation divergence: when the trace of the position covariance '
-          f'exceeds this the rover is stopped and the explorer pauses; it resumes below '
-          f'{RESUME_FRACTION:g} x this, m²', range=(1e-6, 1e12)),
-    Param('seed', 0, 'seed of the initial design and the acquisition maximiser', range=(0, 2 ** 31 - 1),
-          read_only=True),
-    Param('run_dir', '', 'output folder for the journal (empty: runs/<date-time>); an existing journal '
-          'there is resumed', read_only=True),
+    Param('max_particles', 160, "particles kept per empirical location distribution (pose_source 'particle_cloud' "
+          'with a sample-based method): each cloud is resampled (systematic) to this many equally weighted '
+          'particles on arrival. Bounds memory, journal size (about 6 kB per measurement at 160) and kernel cost. '
+          'A resumed journal keeps its own count', range=(1, 100000), read_only=True),
+    Param('max_speed', 5.0, 'pose plausibility, m/s (0 = off): a pose estimate further from the last accepted one '
+          'than the rover can have driven at this speed since, given both covariances (a Mahalanobis/chi-square '
+          "gate like robot_localization's *_rejection_threshold, with the possible motion taken out), is a glitch: "
+          "rejected and counted in /diagnostics ('pose: implausible jump'), so it reaches no measurement, no "
+          'en-route reading and not the distance driven. When the estimates stay at the new place (5 consistent '
+          'poses over 2 s: set_pose, initialpose, the rover carried) the new place is accepted, with a warning. '
+          'Set it above the rover\'s top speed (docs/field_robots.md, "Pose glitches")', range=(0.0, 1000.0)),
+    Param('max_covariance_trace', 25.0, 'localisation divergence: when the trace of the position covariance (var x '
+          '+ var y) exceeds this the rover is stopped, the explorer pauses (diagnostics ERROR, no measurements) and '
+          f'resumes towards the same target once the trace is below {RESUME_FRACTION:g} x this, m². 25 m² ≈ 3.5 m '
+          'standard deviation per axis', range=(1e-6, 1e12)),
+    Param('seed', 0, 'seed of the initial design and the acquisition maximiser (same seed + same data = same '
+          'targets)', range=(0, 2 ** 31 - 1), read_only=True),
+    Param('run_dir', '', 'output folder for journal.jsonl (+ explorer_result.json). Empty: runs/<date-time>. An '
+          'existing journal there is resumed: the next target is chosen from all earlier observations, and a '
+          'target decided before a restart but not yet measured is sent again. `uncertain-bo export RUN_DIR` '
+          'writes the observations as CSV', read_only=True),
 ]
 
 #: parameters that change planner settings (:func:`update_planner`); the read-only ones are set once, by

@@ -60,8 +60,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from geometry_msgs.msg import PoseArray, PoseStamped, PoseWithCovarianceStamped
-from nav_msgs.msg import OccupancyGrid, Odometry, Path as PathMsg
+from geometry_msgs.msg import PoseStamped
+from nav_msgs.msg import OccupancyGrid, Path as PathMsg
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
@@ -69,60 +69,23 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profi
 from visualization_msgs.msg import MarkerArray
 
 from ..distributions import DTYPE
-from ..explorer import (EXPLORER_PARAMS, Explorer, Measurement, PoseEstimate, Reading, State, planner_from_parameters,
+from ..explorer import (Explorer, Measurement, PoseEstimate, Reading, State, planner_from_parameters,
                         check_explorer_parameters, position_trace, run_folder)
 from ..operator_view import GridScale, StatusReporter, grid_over, scale_to_occupancy, STATE_TEXT
-from ..parameters import Param, ParameterError
+from ..parameters import ParameterError
 from ..planner import Recommendation
-from .nav2_goals import GOAL_INTERFACES, Nav2Goals, resolve_goal_interface
+from .nav2_goals import Nav2Goals, resolve_goal_interface
 from .conversions import (READING_TYPES, from_time_msg, make_path, make_pose_stamped, pose_array_from_cdr,
                           pose_array_to_particles, reading_from_msg, ros_covariance_to_xy)
 from .operator_view import (ELLIPSE_SIGMA, MarkerScene, clean_stamp, make_diagnostics, make_markers,
                             make_occupancy_grid)
+from .explorer_parameters import EXPLORER_NODE_PARAMS, POSE_SOURCES
 from .params import declare_parameters
 from .spin import request_exit, run_node
 
 DECIDER_SWITCH_INTERVAL = 0.0002  # s: the interpreter's GIL switch interval with a background decider
 
 __all__ = ['ExplorerNode', 'EXPLORER_NODE_PARAMS', 'POSE_SOURCES', 'pose_estimate_from_msg', 'main']
-
-#: pose_source -> (message type, topic)
-POSE_SOURCES = {
-    'odometry': (Odometry, 'odometry/filtered'),
-    'pose_with_covariance': (PoseWithCovarianceStamped, 'pose'),
-    'particle_cloud': (PoseArray, 'particle_cloud'),
-}
-
-EXPLORER_NODE_PARAMS = EXPLORER_PARAMS + [
-    Param('pose_source', 'odometry', 'pose input: nav_msgs/Odometry on odometry/filtered, '
-          'PoseWithCovarianceStamped on pose, or a PoseArray particle cloud on particle_cloud (empirical '
-          'location distributions for sample-based kernels such as airbo, else moment-matched to a Gaussian)',
-          choices=tuple(POSE_SOURCES), read_only=True),
-    Param('reading_type', 'temperature', 'message type on the reading topic (value field and variance)',
-          choices=tuple(sorted(READING_TYPES)), read_only=True),
-    Param('goal_interface', 'topic', "where goals go: 'topic' (goal_pose and plan: pure_pursuit, or Nav2's goal_pose), "
-          "'nav2_action' (Nav2's NavigateToPose action: reached -> measure, aborted/rejected -> skipped with Nav2's "
-          "reason, feedback in /diagnostics) or 'auto' (the action where nav2_msgs is importable, else the topic; "
-          'not the default: a pure_pursuit stack on a machine with Nav2 installed would get no goals)',
-          choices=GOAL_INTERFACES, read_only=True),
-    Param('nav2_action_name', 'navigate_to_pose', "Nav2's NavigateToPose action name (goal_interface nav2_action)",
-          read_only=True),
-    Param('nav2_behavior_tree', '', 'behavior_tree of each NavigateToPose goal (empty: Nav2\'s default)',
-          read_only=True),
-    Param('tick_rate', 10.0, 'rate of the measurement-cycle timer (node clock), Hz', range=(0.1, 1000.0),
-          read_only=True),
-    Param('exit_when_done', False, 'shut the node down after the last measurement (for launch files that '
-          'end with the explorer)', read_only=True),
-    Param('diagnostics_period', 1.0, 'period of /diagnostics and ~/markers (wall clock; also published on '
-          'state changes), s', range=(0.05, 3600.0)),
-    Param('gp_map_cells', 40, 'cells of the ~/gp_mean and ~/gp_std grids along the longer side of the '
-          'search area (computed once per measurement; keep it coarse)', range=(2, 1000)),
-    Param('decide_in_background', True, 'choose targets on a worker thread, so that /diagnostics, markers and '
-          'the pose and reading subscriptions keep running during a long decision', read_only=True),
-    Param('cloud_receive_limit', 5000, 'particle clouds with more particles are subsampled (uniformly at '
-          'random) as they are received, before any other work: a 10^5-particle PoseArray is read in '
-          'milliseconds instead of seconds', range=(1, 10000000), read_only=True),
-]
 
 _RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 #: maps and markers: late joiners (RViz started later) get the last message
