@@ -6,7 +6,7 @@ import pytest
 
 from uncertain_bo.cli import main
 
-SUBCOMMANDS = ['demo', 'sim', 'report', 'bench', 'plot', 'export', 'check']
+SUBCOMMANDS = ['demo', 'sim', 'report', 'bench', 'plot', 'export', 'check', 'params']
 
 
 def run(argv, tmp_path, monkeypatch, capsys):

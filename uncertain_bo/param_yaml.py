@@ -199,9 +199,9 @@ def add_parser(subparsers) -> None:
                     'from the parameter specs the node declares (the shipped config/ file is this output). '
                     'Without --out it is printed.')
     p.add_argument('node', choices=sorted(LAYOUTS), help='the node')
+    shipped = REGENERATE.format(node='explorer', file='explorer.yaml')
     p.add_argument('--out', type=Path, default=None, metavar='FILE',
-                   help=f'write it to FILE (the shipped file: {REGENERATE.format(node="explorer", file="explorer.yaml")}'
-                        ' from the source tree)')
+                   help=f'write it to FILE (the shipped file: `{shipped}` in the source tree)')
     p.add_argument('--check', type=Path, default=None, metavar='FILE',
                    help='write nothing; exit 1 if FILE differs from the generated file')
     p.set_defaults(func=_cli)
