@@ -43,6 +43,13 @@ def test_version(tmp_path, monkeypatch, capsys):
     (['demo', '--localiser', 'ukf'], r'argument --localiser: invalid choice'),
     (['bench', '--problem', 'nope', '--out', 'b'], r"argument --problem: invalid choice: 'nope'"),
     (['bench', '--problem', 'rkhs2d'], r'--out is required to run a benchmark'),
+    (['bench', '--problem', 'rkhs2d', '--out', 'b', '--n-initial', '0'],
+     r"argument --n-initial: '0' is not a int in \[1, 10000\]"),
+    (['bench', '--problem', 'rkhs2d', '--out', 'b', '--beta', '1,-2'],
+     r"argument --beta: '-2' is not a float in \[0, 100\] or 'theory'"),
+    (['bench', '--problem', 'rkhs2d', '--out', 'b', '--restarts', '0'], r"argument --restarts: '0' is not a int in"),
+    (['bench', '--problem', 'rkhs2d', '--out', 'b', '--raw-samples', 'many'], r"argument --raw-samples: 'many'"),
+    (['bench', '--problem', 'rkhs2d', '--out', 'b', '--refit-every', '-1'], r"argument --refit-every: '-1'"),
     (['frobnicate'], r'invalid choice'),
 ])
 def test_command_line_mistakes_are_one_line(argv, expect, tmp_path, monkeypatch, capsys):
@@ -134,3 +141,38 @@ def test_demo_reads_a_params_file_as_launch_ros_writes_it(tmp_path, monkeypatch,
     lines = [line for line in err.splitlines() if line.startswith('error: ')]
     assert code == 2 and len(lines) == 1 and 'nope.npz does not exist' in lines[0], err
     assert not (tmp_path / 'run').exists()
+
+
+def test_bench_flags_of_explorer_parameters_follow_their_specs(tmp_path, monkeypatch, capsys):
+    """bench's --beta, --n-initial, --refit-every, --restarts and --raw-samples take range, help and (where bench
+    does not deliberately use the problem's) default from the explorer's parameter specs."""
+    import argparse
+    from uncertain_bo.benchmarks.cli import EXPLORER_FLAGS, add_parser
+    from uncertain_bo.explorer import EXPLORER_PARAMS
+    spec = {p.name: p for p in EXPLORER_PARAMS}
+    assert set(EXPLORER_FLAGS) <= set(spec)
+    code, out, _ = run(['bench', '--help'], tmp_path, monkeypatch, capsys)
+    text = ' '.join(out.split())
+    for name in ('beta', 'n_initial', 'refit_every', 'num_restarts', 'raw_samples'):
+        assert f"the explorer's {name}: {spec[name].allowed()}" in text, name
+    sub = argparse.ArgumentParser().add_subparsers()
+    add_parser(sub)
+    bench = sub.choices['bench']
+    assert bench.get_default('restarts') == spec['num_restarts'].default == 10
+    assert bench.get_default('raw_samples') == spec['raw_samples'].default == 512
+    args = bench.parse_args(['--beta', 'theory, 3', '--n-initial', '10000', '--refit-every', '0'])
+    assert (args.beta, args.n_initial, args.refit_every) == ('theory, 3', 10000, 0)
+
+
+def test_bench_warns_about_explorer_values_its_own_flags_replace():
+    """The rover problems take beta, num_restarts, raw_samples and max_measurements from bench's flags (and
+    n_initial, refit_every when given): an --explorer-param / --params value for them used to be dropped silently."""
+    import argparse
+    from uncertain_bo.benchmarks.cli import _flag_overrides
+    args = argparse.Namespace(restarts=10, raw_samples=512, n_initial=None, refit_every=4)
+    explorer = (('beta', 2.0), ('n_initial', 8), ('refit_every', 4), ('num_restarts', 10), ('raw_samples', 64),
+                ('max_measurements', 30), ('travel_weight', 1.0))
+    warnings = _flag_overrides(explorer, args, [3.0], 30)
+    assert warnings == ['explorer parameter beta=2.0 is not used: bench sets it with --beta (3.0)',
+                        'explorer parameter raw_samples=64 is not used: bench sets it with --raw-samples (512)']
+    assert _flag_overrides((('beta', 3),), args, [3.0], 30) == []

@@ -84,6 +84,23 @@ def _params_file(path: str, explorer: tuple, sim: tuple) -> tuple[tuple, tuple]:
     return tuple(file_explorer) + explorer, tuple(file_sim) + sim
 
 
+def _flag_overrides(explorer: tuple, args: argparse.Namespace, betas: list, iterations: int) -> list[str]:
+    """Explorer values (``--explorer-param``, ``--params``) that the rover problems do not use because bench's
+    own flag (:data:`EXPLORER_FLAGS`) sets that setting, each as a warning naming the flag and what it uses."""
+    used = {'beta': betas, 'num_restarts': [args.restarts], 'raw_samples': [args.raw_samples],
+            'max_measurements': [iterations]}
+    if args.n_initial is not None:     # not given: the explorer's n_initial / refit_every are used
+        used['n_initial'] = [args.n_initial]
+    if args.refit_every is not None:
+        used['refit_every'] = [args.refit_every]
+    out = []
+    for name, value in dict(explorer).items():   # the last value of a name is the one that would apply
+        if name in used and any(v != value for v in used[name]):
+            out.append(f'explorer parameter {name}={value!r} is not used: bench sets it with {EXPLORER_FLAGS[name]} '
+                       f'({", ".join(map(str, used[name]))})')
+    return out
+
+
 def _suite_fields(text: str, field: str | None) -> list[str]:
     """``--suite NAME[:PART]`` -> the fields to run (ValueError for a bad name or part, or with --field)."""
     from .suite import load_suite
@@ -94,11 +111,24 @@ def _suite_fields(text: str, field: str | None) -> list[str]:
     return load_suite(name.strip()).field_names(part.strip() or None)
 
 
+#: explorer parameters that bench sets with flags of its own (the rover problems take these flags, not the
+#: explorer's values from --explorer-param / --params)
+EXPLORER_FLAGS = {'beta': '--beta', 'n_initial': '--n-initial', 'refit_every': '--refit-every',
+                  'num_restarts': '--restarts', 'raw_samples': '--raw-samples', 'max_measurements': '--iterations'}
+
+
+def _explorer_specs():
+    from ..explorer import EXPLORER_PARAMS
+    return EXPLORER_PARAMS
+
+
 def add_parser(subparsers) -> None:
     """Register ``bench`` and ``plot``."""
     from ..acquisition import METHODS
+    from ..param_flags import flag_help, flag_type, list_flag_type
     from . import PROBLEMS
 
+    spec = {p.name: p for p in _explorer_specs()}
     b = subparsers.add_parser('bench', help='run benchmark problems (parallel over seeds)',
                               description='Run methods on a benchmark problem over seeds; write per-iteration '
                                           'records (CSV + JSON) and summaries to --out. `--list-problems` lists the '
@@ -144,18 +174,24 @@ def add_parser(subparsers) -> None:
     b.add_argument('--seeds', type=int, default=None, help='number of seeds 0..N-1 (default: the problem\'s)')
     b.add_argument('--seed-offset', type=int, default=0, help='first seed (default 0)')
     b.add_argument('--iterations', type=int, default=None, help='queries per run (default: the problem\'s)')
-    b.add_argument('--beta', default=None,
-                   help="comma-separated beta values: numbers and/or 'theory' (default: the problem's; "
-                        "several values = a sweep)")
+    b.add_argument('--beta', default=None, type=list_flag_type(spec['beta'], ('theory',)),
+                   help=flag_help(spec['beta'], "comma-separated beta values: numbers and/or 'theory' (several "
+                                  'values = a sweep)', "the problem's, see --describe"))
     b.add_argument('--mismatch', default='1', help='comma-separated ratios sigma_hat_x / sigma_x (default 1)')
     b.add_argument('--ugp-noise', default='execution', choices=['execution', 'output', 'location'],
                    help="noise sigma_nu the theory assigns to uGP-UCB: 'execution' (default, the paper's 6.1 "
                         "setting: Prop. 3 on the execution-noise model, as for IGP-UCB), 'output' (sigma_zeta "
                         "alone) or 'location' (Prop. 3 on the localisation covariance)")
-    b.add_argument('--refit-every', type=int, default=None, help='GP refit schedule (default: the problem\'s)')
-    b.add_argument('--n-initial', type=int, default=None, help='initial design size (default: the problem\'s)')
-    b.add_argument('--restarts', type=int, default=10, help='L-BFGS-B restarts (default 10)')
-    b.add_argument('--raw-samples', type=int, default=512, help='raw samples for the starts (default 512)')
+    b.add_argument('--refit-every', type=flag_type(spec['refit_every']), default=None,
+                   help=flag_help(spec['refit_every'], 'GP refit schedule; 0 = fixed hyperparameters',
+                                  "the problem's; rover problems: the explorer's"))
+    b.add_argument('--n-initial', type=flag_type(spec['n_initial']), default=None,
+                   help=flag_help(spec['n_initial'], 'initial design size',
+                                  "the problem's; rover problems: the explorer's"))
+    b.add_argument('--restarts', type=flag_type(spec['num_restarts']), default=spec['num_restarts'].default,
+                   help=flag_help(spec['num_restarts'], 'L-BFGS-B restarts of the acquisition maximiser'))
+    b.add_argument('--raw-samples', type=flag_type(spec['raw_samples']), default=spec['raw_samples'].default,
+                   help=flag_help(spec['raw_samples'], 'quasi-random candidates scored to choose the restarts'))
     b.add_argument('--n-jobs', type=int, default=2, help='parallel worker processes (default 2)')
     b.add_argument('--force', action='store_true', help='recompute runs already in --out')
     b.add_argument('--out', default=None, help='output directory (required to run)')
@@ -294,6 +330,9 @@ def bench_main(args: argparse.Namespace) -> int:
     betas = _betas(args.beta) if args.beta else [problem.default_beta]
     seeds = range(args.seed_offset, args.seed_offset + (problem.default_seeds if args.seeds is None else args.seeds))
     iterations = problem.default_iterations if args.iterations is None else args.iterations
+    if hasattr(problem, 'check'):   # the rover problems: say which explorer values bench's own flags replace
+        for warning in _flag_overrides(explorer, args, betas, iterations):
+            print(f'warning: {warning}', file=sys.stderr)
     optimizer = OptimizerSettings(num_restarts=args.restarts, raw_samples=args.raw_samples)
     settings = [BenchSettings(beta=b, mismatch=r, ugp_noise=args.ugp_noise, refit_every=args.refit_every,
                               n_initial=args.n_initial, optimizer=optimizer, field=fld,
