@@ -56,6 +56,7 @@ def test_every_spec_is_documented_in_the_file(node):
         assert comment_text(p) in flat, p.name
         assert comment_text(p).endswith('Read-only.') == p.read_only, p.name
         assert 'Read-only' not in p.description, f'{p.name}: the read-only note comes from read_only'
+        assert not p.description.endswith('.'), f'{p.name}: --help and the file add the full stop'
 
 
 @pytest.mark.parametrize('value, text', [

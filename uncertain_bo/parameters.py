@@ -36,7 +36,10 @@ class Param:
         name: parameter name (ROS naming rules: ``[a-z_][a-z0-9_.]*``).
         default: default value; its Python type fixes the parameter type (float, int, bool, str, or a list
             of floats / strings).
-        description: what it does, **with its unit**.
+        description: what it does, **with its unit**: the parameter's whole documentation, shown by the node's
+            ``--help``, by ``ros2 param describe`` and as the comment of the shipped parameter file generated from
+            the specs (:mod:`uncertain_bo.param_yaml`, which adds ``Read-only.`` for ``read_only`` specs). No
+            trailing full stop.
         range: inclusive ``(low, high)`` for float/int parameters and for each element of a float list.
         choices: allowed values for string parameters.
         read_only: True for things that cannot change after start-up (topic names, frames).

@@ -146,7 +146,9 @@ def add_parser(subparsers) -> None:
                         + ', '.join(sorted(METHODS)))
     b.add_argument('--explorer-param', action='append', default=[], metavar='NAME=VALUE',
                    help='rover problems: an explorer parameter over the shipped config/explorer.yaml, e.g. '
-                        'travel_weight=1.0 (repeatable; YAML value syntax)')
+                        'travel_weight=1.0 (repeatable; YAML value syntax); bench sets '
+                        + ', '.join(f'{n} with {f}' for n, f in EXPLORER_FLAGS.items())
+                        + ' (n_initial and refit_every: the explorer\'s unless given)')
     b.add_argument('--problem-param', action='append', default=[], metavar='NAME=VALUE',
                    help='a parameter of the problem (see its description), e.g. rho=0.5 for the quadrature problems, '
                         'learn_execution_noise=true for rkhs2d (the configured model becomes the prior of an online '
