@@ -86,12 +86,6 @@ def test_circular_gaussian_10d(gen):
     assert_moments(d[..., 2:], [0.0] * 8, [0.01] * 8)
 
 
-def test_gaussian_covariance(gen):
-    cov = torch.tensor([[0.04, 0.01], [0.01, 0.02]])
-    d = offsets(GaussianExecutionNoise(cov, n_samples=DEFAULT_N_SAMPLES), torch.zeros(1, 2), gen).reshape(-1, 2)
-    assert torch.allclose(torch.cov(d.T), cov, atol=5e-4)
-
-
 # ------------------------------------------------------------------ common random numbers
 @pytest.mark.parametrize('noise', [BetaNoise(0.4, 0.2, 0.1), StepChi2Noise(), VaryingBetaNoise(),
                                    GaussianMixtureNoise.from_stds([0.5, 0.5], [-0.02, 0.03], [0.01, 0.02]),
@@ -204,28 +198,6 @@ def test_config_rejects_non_mapping():
 def test_targets_shape_checked():
     with pytest.raises(ValueError, match=r'\(q, 1\)'):
         BetaNoise(0.4, 0.2, 0.1)(torch.zeros(3, 2))
-
-
-def test_one_gaussian_execution_noise_class_closed_form_or_sampled(gen):
-    from uncertain_bo.distributions import Empirical, Gaussian, GaussianExecutionNoise, InvalidDistributionError
-
-    cov = torch.tensor([[0.04, 0.01], [0.01, 0.09]])
-    closed, sampled = GaussianExecutionNoise(cov), GaussianExecutionNoise(cov, n_samples=4000, seed=3)
-    assert issubclass(NoiseConfigError, InvalidDistributionError)
-    x = torch.tensor([[1.0, 2.0]])
-    assert isinstance(closed(x), Gaussian) and torch.equal(closed(x).covariance[0], cov)
-    p = sampled(x)
-    assert isinstance(p, Empirical) and p.samples.shape == (1, 4000, 2)
-    torch.testing.assert_close(p.mean[0], x[0], rtol=0, atol=0.02)  # Monte Carlo: 4000 samples
-    torch.testing.assert_close(p.covariance[0], cov, rtol=0, atol=0.01)
-    for noise in (closed, sampled):  # fresh draws in both modes
-        draws = noise.sample_locations(x, 4000, gen)[0]
-        torch.testing.assert_close(torch.cov(draws.T), cov, rtol=0, atol=0.01)
-        rebuilt = noise_from_config(noise.to_config())
-        assert type(rebuilt(x)) is type(noise(x))
-        assert torch.equal(rebuilt.covariance, noise.covariance)
-    with pytest.raises(NoiseConfigError, match='std'):
-        GaussianExecutionNoise.isotropic([-0.1, 0.1])
 
 
 def test_weights_problem_shared_by_empirical_and_mixture():

@@ -54,7 +54,8 @@ from scipy import stats
 from torch import Tensor
 
 from .distributions import (DEFAULT_N_SAMPLES, DTYPE, GaussianExecutionNoise, NoiseConfigError,
-                            SampledExecutionNoise, _generator_device, check_covariance, weights_problem)
+                            SampledExecutionNoise, check_covariance, weights_problem)
+from .distributions.execution_noise import _generator_device
 from .linalg import psd_sqrt
 
 __all__ = [
