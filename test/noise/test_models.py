@@ -1,4 +1,5 @@
-"""Sample-based execution-noise models: moments against scipy, common random numbers, gradients, config."""
+"""Tests for uncertain_bo.noise.models, the sample-based execution-noise models: moments against scipy, common
+random numbers, gradients (configuration: test_config.py)."""
 import math
 
 import pytest
@@ -6,9 +7,9 @@ import torch
 from scipy import stats
 
 from uncertain_bo.distributions import Empirical
-from uncertain_bo.noise import (DEFAULT_N_SAMPLES, BetaNoise, CircularNoise, GaussianExecutionNoise,
-                                GaussianMixtureNoise, NoiseConfigError, StepChi2Noise, VaryingBetaNoise,
-                                circular_gaussian, noise_from_config, noise_from_yaml)
+from uncertain_bo.noise import (DEFAULT_N_SAMPLES, BetaNoise, GaussianExecutionNoise, GaussianMixtureNoise,
+                                NoiseConfigError, StepChi2Noise, VaryingBetaNoise, circular_gaussian,
+                                noise_from_config)
 
 M = 200_000
 
@@ -146,53 +147,6 @@ def test_circular_gradient_is_identity():
     x = torch.zeros(2, 3, requires_grad=True)
     noise(x).samples.sum().backward()
     assert torch.allclose(x.grad, torch.full((2, 3), float(noise.n_samples)))
-
-
-# ------------------------------------------------------------------ configuration
-def test_config_kinds_build():
-    assert isinstance(noise_from_config({'kind': 'beta', 'alpha': 0.4, 'beta': 0.2, 'scale': 0.1}), BetaNoise)
-    n = noise_from_config({'kind': 'gaussian', 'std': [0.1, 0.2], 'n_samples': 7, 'seed': 3})
-    assert n.dim == 2 and n.n_samples == 7 and n.seed == 3
-    assert torch.allclose(n.covariance, torch.diag(torch.tensor([0.01, 0.04])))
-    c = noise_from_config({'kind': 'concat', 'components': [{'kind': 'circular'},
-                                                            {'kind': 'beta', 'alpha': 1, 'beta': 1, 'scale': 1}]})
-    assert c.dim == 3
-    assert isinstance(noise_from_config({'kind': 'circular'}), CircularNoise)
-    assert noise_from_config({'kind': 'circular_gaussian'}).dim == 10
-
-
-def test_yaml_string():
-    n = noise_from_yaml('kind: step_chi2\nthreshold: 0.5\nscale: 0.02\n')
-    assert isinstance(n, StepChi2Noise) and n.threshold == 0.5 and n.scale == 0.02
-
-
-@pytest.mark.parametrize('cfg, field', [
-    ({'alpha': 1}, 'kind'),
-    ({'kind': 'betta'}, 'kind'),
-    ({'kind': 'beta', 'alpha': 0.4, 'beta': 0.2}, 'scale'),
-    ({'kind': 'beta', 'alpha': 0.4, 'beta': 0.2, 'scale': 0.1, 'sclae': 1}, 'sclae'),
-    ({'kind': 'beta', 'alpha': -0.4, 'beta': 0.2, 'scale': 0.1}, 'alpha'),
-    ({'kind': 'beta', 'alpha': 0.4, 'beta': 0.2, 'scale': 'big'}, 'scale'),
-    ({'kind': 'step_chi2', 'df_above': 0}, 'df_above'),
-    ({'kind': 'gaussian'}, 'std'),
-    ({'kind': 'gaussian', 'std': 0.1}, 'dim'),
-    ({'kind': 'gaussian', 'covariance': [[1.0, 2.0], [2.0, 1.0]]}, 'covariance'),
-    ({'kind': 'gaussian', 'std': 0.1, 'dim': 1, 'n_samples': 0}, 'n_samples'),
-    ({'kind': 'gaussian', 'std': 0.1, 'dim': 1, 'seed': 1.5}, 'seed'),
-    ({'kind': 'gaussian_mixture', 'weights': [0.5, 0.5], 'means': [[0, 0], [-1, 1]],
-      'covariances': [[[0.01, -0.09], [-0.09, 0.01]]] * 2}, 'covariances'),  # AIRBO Eq. 34: indefinite
-    ({'kind': 'gaussian_mixture', 'weights': [0.5, 0.5], 'means': [0.0], 'stds': [0.1, 0.1]}, 'means'),
-    ({'kind': 'circular', 'radius': -1}, 'radius'),
-    ({'kind': 'concat', 'components': [{'kind': 'beta', 'alpha': 1}]}, 'components[0]'),
-])
-def test_config_errors_name_the_field(cfg, field):
-    with pytest.raises(NoiseConfigError, match=field.replace('[', r'\[').replace(']', r'\]')):
-        noise_from_config(cfg)
-
-
-def test_config_rejects_non_mapping():
-    with pytest.raises(NoiseConfigError, match='mapping'):
-        noise_from_config([('kind', 'beta')])
 
 
 def test_targets_shape_checked():
