@@ -1,11 +1,12 @@
-"""Tests for uncertain_bo.sim.field: orientation, interpolation, robust objective, file loaders."""
+"""Tests for uncertain_bo.sim.field: orientation, interpolation, robust objective, named fields (file loaders:
+test_field_files.py, statistics: test_field_statistics.py)."""
 import math
 
 import numpy as np
 import pytest
 from matplotlib import cbook
 
-from uncertain_bo.sim.field import Field, FieldError
+from uncertain_bo.sim.field import Field
 
 
 def smooth(x, y):
@@ -45,20 +46,6 @@ def test_jacksboro_north_is_up_and_east_is_right():
     assert f.value([0.0, 100.0]) == z[0, 0]          # north-west
     assert f.value([200.0, 100.0]) == z[0, -1]       # north-east
     assert f.value([0.0, 0.0]) == z[-1, 0]           # south-west
-
-
-def test_npz_orientation_keys_and_extent_override(tmp_path):
-    z = np.arange(12.0).reshape(3, 4)
-    p = tmp_path / 'g.npz'
-    np.savez(p, grid=z, xmin=0.0, xmax=3.0, ymin=0.0, ymax=2.0)
-    f = Field.from_npz(p)
-    assert f.value([0.0, 0.0]) == 0.0 and f.value([3.0, 2.0]) == 11.0   # row 0 at ymin (south)
-    f2 = Field.from_npz(p, extent=(10, 40, 10, 30))
-    assert f2.bounds == (10.0, 40.0, 10.0, 30.0) and f2.value([40.0, 30.0]) == 11.0
-    q = tmp_path / 'flipped.npz'
-    np.savez(q, grid=z, extent=np.array([3.0, 0.0, 2.0, 0.0]))          # stored east-to-west, north-first
-    f3 = Field.from_npz(q)
-    assert f3.value([3.0, 2.0]) == 0.0 and f3.value([0.0, 0.0]) == 11.0
 
 
 # ------------------------------------------------------------------ interpolation
@@ -161,155 +148,6 @@ def test_summaries():
     assert f.shape == Z.shape
 
 
-# ------------------------------------------------------------------ CSV (GP interpolation)
-def test_csv_gp_reconstructs_smooth_function(tmp_path):
-    rng = np.random.default_rng(4)
-    pts = rng.uniform(0, 100, size=(150, 2))
-
-    def fun(x, y):
-        return np.sin(x / 20.0) + np.cos(y / 25.0)
-
-    p = tmp_path / 'samples.csv'
-    lines = ['x,y,value'] + [f'{x:.4f},{y:.4f},{fun(x, y):.6f}' for x, y in pts]
-    p.write_text('\n'.join(lines) + '\n')
-    f = Field.from_csv(p, resolution=2.0, extent=(0, 100, 0, 100))
-    xs, ys, Z = f.grid()
-    X, Y = np.meshgrid(xs, ys)
-    inner = (X > 10) & (X < 90) & (Y > 10) & (Y < 90)
-    err = np.abs(Z - fun(X, Y))[inner]
-    assert err.max() < 0.05, err.max()     # function range is 4
-
-
-def test_csv_in_own_coordinates_is_mapped_onto_the_extent_not_flattened(tmp_path):
-    # regression: a CSV in its own coordinates (here a UTM-like origin) with the default field_extent used to
-    # become a constant field (std 2e-15); its bounding box is now mapped onto the extent
-    rng = np.random.default_rng(5)
-    own = rng.uniform(0, 1, size=(40, 2))
-    own[:4] = [[0, 0], [1, 0], [0, 1], [1, 1]]          # the box is exactly [0, 1]² in unit coordinates
-
-    def fun(u, v):
-        return np.sin(3.0 * u) + np.cos(2.0 * v)
-
-    p = tmp_path / 'survey.csv'
-    p.write_text('\n'.join(f'{500000 + 400 * u:.6f},{4100000 + 300 * v:.6f},{fun(u, v):.8f}'
-                           for u, v in own) + '\n')
-    f = Field.load(str(p), extent=(0.0, 200.0, 0.0, 200.0))
-    assert f.bounds == (0.0, 200.0, 0.0, 200.0)
-    z = f.grid()[2]
-    values = fun(own[:, 0], own[:, 1])
-    assert np.ptp(z) > 0.5 * np.ptp(values)                # not flat
-    # each measurement is where the mapping puts it: (u, v) in the unit box -> (200 u, 200 v)
-    got = f.value(own * 200.0)
-    assert np.max(np.abs(got - values)) < 0.05, np.max(np.abs(got - values))
-
-
-# Every bad field: (what, how to make it in tmp_path -> spec, extent, regex the one-line message must match)
-def _npz(name, **arrays):
-    def make(d):
-        np.savez(d / name, **arrays)
-        return d / name
-    return make
-
-
-def _text(name, text, binary=False):
-    def make(d):
-        (d / name).write_bytes(text) if binary else (d / name).write_text(text)
-        return d / name
-    return make
-
-
-def _truncated_npz(d):
-    p = d / 'cut.npz'
-    np.savez(p, z=np.arange(400.0).reshape(20, 20), xmin=0.0, xmax=1.0, ymin=0.0, ymax=1.0)
-    p.write_bytes(p.read_bytes()[:300])
-    return p
-
-
-def _npy_as_npz(d):
-    np.save(d / 'grid.npy', np.zeros((3, 3)))
-    (d / 'grid.npy').rename(d / 'grid.npz')
-    return d / 'grid.npz'
-
-
-def _directory(name):
-    def make(d):
-        (d / name).mkdir()
-        return d / name
-    return make
-
-
-COORDS = dict(xmin=0.0, xmax=1.0, ymin=0.0, ymax=1.0)
-RAMP = np.arange(12.0).reshape(3, 4)
-BAD_FIELDS = [
-    ('missing npz', lambda d: d / 'nope.npz', None, r'nope.npz does not exist; check the path'),
-    ('missing csv', lambda d: d / 'nope.csv', None, r'nope.csv does not exist'),
-    ('npz directory', _directory('dir.npz'), None, r'dir.npz is a directory'),
-    ('csv directory', _directory('dir.csv'), None, r'dir.csv is a directory'),
-    ('empty csv', _text('empty.csv', ''), None, r'empty.csv: need at least 3 measurements .* got 0'),
-    ('2-point csv', _text('two.csv', 'x,y,v\n0,0,1\n1,1,2\n'), None, r'two.csv: need at least 3 .* got 2'),
-    ('NaN in csv', _text('nan.csv', '0,0,1\n1,0,nan\n0,1,2\n'), None, r'nan.csv:2: non-finite value'),
-    ('text in csv', _text('txt.csv', 'x,y,v\n0,0,1\n1,0,high\n0,1,2\n'), None, r'txt.csv:3: not a number'),
-    ('csv columns', _text('cols.csv', '0,0,1\n1,0\n0,1,2\n'), None, r'cols.csv:2: expected 3 columns'),
-    ('binary csv', _text('bin.csv', b'\xff\xfe\x00\x81garbage', binary=True), None, r'bin.csv is not a text CSV'),
-    ('collinear csv', _text('line.csv', '0,0,1\n1,1,2\n2,2,3\n3,3,1\n'), None, r'line.csv: the points span no area'),
-    ('constant csv', _text('flat.csv', '0,0,5\n1,0,5\n0,1,5\n1,1,5\n'), None, r'flat.csv: all 4 values equal 5'),
-    ('csv half off the extent', _text('part.csv', '0,0,1\n100,0,2\n0,100,3\n100,100,1\n50,50,4\n'),
-     (0.0, 200.0, 0.0, 200.0), r'part.csv: the points .* cover only 25 % of the extent'),
-    ('npz without arrays', _npz('scalars.npz', **COORDS), None,
-     r'scalars.npz: expected exactly one 2-D array, found none'),
-    ('empty npz', _npz('nothing.npz'), None, r'nothing.npz: expected exactly one 2-D array, found none'),
-    ('two grids', _npz('two.npz', a=RAMP, b=RAMP, **COORDS), None, r'two.npz: expected exactly one 2-D array'),
-    ('pickled npz', _npz('pickled.npz', z=np.array([{'a': 1}, None], dtype=object), **COORDS), None,
-     r'pickled.npz holds pickled \(object\) arrays'),
-    ('garbage npz', _text('garbage.npz', 'this is not a zip archive\n'), None,
-     r'garbage.npz is not an .npz archive \(not a zip file\)'),
-    ('.npy named .npz', _npy_as_npz, None, r'grid.npz is a single .npy array, not an .npz archive'),
-    ('truncated npz', _truncated_npz, None, r'cut.npz is a damaged .npz archive'),
-    ('1x1 grid', _npz('one.npz', z=np.ones((1, 1)), **COORDS), None, r"one.npz: array 'z' has shape \(1, 1\); a field "
-     r'needs a grid of at least 2 x 2 nodes'),
-    ('all-NaN grid', _npz('allnan.npz', z=np.full((3, 3), np.nan), **COORDS), None,
-     r"allnan.npz: array 'z' has no finite values"),
-    ('some NaN', _npz('holes.npz', z=np.where(RAMP > 9, np.nan, RAMP), **COORDS), None,
-     r"holes.npz: array 'z' has 2 NaN/inf values of 12 \(no-data nodes\?\); fill or crop them"),
-    ('text grid', _npz('words.npz', z=np.array([['a', 'b'], ['c', 'd']]), **COORDS), None,
-     r"words.npz: array 'z' holds <U1 values, not real numbers"),
-    ('constant grid', _npz('flat.npz', z=np.zeros((3, 3)), **COORDS), None,
-     r"flat.npz: array 'z': all values equal 0; a constant field has no peak"),
-    ('no coordinates', _npz('nocoords.npz', z=RAMP, xmin=0.0), None,
-     r"nocoords.npz is missing coordinate key\(s\) \['xmax', 'ymin', 'ymax'\] .* pass extent="),
-    ('bad coordinates', _npz('badc.npz', z=RAMP, xmin=0.0, xmax=0.0, ymin=0.0, ymax=1.0), None,
-     r'badc.npz: degenerate coordinates'),
-    ('unknown name', lambda d: 'moon', None,
-     r"unknown field 'moon': use one of default, jacksboro, jacksboro-rough, jacksboro-smooth, a suite field "
-     r"\(terrain-ridges, .*\), or a path"),
-    ('unsupported file', _text('dem.tif', 'II*'), None, r'dem.tif: unsupported type; use a .npz grid or a .csv'),
-]
-
-
-@pytest.mark.parametrize('make, extent, message', [c[1:] for c in BAD_FIELDS], ids=[c[0] for c in BAD_FIELDS])
-def test_bad_fields_fail_with_one_line_field_error(tmp_path, make, extent, message):
-    spec = make(tmp_path)
-    with pytest.raises(FieldError, match=message) as info:
-        Field.load(str(spec), extent=extent)
-    text = str(info.value)
-    assert '\n' not in text and len(text) < 400, text
-    if isinstance(spec, type(tmp_path)):
-        assert str(spec) in text or f'{spec}:' in text, text     # names the file, with its directory
-
-
-def test_good_npz_keys_still_load(tmp_path):
-    p = tmp_path / 'field.npz'
-    np.savez(p, a=np.zeros((3, 3)), b=RAMP, xmin=0.0, xmax=1.0, ymin=0.0, ymax=1.0)
-    assert Field.from_npz(p, key='b').value([1.0, 1.0]) == 11.0
-    with pytest.raises(FieldError, match=r"field.npz has no array 'c'"):
-        Field.from_npz(p, key='c')
-    q = tmp_path / 'nocoords.npz'
-    np.savez(q, z=RAMP, xmin=0.0)
-    assert Field.from_npz(q, extent=(0, 1, 0, 1)).bounds == (0.0, 1.0, 0.0, 1.0)
-    with pytest.raises(FieldError, match='non-finite'):
-        Field(np.array([[0.0, np.nan], [1.0, 2.0]]))
-
-
 def test_load_spec():
     assert Field.load('jacksboro').name == 'jacksboro'
     assert Field.load('default', extent=(0, 50, 0, 50)).bounds == (0.0, 50.0, 0.0, 50.0)
@@ -362,29 +200,6 @@ def test_named_fields_have_their_documented_properties(name):
     assert st.slope_correlation_length == pytest.approx(slope, abs=0.05)
     assert st.correlation_length == pytest.approx(corr, abs=0.05)
     assert np.allclose(f.convolved(0.75 ** 2 * np.eye(2)).argmax()[0], peak, atol=0.05)
-
-
-def test_statistics_against_closed_forms():
-    # f = cos(2πx/Px) cos(2πy/Py): lagging along x multiplies by cos(2πL/Px) (the y factor cancels), for the
-    # values and the slopes alike, so both e-fold at L = P arccos(1/e) / 2π; the two axes are averaged
-    xs = np.linspace(0.0, 200.0, 801)
-    X, Y = np.meshgrid(xs, xs)
-    px, py = 20.0, 12.5
-    f = Field(np.cos(2 * np.pi * X / px) * np.cos(2 * np.pi * Y / py), (0, 200, 0, 200))
-    st = f.statistics(cov=0.0)
-    expected = 0.5 * (px + py) * math.acos(math.exp(-1.0)) / (2 * math.pi)
-    assert st.correlation_length == pytest.approx(expected, rel=0.02)     # finite window, lag interpolation: ~1 %
-    assert st.slope_correlation_length == pytest.approx(expected, rel=0.02)
-    # one Gaussian bump: g = a σ²/v exp(-r²/2v), v = σ² + s² (closed form); median g ~ 0 far from it, so
-    # the nodes within 0.1 regret of g* are the disk where exp(-r²/2v) >= 0.9 (up to the tiny median)
-    sig, s = 6.0, 2.0
-    bump = Field(np.exp(-((X - 90.0) ** 2 + (Y - 120.0) ** 2) / (2 * sig ** 2)), (0, 200, 0, 200))
-    v = sig ** 2 + s ** 2
-    g = sig ** 2 / v * np.exp(-((X - 90.0) ** 2 + (Y - 120.0) ** 2) / (2 * v))
-    oracle = np.mean(g.max() - g <= 0.1 * (g.max() - np.median(g)))
-    got = bump.statistics(cov=s ** 2 * np.eye(2)).near_optimal_fraction
-    assert got == pytest.approx(oracle, rel=0.02)
-    assert got == pytest.approx(math.pi * 2 * v * math.log(1 / 0.9) / 200.0 ** 2, rel=0.05)   # disk area
 
 
 def test_direct_bilinear_agrees_with_scipy_interpolator():

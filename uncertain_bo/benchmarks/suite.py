@@ -75,7 +75,7 @@ class Suite:
 
 
 def _check(name: str, spec: dict[str, Any]) -> Suite:
-    from ..sim.field import FieldError, _check_extent
+    from ..sim.field_spec import FieldError, _check_extent
 
     try:
         extent = _check_extent(spec.get('extent', (0.0, 200.0, 0.0, 200.0)), f'suite {name!r}')

@@ -14,14 +14,15 @@ matplotlib as a whole (:meth:`Field.jacksboro`, ``'jacksboro-rough'``) or a magn
 (:meth:`Field.jacksboro_smooth`); any gridded ``.npz`` (:meth:`Field.from_npz`); or scattered ``x,y,value``
 CSV measurements interpolated by a GP (:meth:`Field.from_csv`). Every loading problem raises a one-line
 :class:`FieldError`. :meth:`Field.statistics` measures how hard a field is to search.
+
+Where the pieces live: the names, the default extent and :class:`FieldError` in
+:mod:`~uncertain_bo.sim.field_spec`; reading ``.npz`` and ``.csv`` files in :mod:`~uncertain_bo.sim.field_files`;
+the statistics in :mod:`~uncertain_bo.sim.field_statistics`; the shipped suites' fields in
+:mod:`~uncertain_bo.sim.field_catalogue`. Every public name is importable from here.
 """
 from __future__ import annotations
 
-import csv
 import math
-import zipfile
-import zlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -29,63 +30,17 @@ import numpy as np
 from scipy.interpolate import RegularGridInterpolator
 from scipy.signal import fftconvolve
 
+from .field_files import csv_grid, npz_grid
+from .field_spec import DEFAULT_EXTENT, FIELD_NAMES, FieldError, _check_extent
+from .field_statistics import FieldStatistics, field_statistics
+
 __all__ = ['Field', 'FieldError', 'FieldStatistics', 'DEFAULT_EXTENT', 'FIELD_NAMES']
 
 #: batches at least this large go through scipy's RegularGridInterpolator, smaller ones a direct lookup
 _RGI_MIN_POINTS = 256
 
-#: Default rectangle (xmin, xmax, ymin, ymax) in metres onto which the built-in field is mapped.
-DEFAULT_EXTENT = (0.0, 200.0, 0.0, 200.0)
-
-
 #: zoom factor of :meth:`Field.jacksboro_smooth` (the central 1/8 of the DEM's width and height, magnified x8)
 _SMOOTH_ZOOM = 8
-
-#: Named built-in fields for :meth:`Field.load` (``--field NAME``): name -> what it is. Measured on the
-#: default 200 m x 200 m extent with :meth:`Field.statistics` (robust field ``g = Field.convolved(diag(0.75²))``,
-#: normalised regret ``(g* - g) / (g* - median g)``; feature width = slope correlation length, the e-folding
-#: lag of the autocorrelation of the terrain's slopes):
-#:
-#: ==================  ===========  ===============  =============  ===========  =============
-#: name                values (m)   area within 0.1  feature width  correlation  robust peak
-#:                                  regret of g*     (slopes, m)    length (m)   g* at (m)
-#: ==================  ===========  ===============  =============  ===========  =============
-#: jacksboro-rough     236 - 1076   0.17 %           1.3            27.2         (109.0, 26.8)
-#: jacksboro-smooth    318 - 981    0.72 %           9.5            27.4         (0.0, 81.0)
-#: ==================  ===========  ===============  =============  ===========  =============
-#:
-#: The correlation length of the (plane-detrended) values hardly separates the two: terrain is close to
-#: self-similar, so its values stay correlated over a fixed fraction of whatever window is shown; the slopes
-#: show the 8x zoom. ``'default'`` and ``'jacksboro'`` are ``'jacksboro-rough'``; the simulation's default
-#: field (``config/sim.yaml``) is ``'jacksboro-smooth'``. On another extent the lengths scale with it, and the
-#: area fraction changes with the execution noise relative to the extent.
-FIELD_NAMES = {
-    'default': "the library's built-in field, 'jacksboro' (the simulation's default, config/sim.yaml, is "
-               "'jacksboro-smooth')",
-    'jacksboro': 'real USGS elevation (m) around the Jacksboro fault, the whole DEM mapped onto the extent',
-    'jacksboro-rough': "'jacksboro' by what it is on 200 m x 200 m: ridges a metre or two wide, robust-peak "
-                       'region 0.17 % of the area',
-    'jacksboro-smooth': 'central 1/8 x 1/8 window of the same DEM (x8 zoom): features about ten to tens of '
-                        'metres wide on 200 m x 200 m, robust-peak region 0.7 % of the area',
-}
-
-
-class FieldError(ValueError):
-    """A field file or specification cannot be used (missing file, wrong format, missing key, malformed
-    row, too few points, NaN values, a constant grid); the message is one line naming the file and what to
-    do."""
-
-
-def _check_extent(extent: Sequence[float], what: str) -> tuple[float, float, float, float]:
-    try:
-        xmin, xmax, ymin, ymax = (float(v) for v in extent)
-    except (TypeError, ValueError) as exc:
-        raise FieldError(f'{what}: extent must be 4 numbers (xmin, xmax, ymin, ymax) in metres, '
-                         f'got {extent!r}') from exc
-    if not all(math.isfinite(v) for v in (xmin, xmax, ymin, ymax)) or xmin >= xmax or ymin >= ymax:
-        raise FieldError(f'{what}: extent must be finite with xmin < xmax and ymin < ymax (metres), '
-                         f'got {(xmin, xmax, ymin, ymax)}')
-    return xmin, xmax, ymin, ymax
 
 
 class Field:
@@ -226,54 +181,8 @@ class Field:
                 arrays; the array or coordinate keys are missing; the grid is smaller than 2 x 2, holds
                 non-numeric or NaN/inf values, or is constant.
         """
-        path = Path(path)
-        arrays = _read_npz(path)
-        keys = list(arrays)
-        if key is None:
-            grids = [k for k in keys if np.ndim(arrays[k]) == 2]
-            if len(grids) != 1:
-                raise FieldError(f'field file {path}: expected exactly one 2-D array, found '
-                                 f'{grids or "none"} among keys {keys}; pass key=... or save the grid '
-                                 'with numpy.savez(path, z=grid, xmin=..., xmax=..., ymin=..., ymax=...)')
-            key = grids[0]
-        if key not in keys:
-            raise FieldError(f'field file {path} has no array {key!r}; keys: {keys}')
-        z = _numeric(arrays[key], path, key)
-        if z.ndim != 2:
-            raise FieldError(f'field file {path}: array {key!r} must be 2-D, has shape {z.shape}')
-        _check_grid(z, f'field file {path}: array {key!r}')
-        if 'extent' in keys:
-            coords = _numeric(arrays['extent'], path, 'extent').ravel()
-            if coords.size != 4:
-                raise FieldError(f"field file {path}: 'extent' must hold 4 numbers "
-                                 f'(xmin, xmax, ymin, ymax), has {coords.size}')
-        else:
-            missing = [k for k in ('xmin', 'xmax', 'ymin', 'ymax') if k not in keys]
-            if missing and extent is None:
-                raise FieldError(f'field file {path} is missing coordinate key(s) {missing} (or an '
-                                 "'extent' array); pass extent=(xmin, xmax, ymin, ymax) in metres")
-            coords = None
-            if not missing:
-                coords = np.empty(4)
-                for n, k in enumerate(('xmin', 'xmax', 'ymin', 'ymax')):
-                    c = _numeric(arrays[k], path, k)
-                    if c.size != 1:
-                        raise FieldError(f'field file {path}: {k!r} must be one number, has shape {c.shape}')
-                    coords[n] = c.item()
-        if coords is not None:
-            if not np.all(np.isfinite(coords)) or coords[0] == coords[1] or coords[2] == coords[3]:
-                raise FieldError(f'field file {path}: degenerate coordinates {coords.tolist()}; '
-                                 'pass extent=(xmin, xmax, ymin, ymax) in metres')
-            if coords[0] > coords[1]:
-                z = z[:, ::-1]
-            if coords[2] > coords[3]:
-                z = z[::-1, :]
-            file_extent = (min(coords[0], coords[1]), max(coords[0], coords[1]),
-                           min(coords[2], coords[3]), max(coords[2], coords[3]))
-        else:
-            file_extent = None
-        use = extent if extent is not None else file_extent
-        return cls(np.ascontiguousarray(z), _check_extent(use, f'field file {path}'), name=path.stem)
+        z, extent, name = npz_grid(path, extent, key)
+        return cls(z, extent, name=name)
 
     @classmethod
     def from_csv(cls, path: str | Path, resolution: float | None = None,
@@ -307,71 +216,8 @@ class Field:
                 values equal, too many points, an extent that covers only part of the points' box, or a
                 GP fit that is flat.
         """
-        path = Path(path)
-        _check_file(path, 'CSV')
-        try:
-            text = path.read_text()
-        except UnicodeDecodeError:
-            raise FieldError(f'field file {path} is not a text CSV file (not UTF-8); '
-                             'give rows x,y,value') from None
-        except OSError as exc:
-            raise FieldError(f'cannot read field file {path}: {exc.strerror}') from None
-        rows = []
-        for lineno, row in enumerate(csv.reader(text.splitlines()), start=1):
-            if not row or all(not c.strip() for c in row) or row[0].lstrip().startswith('#'):
-                continue
-            if len(row) != 3:
-                raise FieldError(f'{path}:{lineno}: expected 3 columns x,y,value, got {len(row)}: {row}')
-            try:
-                vals = [float(c) for c in row]
-            except ValueError:
-                if not rows and lineno == 1:
-                    continue  # header
-                raise FieldError(f'{path}:{lineno}: not a number in row {row}') from None
-            if not all(math.isfinite(v) for v in vals):
-                raise FieldError(f'{path}:{lineno}: non-finite value (NaN/inf) in row {row}; '
-                                 'remove or fill that measurement')
-            rows.append(vals)
-        if len(rows) < 3:
-            raise FieldError(f'{path}: need at least 3 measurements x,y,value to interpolate a field, '
-                             f'got {len(rows)}')
-        if len(rows) > max_points:
-            raise FieldError(f'{path}: {len(rows)} points exceed max_points={max_points}; thin the data')
-        pts = np.asarray(rows)
-        xy, y = pts[:, :2], pts[:, 2]
-        lo, hi = xy.min(axis=0), xy.max(axis=0)
-        if np.any(hi - lo <= 0) or np.linalg.matrix_rank(xy - xy.mean(axis=0)) < 2:
-            raise FieldError(f'{path}: the points span no area (they lie on one line); '
-                             'measure at points spread over the area')
-        if np.all(y == y[0]):
-            raise FieldError(f'{path}: all {len(y)} values equal {y[0]:g}; a constant field has no peak')
-        if extent is None:
-            extent = (lo[0], hi[0], lo[1], hi[1])
-        xmin, xmax, ymin, ymax = _check_extent(extent, f'field file {path}')
-        ox = min(hi[0], xmax) - max(lo[0], xmin)
-        oy = min(hi[1], ymax) - max(lo[1], ymin)
-        if ox <= 0 or oy <= 0:          # own coordinates: map the points' box onto the extent
-            xy = np.column_stack([xmin + (xy[:, 0] - lo[0]) / (hi[0] - lo[0]) * (xmax - xmin),
-                                  ymin + (xy[:, 1] - lo[1]) / (hi[1] - lo[1]) * (ymax - ymin)])
-        else:
-            covered = ox * oy / ((xmax - xmin) * (ymax - ymin))
-            if covered < 0.5:
-                raise FieldError(
-                    f'{path}: the points (x {lo[0]:g}..{hi[0]:g}, y {lo[1]:g}..{hi[1]:g}) cover only '
-                    f'{100 * covered:.0f} % of the extent {[xmin, xmax, ymin, ymax]}; the field would be '
-                    'flat where there are no data: pass an extent inside the points, or one disjoint from '
-                    'them to map the points onto it')
-        if resolution is None:
-            resolution = max(xmax - xmin, ymax - ymin) / 100.0
-        if not (resolution > 0 and math.isfinite(resolution)):
-            raise FieldError(f'resolution must be a positive number of metres, got {resolution!r}')
-        nx = max(2, int(round((xmax - xmin) / resolution)) + 1)
-        ny = max(2, int(round((ymax - ymin) / resolution)) + 1)
-        z = _gp_posterior_mean(xy, y, extent=(xmin, xmax, ymin, ymax), shape=(ny, nx))
-        if not np.ptp(z) > 1e-6 * np.ptp(y):
-            raise FieldError(f'{path}: the GP fitted to the {len(y)} points is flat (it explains them as '
-                             'noise); give more or less noisy measurements')
-        return cls(z, (xmin, xmax, ymin, ymax), name=path.stem)
+        z, extent, name = csv_grid(path, resolution, extent, max_points)
+        return cls(z, extent, name=name)
 
     @classmethod
     def load(cls, spec: str | Path, extent: Sequence[float] | None = None) -> 'Field':
@@ -551,158 +397,10 @@ class Field:
         Raises:
             ValueError: an invalid ``cov``.
         """
-        g = self.convolved(cov)._z
-        gstar, gmed = float(g.max()), float(np.median(g))
-        near = float(np.mean((gstar - g) <= regret * (gstar - gmed))) if gstar > gmed else 1.0
-        xs, ys = np.meshgrid(self._xs, self._ys)
-        design = np.column_stack([xs.ravel(), ys.ravel(), np.ones(xs.size)])
-        coef, *_ = np.linalg.lstsq(design, self._z.ravel(), rcond=None)
-        z = self._z - (design @ coef).reshape(self._z.shape)
-        dx, dy = self.spacing
-        lengths = [_efold_lag(z, 1, dx), _efold_lag(z, 0, dy)]
-        slopes = [_efold_lag(np.diff(z, axis=1) / dx, 1, dx), _efold_lag(np.diff(z, axis=0) / dy, 0, dy)]
-        return FieldStatistics(float(self._z.min()), float(self._z.max()), near, _mean_length(lengths),
-                               _mean_length(slopes))
+        return field_statistics(self, cov, regret)
 
     def __repr__(self) -> str:
         ny, nx = self.shape
         return (f'Field({self.name!r}, {nx}x{ny} nodes over x[{self._extent[0]:g}, {self._extent[1]:g}] '
                 f'y[{self._extent[2]:g}, {self._extent[3]:g}] m, values '
                 f'[{self._z.min():.4g}, {self._z.max():.4g}])')
-
-
-@dataclass(frozen=True)
-class FieldStatistics:
-    """What :meth:`Field.statistics` measures.
-
-    Attributes:
-        value_min, value_max: smallest and largest node value (field units).
-        near_optimal_fraction: fraction (0-1) of the grid nodes, i.e. of the area, where the robust field's
-            normalised regret ``(g* - g) / (g* - median g)`` is at most the threshold.
-        correlation_length: e-folding distance (m) of the autocorrelation of the field minus its
-            least-squares plane, i.e. the lag along a grid axis at which the correlation between values
-            first drops below 1/e (linear interpolation between nodes), averaged over the two axes: the size
-            of hills and valleys.
-        slope_correlation_length: the same for the slopes (node differences along each axis, lagged along
-            that axis): the width of ridges and slopes, how far the rover may be off before it reads a
-            different part of the terrain.
-    """
-
-    value_min: float
-    value_max: float
-    near_optimal_fraction: float
-    correlation_length: float
-    slope_correlation_length: float
-
-
-def _efold_lag(d: np.ndarray, axis: int, spacing: float) -> float:
-    """Lag (m) along ``axis`` at which the autocorrelation of ``d`` (mean removed) first drops below 1/e;
-    inf if it never does within the grid, nan if ``d`` is constant."""
-    d = np.moveaxis(np.asarray(d, dtype=float), axis, 0)
-    d = d - d.mean()
-    c0 = float(np.mean(d * d))
-    if not c0 > 0.0:
-        return math.nan
-    target, prev = math.exp(-1.0), 1.0
-    for lag in range(1, d.shape[0]):
-        rho = float(np.mean(d[:-lag] * d[lag:])) / c0
-        if rho < target:
-            return (lag - 1 + (prev - target) / (prev - rho)) * spacing
-        prev = rho
-    return math.inf
-
-
-def _mean_length(lengths: list[float]) -> float:
-    """Mean over the axes along which the quantity varies (nan entries skipped; nan if none)."""
-    ok = [v for v in lengths if not math.isnan(v)]
-    return float(np.mean(ok)) if ok else math.nan
-
-
-def _reason(exc: BaseException) -> str:
-    """An exception's message on one line."""
-    return ' '.join(str(exc).split()) or type(exc).__name__
-
-
-def _check_file(path: Path, kind: str) -> None:
-    """FieldError unless ``path`` is an existing regular file."""
-    if not path.exists():
-        raise FieldError(f'field file {path} does not exist; check the path (or use a named field: '
-                         f'{", ".join(FIELD_NAMES)})')
-    if path.is_dir():
-        raise FieldError(f'field file {path} is a directory, not a {kind} file; give the file inside it')
-
-
-def _read_npz(path: Path) -> dict[str, np.ndarray]:
-    """Every array of an ``.npz`` archive, or a one-line FieldError saying why it cannot be used."""
-    _check_file(path, '.npz')
-    save = 'save the grid with numpy.savez(path, z=grid, xmin=..., xmax=..., ymin=..., ymax=...)'
-    try:
-        with open(path, 'rb') as fh:
-            head = fh.read(6)
-    except OSError as exc:
-        raise FieldError(f'cannot read field file {path}: {exc.strerror}') from None
-    if head.startswith(b'\x93NUMPY'):
-        raise FieldError(f'field file {path} is a single .npy array, not an .npz archive; {save}')
-    if not head.startswith(b'PK'):
-        raise FieldError(f'field file {path} is not an .npz archive (not a zip file); {save}')
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
-    except ValueError as exc:
-        if 'pickle' in str(exc):
-            raise FieldError(f'field file {path} holds pickled (object) arrays, which are not loaded for '
-                             f'safety; {save}') from None
-        raise FieldError(f'field file {path} is a damaged .npz archive ({_reason(exc)}); {save}') from None
-    except (OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
-        raise FieldError(f'field file {path} is a damaged .npz archive ({_reason(exc)}); {save}') from None
-
-
-def _numeric(a, path: Path, key: str) -> np.ndarray:
-    """``a`` as a float array, or a FieldError naming the file and the key."""
-    arr = np.asarray(a)
-    if arr.dtype.kind not in 'biuf':
-        raise FieldError(f'field file {path}: array {key!r} holds {arr.dtype} values, not real numbers')
-    return arr.astype(float)
-
-
-def _check_grid(z: np.ndarray, what: str) -> None:
-    """FieldError unless ``z`` is a finite, non-constant grid of at least 2 x 2 nodes."""
-    if z.shape[0] < 2 or z.shape[1] < 2:
-        raise FieldError(f'{what} has shape {z.shape}; a field needs a grid of at least 2 x 2 nodes')
-    bad = int(np.sum(~np.isfinite(z)))
-    if bad == z.size:
-        raise FieldError(f'{what} has no finite values (all NaN/inf)')
-    if bad:
-        raise FieldError(f'{what} has {bad} NaN/inf values of {z.size} (no-data nodes?); fill or crop them')
-    if np.all(z == z.flat[0]):
-        raise FieldError(f'{what}: all values equal {z.flat[0]:g}; a constant field has no peak')
-
-
-def _gp_posterior_mean(xy: np.ndarray, y: np.ndarray, extent: tuple[float, float, float, float],
-                       shape: tuple[int, int]) -> np.ndarray:
-    """Posterior mean (ny, nx) of a BoTorch SingleTaskGP fitted to (xy, y), on the grid nodes of extent."""
-    import torch
-    from botorch.fit import fit_gpytorch_mll
-    from botorch.models import SingleTaskGP
-    from botorch.models.transforms import Normalize, Standardize
-    from gpytorch.mlls import ExactMarginalLogLikelihood
-
-    xmin, xmax, ymin, ymax = extent
-    bounds = torch.tensor([[xmin, ymin], [xmax, ymax]], dtype=torch.float64)
-    train_x = torch.as_tensor(xy, dtype=torch.float64)
-    train_y = torch.as_tensor(y, dtype=torch.float64).unsqueeze(-1)
-    if float(train_y.std()) == 0.0:
-        return np.full(shape, float(y[0]))
-    model = SingleTaskGP(train_x, train_y, input_transform=Normalize(d=2, bounds=bounds),
-                         outcome_transform=Standardize(m=1))
-    mll = ExactMarginalLogLikelihood(model.likelihood, model)
-    fit_gpytorch_mll(mll)
-    model.eval()
-    ny, nx = shape
-    gx, gy = np.meshgrid(np.linspace(xmin, xmax, nx), np.linspace(ymin, ymax, ny))
-    q = torch.as_tensor(np.column_stack([gx.ravel(), gy.ravel()]), dtype=torch.float64)
-    out = np.empty(q.shape[0])
-    with torch.no_grad():
-        for s in range(0, q.shape[0], 4096):
-            out[s:s + 4096] = model.posterior(q[s:s + 4096]).mean.squeeze(-1).numpy()
-    return out.reshape(ny, nx)

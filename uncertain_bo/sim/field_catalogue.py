@@ -29,7 +29,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .field import DEFAULT_EXTENT, Field, FieldError, _check_extent, _gp_posterior_mean
+from .field import DEFAULT_EXTENT, Field, FieldError
+from .field_files import _gp_posterior_mean
+from .field_spec import _check_extent
 
 __all__ = ['catalogue', 'catalogue_field', 'suite_of', 'MAX_SPACING']
 

@@ -56,7 +56,7 @@ def run(args) -> int:
         if not sim:
             if extent is not None:
                 from ..user_errors import UsageError
-                from .field import _check_extent
+                from .field_spec import _check_extent
                 _check_extent(extent, '--extent')   # a malformed rectangle is named as such
                 raise UsageError('--extent is the rectangle of --field: this run has no simulated field, give '
                                  '--field too to score it against a known field')

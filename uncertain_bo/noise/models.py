@@ -1,67 +1,25 @@
-r"""Sample-based execution-noise models :math:`P_{\mathbf x}`: the law of :math:`\mathbf x + \delta(\mathbf x)`.
-
-AIRBO (Yang et al., NeurIPS 2023, §1 and §5) only needs to *sample* the distribution of the executed input,
-so the noise may be non-Gaussian, multimodal, one-sided or depend on the target. This module holds the
-paper's set of noise models (AIRBO §5 and App. C; scipy parametrisation with ``loc = 0``, i.e. a
-beta or :math:`\chi^2` perturbation is a one-sided shift, not zero-mean):
-
-=====================  ===============================================================  ====================
-kind                   :math:`\delta` (per axis unless stated)                          paper use
-=====================  ===============================================================  ====================
-``gaussian``           :math:`\mathcal N(0, \Sigma)`                                     Fig. 2a, 4a (RKHS)
-``beta``               ``scale`` :math:`\cdot\,\mathrm{Beta}(\alpha, \beta)`               Fig. 3, 4c (double peak)
-``step_chi2``          ``scale`` :math:`\cdot\,\chi^2(g(x))`, :math:`g` steps at           Fig. 2d, Fig. 7
-                       ``threshold``
-``varying_beta``       :math:`a(\sin(2\pi f x) + 1)\,\mathrm{Beta}(\alpha, \beta)`         Fig. 2c (``a = 0.09``,
-                                                                                        ``f = 2``: the code's
-                                                                                        value; the paper's 0.9
-                                                                                        is a typo)
-``gaussian_mixture``   :math:`\sum_k w_k \mathcal N(\mu_k, \Sigma_k)`                      App. D (GMM input)
-``circular``           :math:`r(\cos\theta, \sin\theta)`, :math:`\theta\sim U[0, 2\pi)`     App. D.3 (2-D part)
-``circular_gaussian``  circular (first 2 axes) :math:`\times\ \mathcal N(0, s^2 I)` (rest)  App. D.3 (10-D bowl)
-``concat``             independent components on consecutive axes                       general products
-=====================  ===============================================================  ====================
-
-The ``gaussian`` kind is :class:`~uncertain_bo.distributions.GaussianExecutionNoise` (re-exported here), the
-one Gaussian model of the library: closed form by default, sampled with ``n_samples`` (the configuration's
-default, 160, as every kind here).
-
-**Common random numbers.** Each model keeps fixed *base samples* (``n_samples`` draws of the
-standardised randomness). Calling the model on targets ``(q, d)`` returns an
-:class:`~uncertain_bo.distributions.Empirical` batch whose samples are :math:`\mathbf x_i + \delta(\mathbf
-x_i; \xi_j)` with the *same* :math:`\xi_j` for every target and every call, so the acquisition is a
-deterministic, smooth function of the targets during one maximisation and its gradient flows through
-:math:`\mathbf x + \delta` (AIRBO's code redraws on every call, which makes its acquisition
-stochastic). :meth:`SampledExecutionNoise.refresh` draws new base samples.
-
-:meth:`SampledExecutionNoise.sample_executed` draws one fresh executed position per target (what a
-simulated world uses); :meth:`SampledExecutionNoise.sample_locations` draws fresh Monte Carlo samples
-(robust-objective oracles).
-
-Configuration: :func:`noise_from_config` builds a model from a dict (e.g. a YAML mapping); every model
-has :meth:`~SampledExecutionNoise.to_config` and ``noise_from_config(n.to_config())`` rebuilds it with
-identical base samples.
+r"""The sampled execution-noise models of AIRBO's experiments (Yang et al., NeurIPS 2023, §5 and App. C):
+one-sided beta, step-changing :math:`\chi^2`, target-dependent beta, Gaussian mixtures, the circle and products
+of independent components. What each is, the paper's use of it, and how the fixed base samples (common random
+numbers) work: :mod:`uncertain_bo.noise`.
 """
 from __future__ import annotations
 
 import math
-from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
 from scipy import stats
 from torch import Tensor
 
-from .distributions import (DEFAULT_N_SAMPLES, DTYPE, GaussianExecutionNoise, NoiseConfigError,
-                            SampledExecutionNoise, _generator_device, check_covariance, weights_problem)
-from .linalg import psd_sqrt
+from ..distributions import (DEFAULT_N_SAMPLES, DTYPE, GaussianExecutionNoise, NoiseConfigError,
+                             SampledExecutionNoise, check_covariance, weights_problem)
+from ..distributions.execution_noise import _generator_device
+from ..linalg import psd_sqrt
 
-__all__ = [
-    'NoiseConfigError', 'SampledExecutionNoise', 'GaussianExecutionNoise', 'BetaNoise', 'StepChi2Noise',
-    'VaryingBetaNoise', 'GaussianMixtureNoise', 'CircularNoise', 'ConcatNoise', 'circular_gaussian',
-    'noise_from_config', 'noise_from_yaml', 'NOISE_KINDS', 'DEFAULT_N_SAMPLES',
-]
+__all__ = ['BetaNoise', 'StepChi2Noise', 'VaryingBetaNoise', 'GaussianMixtureNoise', 'CircularNoise', 'ConcatNoise',
+           'circular_gaussian']
 
 
 def _uniform(shape: tuple[int, ...], generator: torch.Generator | None) -> Tensor:
@@ -396,126 +354,3 @@ def _positive(**values: float) -> None:
             ok = False
         if not ok:
             raise NoiseConfigError(f'field {name} must be a positive number, got {v!r}')
-
-
-# ---------------------------------------------------------------------- configuration
-def _gaussian(cfg: dict[str, Any], common: dict[str, Any]) -> GaussianExecutionNoise:
-    if ('std' in cfg) == ('covariance' in cfg):
-        raise NoiseConfigError("kind 'gaussian' needs exactly one of the fields std, covariance")
-    common = {'n_samples': DEFAULT_N_SAMPLES, **common}   # sampled unless the configuration says null
-    if 'covariance' in cfg:
-        return GaussianExecutionNoise(cfg['covariance'], **common)
-    return GaussianExecutionNoise.isotropic(cfg['std'], cfg.get('dim'), **common)
-
-
-def _mixture(cfg: dict[str, Any], common: dict[str, Any]) -> GaussianMixtureNoise:
-    if ('stds' in cfg) == ('covariances' in cfg):
-        raise NoiseConfigError("kind 'gaussian_mixture' needs exactly one of the fields stds, covariances")
-    if 'stds' in cfg:
-        return GaussianMixtureNoise.from_stds(cfg['weights'], cfg['means'], cfg['stds'], **common)
-    return GaussianMixtureNoise(cfg['weights'], cfg['means'], cfg['covariances'], **common)
-
-
-def _concat(cfg: dict[str, Any], common: dict[str, Any]) -> ConcatNoise:
-    comps = cfg['components']
-    if not isinstance(comps, (list, tuple)):
-        raise NoiseConfigError('field components must be a list of noise configurations')
-    built = []
-    for i, c in enumerate(comps):
-        try:
-            built.append(noise_from_config(c))
-        except NoiseConfigError as exc:
-            raise NoiseConfigError(f'components[{i}]: {exc}') from None
-    return ConcatNoise(built, **common)
-
-
-# kind -> (required fields, optional fields, builder(cfg, common))
-_KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...], Callable[..., SampledExecutionNoise]]] = {
-    'gaussian': ((), ('std', 'covariance', 'dim'), _gaussian),
-    'beta': (('alpha', 'beta', 'scale'), ('dim', 'loc'),
-             lambda c, k: BetaNoise(c['alpha'], c['beta'], c['scale'], c.get('dim', 1), c.get('loc', 0.0), **k)),
-    'step_chi2': ((), ('df_below', 'df_above', 'threshold', 'scale', 'dim'),
-                  lambda c, k: StepChi2Noise(**c, **k)),
-    'varying_beta': ((), ('alpha', 'beta', 'amplitude', 'frequency', 'dim'),
-                     lambda c, k: VaryingBetaNoise(**c, **k)),
-    'gaussian_mixture': (('weights', 'means'), ('stds', 'covariances'), _mixture),
-    'circular': ((), ('radius', 'center'), lambda c, k: CircularNoise(**c, **k)),
-    'circular_gaussian': ((), ('dim', 'radius', 'std'), lambda c, k: circular_gaussian(**c, **k)),
-    'concat': (('components',), (), _concat),
-}
-NOISE_KINDS: tuple[str, ...] = tuple(_KINDS)
-"""Kinds accepted by :func:`noise_from_config`."""
-
-
-def noise_from_config(config: Mapping[str, Any]) -> SampledExecutionNoise:
-    """Build an execution-noise model from a configuration mapping (e.g. parsed YAML).
-
-    Example::
-
-        noise_from_config({'kind': 'beta', 'alpha': 0.4, 'beta': 0.2, 'scale': 0.1, 'n_samples': 100})
-
-    Every kind accepts ``n_samples`` (samples per distribution, default 160) and ``seed`` (seed of the
-    fixed base samples, default 0). Kind-specific fields (units: those of the targets):
-
-    - ``gaussian``: ``std`` (scalar with ``dim``, or per-axis list) or ``covariance`` (``d x d``);
-      ``n_samples: null`` gives the closed-form model (calls return Gaussian batches).
-    - ``beta``: ``alpha``, ``beta``, ``scale``; optional ``dim`` (1), ``loc`` (0).
-    - ``step_chi2``: ``df_below`` (0.5), ``df_above`` (7.0), ``threshold`` (0.6), ``scale`` (0.01), ``dim``.
-    - ``varying_beta``: ``alpha`` (0.5), ``beta`` (0.5), ``amplitude`` (0.09), ``frequency`` (2), ``dim``.
-    - ``gaussian_mixture``: ``weights``, ``means``, and ``stds`` or ``covariances``.
-    - ``circular``: ``radius`` (0.5), ``center`` ([0, 0]).
-    - ``circular_gaussian``: ``dim`` (10), ``radius`` (0.5), ``std`` (0.1).
-    - ``concat``: ``components``, a list of configurations (their ``n_samples``/``seed`` are ignored).
-
-    Raises:
-        NoiseConfigError: not a mapping, missing or unknown ``kind``, a missing required field, an unknown
-            field, or an invalid value; the message names the field.
-    """
-    if not isinstance(config, Mapping):
-        raise NoiseConfigError(f'a noise configuration must be a mapping, got {type(config).__name__}')
-    cfg = dict(config)
-    kind = cfg.pop('kind', None)
-    if kind is None:
-        raise NoiseConfigError(f'field kind is required; one of {", ".join(NOISE_KINDS)}')
-    if kind not in _KINDS:
-        raise NoiseConfigError(f'unknown noise kind {kind!r} (field kind); known: {", ".join(NOISE_KINDS)}')
-    required, optional, build = _KINDS[kind]
-    common = {}
-    for name in ('n_samples', 'seed'):
-        if name in cfg:
-            value = cfg.pop(name)
-            if name == 'n_samples' and value is None and kind == 'gaussian':
-                common[name] = None  # the closed-form Gaussian (GaussianExecutionNoise.to_config)
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise NoiseConfigError(f'field {name} must be an integer, got {value!r}')
-            common[name] = int(value)
-    missing = [f for f in required if f not in cfg]
-    if missing:
-        raise NoiseConfigError(f'field {missing[0]} is required for kind {kind!r}')
-    unknown = [f for f in cfg if f not in required + optional]
-    if unknown:
-        raise NoiseConfigError(f'unknown field {unknown[0]!r} for kind {kind!r}; allowed: '
-                               f'{", ".join(required + optional + ("n_samples", "seed"))}')
-    try:
-        return build(cfg, common)
-    except NoiseConfigError:
-        raise
-    except (TypeError, ValueError, RuntimeError) as exc:
-        raise NoiseConfigError(f'invalid configuration for kind {kind!r}: {exc}') from exc
-
-
-def noise_from_yaml(source: str | Path) -> SampledExecutionNoise:
-    """:func:`noise_from_config` on a YAML file path or a YAML string (one mapping).
-
-    Raises:
-        NoiseConfigError: as :func:`noise_from_config`, or the YAML does not hold a mapping.
-    """
-    import yaml
-
-    text = Path(source).read_text() if isinstance(source, Path) or (
-        isinstance(source, str) and '\n' not in source and Path(source).is_file()) else source
-    data = yaml.safe_load(text)
-    if not isinstance(data, Mapping):
-        raise NoiseConfigError(f'the YAML must hold one mapping, got {type(data).__name__}')
-    return noise_from_config(data)

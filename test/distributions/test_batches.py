@@ -1,33 +1,9 @@
+"""Tests for uncertain_bo.distributions.batches: Dirac, Gaussian and Empirical batches (validation, moments,
+sampling, affine maps, concatenation, indexing)."""
 import pytest
 import torch
 
-from uncertain_bo.distributions import (Dirac, Empirical, Gaussian, GaussianExecutionNoise,
-                                        InvalidDistributionError, cat, check_covariance,
-                                        ros_covariance_to_xy)
-
-
-def test_ros_6x6_to_2x2_picks_xy_block():
-    cov = torch.arange(36.0).reshape(6, 6)
-    cov = cov + cov.T
-    xy = ros_covariance_to_xy(cov.reshape(-1).tolist())
-    assert torch.equal(xy, cov[:2, :2])
-    assert xy.tolist() == [[0.0, 7.0], [7.0, 14.0]]  # entries 0, 1, 6, 7 of the row-major list
-
-
-def test_ros_covariance_needs_36_entries():
-    with pytest.raises(InvalidDistributionError, match='36'):
-        ros_covariance_to_xy([1.0] * 9)
-
-
-@pytest.mark.parametrize('cov, reason', [
-    ([[1.0, 0.0], [0.0, float('nan')]], 'NaN'),
-    ([[1.0, 0.0], [0.0, float('inf')]], 'NaN or inf'),
-    ([[-1.0, 0.0], [0.0, 1.0]], 'negative variance'),
-    ([[1.0, 0.5], [0.0, 1.0]], 'not symmetric'),
-    ([[1.0, 2.0], [2.0, 1.0]], 'not positive semi-definite'),
-])
-def test_check_covariance_reasons(cov, reason):
-    assert reason in check_covariance(torch.tensor(cov))
+from uncertain_bo.distributions import Dirac, Empirical, Gaussian, InvalidDistributionError, cat, check_covariance
 
 
 def test_zero_covariance_is_valid_dirac():
@@ -85,36 +61,6 @@ def test_indexing_keeps_batch_dim():
     assert len(g[-1]) == 1 and torch.equal(g[-1].mean, torch.tensor([[4.0, 5.0]]))
 
 
-def test_execution_noise_is_differentiable_in_targets():
-    noise = GaussianExecutionNoise.isotropic([1.0, 2.0])
-    x = torch.zeros(3, 2, requires_grad=True)
-    p = noise(x)
-    p.mean.sum().backward()
-    assert torch.equal(x.grad, torch.ones(3, 2))
-    assert torch.equal(p.covariance[0], torch.diag(torch.tensor([1.0, 4.0])))
-    with pytest.raises(InvalidDistributionError):
-        GaussianExecutionNoise(torch.tensor([[1.0, 2.0], [2.0, 1.0]]))
-
-
-# ------------------------------------------------------------ one weight check, one moment matching
-WEIGHT_CASES = [[[0.2, 0.8]], [[0.2, -0.1]], [[0.0, 0.0]], [[1.0, float('nan')]], [[1e308, 1e308]],
-                [[1.0, float('inf')]], [[0.5, 0.5], [0.0, 0.0]], [[]]]
-
-
-@pytest.mark.parametrize('w', WEIGHT_CASES)
-def test_weights_problem_same_verdict_for_tensors_and_numpy(w):
-    """The tensor path (on the tensor's device) and the NumPy path (torch-free ROS layer) give the same reason."""
-    import numpy as np
-
-    from uncertain_bo.distributions import weights_problem
-    expected = {0: None, 1: 'finite and non-negative', 2: 'positive total', 3: 'finite and non-negative',
-                4: 'overflow', 5: 'finite and non-negative', 6: 'positive total',
-                7: 'positive total'}[WEIGHT_CASES.index(w)]
-    got_t, got_np = weights_problem(torch.tensor(w, dtype=torch.float64)), weights_problem(np.array(w))
-    assert got_t == got_np
-    assert (got_t is None) if expected is None else (expected in got_t)
-
-
 def test_particle_moments_equal_the_empirical_moments(gen):
     """The NumPy moment matching (particle clouds of the ROS layer) and :class:`Empirical`'s (tensors) agree to
     1e-12 on a random weighted cloud; a one-particle cloud is a Dirac; bad weights raise one-line errors."""
@@ -139,18 +85,3 @@ def test_particle_moments_equal_the_empirical_moments(gen):
             particle_moments([[0.0, 0.0], [1.0, 1.0]], bad)
     with pytest.raises(ValueError, match='empty'):
         particle_moments(np.zeros((0, 2)))
-
-
-def test_gaussian_noise_configuration_is_the_one_gaussian_class():
-    """``kind: gaussian`` builds :class:`GaussianExecutionNoise`, sampled with 160 base samples unless the
-    configuration says ``n_samples: null`` (closed form)."""
-    from uncertain_bo.noise import noise_from_config
-
-    sampled = noise_from_config({'kind': 'gaussian', 'std': 0.1, 'dim': 2})
-    closed = noise_from_config({'kind': 'gaussian', 'std': 0.1, 'dim': 2, 'n_samples': None})
-    assert type(sampled) is GaussianExecutionNoise and type(closed) is GaussianExecutionNoise
-    x = torch.tensor([[0.3, 0.4]], dtype=torch.float64)
-    assert isinstance(sampled(x), Empirical) and sampled(x).samples.shape == (1, 160, 2)
-    assert isinstance(closed(x), Gaussian)
-    direct = GaussianExecutionNoise.isotropic(0.1, 2, n_samples=160)
-    assert torch.equal(sampled(x).samples, direct(x).samples)

@@ -1,4 +1,5 @@
-"""Sample-based execution-noise models: moments against scipy, common random numbers, gradients, config."""
+"""Tests for uncertain_bo.noise.models, the sample-based execution-noise models: moments against scipy, common
+random numbers, gradients (configuration: test_config.py)."""
 import math
 
 import pytest
@@ -6,9 +7,9 @@ import torch
 from scipy import stats
 
 from uncertain_bo.distributions import Empirical
-from uncertain_bo.noise import (DEFAULT_N_SAMPLES, BetaNoise, CircularNoise, GaussianExecutionNoise,
-                                GaussianMixtureNoise, NoiseConfigError, StepChi2Noise, VaryingBetaNoise,
-                                circular_gaussian, noise_from_config, noise_from_yaml)
+from uncertain_bo.noise import (DEFAULT_N_SAMPLES, BetaNoise, GaussianExecutionNoise, GaussianMixtureNoise,
+                                NoiseConfigError, StepChi2Noise, VaryingBetaNoise, circular_gaussian,
+                                noise_from_config)
 
 M = 200_000
 
@@ -86,12 +87,6 @@ def test_circular_gaussian_10d(gen):
     assert_moments(d[..., 2:], [0.0] * 8, [0.01] * 8)
 
 
-def test_gaussian_covariance(gen):
-    cov = torch.tensor([[0.04, 0.01], [0.01, 0.02]])
-    d = offsets(GaussianExecutionNoise(cov, n_samples=DEFAULT_N_SAMPLES), torch.zeros(1, 2), gen).reshape(-1, 2)
-    assert torch.allclose(torch.cov(d.T), cov, atol=5e-4)
-
-
 # ------------------------------------------------------------------ common random numbers
 @pytest.mark.parametrize('noise', [BetaNoise(0.4, 0.2, 0.1), StepChi2Noise(), VaryingBetaNoise(),
                                    GaussianMixtureNoise.from_stds([0.5, 0.5], [-0.02, 0.03], [0.01, 0.02]),
@@ -154,78 +149,9 @@ def test_circular_gradient_is_identity():
     assert torch.allclose(x.grad, torch.full((2, 3), float(noise.n_samples)))
 
 
-# ------------------------------------------------------------------ configuration
-def test_config_kinds_build():
-    assert isinstance(noise_from_config({'kind': 'beta', 'alpha': 0.4, 'beta': 0.2, 'scale': 0.1}), BetaNoise)
-    n = noise_from_config({'kind': 'gaussian', 'std': [0.1, 0.2], 'n_samples': 7, 'seed': 3})
-    assert n.dim == 2 and n.n_samples == 7 and n.seed == 3
-    assert torch.allclose(n.covariance, torch.diag(torch.tensor([0.01, 0.04])))
-    c = noise_from_config({'kind': 'concat', 'components': [{'kind': 'circular'},
-                                                            {'kind': 'beta', 'alpha': 1, 'beta': 1, 'scale': 1}]})
-    assert c.dim == 3
-    assert isinstance(noise_from_config({'kind': 'circular'}), CircularNoise)
-    assert noise_from_config({'kind': 'circular_gaussian'}).dim == 10
-
-
-def test_yaml_string():
-    n = noise_from_yaml('kind: step_chi2\nthreshold: 0.5\nscale: 0.02\n')
-    assert isinstance(n, StepChi2Noise) and n.threshold == 0.5 and n.scale == 0.02
-
-
-@pytest.mark.parametrize('cfg, field', [
-    ({'alpha': 1}, 'kind'),
-    ({'kind': 'betta'}, 'kind'),
-    ({'kind': 'beta', 'alpha': 0.4, 'beta': 0.2}, 'scale'),
-    ({'kind': 'beta', 'alpha': 0.4, 'beta': 0.2, 'scale': 0.1, 'sclae': 1}, 'sclae'),
-    ({'kind': 'beta', 'alpha': -0.4, 'beta': 0.2, 'scale': 0.1}, 'alpha'),
-    ({'kind': 'beta', 'alpha': 0.4, 'beta': 0.2, 'scale': 'big'}, 'scale'),
-    ({'kind': 'step_chi2', 'df_above': 0}, 'df_above'),
-    ({'kind': 'gaussian'}, 'std'),
-    ({'kind': 'gaussian', 'std': 0.1}, 'dim'),
-    ({'kind': 'gaussian', 'covariance': [[1.0, 2.0], [2.0, 1.0]]}, 'covariance'),
-    ({'kind': 'gaussian', 'std': 0.1, 'dim': 1, 'n_samples': 0}, 'n_samples'),
-    ({'kind': 'gaussian', 'std': 0.1, 'dim': 1, 'seed': 1.5}, 'seed'),
-    ({'kind': 'gaussian_mixture', 'weights': [0.5, 0.5], 'means': [[0, 0], [-1, 1]],
-      'covariances': [[[0.01, -0.09], [-0.09, 0.01]]] * 2}, 'covariances'),  # AIRBO Eq. 34: indefinite
-    ({'kind': 'gaussian_mixture', 'weights': [0.5, 0.5], 'means': [0.0], 'stds': [0.1, 0.1]}, 'means'),
-    ({'kind': 'circular', 'radius': -1}, 'radius'),
-    ({'kind': 'concat', 'components': [{'kind': 'beta', 'alpha': 1}]}, 'components[0]'),
-])
-def test_config_errors_name_the_field(cfg, field):
-    with pytest.raises(NoiseConfigError, match=field.replace('[', r'\[').replace(']', r'\]')):
-        noise_from_config(cfg)
-
-
-def test_config_rejects_non_mapping():
-    with pytest.raises(NoiseConfigError, match='mapping'):
-        noise_from_config([('kind', 'beta')])
-
-
 def test_targets_shape_checked():
     with pytest.raises(ValueError, match=r'\(q, 1\)'):
         BetaNoise(0.4, 0.2, 0.1)(torch.zeros(3, 2))
-
-
-def test_one_gaussian_execution_noise_class_closed_form_or_sampled(gen):
-    from uncertain_bo.distributions import Empirical, Gaussian, GaussianExecutionNoise, InvalidDistributionError
-
-    cov = torch.tensor([[0.04, 0.01], [0.01, 0.09]])
-    closed, sampled = GaussianExecutionNoise(cov), GaussianExecutionNoise(cov, n_samples=4000, seed=3)
-    assert issubclass(NoiseConfigError, InvalidDistributionError)
-    x = torch.tensor([[1.0, 2.0]])
-    assert isinstance(closed(x), Gaussian) and torch.equal(closed(x).covariance[0], cov)
-    p = sampled(x)
-    assert isinstance(p, Empirical) and p.samples.shape == (1, 4000, 2)
-    torch.testing.assert_close(p.mean[0], x[0], rtol=0, atol=0.02)  # Monte Carlo: 4000 samples
-    torch.testing.assert_close(p.covariance[0], cov, rtol=0, atol=0.01)
-    for noise in (closed, sampled):  # fresh draws in both modes
-        draws = noise.sample_locations(x, 4000, gen)[0]
-        torch.testing.assert_close(torch.cov(draws.T), cov, rtol=0, atol=0.01)
-        rebuilt = noise_from_config(noise.to_config())
-        assert type(rebuilt(x)) is type(noise(x))
-        assert torch.equal(rebuilt.covariance, noise.covariance)
-    with pytest.raises(NoiseConfigError, match='std'):
-        GaussianExecutionNoise.isotropic([-0.1, 0.1])
 
 
 def test_weights_problem_shared_by_empirical_and_mixture():
