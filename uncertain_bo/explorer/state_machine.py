@@ -315,6 +315,7 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile):
         if self.state is not State.DONE and self.journal_fault is not None:
             self._check_pause(now)   # a record of this tick could not be written: stop now, not a tick later
 
+    # ------------------------------------------------------------ driving (the other stages: their modules)
     def _drive(self, now: float) -> None:
         if self.params['en_route_spacing'] > 0:
             self._en_route(now)
