@@ -1,49 +1,13 @@
 """Measurement cycle (ROS-free): pairing, validation, timeouts — driven with synthetic streams."""
-import json
-
 import numpy as np
 import pytest
 import torch
 
 from uncertain_bo.distributions import GaussianExecutionNoise
-from uncertain_bo.explorer import EXPLORER_PARAMS, Explorer, PoseEstimate, Reading, State
-from uncertain_bo.operator_view import Level, StatusReporter
-from uncertain_bo.parameters import validate
+from uncertain_bo.explorer import Reading, State
 from uncertain_bo.planner import Planner
 
-from faulty_disk import FaultyDisk
-from recording_host import RecordingHost
-
-
-def make(tmp_path=None, **overrides):
-    # these synthetic pose streams jump to each goal in one step (no driving): the pose gate (max_speed) would
-    # reject the jumps; it is off unless a test turns it on
-    params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_measurements': 3,
-                                        'dwell_time': 1.0, 'goal_timeout': 30.0, 'reading_timeout': 2.0,
-                                        'max_speed': 0.0, **overrides})
-    planner = Planner(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
-                      n_initial=5, journal=None if tmp_path is None else tmp_path / 'j.jsonl')
-    host = RecordingHost()
-    return Explorer(planner, host, params), host
-
-
-def pose(t, xy, cov=None, frame='map'):
-    return PoseEstimate(t, frame, np.asarray(xy, float), np.eye(2) * 0.25 if cov is None else np.asarray(cov))
-
-
-def drive_to_goal_and_measure(ex, host, t0, reading_value=5.0, offset=(0.3, -0.2)):
-    """Pose stream at 10 Hz sitting near the current goal; readings at 2 Hz. Returns the end time."""
-    t = t0
-    for _ in range(100):
-        goal = host.goals[-1]
-        ex.on_pose(pose(t, goal + np.array(offset)))
-        if abs((t * 2) - round(t * 2)) < 1e-9:
-            ex.on_reading(Reading(t + 0.03, reading_value))
-        ex.tick(t)
-        t = round(t + 0.1, 6)
-        if ex.state in (State.DECIDING, State.DONE) or len(host.goals) > 1 + len(host.measurements):
-            break
-    return t
+from explorer_cycle import at_goal_until, drive_to_goal_and_measure, make, pose
 
 
 def test_full_cycle_pairs_reading_with_nearest_pose_in_time(tmp_path):
@@ -186,19 +150,6 @@ def test_silent_sensor_retries_then_skips_target():
     assert ex.skipped_targets == 1 and len(ex.planner.keep_out) == 1
 
 
-def at_goal_until(ex, host, t, cond, *, cov=None, readings=True, limit=60.0, dt=0.1):
-    """10 Hz poses at the current goal (+ 2 Hz readings) until ``cond()``; returns the time."""
-    end = t + limit
-    while t < end and not cond():
-        t = round(t + dt, 6)
-        goal = host.goals[-1] if host.goals else np.array([1.0, 1.0])
-        ex.on_pose(pose(t, goal + 0.1, cov=cov), now=t)
-        if readings and abs(t * 2 - round(t * 2)) < 1e-9:
-            ex.on_reading(Reading(t, 5.0))
-        ex.tick(t)
-    return t
-
-
 def test_stale_pose_is_rejected_relative_to_the_clock():
     ex, _ = make(max_pose_age=0.5)
     assert not ex.on_pose(pose(10.0, [1, 1]), now=11.0)
@@ -215,52 +166,6 @@ def test_rejection_categories_stay_bounded_under_arbitrary_frames():
         ex.on_pose(pose(float(i), [1, 1], cov=[[-float(i) - 1, 0], [0, 1]]))
     assert set(ex.rejected) == {'pose: wrong frame_id', 'pose: covariance negative variance'}
     assert sum(ex.rejected.values()) == 1000
-
-
-def test_divergence_pauses_stops_and_resumes_to_the_same_target():
-    ex, host = make(max_covariance_trace=4.0, goal_timeout=20.0)
-    ex.on_pose(pose(0.0, [1.0, 1.0]), now=0.0)
-    ex.tick(0.0)
-    target = host.goals[0].copy()
-    far = target + np.array([15.0, 0.0])
-    t = 0.0
-    for _ in range(5):  # driving, far from the target
-        t = round(t + 0.1, 6)
-        ex.on_pose(pose(t, far), now=t)
-        ex.tick(t)
-    assert ex.state is State.DRIVING
-    # covariance blows up (trace 2 x 3 = 6 > 4): stop and pause
-    t = round(t + 0.1, 6)
-    ex.on_pose(pose(t, far, cov=np.eye(2) * 3.0), now=t)
-    ex.tick(t)
-    assert ex.state is State.PAUSED and len(host.stops) == 1 and np.allclose(host.stops[0], far)
-    assert 'localisation diverged' in ex.paused_reason
-    # still high (3.5 > 0.8 x 4 = 3.2): stays paused for longer than goal_timeout, readings are ignored
-    for _ in range(300):
-        t = round(t + 0.1, 6)
-        ex.on_pose(pose(t, target, cov=np.eye(2) * 1.75), now=t)
-        ex.on_reading(Reading(t, 9.0))
-        ex.tick(t)
-    assert ex.state is State.PAUSED and ex.planner.n == 0 and len(host.goals) == 1
-    # recovered (trace 2 < 3.2): the same target again, with a fresh goal clock
-    t = round(t + 0.1, 6)
-    ex.on_pose(pose(t, far), now=t)
-    ex.tick(t)
-    assert ex.state is State.DRIVING and ex.goal_reason == 'after pause'
-    assert len(host.goals) == 2 and np.allclose(host.goals[1], target)
-    t = at_goal_until(ex, host, t, lambda: ex.planner.n == 1)
-    assert not host.measurements[0].timed_out
-
-
-def test_divergence_before_the_first_pose_keeps_waiting_then_starts():
-    ex, host = make(max_covariance_trace=4.0)
-    ex.on_pose(pose(0.0, [1.0, 1.0], cov=np.eye(2) * 10.0), now=0.0)
-    ex.tick(0.0)
-    assert ex.state is State.PAUSED and not host.goals and not host.stops
-    ex.on_pose(pose(0.1, [1.0, 1.0]), now=0.1)
-    ex.tick(0.1)
-    ex.tick(0.2)
-    assert ex.state is State.DRIVING and len(host.goals) == 1
 
 
 def test_reading_paired_with_a_diverged_pose_is_dropped():
@@ -506,104 +411,3 @@ def test_a_controller_that_reports_its_goals_drives_the_cycle():
     assert ex.state is State.DWELLING
     ex.goal_failed('aborted by the controller', 'late report', t + 1.3)    # not driving: ignored
     assert ex.skipped_targets == 1
-
-
-def journal_on_disk(path):
-    """Record types and observation indices in the file; every line must be whole."""
-    data = path.read_bytes()
-    assert data.endswith(b'\n')
-    records = [json.loads(line) for line in data.split(b'\n')[:-1]]
-    return records, [r['index'] for r in records if r['type'] == 'observation']
-
-
-def test_full_disk_pauses_keeps_the_measurement_and_resumes_when_space_is_back(tmp_path, monkeypatch):
-    ex, host = make(tmp_path)
-    disk = FaultyDisk(monkeypatch, tmp_path)
-    reporter = StatusReporter()
-    ex.on_pose(pose(0.0, [1.0, 1.0]), now=0.0)
-    ex.tick(0.0)
-    t = at_goal_until(ex, host, 0.0, lambda: ex.planner.n == 1)
-    t = at_goal_until(ex, host, t, lambda: ex.state is State.MEASURING)
-    disk.free = 0                                            # the disk fills up while measuring at target 2
-    goals = len(host.goals)
-    t = at_goal_until(ex, host, t, lambda: ex.planner.n == 2)
-    journal = ex.planner.journal_file
-    # the measurement is in the planner, its record (and the recommendation's) held; the rover is stopped
-    assert ex.state is State.PAUSED and len(host.stops) == 1 and len(host.measurements) == 2
-    assert 'journal not writable: [Errno 28] No space left on device' in ex.paused_reason
-    assert '2 record(s) held in memory' in ex.paused_reason and journal.held == 2
-    report = reporter.report(ex, t)
-    assert report.level is Level.ERROR and 'No space left on device' in report.message
-    values = dict(report.values)
-    assert values['journal records pending'] == '2' and values['journal faults'] == '1'
-    # 10 s of poses and readings: no measurement, no goal; the journal is retried once a second
-    failures = journal.write_failures
-    t = at_goal_until(ex, host, t, lambda: False, limit=10.0)
-    assert ex.state is State.PAUSED and ex.planner.n == 2 and len(host.goals) == goals
-    assert 9 <= journal.write_failures - failures <= 11
-    assert journal_on_disk(tmp_path / 'j.jsonl')[1] == [0]
-    disk.heal()                                              # space again: written, then the mission goes on
-    t = at_goal_until(ex, host, t, lambda: ex.state is not State.PAUSED, limit=1.5)
-    assert ex.state is State.DRIVING and len(host.goals) == goals + 1 and ex.paused_reason is None
-    assert journal.fault is None and journal_on_disk(tmp_path / 'j.jsonl')[1] == [0, 1]
-    assert reporter.report(ex, t).level is not Level.ERROR
-    at_goal_until(ex, host, t, lambda: ex.state is State.DONE)
-    records, indices = journal_on_disk(tmp_path / 'j.jsonl')
-    assert indices == [0, 1, 2] and records[1:] == journal.records
-    back = Planner(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
-                   journal=tmp_path / 'j.jsonl')
-    assert torch.equal(back.y, ex.planner.y) and torch.equal(back.locations.mean, ex.planner.locations.mean)
-
-
-def test_journal_fault_while_driving_stops_and_resends_the_same_target(tmp_path, monkeypatch):
-    ex, host = make(tmp_path)
-    disk = FaultyDisk(monkeypatch, tmp_path)
-    ex.on_pose(pose(0.0, [1.0, 1.0]), now=0.0)
-    ex.tick(0.0)
-    target = host.goals[0].copy()
-    disk.fail_fsync = True                                   # EIO: a run-time parameter change cannot be written
-    ex.params['beta'] = 2.0
-    ex.apply_parameters({'beta': 2.0})
-    ex.on_pose(pose(0.1, [2.0, 1.0]), now=0.1)
-    ex.tick(0.1)
-    assert ex.state is State.PAUSED and 'Input/output error' in ex.paused_reason
-    assert len(host.stops) == 1 and np.allclose(host.stops[0], [2.0, 1.0])
-    disk.heal()
-    t = 0.1
-    while ex.state is State.PAUSED and t < 3.0:
-        t = round(t + 0.1, 6)
-        ex.on_pose(pose(t, [2.0, 1.0]), now=t)
-        ex.tick(t)
-    assert ex.state is State.DRIVING and ex.goal_reason == 'after pause'
-    assert len(host.goals) == 2 and np.allclose(host.goals[1], target)
-    assert [r['type'] for r in journal_on_disk(tmp_path / 'j.jsonl')[0]].count('parameters') == 1
-
-
-def test_a_mission_that_ends_on_a_full_disk_reports_its_end_once_the_journal_is_written(tmp_path, monkeypatch):
-    ex, host = make(tmp_path, max_measurements=1)
-    ex.result_file = tmp_path / 'result.json'
-    disk = FaultyDisk(monkeypatch, tmp_path)
-    ex.on_pose(pose(0.0, [1.0, 1.0]), now=0.0)
-    ex.tick(0.0)
-    t = at_goal_until(ex, host, 0.0, lambda: ex.state is State.MEASURING)
-    disk.free = 0
-    t = at_goal_until(ex, host, t, lambda: ex.planner.n == 1)
-    assert ex.state is State.DONE and host.done is None and not ex.result_file.exists()
-    report = StatusReporter().report(ex, t)
-    assert report.level is Level.ERROR and 'record(s) held in memory' in report.message
-    t = at_goal_until(ex, host, t, lambda: False, limit=3.0)
-    assert host.done is None
-    disk.heal()
-    at_goal_until(ex, host, t, lambda: host.done is not None, limit=1.5)
-    assert host.done is not None and ex.result_file.exists()
-    assert journal_on_disk(tmp_path / 'j.jsonl')[1] == [0]
-
-
-def test_a_result_file_that_cannot_be_written_is_logged_and_the_mission_still_ends(tmp_path, caplog):
-    ex, host = make(tmp_path, max_measurements=1)
-    ex.result_file = tmp_path / 'gone' / 'result.json'      # its folder vanished
-    ex.on_pose(pose(0.0, [1.0, 1.0]), now=0.0)
-    ex.tick(0.0)
-    at_goal_until(ex, host, 0.0, lambda: ex.state is State.DONE)
-    assert host.done is not None and 'could not write the result file' in caplog.text
-    assert not (tmp_path / 'gone').exists()

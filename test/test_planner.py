@@ -73,22 +73,6 @@ def test_invalid_observations_store_nothing(tmp_path):
     assert path.stat().st_size == size
 
 
-def test_resume_from_journal_continues_the_run(tmp_path):
-    path = tmp_path / 'run' / 'journal.jsonl'
-    first = run(0, n=8, journal=path)
-    lines = [json.loads(s) for s in path.read_text().splitlines()]
-    assert lines[0]['type'] == 'header' and sum(r['type'] == 'observation' for r in lines) == 8
-    resumed = Planner(BOUNDS, GaussianExecutionNoise.isotropic(SIGMA, 2), n_initial=5, seed=0,
-                      journal=path)
-    assert resumed.n == 8
-    assert torch.equal(resumed.targets, first.targets)
-    assert torch.allclose(resumed.y, first.y)
-    # continuing adds observations after the earlier ones, nothing duplicated
-    done = run(0, n=10, journal=path)
-    assert done.n == 10
-    assert sum(json.loads(s)['type'] == 'observation' for s in path.read_text().splitlines()) == 10
-
-
 def test_fixed_hyperparameters_use_cheap_updates():
     planner = Planner(BOUNDS, GaussianExecutionNoise.isotropic(SIGMA, 2), refit_every=0, n_initial=3)
     planner.model.set_hyperparameters(lengthscale=0.15, outputscale=1.0, noise=1e-3)

@@ -11,7 +11,7 @@ import threading
 import torch
 from torch import Tensor
 
-__all__ = ['initial_design', 'initial_design_tour']
+__all__ = ['initial_design', 'initial_design_tour', 'rover_design']
 
 # torch.quasirandom.SobolEngine computes its first point in the global default dtype at construction: the design
 # sets it for that moment, and the lock keeps two threads (e.g. a background decider) from interleaving the change
@@ -56,3 +56,23 @@ def initial_design_tour(points: Tensor, start: Tensor) -> Tensor:
         left.remove(j)
         pos = points[j]
     return points[order]
+
+
+def rover_design(design: Tensor, index: int, position: Tensor, measured: Tensor | None, pending: Tensor | None,
+                 bounds: Tensor) -> Tensor:
+    """``(n, d)`` the initial ``design`` as one rover of a team sees it at decision ``index``: from slot ``index``
+    on, the design targets neither ``measured`` nor ``pending`` (within 1e-9 of the diagonal of ``bounds``
+    ``(2, d)``) as a nearest-neighbour tour from ``position`` ``(d,)``; the slots before it (already handed out) as
+    designed (:meth:`~uncertain_bo.planner.Planner.suggest` with ``position``)."""
+    if index >= len(design):
+        return design
+    taken = [t.reshape(-1, design.shape[-1]) for t in (measured, pending) if t is not None and len(t)]
+    left = design
+    if taken:
+        tol = 1e-9 * float((bounds[1] - bounds[0]).norm())
+        near = torch.cdist(design, torch.cat(taken).to(design)).min(-1).values <= tol
+        left = design[~near]
+    tour = initial_design_tour(left, position) if len(left) else left
+    # padded with the design itself when keep-out moved a design target (it is then neither measured nor
+    # pending as designed): the keep-out rule still applies to every pick
+    return torch.cat([design[:index], tour, design])[:len(design)]

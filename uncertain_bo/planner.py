@@ -17,10 +17,9 @@ not zig-zag). What to measure next and what to recommend is the method's: the pl
 acquisition).
 Observations are validated before anything is stored, written durably to the journal (if any; a storage fault holds
 the record in memory instead of raising, :mod:`uncertain_bo.journal`), then added to the GP. A planner opened on an
-existing journal resumes from its observations; records the journal's schema refuses
-(:mod:`uncertain_bo.journal_schema`: damaged, duplicated) are skipped and counted (:attr:`Planner.journal_damage`),
-and a ``resume`` record declares the indices lost, so the journal numbers on after the highest index it ever held
-(:attr:`Planner.next_index`) and never uses one twice.
+existing journal resumes from it, numbering on after the highest index the journal ever held
+(:mod:`uncertain_bo.planner_journal`). Settings changed during a run: :mod:`uncertain_bo.planner_settings`; a
+decision and its journal record: :mod:`uncertain_bo.decision`.
 
 **Batches** (``suggest(q=..., pending=...)``): ``q`` targets at once, none duplicating ``pending`` ones (other rovers'
 targets), each its own journaled decision; a method with a batch size above one (``ugp_bucb``) decides its batch
@@ -41,8 +40,6 @@ posterior keeps all of them (rank-one updates between fits).
 """
 from __future__ import annotations
 
-import logging
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,50 +52,24 @@ from .acquisition import DecisionContext, Method, Recommendation, get_method, ma
 from .acquisition.recommendation import RECOMMENDATION_RULES, rule_recommendation
 from .distributions import DTYPE, Dirac, ExecutionNoise, LocationDistributions
 from .execution_noise_estimator import EXECUTION_FEEDBACK, ExecutionNoiseEstimator
-from .journal import Journal, location_to_record, replay
+from .decision import Decision, decision_record, team_request
+from .journal import Journal
 from .keep_out import KeepOut, KeepOutZone, NoAdmissibleTargetError
-from .initial_design import initial_design, initial_design_tour
+from .initial_design import initial_design, rover_design
 from .kernels import SampleDistributionKernel
 from .model_schedule import ModelSchedule
 from .models import DistributionGP
 from .observation_log import InvalidObservationError, ObservationLog
 from .optim import OptimizerSettings
+from .planner_journal import PlannerJournal
+from .planner_settings import PlannerSettings
 
 __all__ = ['Planner', 'Decision', 'Recommendation', 'InvalidObservationError', 'NoAdmissibleTargetError',
            'RECOMMENDATION_RULES', 'EXECUTION_FEEDBACK']
 
-log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Decision:
-    """How a target was chosen.
-
-    Attributes:
-        index: index ``t`` (0-based) of the measurement this target is for.
-        target: ``(d,)`` target.
-        phase: ``'initial'`` (space-filling design), ``'acquisition'``, or a strategy's own label
-            (``'survey'``).
-        seconds: wall time of the decision (GP update + acquisition maximisation), s; includes a
-            hyperparameter fit that :meth:`Planner.recommend` made for it since the last decision.
-        acquisition_value: acquisition at the target (NaN in the initial phase).
-        beta: :math:`\\beta_t` used (NaN in the initial phase).
-        fit_seconds: wall time of the hyperparameter fit inside ``seconds`` (0 if none).
-        rover: which rover of a team the target is for (``suggest(rover=...)``), None for a lone rover.
-    """
-
-    index: int
-    target: Tensor
-    phase: str
-    seconds: float
-    acquisition_value: float = math.nan
-    beta: float = math.nan
-    fit_seconds: float = 0.0
-    rover: str | None = None
-
 
 @dataclass
-class Planner:
+class Planner(PlannerJournal, PlannerSettings):
     """Bayesian optimisation under uncertain inputs, one target at a time.
 
     Args:
@@ -183,22 +154,7 @@ class Planner:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
-        self.bounds = torch.as_tensor(self.bounds, dtype=DTYPE)
-        if self.bounds.ndim != 2 or self.bounds.shape[0] != 2 or not (self.bounds[1] > self.bounds[0]).all():
-            raise ValueError(f'bounds must be (2, d) with upper > lower, got {self.bounds.tolist()}')
-        if self.n_initial < 1:
-            raise ValueError(f'n_initial must be >= 1, got {self.n_initial}')
-        if self.refit_every < 0:
-            raise ValueError(f'refit_every must be >= 0, got {self.refit_every}')
-        for name in ('fit_max_points', 'sparse_above', 'inducing_points'):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
-                raise ValueError(f'{name} must be an integer >= 0, got {value!r}')
-        if not self.travel_weight >= 0:
-            raise ValueError(f'travel_weight must be >= 0, got {self.travel_weight}')
-        if self.execution_feedback not in EXECUTION_FEEDBACK:
-            raise ValueError(f'execution_feedback must be one of {", ".join(EXECUTION_FEEDBACK)}, '
-                             f'got {self.execution_feedback!r}')
+        self._check_settings()
         # the learned execution noise (execution_noise_estimator.py), None when it is fixed
         self.execution_estimator: ExecutionNoiseEstimator | None = (
             None if self.execution_noise_prior_weight is None else
@@ -240,18 +196,6 @@ class Planner:
         return self.observations.n
 
     @property
-    def next_index(self) -> int:
-        """The journal index of the next measurement: :attr:`n`, plus the observations a resumed journal lost
-        (damaged records skipped, lines missing), so an index is never used twice."""
-        return self.n + self._index_offset
-
-    @property
-    def journal_damage(self) -> dict[str, Any]:
-        """What resuming the journal skipped: ``records_skipped`` (damaged or duplicated records left out),
-        ``records_missing`` (index gaps) and ``problems`` (up to 20 lines ``'line 17: observation ...'``)."""
-        return {**self._journal_damage, 'problems': list(self._journal_damage['problems'])}
-
-    @property
     def n_en_route(self) -> int:
         """Number of stored en-route readings (``observe(None, ...)``)."""
         return self.observations.n_en_route
@@ -282,10 +226,6 @@ class Planner:
         return self.observations.locations
 
     @property
-    def journal_file(self) -> Journal | None:
-        return self._journal
-
-    @property
     def method_object(self) -> Method:
         """The method deciding and recommending for this planner (:class:`~uncertain_bo.acquisition.Method`)."""
         return self._method
@@ -309,87 +249,6 @@ class Planner:
     def initial_design(self) -> Tensor:
         """``(n_initial, d)`` the space-filling initial targets in visiting order."""
         return self._design
-
-    def set_start(self, position: Tensor) -> None:
-        """Order the initial design as a short tour from ``position`` ``(d,)`` (e.g. the rover's first pose).
-
-        Raises:
-            RuntimeError: observations exist already (the design is partly used).
-        """
-        if self.n:
-            raise RuntimeError('set_start() must be called before the first observation')
-        self.start = torch.as_tensor(position, dtype=DTYPE).reshape(-1)
-        self._queue = []
-        self._design = self._initial_design()
-        self._method = self._new_method()  # a survey re-plans its tour from the start
-        if self._journal is not None:  # a resumed run orders its initial design the same way
-            self._journal.append({'type': 'start', 'position': self.start.tolist(), 'wall_time': time.time()})
-
-    def set_beta(self, beta: Any) -> None:
-        """Change :math:`\\beta_t` (a number or a schedule) from the next decision on."""
-        self.beta = beta
-        self._beta = make_beta(beta)
-
-    def set_execution_noise(self, execution_noise: ExecutionNoise) -> None:
-        """Change the execution-noise model :math:`\\hat P_{\\mathbf x}` from the next decision on (an operator's
-        run-time ``execution_noise_std``).
-
-        When the execution noise is learned (``execution_noise_prior_weight`` set), ``execution_noise`` becomes
-        the new prior :math:`\\Sigma_0` of :meth:`learned_execution_covariance`: the evidence of the goals reached
-        so far is kept and combined with it at once (before, the next reached goal silently put the old prior
-        back).
-
-        Raises:
-            ValueError: learning is on and ``execution_noise`` is not a :class:`GaussianExecutionNoise` of the
-                planner's dimension.
-        """
-        if self.execution_estimator is None:
-            self.execution_noise = execution_noise
-            return
-        self.execution_estimator.set_prior(execution_noise)
-        self.execution_noise = self.execution_estimator.noise()
-
-    def set_bounds(self, bounds: Tensor) -> None:
-        """Change the search box from the next decision on (e.g. an operator narrows the area).
-
-        The GP is rebuilt on all observations in the new box (hyperparameters are refitted at the next
-        decision) and the remaining initial-design targets are redrawn in it. The change is journaled
-        for the record; a resumed run uses the bounds it is constructed with.
-
-        Raises:
-            ValueError: not ``(2, d)`` with upper > lower, or a different dimension.
-        """
-        bounds = torch.as_tensor(bounds, dtype=DTYPE)
-        if bounds.shape != self.bounds.shape or not (bounds[1] > bounds[0]).all():
-            raise ValueError(f'bounds must be {tuple(self.bounds.shape)} with upper > lower, '
-                             f'got {bounds.tolist()}')
-        self.bounds = bounds
-        if self._queue:
-            log.info('search bounds changed: dropping %d queued targets of the current batch', len(self._queue))
-        self._queue = []
-        self.model = self._new_model()
-        self.schedule.restart([(self._gp_input(t, loc), y, v) for t, loc, y, v in self.observations.rows], self.n)
-        self._method = self._new_method()  # a survey re-plans in the new box
-        self._design = self._initial_design()
-        if self._journal is not None:
-            self._journal.append({'type': 'bounds', 'bounds': bounds.tolist(), 'index': self.next_index,
-                                  'wall_time': time.time()})
-
-    @property
-    def resumed_target(self) -> Tensor | None:
-        """The journal's pending target (see :meth:`take_resumed_target`) without taking it."""
-        return self._resumed_target
-
-    def take_resumed_target(self) -> Tensor | None:
-        """The target of the journal's pending decision, once (None otherwise).
-
-        A run resumed from a journal whose last decision has no observation yet (the process stopped while
-        the rover drove there) should send the rover to that target again instead of deciding anew: the
-        decision is already journaled, and the initial design or the acquisition would choose it again
-        anyway. Returns ``(d,)`` and forgets it; later calls (and :meth:`suggest`) decide as usual.
-        """
-        target, self._resumed_target = self._resumed_target, None
-        return target
 
     def candidates(self, targets: Tensor) -> LocationDistributions:
         """Location distributions the method scores for ``targets`` (``(q, d)``)."""
@@ -431,17 +290,7 @@ class Planner:
         batch = self._method.batch_size if q is None else int(q)
         if batch < 1:
             raise ValueError(f'q must be >= 1, got {q}')
-        if pending is not None:
-            pending = torch.as_tensor(pending, dtype=DTYPE).to(self.bounds)
-            if pending.ndim == 1:
-                pending = pending.reshape(1, -1)
-            if pending.ndim != 2 or pending.shape[-1] != self.bounds.shape[-1] or not torch.isfinite(pending).all():
-                raise ValueError(f'pending must be (p, {self.bounds.shape[-1]}) finite targets, '
-                                 f'got shape {tuple(pending.shape)}')
-        if position is not None:
-            position = torch.as_tensor(position, dtype=DTYPE).to(self.bounds).reshape(-1)
-            if position.numel() != self.dim or not torch.isfinite(position).all():
-                raise ValueError(f'position must be ({self.dim},) finite coordinates, got {position.tolist()}')
+        pending, position = team_request(pending, position, self.bounds)
         external = 0 if pending is None or position is None else len(pending)
         queued = [t.reshape(1, -1) for t in self._queue]
         if queued:
@@ -452,7 +301,7 @@ class Planner:
         ctx = DecisionContext(self, index, q=batch, pending=pending)
         if position is not None:
             ctx.position = position
-            ctx.initial_design = self._design_from(position, index, pending)
+            ctx.initial_design = rover_design(self._design, index, position, self.targets, pending, self.bounds)
         proposal = self._method.decide(ctx)
         total = time.perf_counter() - t0
         picks = proposal.split()
@@ -472,17 +321,7 @@ class Planner:
                                 fit + (billed if j == 0 else 0.0), None if rover is None else str(rover))
             self.decisions.append(decision)
             if self._journal is not None:
-                record = {'type': 'decision', 'index': decision.index, 'target': target.tolist(),
-                          'phase': decision.phase, 'seconds': decision.seconds, 'fit_seconds': decision.fit_seconds,
-                          'acquisition_value': _finite_or_none(decision.acquisition_value),
-                          'beta': _finite_or_none(decision.beta), 'wall_time': time.time()}
-                if target is not proposed:
-                    record['kept_out_from'] = proposed.tolist()
-                if batch > 1:
-                    record['batch'] = {'size': batch, 'position': j}
-                if decision.rover is not None:
-                    record['rover'] = decision.rover
-                self._journal.append(record)
+                self._journal.append(decision_record(decision, proposed, batch, j))
             targets.append(target)
         if q is not None:
             return torch.stack(targets)
@@ -560,22 +399,9 @@ class Planner:
         if target is not None:
             target = torch.as_tensor(target, dtype=DTYPE).reshape(-1)
         self._validate(target, location, y, reading_variance)
-        if target is None:
-            index = self.n_en_route + self._en_route_offset
-            if self._journal is not None:
-                self._journal.append({'type': 'en_route', 'index': index, 'measurements': self.next_index,
-                                      'location': location_to_record(location), 'y': float(y),
-                                      'reading_variance': float(reading_variance), 'wall_time': time.time(),
-                                      **meta})
-            self._store(None, location, float(y), float(reading_variance), reached=False)
-            return index
-        index = self.next_index
-        if self._journal is not None:
-            self._journal.append({'type': 'observation', 'index': index, 'target': target.tolist(),
-                                  'location': location_to_record(location), 'y': float(y),
-                                  'reading_variance': float(reading_variance), 'wall_time': time.time(), **meta})
+        index = self._journal_reading(target, location, y, reading_variance, meta)
         self._store(target, location, float(y), float(reading_variance),
-                    reached=not meta.get('goal_timed_out', False))
+                    reached=target is not None and not meta.get('goal_timed_out', False))
         return index
 
     def recommend(self, rule: str | None = None) -> Recommendation:
@@ -658,68 +484,6 @@ class Planner:
                                                   input_noise=self.input_noise))
         return factory(self.bounds, kernel)
 
-    def _replay(self, journal: Journal) -> None:
-        run = replay(journal, self.dim, self._validate)
-        if run.start is not None:
-            self.start = run.start
-            self._design = self._initial_design()
-            self._method = self._new_method()
-        for target, loc, y, variance, reached in run.observations:  # target None: an en-route reading
-            self._store(target, loc, y, variance, reached=reached)
-        self.decisions += [Decision(**d) for d in run.decisions]
-        self.keep_out = KeepOut.from_records(journal.records, self.dim)
-        self._resume_numbering(journal, len(run.observations))
-        pending = [d for d in self.decisions if d.index == self.next_index]
-
-        def usable(t: Tensor) -> bool:
-            return (t.numel() == self.dim and bool(torch.isfinite(t).all())
-                    and bool(((t >= self.bounds[0]) & (t <= self.bounds[1])).all()))
-
-        if pending:
-            t = pending[-1].target
-            if usable(t):
-                if bool(self.keep_out.inside(t.reshape(1, -1))[0]):
-                    log.info('journal %s: the pending target %s was kept out (not measurable): deciding anew',
-                             journal.path, t.tolist())
-                else:
-                    self._resumed_target = t.clone()
-                    # the rest of a batch decided with it, still to visit in order
-                    ahead = {d.index: d.target for d in self.decisions if d.index > self.next_index}
-                    k = self.next_index + 1
-                    while k in ahead and usable(ahead[k]) and not bool(self.keep_out.inside(
-                            ahead[k].reshape(1, -1))[0]):
-                        self._queue.append(ahead[k].clone())
-                        k += 1
-            else:
-                log.warning('journal %s: pending target %s is outside the search bounds: deciding anew',
-                            journal.path, t.tolist())
-        if self.n or pending:
-            log.debug('resumed %d observations from %s%s', self.n, journal.path,
-                      ' (with a pending target)' if self._resumed_target is not None else '')
-
-    def _resume_numbering(self, journal: Journal, replayed: int) -> None:
-        """After a replay: number on after the highest index the journal held, count what it lost, and, when it
-        lost anything, append a ``resume`` record declaring the lost indices (:mod:`uncertain_bo.journal_schema`)."""
-        checked = journal.checked
-        self._index_offset = checked.next_index - self.n
-        self._en_route_offset = checked.next_en_route_index - self.n_en_route
-        kept = sum(r.get('type') in ('observation', 'en_route') for r in journal.records)
-        # records the schema kept that this planner cannot use (another dimension): left out, counted; their
-        # indices stay in the file, so the numbering above already passes them
-        refused = kept - replayed
-        self._journal_damage = {
-            'records_skipped': checked.skipped + refused, 'records_missing': checked.missing,
-            'problems': [f'line {d.line}: {d.message}' for d in checked.damage[:20]]}
-        if not (checked.damage or refused):
-            return
-        lost, lost_en_route = checked.lost_indices, checked.lost_en_route_indices
-        log.warning('journal %s: resumed %d measurements and %d en-route readings; %d damaged record(s) skipped, '
-                    '%d missing (observation indices lost: %s)', journal.path, self.n, self.n_en_route,
-                    self._journal_damage['records_skipped'], checked.missing, lost or 'none')
-        self._journal.append({'type': 'resume', 'measurements': self.n, 'lost_indices': lost,
-                              'lost_en_route_indices': lost_en_route,
-                              'records_skipped': self._journal_damage['records_skipped'], 'wall_time': time.time()})
-
     def _update_model(self, refit: bool = True) -> float:
         """Bring the GP up to date (:meth:`~uncertain_bo.model_schedule.ModelSchedule.update`); the fit's wall
         time, s."""
@@ -727,25 +491,3 @@ class Planner:
 
     def _initial_design(self) -> Tensor:
         return initial_design(self.bounds, self.n_initial, self.seed, self.start)
-
-    def _design_from(self, position: Tensor, index: int, pending: Tensor | None) -> Tensor:
-        """``(n_initial, d)`` the initial design as one rover of a team sees it at decision ``index``: from slot
-        ``index`` on, the design targets neither measured nor ``pending`` (within 1e-9 of the box diagonal) as a
-        nearest-neighbour tour from ``position``; the slots before it (already handed out) as designed."""
-        design = self._design
-        if index >= len(design):
-            return design
-        taken = [t.reshape(-1, design.shape[-1]) for t in (self.targets, pending) if t is not None and len(t)]
-        left = design
-        if taken:
-            tol = 1e-9 * float((self.bounds[1] - self.bounds[0]).norm())
-            near = torch.cdist(design, torch.cat(taken).to(design)).min(-1).values <= tol
-            left = design[~near]
-        tour = initial_design_tour(left, position) if len(left) else left
-        # padded with the design itself when keep-out moved a design target (it is then neither measured nor
-        # pending as designed): the keep-out rule still applies to every pick
-        return torch.cat([design[:index], tour, design])[:len(design)]
-
-
-def _finite_or_none(v: float) -> float | None:
-    return v if math.isfinite(v) else None

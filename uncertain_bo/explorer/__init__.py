@@ -15,8 +15,16 @@ Modules, one concept each:
 - :mod:`~uncertain_bo.explorer.location_policy` — which location distribution a measurement gets: a Gaussian,
   the particle cloud, or (for the GP) the commanded target, as the method asks.
 - :mod:`~uncertain_bo.explorer.budget` — the distance and time budgets beside ``max_measurements``.
-- :mod:`~uncertain_bo.explorer.state_machine` — the measurement cycle (:class:`Explorer`): deciding, driving,
-  dwelling, measuring, pausing on diverged localisation, ending; the journal and result records.
+- :mod:`~uncertain_bo.explorer.goal_resend` — goals that cannot be lost: re-sent until the controller acts.
+- :mod:`~uncertain_bo.explorer.state_machine` — the measurement cycle (:class:`Explorer`): its stages and the
+  transitions between them, inputs and driving; one part of :class:`Explorer` per stage, each in its module:
+  :mod:`~uncertain_bo.explorer.deciding` (the next target, inline or on the decider; run-time parameter changes),
+  :mod:`~uncertain_bo.explorer.en_route` (readings while driving), :mod:`~uncertain_bo.explorer.measuring`
+  (dwelling, pairing, storing, skipping), :mod:`~uncertain_bo.explorer.pausing` (diverged localisation, storage
+  faults), :mod:`~uncertain_bo.explorer.mission_end` (limits and the end's report) and
+  :mod:`~uncertain_bo.explorer.result_file` (the result file).
+- :mod:`~uncertain_bo.explorer.states` — the stages (:class:`State`); :mod:`~uncertain_bo.explorer.outputs` —
+  what the explorer hands its host (:class:`ExplorerOutputs`, :class:`Measurement`).
 
 The ROS node (:mod:`uncertain_bo.ros.explorer`) and the in-process mission (:mod:`uncertain_bo.sim.mission`)
 drive the same :class:`Explorer` through :meth:`Explorer.on_pose`, :meth:`Explorer.on_reading` and
@@ -29,7 +37,10 @@ from .location_policy import LocationPolicy, resample_particles, takes_sample_se
 from .pose_gate import PoseGate
 from .parameters import (EXPLORER_PARAMS, MAX_ABS_READING, RESUME_FRACTION, check_explorer_parameters,
                          planner_from_parameters, run_folder, update_planner)
-from .state_machine import Explorer, ExplorerOutputs, Measurement, State, execution_noise_summary
+from .outputs import ExplorerOutputs, Measurement
+from .result_file import execution_noise_summary
+from .state_machine import Explorer
+from .states import State
 
 __all__ = ['Explorer', 'ExplorerOutputs', 'State', 'PoseEstimate', 'Reading', 'Measurement',
            'EXPLORER_PARAMS', 'RESUME_FRACTION', 'READING_QUEUE', 'MAX_ABS_COORDINATE', 'MAX_ABS_READING',

@@ -25,7 +25,8 @@ All logic lives in :class:`uncertain_bo.explorer.Explorer` and :mod:`uncertain_b
 converts messages and runs ``tick`` on a timer of the node clock (simulated time under ``use_sim_time``). The
 planner comes from the parameters through :func:`~uncertain_bo.explorer.planner_from_parameters` (as in the
 in-process mission), run-time parameter changes go to :meth:`~uncertain_bo.explorer.Explorer.apply_parameters`,
-and the run folder's files (``journal.jsonl``, ``explorer_result.json``) are written by the library.
+and the run folder's files (``journal.jsonl``, ``explorer_result.json``) are written by the library. What the node
+shows the operator (GP maps, markers, /diagnostics) and when is :mod:`uncertain_bo.ros.explorer_view`.
 Decisions run on a worker thread (``decide_in_background``), so ``/diagnostics``, markers and the
 subscriptions keep going while the planner thinks; a busy executor would otherwise let the node clock jump
 ahead of queued poses (they then look stale). The worker's torch calls release the GIL and must win it back
@@ -54,12 +55,10 @@ from __future__ import annotations
 import logging
 import math
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-import torch
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid, Path as PathMsg
 from diagnostic_msgs.msg import DiagnosticArray
@@ -68,17 +67,15 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from visualization_msgs.msg import MarkerArray
 
-from ..distributions import DTYPE
 from ..explorer import (Explorer, Measurement, PoseEstimate, Reading, State, planner_from_parameters,
                         check_explorer_parameters, position_trace, run_folder)
-from ..operator_view import GridScale, StatusReporter, grid_over, scale_to_occupancy, STATE_TEXT
+from ..operator_view import GridScale, StatusReporter
 from ..parameters import ParameterError
 from ..planner import Recommendation
 from .nav2_goals import Nav2Goals, resolve_goal_interface
+from .explorer_view import ExplorerView
 from .conversions import (READING_TYPES, from_time_msg, make_path, make_pose_stamped, pose_array_from_cdr,
                           pose_array_to_particles, reading_from_msg, ros_covariance_to_xy)
-from .operator_view import (ELLIPSE_SIGMA, MarkerScene, clean_stamp, make_diagnostics, make_markers,
-                            make_occupancy_grid)
 from .explorer_parameters import EXPLORER_NODE_PARAMS, POSE_SOURCES
 from .params import declare_parameters
 from .spin import request_exit, run_node
@@ -92,8 +89,6 @@ _RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 _LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 #: pose estimates: best effort (compatible with reliable and best-effort publishers), keep last 10
 _POSE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
-#: least wall time between two state-change diagnostics (rejection floods do not flood /diagnostics), s
-_MIN_STATUS_GAP = 0.2
 
 
 def pose_estimate_from_msg(msg, pose_source: str) -> PoseEstimate:
@@ -134,7 +129,7 @@ class _RosLogHandler(logging.Handler):
             self.handleError(record)
 
 
-class ExplorerNode(Node):
+class ExplorerNode(ExplorerView, Node):
     """ROS wrapper of :class:`~uncertain_bo.explorer.Explorer`.
 
     Args:
@@ -312,21 +307,6 @@ class ExplorerNode(Node):
             self._update_maps()
         self._status_on_change()
 
-    def _status_on_change(self) -> None:
-        ex = self.explorer
-        total = sum(ex.rejected.values())
-        state_changed = ex.state is not self._last_state
-        if state_changed or total != self._last_rejected:
-            wall = time.monotonic()
-            if state_changed or wall - self._last_status_wall >= _MIN_STATUS_GAP:
-                self._publish_status()
-                if state_changed:
-                    self._publish_markers()
-
-    def _periodic(self) -> None:
-        self._publish_status()
-        self._publish_markers()
-
     def _on_parameters(self, changed: dict[str, Any]) -> None:
         self.explorer.apply_parameters(changed)   # journals the change; the node's own keys are ignored there
         if 'diagnostics_period' in changed:
@@ -398,74 +378,6 @@ class ExplorerNode(Node):
         if self.p['exit_when_done']:
             self.timer.cancel()
             request_exit(self, 0)
-
-    # ------------------------------------------------- operator view
-    def _update_maps(self) -> None:
-        """Publish ~/gp_mean and ~/gp_std on a coarse grid (after each measurement only)."""
-        self._maps_dirty = False
-        t0 = time.perf_counter()
-        planner = self.explorer.planner
-        spec = grid_over(self.p['search_bounds'], self.p['gp_map_cells'])
-        if planner.n == 0:
-            mean_cells = std_cells = np.full(spec.width * spec.height, -1, dtype=np.int8)
-            self._map_scales = None
-        else:
-            with torch.no_grad():
-                mean, std = planner.predict(torch.as_tensor(spec.centers(), dtype=DTYPE))
-            mean_cells, mean_scale = scale_to_occupancy(mean.numpy())
-            std_cells, std_scale = scale_to_occupancy(std.numpy(), lo=0.0)
-            self._map_scales = (mean_scale, std_scale)
-        stamp = clean_stamp(self._now())
-        frame = self.p['frame_id']
-        self.mean_pub.publish(make_occupancy_grid(spec, mean_cells, frame, stamp))
-        self.std_pub.publish(make_occupancy_grid(spec, std_cells, frame, stamp))
-        self._map_seconds = time.perf_counter() - t0
-
-    def _scale_texts(self) -> list[str]:
-        if self._map_scales is None:
-            return []
-        m, s = self._map_scales
-        return [m.describe('~/gp_mean (robust mean)'), s.describe('~/gp_std')]
-
-    def _publish_status(self) -> None:
-        ex = self.explorer
-        self._last_state = ex.state
-        self._last_rejected = sum(ex.rejected.values())
-        self._last_status_wall = time.monotonic()
-        extra: dict[str, Any] = {'journal': str(self.run_dir / 'journal.jsonl')}
-        extra.update({f'scale {t.split(":")[0]}': t.split(': ', 1)[1] for t in self._scale_texts()})
-        if self._map_seconds is not None:
-            extra['gp map seconds'] = self._map_seconds
-        extra['goal interface'] = self.goal_interface
-        if self.nav2 is not None:
-            extra.update(self.nav2.values())
-        report = self._reporter.report(ex, self._clock_now(), extra)
-        self.diag_pub.publish(make_diagnostics(report, f'{self.get_name()}: exploration',
-                                               self.get_fully_qualified_name(), clean_stamp(self._now())))
-
-    def _publish_markers(self) -> None:
-        ex, planner = self.explorer, self.explorer.planner
-        scene = MarkerScene(self.p['search_bounds'])
-        if planner.n:
-            loc = planner.locations
-            scene.targets = planner.targets.numpy()
-            scene.means = loc.mean.detach().numpy()
-            scene.covariances = loc.covariance.detach().numpy()
-            scene.readings = planner.y.numpy()
-        if self.recommendation is not None:
-            r = self.recommendation
-            scene.recommendation = (float(r.target[0]), float(r.target[1]), r.mean, r.std)
-        if ex.target is not None and ex.state in (State.DRIVING, State.DWELLING, State.MEASURING, State.PAUSED):
-            scene.goal = ex.target
-        pose = ex.latest_pose
-        scene.rover = pose.xy if pose is not None else None
-        if self._map_scales is not None:
-            scene.reading_scale = self._map_scales[0]
-        text = STATE_TEXT.get(ex.state.value, ex.state.value)
-        scene.status = [f"explorer: {text}, {planner.n}/{self.p['max_measurements']} measurements"
-                        + (f' ({ex.paused_reason})' if ex.paused_reason else ''),
-                        f'ellipses: {ELLIPSE_SIGMA:g} sigma, colour = reading', *self._scale_texts()]
-        self.markers_pub.publish(make_markers(scene, self.p['frame_id'], clean_stamp(self._now())))
 
 
 def main(args=None) -> None:

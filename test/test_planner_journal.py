@@ -1,0 +1,54 @@
+"""The planner's journal (uncertain_bo/planner_journal.py): resuming a run from it, the records of readings, the
+pending target handed back once."""
+import json
+
+import torch
+
+from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
+from uncertain_bo.planner import Planner
+
+from test_planner import BOUNDS, SIGMA, run
+
+
+def test_resume_from_journal_continues_the_run(tmp_path):
+    path = tmp_path / 'run' / 'journal.jsonl'
+    first = run(0, n=8, journal=path)
+    lines = [json.loads(s) for s in path.read_text().splitlines()]
+    assert lines[0]['type'] == 'header' and sum(r['type'] == 'observation' for r in lines) == 8
+    resumed = Planner(BOUNDS, GaussianExecutionNoise.isotropic(SIGMA, 2), n_initial=5, seed=0,
+                      journal=path)
+    assert resumed.n == 8
+    assert torch.equal(resumed.targets, first.targets)
+    assert torch.allclose(resumed.y, first.y)
+    # continuing adds observations after the earlier ones, nothing duplicated
+    done = run(0, n=10, journal=path)
+    assert done.n == 10
+    assert sum(json.loads(s)['type'] == 'observation' for s in path.read_text().splitlines()) == 10
+
+
+def test_reading_records_carry_their_index_and_the_meta_in_order(tmp_path):
+    path = tmp_path / 'j.jsonl'
+    p = Planner(BOUNDS, GaussianExecutionNoise.isotropic(SIGMA, 2), n_initial=2, journal=path)
+    loc = Gaussian(torch.tensor([[0.5, 0.5]]), 1e-3 * torch.eye(2).unsqueeze(0))
+    assert p.observe(torch.tensor([0.4, 0.6]), loc, 1.5, reading_variance=0.2, reading_stamp=3.0) == 0
+    assert p.observe(None, loc, 2.5, pose_stamp=4.0) == 0
+    assert p.observe(torch.tensor([0.6, 0.4]), loc, 0.5, goal_timed_out=True) == 1
+    records = [json.loads(line) for line in path.read_text().splitlines()[1:]]
+    assert [list(r) for r in records] == [
+        ['type', 'index', 'target', 'location', 'y', 'reading_variance', 'wall_time', 'reading_stamp'],
+        ['type', 'index', 'measurements', 'location', 'y', 'reading_variance', 'wall_time', 'pose_stamp'],
+        ['type', 'index', 'target', 'location', 'y', 'reading_variance', 'wall_time', 'goal_timed_out']]
+    assert [(r['type'], r['index']) for r in records] == [('observation', 0), ('en_route', 0), ('observation', 1)]
+    assert records[0]['target'] == [0.4, 0.6] and records[0]['reading_variance'] == 0.2
+    assert records[1]['measurements'] == 1 and records[1]['y'] == 2.5
+
+
+def test_a_pending_decision_is_handed_back_once_after_a_restart(tmp_path):
+    path = tmp_path / 'j.jsonl'
+    first = Planner(BOUNDS, GaussianExecutionNoise.isotropic(SIGMA, 2), n_initial=3, journal=path)
+    target = first.suggest()                                  # decided and journaled; the process stops
+    again = Planner(BOUNDS, GaussianExecutionNoise.isotropic(SIGMA, 2), n_initial=3, journal=path)
+    assert again.n == 0 and torch.equal(again.resumed_target, target)
+    assert torch.equal(again.take_resumed_target(), target)
+    assert again.take_resumed_target() is None and again.resumed_target is None
+    assert again.next_index == 0 and again.journal_damage['records_skipped'] == 0

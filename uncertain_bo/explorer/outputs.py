@@ -1,0 +1,41 @@
+"""What the explorer hands its host: the actions it asks for (:class:`ExplorerOutputs`, implemented by the ROS
+node and the in-process runner) and a stored measurement (:class:`Measurement`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from ..planner import Recommendation
+from .inputs import PoseEstimate, Reading
+
+__all__ = ['ExplorerOutputs', 'Measurement']
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A stored measurement (what went into the planner)."""
+
+    index: int
+    target: np.ndarray
+    pose: PoseEstimate
+    reading: Reading
+    timed_out: bool
+
+
+class ExplorerOutputs(Protocol):
+    """What the explorer asks its host (ROS node or in-process runner) to do."""
+
+    def send_goal(self, target: np.ndarray) -> None:
+        """Drive to ``target`` ``(2,)`` (map frame, m)."""
+
+    def stop(self, position: np.ndarray) -> None:
+        """Cancel the current goal and hold at ``position``."""
+
+    def measured(self, measurement: Measurement, recommendation: Recommendation) -> None:
+        """A measurement was stored; ``recommendation`` is the planner's current best target."""
+
+    def finished(self, recommendation: Recommendation) -> None:
+        """All measurements done (or a budget spent: :attr:`Explorer.done_reason`)."""
