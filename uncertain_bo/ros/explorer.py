@@ -59,39 +59,29 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-import torch
-from geometry_msgs.msg import PoseArray, PoseStamped, PoseWithCovarianceStamped
-from nav_msgs.msg import OccupancyGrid, Odometry, Path as PathMsg
+from geometry_msgs.msg import PoseStamped
+from nav_msgs.msg import OccupancyGrid, Path as PathMsg
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from visualization_msgs.msg import MarkerArray
 
-from ..distributions import DTYPE
-from ..explorer import (EXPLORER_PARAMS, Explorer, Measurement, PoseEstimate, Reading, State, planner_from_parameters,
+from ..explorer import (EXPLORER_PARAMS, Explorer, Measurement, State, planner_from_parameters,
                         check_explorer_parameters, position_trace, run_folder)
-from ..operator_view import GridScale, StatusReporter, grid_over, scale_to_occupancy, STATE_TEXT
+from ..operator_view import GridScale, StatusReporter, STATE_TEXT
 from ..parameters import Param, ParameterError
 from ..planner import Recommendation
 from .nav2_goals import GOAL_INTERFACES, Nav2Goals, resolve_goal_interface
-from .conversions import (READING_TYPES, from_time_msg, make_path, make_pose_stamped, pose_array_from_cdr,
-                          pose_array_to_particles, reading_from_msg, ros_covariance_to_xy)
-from .operator_view import (ELLIPSE_SIGMA, MarkerScene, clean_stamp, make_diagnostics, make_markers,
-                            make_occupancy_grid)
+from .conversions import READING_TYPES, make_path, make_pose_stamped
+from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, gp_maps, make_diagnostics, make_markers
 from .params import declare_parameters
+from .rover_inputs import POSE_SOURCES, RoverInputs, node_clock_now, pose_estimate_from_msg
 from .spin import request_exit, run_node
 
 DECIDER_SWITCH_INTERVAL = 0.0002  # s: the interpreter's GIL switch interval with a background decider
 
 __all__ = ['ExplorerNode', 'EXPLORER_NODE_PARAMS', 'POSE_SOURCES', 'pose_estimate_from_msg', 'main']
-
-#: pose_source -> (message type, topic)
-POSE_SOURCES = {
-    'odometry': (Odometry, 'odometry/filtered'),
-    'pose_with_covariance': (PoseWithCovarianceStamped, 'pose'),
-    'particle_cloud': (PoseArray, 'particle_cloud'),
-}
 
 EXPLORER_NODE_PARAMS = EXPLORER_PARAMS + [
     Param('pose_source', 'odometry', 'pose input: nav_msgs/Odometry on odometry/filtered, '
@@ -127,28 +117,8 @@ EXPLORER_NODE_PARAMS = EXPLORER_PARAMS + [
 _RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 #: maps and markers: late joiners (RViz started later) get the last message
 _LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-#: pose estimates: best effort (compatible with reliable and best-effort publishers), keep last 10
-_POSE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
 #: least wall time between two state-change diagnostics (rejection floods do not flood /diagnostics), s
 _MIN_STATUS_GAP = 0.2
-
-
-def pose_estimate_from_msg(msg, pose_source: str) -> PoseEstimate:
-    """:class:`~uncertain_bo.explorer.PoseEstimate` of a pose message (not validated: the explorer does).
-
-    Raises:
-        ValueError: the message cannot be read (bad quaternion, empty particle cloud, ...).
-    """
-    if pose_source in ('odometry', 'pose_with_covariance'):
-        # position and covariance only: the orientation is not needed (and often left all-zero by
-        # hand-written publishers, which must not cost the measurement)
-        pos = msg.pose.pose.position
-        return PoseEstimate(from_time_msg(msg.header.stamp), msg.header.frame_id,
-                            np.array([pos.x, pos.y], dtype=float), ros_covariance_to_xy(msg.pose.covariance))
-    if pose_source == 'particle_cloud':
-        cloud = pose_array_to_particles(msg)
-        return PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples, cloud.weights)
-    raise ValueError(f'unknown pose_source {pose_source!r}')
 
 
 class _RosLogHandler(logging.Handler):
@@ -220,7 +190,6 @@ class ExplorerNode(Node):
                          if self.p['decide_in_background'] else None)
         self.explorer = Explorer(planner, self, self.p, decider=self._decider,
                                  result_file=self.run_dir / 'explorer_result.json')
-        self._cloud_rng = np.random.default_rng(np.random.SeedSequence([int(self.p['seed']), 0xC10D]))
         self.recommendation: Recommendation | None = planner.recommend() if planner.n else None
 
         # latched: a controller that matches later (started after the explorer, slow discovery) still gets the
@@ -240,16 +209,7 @@ class ExplorerNode(Node):
         self.mean_pub = self.create_publisher(OccupancyGrid, '~/gp_mean', _LATCHED)
         self.std_pub = self.create_publisher(OccupancyGrid, '~/gp_std', _LATCHED)
         self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', _RELIABLE_10)
-        msg_type, topic = POSE_SOURCES[self.p['pose_source']]
-        if self.p['pose_source'] == 'particle_cloud':
-            # raw: read the serialised cloud with NumPy and subsample it before anything else
-            self.create_subscription(msg_type, topic, self._on_cloud_raw, qos_profile_sensor_data, raw=True)
-        else:
-            # best effort matches both reliable and best-effort publishers (robot_localization, Gazebo
-            # bridges); a short queue so a busy moment does not leave a backlog of old poses
-            self.create_subscription(msg_type, topic, self._on_pose_msg, _POSE_QOS)
-        msg_type = READING_TYPES[self.p['reading_type']][0]
-        self.create_subscription(msg_type, 'reading', self._on_reading, qos_profile_sensor_data)
+        self.inputs = RoverInputs(self, self.explorer, self.p)   # pose_source's topic and reading
 
         self._reporter = StatusReporter()
         self._map_scales: tuple[GridScale, GridScale] | None = None
@@ -289,50 +249,7 @@ class ExplorerNode(Node):
 
     def _clock_now(self) -> float | None:
         """Node clock, or None while it is not running yet (simulated time before the first /clock)."""
-        now = self._now()
-        return now if now > 0.0 else None
-
-    def _arrival(self, info) -> float | None:
-        """When a message arrived, s on the node clock (None before the clock runs).
-
-        On a wall clock: the middleware's reception stamp, so that a message that waited in this node's
-        subscription queue (the executor was busy) is judged by when it arrived, not by when its callback ran:
-        a pose is stale when the localisation lags, not when this node was busy; a header-less reading is stamped
-        with the moment it came in. Under simulated time (the reception stamp is a wall time): the node clock.
-        """
-        if not self.get_clock().ros_time_is_active:
-            ns = info.get('received_timestamp', 0) if info else 0
-            if ns > 0:
-                return ns * 1e-9
-        return self._clock_now()
-
-    def _on_pose_msg(self, msg, info) -> None:
-        try:
-            pose = pose_estimate_from_msg(msg, self.p['pose_source'])
-        except (ValueError, TypeError, IndexError) as exc:
-            self.explorer.received['poses'] += 1
-            self.explorer.reject('pose', 'malformed message', str(exc))
-            return
-        self.explorer.on_pose(pose, self._arrival(info))
-
-    def _on_cloud_raw(self, raw: bytes, info) -> None:
-        try:
-            cloud = pose_array_from_cdr(raw, self.p['cloud_receive_limit'], self._cloud_rng)
-            pose = PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples)
-        except (ValueError, TypeError, IndexError) as exc:
-            self.explorer.received['poses'] += 1
-            self.explorer.reject('pose', 'malformed message', str(exc))
-            return
-        self.explorer.on_pose(pose, self._arrival(info))
-
-    def _on_reading(self, msg, info) -> None:
-        try:
-            stamp, value, variance = reading_from_msg(msg, self.p['reading_type'])
-        except (ValueError, TypeError) as exc:
-            self.explorer.received['readings'] += 1
-            self.explorer.reject('reading', 'malformed message', str(exc))
-            return
-        self.explorer.on_reading(Reading(stamp, value, variance), self._arrival(info))
+        return node_clock_now(self)
 
     def _tick(self) -> None:
         now = self._clock_now()
@@ -441,21 +358,10 @@ class ExplorerNode(Node):
         """Publish ~/gp_mean and ~/gp_std on a coarse grid (after each measurement only)."""
         self._maps_dirty = False
         t0 = time.perf_counter()
-        planner = self.explorer.planner
-        spec = grid_over(self.p['search_bounds'], self.p['gp_map_cells'])
-        if planner.n == 0:
-            mean_cells = std_cells = np.full(spec.width * spec.height, -1, dtype=np.int8)
-            self._map_scales = None
-        else:
-            with torch.no_grad():
-                mean, std = planner.predict(torch.as_tensor(spec.centers(), dtype=DTYPE))
-            mean_cells, mean_scale = scale_to_occupancy(mean.numpy())
-            std_cells, std_scale = scale_to_occupancy(std.numpy(), lo=0.0)
-            self._map_scales = (mean_scale, std_scale)
-        stamp = clean_stamp(self._now())
-        frame = self.p['frame_id']
-        self.mean_pub.publish(make_occupancy_grid(spec, mean_cells, frame, stamp))
-        self.std_pub.publish(make_occupancy_grid(spec, std_cells, frame, stamp))
+        mean_msg, std_msg, self._map_scales = gp_maps(self.explorer.planner, self.p['search_bounds'],
+                                                      self.p['gp_map_cells'], self.p['frame_id'], self._now())
+        self.mean_pub.publish(mean_msg)
+        self.std_pub.publish(std_msg)
         self._map_seconds = time.perf_counter() - t0
 
     def _scale_texts(self) -> list[str]:
