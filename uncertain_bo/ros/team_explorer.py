@@ -107,11 +107,10 @@ class _Rover:
         """Why this rover counts as silent at ``now`` (node clock, s; ``since``: when the node started listening),
         or None."""
         timeout = self.node.p['silence_timeout']
-        for what, last in (('pose', self.inputs.last_pose), ('reading', self.inputs.last_reading)):
-            quiet = now - (last if last is not None else since)
-            if quiet > timeout:
-                return f'no {what} for {quiet:.1f} s (silence_timeout = {timeout:g} s)'
-        return None
+        quiet = [f'no {what} for {now - (last if last is not None else since):.1f} s'
+                 for what, last in (('pose', self.inputs.last_pose), ('reading', self.inputs.last_reading))
+                 if now - (last if last is not None else since) > timeout]
+        return f"{' and '.join(quiet)} (silence_timeout = {timeout:g} s)" if quiet else None
 
     # ------------------------------------------------- ExplorerOutputs
     def send_goal(self, target: np.ndarray) -> None:
