@@ -41,7 +41,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from uncertain_bo.ros.launch_args import (bounds_outside, choice, exit_handler, flag, integer, params_file,
-                                          share_directory)
+                                          rover_exit_handler, share_directory)
 
 
 #: (name, default, description) of every launch argument, in ``--show-args`` order.
@@ -156,11 +156,11 @@ def launch_setup(context):
     return [
         LogInfo(msg=f'uncertain_bo team of {rovers} ({localiser}); journal in {run_dir}'),
         *nodes.values(),
-        # the team explorer's end ends the launch; any node failing ends it with a non-zero status (a rover's
-        # localiser or controller that dies after start-up is dropped by the team explorer instead)
+        # the team explorer's end ends the launch; sim_rover or the team explorer failing ends it with a non-zero
+        # status; a rover's localiser or controller that dies is logged, and the team explorer drops that rover
         *[RegisterEventHandler(OnProcessExit(target_action=node, on_exit=exit_handler(
-            name, shutdown_on_success=name == 'team_explorer'))) for name, node in nodes.items()
-          if name in ('sim_rover', 'team_explorer')],
+            name, shutdown_on_success=name == 'team_explorer') if '/' not in name else rover_exit_handler(
+            name, name.split('/')[0]))) for name, node in nodes.items()],
     ]
 
 

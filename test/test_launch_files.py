@@ -211,7 +211,8 @@ def test_team_launch_parameters_come_from_the_team_rule(tmp_path):
     for args, match in (({'rovers': '0'}, 'rovers'), ({'rovers': 'two'}, 'rovers'), ({'rovers': '17'}, 'rovers'),
                         ({'silence_timeout': '-1'}, 'silence_timeout'), ({'measurements': '0'}, 'measurements'),
                         ({'localiser': 'ukf'}, 'localiser'), ({'params_file': str(tmp_path / 'none.yaml')}, 'no such'),
-                        ({'run_dir': str(tmp_path / 'run')}, 'does not resume'), ({'params_file': str(bad_file)}, 'beta')):
+                        ({'run_dir': str(tmp_path / 'run')}, 'does not resume'),
+                        ({'params_file': str(bad_file)}, 'beta')):
         with pytest.raises(RuntimeError, match=match) as info:
             ns['team_parameters'](args, str(ROOT))
         assert '\n' not in str(info.value)
