@@ -111,3 +111,18 @@ def test_rovers_must_be_distinct_namespaces(context, tmp_path):
         make_team(context, tmp_path, rovers=['rover0', 'rover0'])
     with pytest.raises(ParameterError, match='not a valid namespace'):
         make_team(context, tmp_path, rovers=['/rover0'])
+
+
+def test_every_rover_silent_ends_the_mission_not_completed(context, tmp_path):
+    node = make_team(context, tmp_path, silence_timeout=0.5)
+    ex = SingleThreadedExecutor(context=context)
+    ex.add_node(node)
+    try:
+        assert spin_until(ex, lambda: node.done, timeout=5.0)
+        assert not node.completed and node.team.dropped == list(ROVERS) and node.planner.n == 0
+    finally:
+        ex.shutdown()
+        node.destroy_node()
+    result = json.loads((tmp_path / 'explorer_result.json').read_text())
+    assert result['stopped_because'] == 'every rover was dropped' and result['recommended_target'] is None
+    assert all(result['rovers'][r]['dropped'] for r in ROVERS)

@@ -19,8 +19,9 @@ and ``~/gp_std``.
 the node's first tick before its first message) is dropped (:meth:`~uncertain_bo.team.TeamPlanner.drop`): its
 pending target is released, it is told to stop where it was last seen, it gets no more targets, its diagnostics
 say so (WARN); what it measured stays in the model and the other rovers go on. The mission ends when every rover
-not dropped has ended (``max_measurements`` is the team's budget); then ``explorer_result.json`` is written with
-the team's recommendation and, per rover, its measurements, why it ended or was dropped.
+not dropped has ended (``max_measurements`` is the team's budget), or when every rover is dropped (not completed:
+with ``exit_when_done`` the node then exits with status 1); then ``explorer_result.json`` is written with the
+team's recommendation and, per rover, its measurements, why it ended or was dropped.
 
 Decisions run inline (in the tick), one rover at a time: the rovers share one planner, which must not be used from
 two threads (a rover's measurement is stored while another's decision would run). Resuming a team from its journal
@@ -184,7 +185,7 @@ class TeamExplorerNode(Node):
         self.team = TeamPlanner()
         self.rovers = {name: _Rover(self, name, i) for i, name in enumerate(self.p['rovers'])}
         self.recommendation: Recommendation | None = None
-        self.done = False
+        self.done = self.completed = False      # the team's end; completed: some rover was not dropped
         self._since: float | None = None          # node-clock time of the first tick (silence counts from it)
         self._maps_dirty = True
         self._map_scales = None
@@ -227,8 +228,8 @@ class TeamExplorerNode(Node):
         if self._maps_dirty:
             self._update_maps()
         live = [r for r in self.rovers.values() if r.name not in self.team.dropped]
-        if live and all(r.explorer.state is State.DONE for r in live):
-            self._finish()
+        if all(r.explorer.state is State.DONE for r in live):     # every rover dropped: the end, not completed
+            self._finish(completed=bool(live))
 
     def _drop(self, rover: _Rover, reason: str) -> None:
         rover.dropped_reason = reason
@@ -248,11 +249,16 @@ class TeamExplorerNode(Node):
             f'{m.reading.value:.6g} at ({m.pose.xy[0]:.2f}, {m.pose.xy[1]:.2f}) ± {sd:.2f} m; best so far '
             f'({rec.target[0]:.2f}, {rec.target[1]:.2f}) μ̂ = {rec.mean:.2f} ± {rec.std:.2f}')
 
-    def _finish(self) -> None:
-        self.done = True
+    def _finish(self, completed: bool) -> None:
+        self.done, self.completed = True, completed
         rec = self.recommendation
-        first = next(r for r in self.rovers.values() if r.name not in self.team.dropped)
+        first = next((r for r in self.rovers.values() if r.name not in self.team.dropped),
+                     next(iter(self.rovers.values())))
         result = first.explorer.result(rec)
+        if not completed:
+            result['stopped_because'] = 'every rover was dropped'
+            self.get_logger().error('every rover was dropped (silent for silence_timeout): the mission ends '
+                                    f'with {self.planner.n} of {self.p["max_measurements"]} measurements')
         for key in ('distance_driven_m', 'mission_time_s', 'rejected', 'targets_skipped'):
             result.pop(key, None)               # per rover, below
         now = self.now_s()
@@ -274,7 +280,7 @@ class TeamExplorerNode(Node):
         self.publish_markers()
         if self.p['exit_when_done']:
             self.timer.cancel()
-            request_exit(self, 0)
+            request_exit(self, 0 if completed else 1)
 
     def _on_parameters(self, changed: dict[str, Any]) -> None:
         for rover in self.rovers.values():

@@ -151,7 +151,7 @@ def run_team_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
             time.sleep(0.05)
         if errors:
             raise errors[0]
-        completed = team.done
+        completed = team.completed
         if not completed:
             log.error('team demo stopped after %.0f s wall time with %d/%d measurements', time.monotonic() - wall0,
                       team.planner.n, params['explorer']['max_measurements'])
