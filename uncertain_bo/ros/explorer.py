@@ -31,9 +31,10 @@ subscriptions keep going while the planner thinks; a busy executor would otherwi
 ahead of queued poses (they then look stale). The worker's torch calls release the GIL and must win it back
 from the executor thread; under a flood of messages (thousands a second) Python's default 5 ms switch
 interval starved it (a 0.06 s fit took over 20 s; 1 ms still did), so the node lowers the interpreter's switch
-interval to ``DECIDER_SWITCH_INTERVAL`` (0.2 ms: 0.6 s) for its process. Poses are subscribed best effort (compatible
-with reliable and best-effort publishers, e.g. Gazebo bridges); particle clouds are read from the serialised message
-with NumPy and subsampled to ``cloud_receive_limit`` particles on receipt.
+interval to ``DECIDER_SWITCH_INTERVAL`` (0.2 ms: 0.6 s) for its process. The subscriptions are
+:class:`~uncertain_bo.ros.rover_inputs.RoverInputs` (shared with the team explorer): poses are subscribed best effort
+(compatible with reliable and best-effort publishers, e.g. Gazebo bridges); particle clouds are read from the
+serialised message with NumPy and subsampled to ``cloud_receive_limit`` particles on receipt.
 The explorer needs a **map-frame** estimate with absolute corrections (robot_localization with GNSS,
 AMCL): an odom-frame covariance grows without bound and would make every location distribution
 uninformative (and, above ``max_covariance_trace``, pauses the explorer).
