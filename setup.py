@@ -34,6 +34,7 @@ setup(
         'console_scripts': [
             'uncertain-bo = uncertain_bo.cli:main',
             'explorer = uncertain_bo.ros.nodes:explorer',
+            'team_explorer = uncertain_bo.ros.nodes:team_explorer',
             'pure_pursuit = uncertain_bo.ros.nodes:pure_pursuit',
             'sim_rover = uncertain_bo.ros.nodes:sim_rover',
             'ekf = uncertain_bo.ros.nodes:ekf',

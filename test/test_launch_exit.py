@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from uncertain_bo.ros.launch_args import NodeFailed, exit_handler
+from uncertain_bo.ros.launch_args import NodeFailed, exit_handler, rover_exit_handler
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,6 +38,15 @@ def test_nothing_is_reported_once_the_launch_is_shutting_down(code):
 
 def test_a_helper_node_ending_cleanly_does_not_end_the_launch():
     assert exit_handler('pure_pursuit', shutdown_on_success=False)(event(0), context(False)) is None
+
+
+@pytest.mark.parametrize('code', [0, 1, -9])
+def test_a_team_rovers_node_ending_does_not_end_the_launch(code):
+    """A rover's localiser or controller dying (team.launch.py): no NodeFailed; the team explorer drops the rover."""
+    result = rover_exit_handler('rover1/ekf', 'rover1')(event(code), context(True))
+    assert result is None
+    if code == 0:
+        assert rover_exit_handler('rover1/ekf', 'rover1')(event(code), context(False)) is None
 
 
 def _launch():
@@ -73,7 +82,8 @@ def _actions(module, overrides):
 
 
 @pytest.mark.parametrize('name, overrides', [('sim.launch.py', {}), ('explore.launch.py', {}),
-                                             ('explore.launch.py', {'namespace': 'rover1'})])
+                                             ('explore.launch.py', {'namespace': 'rover1'}),
+                                             ('team.launch.py', {'rovers': '3'})])
 def test_every_node_has_an_exit_handler(name, overrides):
     _launch()
     from launch.actions import RegisterEventHandler

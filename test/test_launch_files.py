@@ -31,10 +31,14 @@ DOCUMENTED = {
                           'particle_topic': 'particle_cloud', 'reading_topic': 'reading',
                           'cmd_vel_topic': 'cmd_vel', 'use_pure_pursuit': 'true',
                           'run_dir': '', 'measurements': '', 'rviz': 'false', 'exit_when_done': 'true'},
+    'team.launch.py': {'rovers': '2', 'params_file': '', 'field': '', 'seed': '', 'localiser': '', 'measurements': '',
+                       'silence_timeout': '', 'run_dir': '', 'use_sim_time': 'true', 'exit_when_done': 'true',
+                       'rviz': 'false'},
 }
 #: file -> executables of this package it starts
 EXECUTABLES = {'sim.launch.py': {'sim_rover', 'ekf', 'particle_filter', 'pure_pursuit', 'explorer'},
-               'explore.launch.py': {'explorer', 'pure_pursuit'}}
+               'explore.launch.py': {'explorer', 'pure_pursuit'},
+               'team.launch.py': {'sim_rover', 'ekf', 'particle_filter', 'pure_pursuit', 'team_explorer'}}
 
 
 def _tree(name):
@@ -179,6 +183,39 @@ def test_sim_launch_selects_the_localiser_node(tmp_path):
     user.write_text('explorer:\n  ros__parameters:\n    search_bounds: [1000.0, 1100.0, 0.0, 100.0]\n')
     with pytest.raises(RuntimeError, match="'search_bounds' .* is not inside sim_rover's field_extent"):
         ns['graph_parameters']({'params_file': str(user)}, str(ROOT))
+
+
+def test_team_launch_parameters_come_from_the_team_rule(tmp_path):
+    pytest.importorskip('rclpy')          # the values are validated against the nodes' parameter specs
+    ns = _pure_functions('team.launch.py', {'LOCALISERS', 'team_parameters'})
+    rovers, localiser, values = ns['team_parameters']({'rovers': '3', 'seed': '4', 'measurements': '12',
+                                                       'silence_timeout': '15'}, str(ROOT))
+    assert (rovers, localiser) == (3, 'ekf')
+    assert set(values) == {'sim_rover', 'team_explorer', *(f'rover{i}/{n}' for i in range(3)
+                                                           for n in ('ekf', 'pure_pursuit'))}
+    sim, team = values['sim_rover'], values['team_explorer']
+    assert sim['rovers'] == ['rover0', 'rover1', 'rover2'] and sim['seed'] == 4 and not sim['use_sim_time']
+    assert team['rovers'] == sim['rovers'] and team['max_measurements'] == 12 and team['silence_timeout'] == 15.0
+    assert team['use_sim_time'] and team['search_bounds'] == sim['field_extent']
+    # rover i's EKF starts where sim_rover puts rover i: spacing m apart along x, centred on initial_x
+    xs = [values[f'rover{i}/ekf']['initial_x'] for i in range(3)]
+    assert xs == [sim['initial_x'] - sim['spacing'], sim['initial_x'], sim['initial_x'] + sim['spacing']]
+    assert values['rover1/ekf']['base_frame'] == 'rover1/base_link'
+    _, localiser, values = ns['team_parameters']({'localiser': 'pf', 'seed': '4'}, str(ROOT))
+    assert localiser == 'particle_filter' and values['rover1/particle_filter']['seed'] == 4 + 7919
+    # mistakes end in one line before anything starts
+    (tmp_path / 'run').mkdir()
+    (tmp_path / 'run' / 'journal.jsonl').write_text('{}\n')
+    bad_file = tmp_path / 'bad.yaml'
+    bad_file.write_text('explorer:\n  ros__parameters:\n    beta: -2.0\n')
+    for args, match in (({'rovers': '0'}, 'rovers'), ({'rovers': 'two'}, 'rovers'), ({'rovers': '17'}, 'rovers'),
+                        ({'silence_timeout': '-1'}, 'silence_timeout'), ({'measurements': '0'}, 'measurements'),
+                        ({'localiser': 'ukf'}, 'localiser'), ({'params_file': str(tmp_path / 'none.yaml')}, 'no such'),
+                        ({'run_dir': str(tmp_path / 'run')}, 'does not resume'),
+                        ({'params_file': str(bad_file)}, 'beta')):
+        with pytest.raises(RuntimeError, match=match) as info:
+            ns['team_parameters'](args, str(ROOT))
+        assert '\n' not in str(info.value)
 
 
 # ------------------------------------------------------------------ part 2: with launch / launch_ros

@@ -26,8 +26,10 @@ Over a field radio link that drops and delays messages,
   target is released (the next rover to ask may get it) and the others go on; what it measured stays.
 
 The cost is a single point of failure (the planner's host, typically the base station), which the journal already
-covers (a restarted planner resumes it). The ROS side (namespaced rovers, the link, ``demo --rovers``) is phase 2;
-here the link is a method call that never loses a message, and a failure is a rover going silent.
+covers (a restarted planner resumes it). The planner's side — :meth:`merge`, :meth:`pending`, :meth:`drop`, the
+team's recommendation — is :class:`TeamPlanner`, shared by the in-process :class:`Team` (here the link is a method
+call that never loses a message, and a failure is a rover going silent) and the ROS node ``team_explorer``
+(:mod:`uncertain_bo.ros.team_explorer`: one explorer node serving N namespaced rovers over DDS).
 
 **Baselines in the same loop.** ``sharing=False`` gives every rover its own planner (N independent explorers, each
 with its share of the measurement budget and its own seed), and ``partition=True`` gives rover ``i`` the ``i``-th of
@@ -56,7 +58,7 @@ from .sim.field import Field
 from .sim.mission import MissionHost, RoverLoop, localiser_and_law
 from .sim.world import SimWorld
 
-__all__ = ['Team', 'TeamResult', 'RoverView', 'team_parameters', 'strip_bounds']
+__all__ = ['Team', 'TeamPlanner', 'TeamResult', 'RoverView', 'team_parameters', 'strip_bounds', 'rover_names']
 
 log = logging.getLogger(__name__)
 
@@ -81,12 +83,13 @@ def budget_share(total: int, n: int, i: int) -> int:
     return total // n + (i < total % n)
 
 
-def team_parameters(params: dict[str, dict[str, Any]], n: int, i: int, *, spacing: float, sharing: bool,
-                    partition: bool) -> dict[str, dict[str, Any]]:
+def team_parameters(params: dict[str, dict[str, Any]], n: int, i: int, *, spacing: float = 10.0,
+                    sharing: bool = True, partition: bool = False) -> dict[str, dict[str, Any]]:
     """Rover ``i``'s node parameters from the mission's: its start (``spacing`` m apart along x, centred on the
     configured start; the localisers' initial estimates with it), its simulation seed, and, without sharing, its
     share of ``max_measurements`` and its planner seed (``seed + i``); with ``partition`` its strip of the
-    search bounds."""
+    search bounds. Sections missing from ``params`` (e.g. no ``explorer``: a launch file's simulated rovers) are
+    left out."""
     out = {node: dict(v) for node, v in params.items()}
     dx = (i - (n - 1) / 2.0) * spacing
     sim = out['sim_rover']
@@ -97,11 +100,11 @@ def team_parameters(params: dict[str, dict[str, Any]], n: int, i: int, *, spacin
             out[node]['initial_x'] = float(out[node]['initial_x']) + dx
     if 'particle_filter' in out and 'seed' in out['particle_filter']:
         out['particle_filter']['seed'] = (int(out['particle_filter']['seed']) + SEED_STRIDE * i) % 2 ** 31
-    ex = out['explorer']
-    if not sharing:
+    ex = out.get('explorer', {})
+    if ex and not sharing:
         ex['max_measurements'] = budget_share(int(ex['max_measurements']), n, i)
         ex['seed'] = int(ex['seed']) + i
-    if partition:
+    if ex and partition:
         ex['search_bounds'] = strip_bounds(list(ex['search_bounds']), n, i)
     return out
 
@@ -127,7 +130,7 @@ class RoverView:
         measurements_at_decision: how many measurements the planner held when it was decided.
     """
 
-    def __init__(self, team: 'Team', name: str, planner: Planner):
+    def __init__(self, team: 'TeamPlanner', name: str, planner: Planner):
         self._team, self.name, self._planner = team, name, planner
         self._start: Tensor | None = None
         self._last_location: Tensor | None = None
@@ -195,6 +198,134 @@ class RoverView:
         return index
 
 
+class TeamPlanner:
+    """The planner's side of a team: the rovers' :class:`RoverView` s of their planner(s), each measurement stored
+    once (:meth:`merge`), the targets pending (:meth:`pending`), rovers dropped (:meth:`drop`) and the team's
+    recommendation. Used as is by the ROS node ``team_explorer`` and, with the simulation around it, by
+    :class:`Team`.
+
+    Args:
+        pending_targets: decide with the other rovers' targets pending (True); False is the ablation that decides as
+            if no other rover were on its way.
+
+    Attributes:
+        views: rover name -> its :class:`RoverView`, in the order the rovers were added.
+        planners: the distinct planners of the rovers (one when they share it).
+        dropped: names of the rovers dropped, in order.
+        duplicates: measurements delivered again and merged once.
+    """
+
+    def __init__(self, *, pending_targets: bool = True):
+        self.pending_targets = bool(pending_targets)
+        self.duplicates = 0
+        self.dropped: list[str] = []
+        self.planners: list[Planner] = []
+        self.views: dict[str, RoverView] = {}
+        self._done: dict[str, Callable[[], bool]] = {}
+        self._merged: dict[tuple[str, int], int] = {}
+        self._latest: dict[int, tuple[Planner, Recommendation]] = {}   # id(planner) -> it, its latest recommendation
+
+    def add_rover(self, name: str, planner: Planner, done: Callable[[], bool] | None = None) -> RoverView:
+        """Add rover ``name`` deciding with ``planner``; ``done()`` says whether its mission has ended (its target
+        is then no longer pending). Returns its view (hand it to the rover's
+        :class:`~uncertain_bo.explorer.Explorer` as its planner).
+
+        Raises:
+            ValueError: ``name`` is already in the team.
+        """
+        if name in self.views:
+            raise ValueError(f'rover {name!r} is already in the team')
+        view = RoverView(self, name, planner)
+        self.views[name] = view
+        self._done[name] = done if done is not None else (lambda: False)
+        if not any(p is planner for p in self.planners):
+            self.planners.append(planner)
+        return view
+
+    def active(self, rover: str) -> bool:
+        """``rover`` is neither dropped nor done."""
+        return rover not in self.dropped and not self._done[rover]()
+
+    def pending(self, exclude: str | None = None, planner: Planner | None = None) -> Tensor:
+        """``(p, d)`` the targets rovers are driving to and have not measured (those of ``planner``'s rovers only,
+        when given), leaving out ``exclude``, dropped rovers and rovers whose mission ended."""
+        targets = [v.target for name, v in self.views.items()
+                   if name != exclude and v.target is not None and self.active(name)
+                   and (planner is None or v.planner is planner)]
+        if targets:
+            return torch.stack([t.reshape(-1) for t in targets]).to(DTYPE)
+        return torch.zeros(0, self.planners[0].dim, dtype=DTYPE)
+
+    def merge(self, rover: str, seq: int, target: Tensor | None, location: LocationDistributions, y: float,
+              reading_variance: float = 0.0, **meta: Any) -> int:
+        """Store rover ``rover``'s measurement number ``seq`` (``target`` None: an en-route reading) in its planner,
+        exactly once: a ``(rover, seq)`` merged before is not stored again (counted in :attr:`duplicates`; its
+        index is returned), whenever it arrives. The journal records carry ``rover`` and ``seq``.
+
+        Returns:
+            The planner's index of the measurement (of the en-route reading among en-route readings).
+
+        Raises:
+            KeyError: an unknown rover.
+            InvalidObservationError: what :meth:`~uncertain_bo.planner.Planner.observe` refuses (nothing stored).
+        """
+        if rover not in self.views:
+            raise KeyError(f'unknown rover {rover!r}; the team has {", ".join(self.views)}')
+        key = (rover, int(seq))
+        if key in self._merged:
+            self.duplicates += 1
+            log.info('%s: measurement %d delivered again: already merged, not stored twice', rover, seq)
+            return self._merged[key]
+        index = self.views[rover].planner.observe(target, location, y, reading_variance, rover=rover,
+                                                  seq=int(seq), **meta)
+        self._merged[key] = index
+        return index
+
+    def drop(self, rover: str, reason: str = 'stopped reporting') -> None:
+        """Take ``rover`` out of the team: its pending target is released, it gets no more targets; what it
+        measured stays in the model. Dropping a dropped rover does nothing.
+
+        Raises:
+            KeyError: an unknown rover.
+        """
+        view = self.views[rover]
+        if rover in self.dropped:
+            return
+        self.dropped.append(rover)
+        released, view.target = view.target, None
+        log.warning('%s dropped (%s)%s; %d rover(s) go on', rover, reason,
+                    '' if released is None else f': its target ({released[0]:.1f}, {released[1]:.1f}) is released',
+                    sum(name not in self.dropped for name in self.views))
+
+    def record(self, rover: str, rec: Recommendation) -> Recommendation:
+        """Note ``rec``, the recommendation of ``rover``'s planner after its measurement; returns the team's."""
+        planner = self.views[rover].planner
+        self._latest[id(planner)] = (planner, rec)
+        return self.recommend()
+
+    def recommend(self) -> Recommendation:
+        """The team's recommendation: the shared planner's latest, or without sharing the rovers' latest
+        recommendation with the highest predicted robust value.
+
+        Raises:
+            RuntimeError: no measurement yet.
+        """
+        return self._best()[1]
+
+    def recommending_planner(self) -> Planner:
+        """The planner whose recommendation is the team's (:meth:`recommend`).
+
+        Raises:
+            RuntimeError: no measurement yet.
+        """
+        return self._best()[0]
+
+    def _best(self) -> tuple[Planner, Recommendation]:
+        if not self._latest:
+            raise RuntimeError('nothing to recommend before the first measurement')
+        return max(self._latest.values(), key=lambda pr: pr[1].mean)
+
+
 @dataclass
 class _Member:
     name: str
@@ -205,7 +336,6 @@ class _Member:
     world: SimWorld
     fails_at: float = math.inf        # simulated time at which it stops reporting (a test's or bench's failure)
     last_report: float = 0.0          # simulated time of its last message
-    dropped: bool = False
 
     @property
     def done(self) -> bool:
@@ -224,7 +354,7 @@ class TeamResult:
         wall_time: wall-clock duration of the simulation (s).
         completed: every rover that was not dropped finished its mission (budget reached or spent).
         dropped: names of the rovers dropped (silent for ``silence_timeout``), in order.
-        duplicates: measurements delivered again and merged once (:meth:`Team.merge`).
+        duplicates: measurements delivered again and merged once (:meth:`TeamPlanner.merge`).
         distance: true distance driven per rover (m).
     """
 
@@ -239,8 +369,9 @@ class TeamResult:
     distance: dict[str, float] = field(default_factory=dict)
 
 
-class Team:
-    """N simulated rovers exploring one field, with one shared planner (or one each: the baselines).
+class Team(TeamPlanner):
+    """N simulated rovers exploring one field, with one shared planner (or one each: the baselines); the planner's
+    side is :class:`TeamPlanner`'s.
 
     Args:
         params: validated node parameters of one mission (:func:`~uncertain_bo.sim.mission.mission_parameters`);
@@ -278,31 +409,22 @@ class Team:
             raise ValueError('a team journal needs sharing=True (independent rovers would need one journal each)')
         if not silence_timeout > 0:
             raise ValueError(f'silence_timeout must be > 0 s, got {silence_timeout}')
+        super().__init__(pending_targets=pending_targets)
         self.params, self.sharing, self.silence_timeout = params, sharing, float(silence_timeout)
-        self.pending_targets = bool(pending_targets)
         self.field = field if field is not None else Field.load(params['sim_rover']['field'],
                                                                 extent=params['sim_rover']['field_extent'])
         kwargs = {**({'method': method} if method else {}),
                   **({'execution_noise': execution_noise} if execution_noise is not None else {}),
                   **(planner_kwargs or {})}
-        self.duplicates = 0
-        self.dropped: list[str] = []
-        self._merged: dict[tuple[str, int], int] = {}
         self._measurements: list[tuple[str, Measurement]] = []
         self._recommendations: list[Recommendation] = []
-        self._latest: dict[int, tuple[Planner, Recommendation]] = {}   # id(planner) -> it, its latest recommendation
         self._on_measurement: Callable[..., None] | None = None
-        self.planners: list[Planner] = []
         self.members: dict[str, _Member] = {}
         shared = planner_from_parameters(params['explorer'], journal=journal, **kwargs) if sharing else None
-        if shared is not None:
-            self.planners.append(shared)
         for i, name in enumerate(rover_names(rovers)):
             p = team_parameters(params, rovers, i, spacing=spacing, sharing=sharing, partition=partition)
             planner = shared if shared is not None else planner_from_parameters(p['explorer'], **kwargs)
-            if shared is None:
-                self.planners.append(planner)
-            view = RoverView(self, name, planner)
+            view = self.add_rover(name, planner, done=lambda name=name: self.members[name].done)
             world = SimWorld(self.field, p['sim_rover'])
             localiser, law = localiser_and_law(p)
             # the rover's start is its localiser's initial estimate (what the explorer would take from the first
@@ -313,60 +435,6 @@ class Team:
             loop = RoverLoop(world, localiser, law, explorer, host, p['explorer']['frame_id'])
             self.members[name] = _Member(name, view, explorer, host, loop, world)
 
-    # ------------------------------------------------------------ the planner's side
-    def pending(self, exclude: str | None = None, planner: Planner | None = None) -> Tensor:
-        """``(p, d)`` the targets rovers are driving to and have not measured (those of ``planner``'s rovers only,
-        when given), leaving out ``exclude``, dropped rovers and rovers whose mission ended."""
-        targets = [m.view.target for m in self.members.values()
-                   if m.name != exclude and not m.dropped and not m.done and m.view.target is not None
-                   and (planner is None or m.view.planner is planner)]
-        if targets:
-            return torch.stack([t.reshape(-1) for t in targets]).to(DTYPE)
-        return torch.zeros(0, self.planners[0].dim, dtype=DTYPE)
-
-    def merge(self, rover: str, seq: int, target: Tensor | None, location: LocationDistributions, y: float,
-              reading_variance: float = 0.0, **meta: Any) -> int:
-        """Store rover ``rover``'s measurement number ``seq`` (``target`` None: an en-route reading) in its planner,
-        exactly once: a ``(rover, seq)`` merged before is not stored again (counted in :attr:`duplicates`; its
-        index is returned), whenever it arrives. The journal records carry ``rover`` and ``seq``.
-
-        Returns:
-            The planner's index of the measurement (of the en-route reading among en-route readings).
-
-        Raises:
-            KeyError: an unknown rover.
-            InvalidObservationError: what :meth:`~uncertain_bo.planner.Planner.observe` refuses (nothing stored).
-        """
-        if rover not in self.members:
-            raise KeyError(f'unknown rover {rover!r}; the team has {", ".join(self.members)}')
-        key = (rover, int(seq))
-        if key in self._merged:
-            self.duplicates += 1
-            log.info('%s: measurement %d delivered again: already merged, not stored twice', rover, seq)
-            return self._merged[key]
-        index = self.members[rover].view.planner.observe(target, location, y, reading_variance, rover=rover,
-                                                         seq=int(seq), **meta)
-        self._merged[key] = index
-        return index
-
-    def drop(self, rover: str, reason: str = 'stopped reporting') -> None:
-        """Take ``rover`` out of the team: its pending target is released, it gets no more targets; what it
-        measured stays in the model. Dropping a dropped rover does nothing.
-
-        Raises:
-            KeyError: an unknown rover.
-        """
-        member = self.members[rover]
-        if member.dropped:
-            return
-        member.dropped = True
-        self.dropped.append(rover)
-        released = member.view.target
-        member.view.target = None
-        log.warning('%s dropped (%s)%s; %d rover(s) go on', rover, reason,
-                    '' if released is None else f': its target ({released[0]:.1f}, {released[1]:.1f}) is released',
-                    sum(not m.dropped for m in self.members.values()))
-
     def fail(self, rover: str, at: float) -> None:
         """Make ``rover`` stop reporting at simulated time ``at`` (s): it stops and sends nothing; the team drops it
         ``silence_timeout`` later.
@@ -376,32 +444,8 @@ class Team:
         """
         self.members[rover].fails_at = float(at)
 
-    def recommend(self) -> Recommendation:
-        """The team's recommendation: the shared planner's latest, or without sharing the rovers' latest
-        recommendation with the highest predicted robust value.
-
-        Raises:
-            RuntimeError: no measurement yet.
-        """
-        return self._best()[1]
-
-    def recommending_planner(self) -> Planner:
-        """The planner whose recommendation is the team's (:meth:`recommend`).
-
-        Raises:
-            RuntimeError: no measurement yet.
-        """
-        return self._best()[0]
-
-    def _best(self) -> tuple[Planner, Recommendation]:
-        if not self._latest:
-            raise RuntimeError('nothing to recommend before the first measurement')
-        return max(self._latest.values(), key=lambda pr: pr[1].mean)
-
     def _measured(self, rover: str, m: Measurement, rec: Recommendation) -> None:
-        planner = self.members[rover].view.planner
-        self._latest[id(planner)] = (planner, rec)
-        team_rec = self.recommend()
+        team_rec = self.record(rover, rec)
         self._measurements.append((rover, m))
         self._recommendations.append(team_rec)
         if self._on_measurement is not None:
@@ -429,7 +473,7 @@ class Team:
         t = 0.0
         finished_at = 0.0
         while t <= max_sim_time:
-            running = [m for m in members if not m.dropped and not m.done]
+            running = [m for m in members if self.active(m.name)]
             if not running:
                 break
             for m in running:
@@ -442,7 +486,8 @@ class Team:
                     finished_at = max(finished_at, t)
             k += 1
             t = k * dt
-        completed = all(m.done for m in members if not m.dropped) and any(not m.dropped for m in members)
+        alive = [m for m in members if m.name not in self.dropped]
+        completed = bool(alive) and all(m.done for m in alive)
         return TeamResult(list(self.planners), list(self._measurements), list(self._recommendations),
                           max(finished_at, self._last_measurement_time()), time.perf_counter() - wall0, completed,
                           list(self.dropped), self.duplicates,

@@ -25,16 +25,16 @@ All logic lives in :class:`uncertain_bo.explorer.Explorer` and :mod:`uncertain_b
 converts messages and runs ``tick`` on a timer of the node clock (simulated time under ``use_sim_time``). The
 planner comes from the parameters through :func:`~uncertain_bo.explorer.planner_from_parameters` (as in the
 in-process mission), run-time parameter changes go to :meth:`~uncertain_bo.explorer.Explorer.apply_parameters`,
-and the run folder's files (``journal.jsonl``, ``explorer_result.json``) are written by the library. What the node
-shows the operator (GP maps, markers, /diagnostics) and when is :mod:`uncertain_bo.ros.explorer_view`.
+and the run folder's files (``journal.jsonl``, ``explorer_result.json``) are written by the library.
 Decisions run on a worker thread (``decide_in_background``), so ``/diagnostics``, markers and the
 subscriptions keep going while the planner thinks; a busy executor would otherwise let the node clock jump
 ahead of queued poses (they then look stale). The worker's torch calls release the GIL and must win it back
 from the executor thread; under a flood of messages (thousands a second) Python's default 5 ms switch
 interval starved it (a 0.06 s fit took over 20 s; 1 ms still did), so the node lowers the interpreter's switch
-interval to ``DECIDER_SWITCH_INTERVAL`` (0.2 ms: 0.6 s) for its process. Poses are subscribed best effort (compatible
-with reliable and best-effort publishers, e.g. Gazebo bridges); particle clouds are read from the serialised message
-with NumPy and subsampled to ``cloud_receive_limit`` particles on receipt.
+interval to ``DECIDER_SWITCH_INTERVAL`` (0.2 ms: 0.6 s) for its process. The subscriptions are
+:class:`~uncertain_bo.ros.rover_inputs.RoverInputs` (shared with the team explorer): poses are subscribed best effort
+(compatible with reliable and best-effort publishers, e.g. Gazebo bridges); particle clouds are read from the
+serialised message with NumPy and subsampled to ``cloud_receive_limit`` particles on receipt.
 The explorer needs a **map-frame** estimate with absolute corrections (robot_localization with GNSS,
 AMCL): an odom-frame covariance grows without bound and would make every location distribution
 uninformative (and, above ``max_covariance_trace``, pauses the explorer).
@@ -55,6 +55,7 @@ from __future__ import annotations
 import logging
 import math
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -64,20 +65,20 @@ from nav_msgs.msg import OccupancyGrid, Path as PathMsg
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from visualization_msgs.msg import MarkerArray
 
-from ..explorer import (Explorer, Measurement, PoseEstimate, Reading, State, planner_from_parameters,
+from ..explorer import (Explorer, Measurement, State, planner_from_parameters,
                         check_explorer_parameters, position_trace, run_folder)
-from ..operator_view import GridScale, StatusReporter
+from ..operator_view import GridScale, StatusReporter, STATE_TEXT
 from ..parameters import ParameterError
 from ..planner import Recommendation
 from .nav2_goals import Nav2Goals, resolve_goal_interface
-from .explorer_view import ExplorerView
-from .conversions import (READING_TYPES, from_time_msg, make_path, make_pose_stamped, pose_array_from_cdr,
-                          pose_array_to_particles, reading_from_msg, ros_covariance_to_xy)
-from .explorer_parameters import EXPLORER_NODE_PARAMS, POSE_SOURCES
+from .conversions import make_path, make_pose_stamped
+from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, gp_maps, make_diagnostics, make_markers
+from .explorer_parameters import EXPLORER_NODE_PARAMS
 from .params import declare_parameters
+from .rover_inputs import POSE_SOURCES, RoverInputs, node_clock_now, pose_estimate_from_msg
 from .spin import request_exit, run_node
 
 DECIDER_SWITCH_INTERVAL = 0.0002  # s: the interpreter's GIL switch interval with a background decider
@@ -87,26 +88,8 @@ __all__ = ['ExplorerNode', 'EXPLORER_NODE_PARAMS', 'POSE_SOURCES', 'pose_estimat
 _RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 #: maps and markers: late joiners (RViz started later) get the last message
 _LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-#: pose estimates: best effort (compatible with reliable and best-effort publishers), keep last 10
-_POSE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
-
-
-def pose_estimate_from_msg(msg, pose_source: str) -> PoseEstimate:
-    """:class:`~uncertain_bo.explorer.PoseEstimate` of a pose message (not validated: the explorer does).
-
-    Raises:
-        ValueError: the message cannot be read (bad quaternion, empty particle cloud, ...).
-    """
-    if pose_source in ('odometry', 'pose_with_covariance'):
-        # position and covariance only: the orientation is not needed (and often left all-zero by
-        # hand-written publishers, which must not cost the measurement)
-        pos = msg.pose.pose.position
-        return PoseEstimate(from_time_msg(msg.header.stamp), msg.header.frame_id,
-                            np.array([pos.x, pos.y], dtype=float), ros_covariance_to_xy(msg.pose.covariance))
-    if pose_source == 'particle_cloud':
-        cloud = pose_array_to_particles(msg)
-        return PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples, cloud.weights)
-    raise ValueError(f'unknown pose_source {pose_source!r}')
+#: least wall time between two state-change diagnostics (rejection floods do not flood /diagnostics), s
+_MIN_STATUS_GAP = 0.2
 
 
 class _RosLogHandler(logging.Handler):
@@ -129,7 +112,7 @@ class _RosLogHandler(logging.Handler):
             self.handleError(record)
 
 
-class ExplorerNode(ExplorerView, Node):
+class ExplorerNode(Node):
     """ROS wrapper of :class:`~uncertain_bo.explorer.Explorer`.
 
     Args:
@@ -178,7 +161,6 @@ class ExplorerNode(ExplorerView, Node):
                          if self.p['decide_in_background'] else None)
         self.explorer = Explorer(planner, self, self.p, decider=self._decider,
                                  result_file=self.run_dir / 'explorer_result.json')
-        self._cloud_rng = np.random.default_rng(np.random.SeedSequence([int(self.p['seed']), 0xC10D]))
         self.recommendation: Recommendation | None = planner.recommend() if planner.n else None
 
         # latched: a controller that matches later (started after the explorer, slow discovery) still gets the
@@ -198,16 +180,7 @@ class ExplorerNode(ExplorerView, Node):
         self.mean_pub = self.create_publisher(OccupancyGrid, '~/gp_mean', _LATCHED)
         self.std_pub = self.create_publisher(OccupancyGrid, '~/gp_std', _LATCHED)
         self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', _RELIABLE_10)
-        msg_type, topic = POSE_SOURCES[self.p['pose_source']]
-        if self.p['pose_source'] == 'particle_cloud':
-            # raw: read the serialised cloud with NumPy and subsample it before anything else
-            self.create_subscription(msg_type, topic, self._on_cloud_raw, qos_profile_sensor_data, raw=True)
-        else:
-            # best effort matches both reliable and best-effort publishers (robot_localization, Gazebo
-            # bridges); a short queue so a busy moment does not leave a backlog of old poses
-            self.create_subscription(msg_type, topic, self._on_pose_msg, _POSE_QOS)
-        msg_type = READING_TYPES[self.p['reading_type']][0]
-        self.create_subscription(msg_type, 'reading', self._on_reading, qos_profile_sensor_data)
+        self.inputs = RoverInputs(self, self.explorer, self.p)   # pose_source's topic and reading
 
         self._reporter = StatusReporter()
         self._map_scales: tuple[GridScale, GridScale] | None = None
@@ -247,50 +220,7 @@ class ExplorerNode(ExplorerView, Node):
 
     def _clock_now(self) -> float | None:
         """Node clock, or None while it is not running yet (simulated time before the first /clock)."""
-        now = self._now()
-        return now if now > 0.0 else None
-
-    def _arrival(self, info) -> float | None:
-        """When a message arrived, s on the node clock (None before the clock runs).
-
-        On a wall clock: the middleware's reception stamp, so that a message that waited in this node's
-        subscription queue (the executor was busy) is judged by when it arrived, not by when its callback ran:
-        a pose is stale when the localisation lags, not when this node was busy; a header-less reading is stamped
-        with the moment it came in. Under simulated time (the reception stamp is a wall time): the node clock.
-        """
-        if not self.get_clock().ros_time_is_active:
-            ns = info.get('received_timestamp', 0) if info else 0
-            if ns > 0:
-                return ns * 1e-9
-        return self._clock_now()
-
-    def _on_pose_msg(self, msg, info) -> None:
-        try:
-            pose = pose_estimate_from_msg(msg, self.p['pose_source'])
-        except (ValueError, TypeError, IndexError) as exc:
-            self.explorer.received['poses'] += 1
-            self.explorer.reject('pose', 'malformed message', str(exc))
-            return
-        self.explorer.on_pose(pose, self._arrival(info))
-
-    def _on_cloud_raw(self, raw: bytes, info) -> None:
-        try:
-            cloud = pose_array_from_cdr(raw, self.p['cloud_receive_limit'], self._cloud_rng)
-            pose = PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples)
-        except (ValueError, TypeError, IndexError) as exc:
-            self.explorer.received['poses'] += 1
-            self.explorer.reject('pose', 'malformed message', str(exc))
-            return
-        self.explorer.on_pose(pose, self._arrival(info))
-
-    def _on_reading(self, msg, info) -> None:
-        try:
-            stamp, value, variance = reading_from_msg(msg, self.p['reading_type'])
-        except (ValueError, TypeError) as exc:
-            self.explorer.received['readings'] += 1
-            self.explorer.reject('reading', 'malformed message', str(exc))
-            return
-        self.explorer.on_reading(Reading(stamp, value, variance), self._arrival(info))
+        return node_clock_now(self)
 
     def _tick(self) -> None:
         now = self._clock_now()
@@ -306,6 +236,21 @@ class ExplorerNode(ExplorerView, Node):
         if self._maps_dirty and ex.state is not State.DECIDING:
             self._update_maps()
         self._status_on_change()
+
+    def _status_on_change(self) -> None:
+        ex = self.explorer
+        total = sum(ex.rejected.values())
+        state_changed = ex.state is not self._last_state
+        if state_changed or total != self._last_rejected:
+            wall = time.monotonic()
+            if state_changed or wall - self._last_status_wall >= _MIN_STATUS_GAP:
+                self._publish_status()
+                if state_changed:
+                    self._publish_markers()
+
+    def _periodic(self) -> None:
+        self._publish_status()
+        self._publish_markers()
 
     def _on_parameters(self, changed: dict[str, Any]) -> None:
         self.explorer.apply_parameters(changed)   # journals the change; the node's own keys are ignored there
@@ -378,6 +323,63 @@ class ExplorerNode(ExplorerView, Node):
         if self.p['exit_when_done']:
             self.timer.cancel()
             request_exit(self, 0)
+
+    # ------------------------------------------------- operator view
+    def _update_maps(self) -> None:
+        """Publish ~/gp_mean and ~/gp_std on a coarse grid (after each measurement only)."""
+        self._maps_dirty = False
+        t0 = time.perf_counter()
+        mean_msg, std_msg, self._map_scales = gp_maps(self.explorer.planner, self.p['search_bounds'],
+                                                      self.p['gp_map_cells'], self.p['frame_id'], self._now())
+        self.mean_pub.publish(mean_msg)
+        self.std_pub.publish(std_msg)
+        self._map_seconds = time.perf_counter() - t0
+
+    def _scale_texts(self) -> list[str]:
+        if self._map_scales is None:
+            return []
+        m, s = self._map_scales
+        return [m.describe('~/gp_mean (robust mean)'), s.describe('~/gp_std')]
+
+    def _publish_status(self) -> None:
+        ex = self.explorer
+        self._last_state = ex.state
+        self._last_rejected = sum(ex.rejected.values())
+        self._last_status_wall = time.monotonic()
+        extra: dict[str, Any] = {'journal': str(self.run_dir / 'journal.jsonl')}
+        extra.update({f'scale {t.split(":")[0]}': t.split(': ', 1)[1] for t in self._scale_texts()})
+        if self._map_seconds is not None:
+            extra['gp map seconds'] = self._map_seconds
+        extra['goal interface'] = self.goal_interface
+        if self.nav2 is not None:
+            extra.update(self.nav2.values())
+        report = self._reporter.report(ex, self._clock_now(), extra)
+        self.diag_pub.publish(make_diagnostics(report, f'{self.get_name()}: exploration',
+                                               self.get_fully_qualified_name(), clean_stamp(self._now())))
+
+    def _publish_markers(self) -> None:
+        ex, planner = self.explorer, self.explorer.planner
+        scene = MarkerScene(self.p['search_bounds'])
+        if planner.n:
+            loc = planner.locations
+            scene.targets = planner.targets.numpy()
+            scene.means = loc.mean.detach().numpy()
+            scene.covariances = loc.covariance.detach().numpy()
+            scene.readings = planner.y.numpy()
+        if self.recommendation is not None:
+            r = self.recommendation
+            scene.recommendation = (float(r.target[0]), float(r.target[1]), r.mean, r.std)
+        if ex.target is not None and ex.state in (State.DRIVING, State.DWELLING, State.MEASURING, State.PAUSED):
+            scene.goal = ex.target
+        pose = ex.latest_pose
+        scene.rover = pose.xy if pose is not None else None
+        if self._map_scales is not None:
+            scene.reading_scale = self._map_scales[0]
+        text = STATE_TEXT.get(ex.state.value, ex.state.value)
+        scene.status = [f"explorer: {text}, {planner.n}/{self.p['max_measurements']} measurements"
+                        + (f' ({ex.paused_reason})' if ex.paused_reason else ''),
+                        f'ellipses: {ELLIPSE_SIGMA:g} sigma, colour = reading', *self._scale_texts()]
+        self.markers_pub.publish(make_markers(scene, self.p['frame_id'], clean_stamp(self._now())))
 
 
 def main(args=None) -> None:

@@ -7,22 +7,13 @@ specs (:mod:`uncertain_bo.param_yaml`), and ``explorer --help`` and ``ros2 param
 """
 from __future__ import annotations
 
-from geometry_msgs.msg import PoseArray, PoseWithCovarianceStamped
-from nav_msgs.msg import Odometry
-
 from ..explorer import EXPLORER_PARAMS
 from ..parameters import Param
 from .conversions import READING_TYPES
 from .nav2_goals import GOAL_INTERFACES
+from .rover_inputs import POSE_SOURCES
 
 __all__ = ['EXPLORER_NODE_PARAMS', 'POSE_SOURCES']
-
-#: pose_source -> (message type, topic)
-POSE_SOURCES = {
-    'odometry': (Odometry, 'odometry/filtered'),
-    'pose_with_covariance': (PoseWithCovarianceStamped, 'pose'),
-    'particle_cloud': (PoseArray, 'particle_cloud'),
-}
 
 EXPLORER_NODE_PARAMS = EXPLORER_PARAMS + [
     Param('pose_source', 'odometry', "pose input: 'odometry' (nav_msgs/Odometry on odometry/filtered), "

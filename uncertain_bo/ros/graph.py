@@ -31,7 +31,7 @@ from ..param_files import declared_parameters
 from ..parameters import ParameterError, config_path, node_parameters, unknown_sections, validate
 from ..user_errors import check_run_dir
 
-__all__ = ['add_parser', 'run_demo', 'NODES', 'LOCALISER_NODES', 'graph_nodes']
+__all__ = ['add_parser', 'run_demo', 'prepare_graph', 'NODES', 'LOCALISER_NODES', 'graph_nodes']
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +67,19 @@ def _positive_seconds(text: str) -> float:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f'{text!r} is not a number of seconds > 0')
+    return value
+
+
+def _rover_count(text: str) -> int:
+    """argparse type of ``--rovers``: an integer from 1 to 16."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 16:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a number of rovers from 1 to 16')
     return value
 
 
@@ -114,6 +127,13 @@ def add_parser(sub) -> None:
                        help='extra ROS 2 parameter YAML file(s), applied after the shipped ones (checked first)')
         p.add_argument('--timeout', type=_positive_seconds, default=1800.0,
                        help='wall-clock limit, s (> 0; default 1800)')
+        p.add_argument('--rovers', type=_rover_count, default=1,
+                       help='number of rovers (default 1); N >= 2: N simulated rovers in namespaces rover0.. on one '
+                            'clock, each with its localiser and pure_pursuit, and ONE team_explorer sharing one GP '
+                            '(--measurements is the team\'s budget)')
+        p.add_argument('--silence', default=None, metavar='ROVER:K',
+                       help="failure drill (with --rovers): stop ROVER's localiser after the team's K-th measurement; "
+                            'the team_explorer drops it after silence_timeout and the others finish the mission')
         p.set_defaults(func=_cli)
 
 
@@ -141,6 +161,12 @@ def _cli(args) -> int:
             overrides['explorer']['pose_source'] = 'particle_cloud'
     out = args.out or Path('runs') / ('demo-' + _dt.datetime.now().strftime('%Y%m%d-%H%M%S'))
     check_run_dir(out, '--out')
+    if args.rovers > 1 or args.silence is not None:
+        from .team_graph import parse_silence, run_team_demo
+        silence = parse_silence(args.silence, args.rovers)
+        summary = run_team_demo(out, overrides, rovers=args.rovers, extra_files=args.params, timeout=args.timeout,
+                                silence=silence)
+        return 0 if summary.get('completed') else 1
     # user mistakes (ParameterError, FieldError, JournalError, UsageError) end in one line: cli.main
     summary = run_demo(out, overrides, extra_files=args.params, timeout=args.timeout)
     return 0 if summary.get('completed') else 1
@@ -197,6 +223,48 @@ def _match_reading_types(params: dict[str, dict[str, Any]], extra_files: list[Pa
         params['sim_rover']['reading_type'] = want
 
 
+def prepare_graph(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None,
+                  extra_files: list[Path] | None = None) -> tuple[Path, dict[str, dict[str, Any]], Any]:
+    """What the demo graphs check and write before any node starts: ``(run_dir, validated parameters of every node,
+    the field)``; the explorer's ``run_dir`` set, inline decisions unless a file says otherwise, goals on topics,
+    ``parameters.json`` written.
+
+    Raises:
+        ParameterError, FieldError, UsageError, JournalError: as :func:`run_demo` (nothing is started).
+    """
+    from ..journal import Journal
+    from ..sim.field import Field
+    from .launch_args import bounds_outside
+
+    run_dir = check_run_dir(run_dir, 'run folder')
+    params = load_graph_parameters(extra_files, overrides)
+    from .check import check_graph
+    for warning in check_graph(params):   # what `uncertain-bo check` finds across the nodes, before any start
+        log.warning(warning)
+    sim = params['sim_rover']
+    field = Field.load(sim['field'], extent=sim['field_extent'])   # before anything starts or is written
+    reason = bounds_outside(params['explorer']['search_bounds'], field.bounds)
+    if reason:
+        raise ParameterError(reason)
+    if (run_dir / 'journal.jsonl').is_file():   # an unreadable journal fails here, before anything is written
+        Journal(run_dir / 'journal.jsonl', read_only=True, strict=False)   # damaged records: the resume skips them
+    params['explorer']['run_dir'] = str(run_dir)
+    if 'decide_in_background' not in {**node_parameters(extra_files or [], 'explorer'),
+                                      **(overrides or {}).get('explorer', {})}:
+        # One process: the executor thread runs the lockstep simulation flat out, and a decision thread would
+        # get the GIL only between its callbacks (decisions of 0.05 s took 5-40 s, while simulated time ran
+        # on). Deciding inline pauses the simulated world during a decision, as a lockstep clock should.
+        params['explorer']['decide_in_background'] = False
+    if params['explorer'].get('goal_interface', 'topic') != 'topic':
+        # a robot's params file may name Nav2's action; the simulated graph's controller is pure_pursuit
+        log.info("goal_interface %r -> 'topic': the simulation drives with pure_pursuit, not Nav2",
+                 params['explorer']['goal_interface'])
+        params['explorer']['goal_interface'] = 'topic'
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / 'parameters.json').write_text(json.dumps(params, indent=2))
+    return run_dir, params, field
+
+
 #: s the demo waits at exit for a decision still running on the executor thread
 DECISION_JOIN_TIMEOUT = 60.0
 
@@ -226,38 +294,11 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
     from rclpy.executors import SingleThreadedExecutor
 
     from ..explorer import State, execution_noise_summary
-    from ..journal import Journal
-    from .launch_args import bounds_outside
-    from ..sim.field import Field
     from ..sim.report import plot_run, summarize, write_trajectory
     from .params import parameter_overrides
 
-    run_dir = check_run_dir(run_dir, 'run folder')
-    params = load_graph_parameters(extra_files, overrides)
-    from .check import check_graph
-    for warning in check_graph(params):   # what `uncertain-bo check` finds across the nodes, before any start
-        log.warning(warning)
+    run_dir, params, field = prepare_graph(run_dir, overrides, extra_files)
     sim = params['sim_rover']
-    field = Field.load(sim['field'], extent=sim['field_extent'])   # before anything starts or is written
-    reason = bounds_outside(params['explorer']['search_bounds'], field.bounds)
-    if reason:
-        raise ParameterError(reason)
-    if (run_dir / 'journal.jsonl').is_file():   # an unreadable journal fails here, before anything is written
-        Journal(run_dir / 'journal.jsonl', read_only=True, strict=False)   # damaged records: the resume skips them
-    params['explorer']['run_dir'] = str(run_dir)
-    if 'decide_in_background' not in {**node_parameters(extra_files or [], 'explorer'),
-                                      **(overrides or {}).get('explorer', {})}:
-        # One process: the executor thread runs the lockstep simulation flat out, and a decision thread would
-        # get the GIL only between its callbacks (decisions of 0.05 s took 5-40 s, while simulated time ran
-        # on). Deciding inline pauses the simulated world during a decision, as a lockstep clock should.
-        params['explorer']['decide_in_background'] = False
-    if params['explorer'].get('goal_interface', 'topic') != 'topic':
-        # a robot's params file may name Nav2's action; the simulated graph's controller is pure_pursuit
-        log.info("goal_interface %r -> 'topic': the simulation drives with pure_pursuit, not Nav2",
-                 params['explorer']['goal_interface'])
-        params['explorer']['goal_interface'] = 'topic'
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / 'parameters.json').write_text(json.dumps(params, indent=2))
 
     rclpy.init()
     nodes = {}

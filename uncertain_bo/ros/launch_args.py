@@ -9,7 +9,7 @@ import os
 from typing import Collection
 
 __all__ = ['PACKAGE', 'NodeFailed', 'bounds_outside', 'choice', 'exit_handler', 'flag', 'integer',
-           'params_file', 'share_directory']
+           'params_file', 'rover_exit_handler', 'share_directory']
 
 PACKAGE = 'uncertain_bo'
 
@@ -119,4 +119,17 @@ def exit_handler(name: str, *, shutdown_on_success: bool):
             return [LogInfo(msg=f'{name} finished: shutting the launch down'),
                     EmitEvent(event=Shutdown(reason=f'{name} finished'))]
         raise NodeFailed(f'{name} exited with status {code} (its error is above): stopping the launch')
+    return on_exit
+
+
+def rover_exit_handler(name: str, rover: str):
+    """``on_exit`` callback for node ``name`` of one rover of a team (its localiser or controller): its end does
+    not end the launch (the team explorer drops the rover after ``silence_timeout`` and the others go on); a
+    non-zero status is logged as a warning. Nothing is logged while the launch shuts down."""
+    def on_exit(event, context):
+        if getattr(context, 'is_shutdown', False) or event.returncode == 0:
+            return None
+        from launch.actions import LogInfo
+        return [LogInfo(msg=f'WARNING: {name} exited with status {event.returncode}: the team explorer drops '
+                            f'{rover} after silence_timeout; the other rovers go on')]
     return on_exit

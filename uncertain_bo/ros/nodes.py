@@ -1,7 +1,8 @@
 """The package's nodes: a registry (module, class, parameter specs) and their console-script entry points.
 
 Nothing here imports rclpy, torch or a node module at import time. The console scripts (``explorer``,
-``pure_pursuit``, ``sim_rover``, ``ekf``, ``particle_filter``, ``field_sensor``, ``sensor_covariance``;
+``team_explorer``, ``pure_pursuit``, ``sim_rover``, ``ekf``, ``particle_filter``, ``field_sensor``,
+``sensor_covariance``;
 setup.py) point here, so that
 Ctrl-C arriving while the node's heavy modules are still being imported (several seconds on a small
 computer) ends the process quietly instead of with a ``KeyboardInterrupt`` traceback; the node's own
@@ -16,8 +17,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ['NodeEntry', 'NODES', 'node_specs', 'exit_at_once', 'explorer', 'pure_pursuit', 'sim_rover', 'ekf',
-           'particle_filter', 'field_sensor', 'sensor_covariance']
+__all__ = ['NodeEntry', 'NODES', 'node_specs', 'exit_at_once', 'explorer', 'team_explorer', 'pure_pursuit',
+           'sim_rover', 'ekf', 'particle_filter', 'field_sensor', 'sensor_covariance']
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class NodeEntry:
 #: node name -> entry, in the order a user meets them
 NODES = {e.name: e for e in (
     NodeEntry('explorer', 'uncertain_bo.ros.explorer', 'ExplorerNode', 'EXPLORER_NODE_PARAMS'),
+    NodeEntry('team_explorer', 'uncertain_bo.ros.team_explorer', 'TeamExplorerNode', 'TEAM_EXPLORER_PARAMS'),
     NodeEntry('pure_pursuit', 'uncertain_bo.ros.pure_pursuit', 'PurePursuitNode', 'PURE_PURSUIT_ALL_PARAMS'),
     NodeEntry('sim_rover', 'uncertain_bo.ros.sim_rover', 'SimRoverNode', 'SIM_ROVER_PARAMS'),
     NodeEntry('ekf', 'uncertain_bo.ros.ekf', 'EkfNode', 'EKF_ALL_PARAMS'),
@@ -89,6 +91,10 @@ def _main(name: str) -> None:
 
 def explorer() -> None:
     _main('explorer')
+
+
+def team_explorer() -> None:
+    _main('team_explorer')
 
 
 def pure_pursuit() -> None:

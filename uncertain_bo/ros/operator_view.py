@@ -27,10 +27,12 @@ from nav_msgs.msg import OccupancyGrid
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
-from ..operator_view import (GridScale, GridSpec, Level, StatusReport, colour_ramp, covariance_ellipse)
+from ..operator_view import (GridScale, GridSpec, Level, StatusReport, colour_ramp, covariance_ellipse, grid_over,
+                             scale_to_occupancy)
 from .conversions import make_header, yaw_to_quaternion
 
-__all__ = ['MarkerScene', 'make_markers', 'make_occupancy_grid', 'make_diagnostics', 'ELLIPSE_SIGMA']
+__all__ = ['MarkerScene', 'make_markers', 'make_occupancy_grid', 'make_diagnostics', 'ELLIPSE_SIGMA', 'gp_maps',
+           'rover_markers']
 
 #: measured-location ellipses are drawn at this many standard deviations
 ELLIPSE_SIGMA = 2.0
@@ -184,6 +186,75 @@ def make_diagnostics(report: StatusReport, name: str, hardware_id: str, stamp: f
     msg = DiagnosticArray(header=make_header(stamp, ''))
     msg.status = [status]
     return msg
+
+
+def gp_maps(planner, bounds: Sequence[float], cells: int, frame: str,
+            stamp: float) -> tuple[OccupancyGrid, OccupancyGrid, tuple[GridScale, GridScale] | None]:
+    """The GP maps of ``planner`` over ``bounds`` (``cells`` along the longer side): ``(robust posterior mean grid,
+    its std grid, their scales)``, each scaled to 0-100; all cells -1 and scales None before the first
+    measurement."""
+    import torch
+
+    from ..distributions import DTYPE
+
+    spec = grid_over(bounds, cells)
+    scales = None
+    if planner.n == 0:
+        mean_cells = std_cells = np.full(spec.width * spec.height, -1, dtype=np.int8)
+    else:
+        with torch.no_grad():
+            mean, std = planner.predict(torch.as_tensor(spec.centers(), dtype=DTYPE))
+        mean_cells, mean_scale = scale_to_occupancy(mean.numpy())
+        std_cells, std_scale = scale_to_occupancy(std.numpy(), lo=0.0)
+        scales = (mean_scale, std_scale)
+    stamp = clean_stamp(stamp)
+    return (make_occupancy_grid(spec, mean_cells, frame, stamp), make_occupancy_grid(spec, std_cells, frame, stamp),
+            scales)
+
+
+def rover_markers(name: str, index: int, bounds: Sequence[float], path: Sequence[Sequence[float]],
+                  rover: Sequence[float] | None, goal: Sequence[float] | None, frame: str,
+                  stamp: float) -> MarkerArray:
+    """One rover's markers in a team (namespaces ``<name>/path``: its measured locations and current estimate in
+    order, LINE_STRIP; ``<name>/goal``: its pending target, SPHERE, and the line to it; ``<name>/label``: its
+    name at its estimate), coloured by its ``index``. ``path`` ``(k, 2)``, ``rover``/``goal`` ``(2,)`` or None (m,
+    ``frame``)."""
+    header = make_header(clean_stamp(stamp), frame)
+    xmin, xmax, ymin, ymax = bounds
+    extent = max(xmax - xmin, ymax - ymin)
+    size, line = max(0.2, 0.012 * extent), max(0.03, 0.002 * extent)
+    colour = colour_ramp((0.15 + 0.7 * index / 3.0) % 1.0)
+    out = MarkerArray()
+
+    def marker(ns: str, mid: int, kind: int) -> Marker:
+        m = Marker(header=header, ns=f'{name}/{ns}', id=mid, type=kind, action=Marker.ADD)
+        m.pose.orientation.w = 1.0
+        out.markers.append(m)
+        return m
+
+    points = [*path, *([rover] if rover is not None else [])]
+    p = marker('path', 0, Marker.LINE_STRIP)
+    p.points = [_point(x, y, 0.08 * size) for x, y in points]
+    p.scale.x = line
+    p.color = _rgba(*colour, 0.9)
+    if goal is not None:
+        g = marker('goal', 0, Marker.SPHERE)
+        g.pose.position = _point(*goal, 0.5 * size)
+        g.scale.x = g.scale.y = g.scale.z = size
+        g.color = _rgba(*colour, 0.95)
+        gl = marker('goal', 1, Marker.LINE_STRIP)
+        gl.points = [_point(*(rover if rover is not None else goal), 0.1 * size), _point(*goal, 0.1 * size)]
+        gl.scale.x = line
+        gl.color = _rgba(*colour, 0.6)
+    else:
+        _delete(out, header, f'{name}/goal', (0, 1))
+    if rover is not None:
+        t = marker('label', 0, Marker.TEXT_VIEW_FACING)
+        t.pose.position = _point(*rover, 1.5 * size)
+        t.scale.z = 1.2 * size
+        t.color = _rgba(*colour, 1.0)
+        t.text = name
+    return out
 
 
 def clean_stamp(seconds: float) -> float:

@@ -20,11 +20,25 @@ starving the others.
 
 Within a step the position fix and reading are published before the wheel odometry, whose arrival makes
 the EKF publish its estimate.
+
+**Several rovers on one clock** (issue 23). With ``rovers: ['rover0', 'rover1', ...]`` one node simulates every
+rover of a team in one world and one time: rover ``NS`` subscribes ``NS/cmd_vel`` and publishes ``NS/wheel/odometry``,
+``NS/position_fix``, ``NS/ground_truth`` and ``NS/reading``; ``/clock`` is published once per step. Rover ``i``
+starts ``spacing`` m from the next along x, centred on ``initial_x``, with simulation seed ``seed + 7919 i``
+(:func:`uncertain_bo.team.team_parameters`, as the in-process team and the launch file's EKFs compute it). One node,
+rather than N nodes of which one owns the clock, so that no rover (process) whose loss stops time exists. In
+lockstep a step is taken once every rover *that answers* has sent its ``cmd_vel``: a rover whose ``cmd_vel`` did not
+come within ``lockstep_timeout`` (its controller or localiser died) is no longer waited for, until it sends one again,
+so a killed rover costs one ``lockstep_timeout`` and the others go on at full speed (a rover that is not waited for
+keeps its last command until ``cmd_vel_timeout`` stops it). Each named rover's frames are ``NS/odom`` and
+``NS/base_link`` (``NS/`` + ``odom_frame`` / ``base_frame``) under the shared ``map_frame``. The default
+``rovers: ['']`` is the single rover on the node's own topics.
 """
 from __future__ import annotations
 
 import threading
 import time
+from collections import ChainMap
 from typing import Any
 
 import numpy as np
@@ -37,7 +51,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
 
-from uncertain_bo.parameters import Param
+from uncertain_bo.parameters import Param, ParameterError
 from uncertain_bo.ros import conversions as cv
 from uncertain_bo.ros.params import declare_parameters
 from uncertain_bo.ros.spin import run_node
@@ -63,6 +77,11 @@ SIM_ROVER_NODE_PARAMS = [
           read_only=True),
     Param('sensor_frame', 'base_link', 'frame_id of the reading messages (sensor mounted at the rover '
           'origin)', read_only=True),
+    Param('rovers', [''], "namespaces of the rovers this node simulates on one clock (['rover0', 'rover1']: "
+          "topics rover0/cmd_vel, rover0/wheel/odometry, ...; ['']: one rover on the node's own topics)",
+          read_only=True),
+    Param('spacing', 10.0, 'distance between the starts of consecutive rovers along x, centred on initial_x (several '
+          'rovers only) (m)', range=(0.0, 1e6), read_only=True),
     Param('status_period', 10.0, 'log the simulation speed (steps/s, real-time factor) every this many wall '
           'seconds; 0 disables (s)', range=(0.0, 3600.0)),
 ]
@@ -75,15 +94,52 @@ _RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 _UNOBSERVED = 1e6
 
 
+def _start_and_seed(p: dict[str, Any], n: int, i: int) -> dict[str, Any]:
+    """``{'initial_x', 'seed'}`` of rover ``i`` of ``n`` (:func:`uncertain_bo.team.team_parameters`: ``spacing`` m
+    apart along x, centred on ``initial_x``; seed ``seed + 7919 i``)."""
+    from uncertain_bo.team import team_parameters     # torch: imported only for a team
+
+    sim = team_parameters({'sim_rover': {'initial_x': p['initial_x'], 'seed': p['seed']}}, n, i,
+                          spacing=p['spacing'])['sim_rover']
+    return {'initial_x': sim['initial_x'], 'seed': sim['seed']}
+
+
+class _SimulatedRover:
+    """One simulated rover of the node: its world, dead-reckoned odom pose, publishers and latest command."""
+
+    def __init__(self, node: 'SimRoverNode', namespace: str, world: SimWorld):
+        self.name, self.world = namespace, world
+        prefix = f'{namespace}/' if namespace else ''
+        # dead-reckoned odom-frame pose and covariance (odometry only; grows without bound by design)
+        self.odom_pose = PlanarEKF({'initial_x': 0.0, 'initial_y': 0.0, 'initial_yaw': 0.0,
+                                    'initial_xy_std': 1e-4, 'initial_yaw_std': 1e-4, 'second_order_mean': False})
+        p = node.p
+        self.pub_odom = node.create_publisher(Odometry, prefix + 'wheel/odometry', _RELIABLE_10)
+        self.pub_fix = node.create_publisher(PoseWithCovarianceStamped, prefix + 'position_fix', _RELIABLE_10)
+        self.pub_truth = node.create_publisher(Odometry, prefix + 'ground_truth', _RELIABLE_10)
+        msg_cls, _ = cv.READING_TYPES[p['reading_type']]
+        self.pub_reading = node.create_publisher(msg_cls, prefix + 'reading', _RELIABLE_10)
+        cmd_cls = TwistStamped if p['stamped_cmd_vel'] else Twist
+        node.create_subscription(cmd_cls, prefix + 'cmd_vel', lambda msg: node._on_cmd_vel(self, msg), _RELIABLE_10,
+                                 callback_group=node._group)
+        # TF frames: one tree per rover (rover0/odom -> rover0/base_link) under the shared map frame
+        self.odom_frame = prefix + p['odom_frame']
+        self.base_frame = prefix + p['base_frame']
+        self.cmd = (0.0, 0.0)
+        self.cmd_time = -float('inf')      # sim time at which the last command arrived
+        self.answered = False              # its cmd_vel for the step published last has come
+        self.responsive = True             # waited for in lockstep (False after it missed lockstep_timeout)
+
+
 class SimRoverNode(Node):
-    """Simulated rover node (see the module docstring for topics and timing).
+    """Simulated rover node (see the module docstring for topics, timing and several rovers).
 
     Args:
         node_name: ROS node name.
         **kwargs: passed to ``rclpy.node.Node`` (``parameter_overrides``, ``context``, ``namespace``...).
 
     Raises:
-        ParameterError: an invalid parameter value.
+        ParameterError: an invalid parameter value (``rovers`` repeating a name, or mixing '' with names).
         FieldError: the ``field`` cannot be loaded.
     """
 
@@ -94,29 +150,25 @@ class SimRoverNode(Node):
             self.set_parameters([Parameter('use_sim_time', value=False)])
         try:
             self.p = declare_parameters(self, SIM_ROVER_PARAMS)
+            names = list(self.p['rovers'])
+            if len(set(names)) != len(names) or ('' in names and len(names) > 1):
+                raise ParameterError(f"parameter 'rovers' = {names} is invalid: distinct namespaces, or [''] for one "
+                                     "rover on the node's own topics")
             self.world = SimWorld.from_params(self.p)
         except Exception:
             self.destroy_node()   # do not leave a half-built node in the graph
             raise
         p = self.p
         self.get_logger().info(f'field {self.world.field!r}')
-        # dead-reckoned odom-frame pose and covariance (odometry only; grows without bound by design)
-        self._odom_pose = PlanarEKF({'initial_x': 0.0, 'initial_y': 0.0, 'initial_yaw': 0.0,
-                                     'initial_xy_std': 1e-4, 'initial_yaw_std': 1e-4,
-                                     'second_order_mean': False})
         self._group = MutuallyExclusiveCallbackGroup()
         self._lock = threading.Lock()
         self._pub_clock = self.create_publisher(ClockMsg, '/clock', _RELIABLE_10)
-        self._pub_odom = self.create_publisher(Odometry, 'wheel/odometry', _RELIABLE_10)
-        self._pub_fix = self.create_publisher(PoseWithCovarianceStamped, 'position_fix', _RELIABLE_10)
-        self._pub_truth = self.create_publisher(Odometry, 'ground_truth', _RELIABLE_10)
-        msg_cls, _ = cv.READING_TYPES[p['reading_type']]
-        self._pub_reading = self.create_publisher(msg_cls, 'reading', _RELIABLE_10)
-        cmd_cls = TwistStamped if p['stamped_cmd_vel'] else Twist
-        self.create_subscription(cmd_cls, 'cmd_vel', self._on_cmd_vel, _RELIABLE_10,
-                                 callback_group=self._group)
-        self._cmd = (0.0, 0.0)
-        self._cmd_time = -float('inf')      # sim time at which the last command arrived
+        worlds = [self.world]
+        if len(names) > 1:     # rover i: its start and seed from the team's rule, every other value live from p
+            worlds = [SimWorld(self.world.field, ChainMap(_start_and_seed(p, len(names), i), p))
+                      for i in range(len(names))]
+            self.world = worlds[0]
+        self.rovers = [_SimulatedRover(self, name, w) for name, w in zip(names, worlds)]
         self._awaiting_cmd = False
         self._published_wall = time.monotonic()
         self.steps = 0
@@ -127,7 +179,12 @@ class SimRoverNode(Node):
         self._timer = None
         self._make_timer()
         self.add_post_set_parameters_callback(self._on_params_set)
-        self._publish(self.world.initial_step())
+        self._publish([r.world.initial_step() for r in self.rovers])
+
+    @property
+    def _pub_fix(self):
+        """The (first) rover's position_fix publisher."""
+        return self.rovers[0].pub_fix
 
     # ------------------------------------------------------------------ timing
     def _make_timer(self) -> None:
@@ -142,55 +199,71 @@ class SimRoverNode(Node):
         if any(q.name in ('real_time_factor', 'lockstep_timeout') for q in params):
             self._make_timer()
 
+    def _awaited(self) -> list[_SimulatedRover]:
+        """The rovers lockstep waits for: those that answer; all of them when none does (no controller yet)."""
+        return [r for r in self.rovers if r.responsive] or self.rovers
+
     def _on_timer(self) -> None:
         if self.p['real_time_factor'] > 0:
             self._step()
         elif self._awaiting_cmd and time.monotonic() - self._published_wall >= self.p['lockstep_timeout']:
+            awaited = self._awaited()
+            late = [r for r in awaited if not r.answered]
+            if len(late) < len(awaited):        # others answered: stop waiting for the late ones
+                for r in late:
+                    r.responsive = False
+                    self.get_logger().warning(f'{r.name}: no cmd_vel within lockstep_timeout = '
+                                              f"{self.p['lockstep_timeout']:g} s: stepping without waiting for it "
+                                              'until it sends one again')
             self.timeout_steps += 1
             self._step()
         self._maybe_log_status()
 
-    def _on_cmd_vel(self, msg) -> None:
+    def _on_cmd_vel(self, rover: _SimulatedRover, msg) -> None:
         with self._lock:
-            self._cmd = cv.twist_from_msg(msg)
-            self._cmd_time = self.world.t
-        if self.p['real_time_factor'] == 0 and self._awaiting_cmd:
+            rover.cmd = cv.twist_from_msg(msg)
+            rover.cmd_time = rover.world.t
+            rover.answered = rover.responsive = True
+        if self.p['real_time_factor'] == 0 and self._awaiting_cmd and all(r.answered for r in self._awaited()):
             self._step()
 
     # ------------------------------------------------------------------ stepping
     def _step(self) -> None:
+        steps = []
         with self._lock:
-            v, w = self._cmd
-            if not (np.isfinite(v) and np.isfinite(w)):
-                self.get_logger().warning(f'ignoring non-finite cmd_vel ({v}, {w})',
-                                          throttle_duration_sec=5.0)
-                v, w = 0.0, 0.0
-            if self.world.t - self._cmd_time > self.p['cmd_vel_timeout']:
-                v, w = 0.0, 0.0
+            for r in self.rovers:
+                v, w = r.cmd
+                if not (np.isfinite(v) and np.isfinite(w)):
+                    self.get_logger().warning(f'ignoring non-finite cmd_vel ({v}, {w})',
+                                              throttle_duration_sec=5.0)
+                    v, w = 0.0, 0.0
+                if r.world.t - r.cmd_time > self.p['cmd_vel_timeout']:
+                    v, w = 0.0, 0.0
+                r.answered = False
+                steps.append(r.world.step(v, w))
             self._awaiting_cmd = False
-            s = self.world.step(v, w)
             self.steps += 1
-        self._publish(s)
+        self._publish(steps)
 
-    def _publish(self, s: SimStep) -> None:
+    def _publish(self, steps: list[SimStep]) -> None:
         p = self.p
-        stamp = cv.to_time_msg(s.t)
-        self._pub_clock.publish(ClockMsg(clock=stamp))
-        if s.fix is not None:
-            cov = cv.xy_covariance_to_ros(s.fix.cov, yaw_var=_UNOBSERVED, other_var=_UNOBSERVED)
-            self._pub_fix.publish(cv.make_pose_with_covariance(s.t, p['map_frame'], s.fix.xy, 0.0, cov))
-        if s.reading is not None:
-            self._pub_reading.publish(cv.make_reading(p['reading_type'], s.t, p['sensor_frame'],
+        self._pub_clock.publish(ClockMsg(clock=cv.to_time_msg(steps[0].t)))
+        for r, s in zip(self.rovers, steps):
+            if s.fix is not None:
+                cov = cv.xy_covariance_to_ros(s.fix.cov, yaw_var=_UNOBSERVED, other_var=_UNOBSERVED)
+                r.pub_fix.publish(cv.make_pose_with_covariance(s.t, p['map_frame'], s.fix.xy, 0.0, cov))
+            if s.reading is not None:
+                r.pub_reading.publish(cv.make_reading(p['reading_type'], s.t, p['sensor_frame'],
                                                       s.reading.value, s.reading.variance))
-        truth = s.truth
-        self._pub_truth.publish(cv.make_odometry(
-            s.t, p['map_frame'], p['base_frame'], truth.pose[:2], truth.pose[2], np.zeros(36),
-            v=truth.v, w=truth.w, vy=truth.vy, twist_cov6x6=np.zeros(36)))
-        o = s.odometry
-        self._odom_pose.add_odometry(s.t, o.v, o.w, o.vel_cov)
-        self._pub_odom.publish(cv.make_odometry(
-            s.t, p['odom_frame'], p['base_frame'], self._odom_pose.xy, float(self._odom_pose.x[2, 0]),
-            self._odom_pose.pose_covariance_6x6(), v=o.v, w=o.w, twist_cov6x6=o.twist_cov))
+            truth = s.truth
+            r.pub_truth.publish(cv.make_odometry(
+                s.t, p['map_frame'], r.base_frame, truth.pose[:2], truth.pose[2], np.zeros(36),
+                v=truth.v, w=truth.w, vy=truth.vy, twist_cov6x6=np.zeros(36)))
+            o = s.odometry
+            r.odom_pose.add_odometry(s.t, o.v, o.w, o.vel_cov)
+            r.pub_odom.publish(cv.make_odometry(
+                s.t, r.odom_frame, r.base_frame, r.odom_pose.xy, float(r.odom_pose.x[2, 0]),
+                r.odom_pose.pose_covariance_6x6(), v=o.v, w=o.w, twist_cov6x6=o.twist_cov))
         self._published_wall = time.monotonic()
         self._awaiting_cmd = True
 

@@ -1,0 +1,365 @@
+"""Team explorer node: ONE explorer (one planner, one GP, one journal) serving N rovers in namespaces (issue 23).
+
+The architecture is :mod:`uncertain_bo.team`'s: the planner's side is a :class:`~uncertain_bo.team.TeamPlanner`;
+each rover has its own measurement cycle (:class:`~uncertain_bo.explorer.Explorer`) on its
+:class:`~uncertain_bo.team.RoverView` of the shared planner (its next target is decided with the other rovers'
+targets pending, from its own position; each of its measurements is merged once with its rover and sequence
+number) and its own inputs (:class:`~uncertain_bo.ros.rover_inputs.RoverInputs`), exactly as the explorer node has
+for its one rover. For each namespace ``NS`` of parameter ``rovers``:
+
+Subscribes ``NS/odometry/filtered`` (or ``NS/pose`` / ``NS/particle_cloud``, by ``pose_source``) and ``NS/reading``
+(``reading_type``).
+Publishes ``NS/goal_pose`` (geometry_msgs/PoseStamped) and ``NS/plan`` (nav_msgs/Path), latched, as the explorer
+node does; ``/diagnostics`` (one DiagnosticStatus per rover, named ``<node>: NS exploration``, with the team's
+values); ``~/markers`` (the shared scene of :mod:`uncertain_bo.ros.operator_view`: every measurement, the team's
+recommendation, status; and per rover ``NS/path``, ``NS/goal``, ``NS/label``) and the shared GP maps ``~/gp_mean``
+and ``~/gp_std``.
+
+**Silence.** A rover from which no pose or no reading arrived for ``silence_timeout`` s (node clock; counted from
+the node's first tick before its first message) is dropped (:meth:`~uncertain_bo.team.TeamPlanner.drop`): its
+pending target is released, it is told to stop where it was last seen, it gets no more targets, its diagnostics
+say so (WARN); what it measured stays in the model and the other rovers go on. The mission ends when every rover
+not dropped has ended (``max_measurements`` is the team's budget), or when every rover is dropped (not completed:
+with ``exit_when_done`` the node then exits with status 1); then ``explorer_result.json`` is written with the
+team's recommendation and, per rover, its measurements, why it ended or was dropped.
+
+Decisions run inline (in the tick), one rover at a time: the rovers share one planner, which must not be used from
+two threads (a rover's measurement is stored while another's decision would run). Resuming a team from its journal
+is not supported: an existing journal in ``run_dir`` is refused.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from typing import Any
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped
+from nav_msgs.msg import OccupancyGrid, Path as PathMsg
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+from visualization_msgs.msg import MarkerArray
+
+from ..explorer import Explorer, Measurement, State, check_explorer_parameters, planner_from_parameters, run_folder
+from ..operator_view import STATE_TEXT, StatusReporter
+from ..parameters import Param, ParameterError
+from ..planner import Recommendation
+from ..team import TeamPlanner
+from .conversions import make_path, make_pose_stamped
+from .explorer import _LATCHED, _RELIABLE_10, EXPLORER_NODE_PARAMS, _RosLogHandler
+from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, gp_maps, make_diagnostics, make_markers, \
+    rover_markers
+from .params import declare_parameters
+from .rover_inputs import RoverInputs, node_clock_now
+from .spin import request_exit, run_node
+
+__all__ = ['TeamExplorerNode', 'TEAM_EXPLORER_PARAMS', 'main']
+
+#: the explorer node's parameters a team explorer does not have (goals go to each rover's goal_pose topic; the
+#: rovers share one planner, so decisions are inline)
+_NOT_IN_TEAM = ('goal_interface', 'nav2_action_name', 'nav2_behavior_tree', 'decide_in_background')
+
+TEAM_EXPLORER_PARAMS = [p for p in EXPLORER_NODE_PARAMS if p.name not in _NOT_IN_TEAM] + [
+    Param('rovers', ['rover0', 'rover1'], 'namespaces of the rovers the node serves (their topics are '
+          'NS/odometry/filtered, NS/reading, NS/goal_pose, ...); max_measurements is the team\'s budget',
+          read_only=True),
+    Param('silence_timeout', 30.0, 'a rover from which no pose or no reading arrived for this long (node clock) is '
+          'dropped: its pending target released, the others go on (s)', range=(0.1, 1e6)),
+]
+
+_NAMESPACE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$')
+
+
+def check_rovers(rovers: list[str]) -> str | None:
+    """None if ``rovers`` are distinct, valid relative namespaces, else the reason."""
+    for name in rovers:
+        if not _NAMESPACE.match(name):
+            return (f"parameter 'rovers': {name!r} is not a valid namespace (letters, digits, '_', "
+                    "'/'-separated, no leading '/' or digit)")
+    if len(set(rovers)) != len(rovers):
+        return f"parameter 'rovers' = {rovers} names a rover twice"
+    return None
+
+
+class _Rover:
+    """One rover of the team: its view of the planner, its measurement cycle, its inputs and goal publishers;
+    the :class:`~uncertain_bo.explorer.ExplorerOutputs` of its explorer."""
+
+    def __init__(self, node: 'TeamExplorerNode', name: str, index: int):
+        self.node, self.name, self.index = node, name, index
+        self.view = node.team.add_rover(name, node.planner, done=lambda: self.explorer.state is State.DONE)
+        self.explorer = Explorer(self.view, self, node.p)
+        self.inputs = RoverInputs(node, self.explorer, node.p, namespace=name, seed=index)
+        self.goal_pub = node.create_publisher(PoseStamped, f'{name}/goal_pose', _LATCHED)
+        self.plan_pub = node.create_publisher(PathMsg, f'{name}/plan', _LATCHED)
+        self.reporter = StatusReporter()
+        self.path: list[np.ndarray] = []          # its measured locations (means), in order
+        self.measurements = 0
+        self.dropped_reason: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.node.team.active(self.name)
+
+    def silence(self, now: float, since: float) -> str | None:
+        """Why this rover counts as silent at ``now`` (node clock, s; ``since``: when the node started listening),
+        or None."""
+        timeout = self.node.p['silence_timeout']
+        quiet = [f'no {what} for {now - (last if last is not None else since):.1f} s'
+                 for what, last in (('pose', self.inputs.last_pose), ('reading', self.inputs.last_reading))
+                 if now - (last if last is not None else since) > timeout]
+        return f"{' and '.join(quiet)} (silence_timeout = {timeout:g} s)" if quiet else None
+
+    # ------------------------------------------------- ExplorerOutputs
+    def send_goal(self, target: np.ndarray) -> None:
+        node, stamp, frame = self.node, self.node.now_s(), self.node.p['frame_id']
+        self.goal_pub.publish(make_pose_stamped(stamp, frame, target))
+        pose = self.explorer.latest_pose
+        self.plan_pub.publish(make_path(stamp, frame, [pose.xy if pose is not None else target, target]))
+        if self.explorer.goal_reason == 'new':
+            d = self.view.decision
+            node.get_logger().info(
+                f"{self.name}: target ({target[0]:.2f}, {target[1]:.2f}) m [{d.phase}, decided in {d.seconds:.3f} s "
+                f'with {self.view.pending_at_decision} other target(s) pending]')
+        node.publish_markers()
+
+    def stop(self, position: np.ndarray) -> None:
+        stamp, frame = self.node.now_s(), self.node.p['frame_id']
+        self.goal_pub.publish(make_pose_stamped(stamp, frame, position))
+        self.plan_pub.publish(make_path(stamp, frame, [position]))
+
+    def measured(self, m: Measurement, rec: Recommendation) -> None:
+        self.measurements += 1
+        self.path.append(np.asarray(m.pose.xy, dtype=float).copy())
+        self.node.measured(self, m, rec)
+
+    def finished(self, rec: Recommendation) -> None:
+        self.node.get_logger().info(f'{self.name}: done ({self.explorer.done_reason})')
+
+
+class TeamExplorerNode(Node):
+    """One explorer serving N rovers (see the module docstring for topics and behaviour).
+
+    Args:
+        node_name: ROS node name (default ``team_explorer``).
+        forward_library_logs: send the library's Python log records to this node's ROS logger.
+        **kwargs: forwarded to ``rclpy.node.Node`` (e.g. ``parameter_overrides``).
+
+    Raises:
+        uncertain_bo.parameters.ParameterError: an invalid parameter, ``rovers`` invalid or repeated, or a journal
+            already in ``run_dir`` (teams do not resume).
+    """
+
+    def __init__(self, node_name: str = 'team_explorer', *, forward_library_logs: bool = False, **kwargs):
+        super().__init__(node_name, **kwargs)
+        self._log_handler = None
+        try:
+            self._setup(forward_library_logs)
+        except Exception:
+            self.destroy_node()
+            raise
+
+    def _setup(self, forward_library_logs: bool) -> None:
+        if forward_library_logs:
+            self._log_handler = _RosLogHandler(self.get_logger())
+            lib = logging.getLogger('uncertain_bo')
+            lib.addHandler(self._log_handler)
+            if lib.getEffectiveLevel() > logging.INFO:
+                lib.setLevel(logging.INFO)
+        self.p = declare_parameters(self, TEAM_EXPLORER_PARAMS, on_change=self._on_parameters,
+                                    cross_check=check_explorer_parameters)
+        reason = check_explorer_parameters(self.p) or check_rovers(self.p['rovers'])
+        if reason:
+            raise ParameterError(reason)
+        self.run_dir = run_folder(self.p)
+        journal = self.run_dir / 'journal.jsonl'
+        if journal.is_file() and journal.stat().st_size > 0:
+            raise ParameterError(f"run_dir {self.run_dir} holds a journal: a team does not resume one (give a new "
+                                 'run_dir)')
+        self.planner = planner_from_parameters(
+            self.p, journal=journal, metadata={'node': self.get_fully_qualified_name(), 'parameters': self.p,
+                                               'rovers': list(self.p['rovers'])})
+        self.team = TeamPlanner()
+        self.rovers = {name: _Rover(self, name, i) for i, name in enumerate(self.p['rovers'])}
+        self.recommendation: Recommendation | None = None
+        self.done = self.completed = False      # the team's end; completed: some rover was not dropped
+        self._since: float | None = None          # node-clock time of the first tick (silence counts from it)
+        self._maps_dirty = True
+        self._map_scales = None
+        self.markers_pub = self.create_publisher(MarkerArray, '~/markers', _LATCHED)
+        self.mean_pub = self.create_publisher(OccupancyGrid, '~/gp_mean', _LATCHED)
+        self.std_pub = self.create_publisher(OccupancyGrid, '~/gp_std', _LATCHED)
+        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', _RELIABLE_10)
+        self.timer = self.create_timer(1.0 / self.p['tick_rate'], self._tick)
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic, clock=self._steady)
+        self.get_logger().info(
+            f"exploring {self.p['search_bounds']} m with {self.p['method']} for {len(self.rovers)} rovers "
+            f"({', '.join(self.rovers)}), {self.p['max_measurements']} measurements in all; journal in "
+            f'{self.run_dir}')
+
+    def destroy_node(self) -> None:
+        if self._log_handler is not None:
+            logging.getLogger('uncertain_bo').removeHandler(self._log_handler)
+            self._log_handler = None
+        super().destroy_node()
+
+    def now_s(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    # ---------------------------------------------------------- the cycle
+    def _tick(self) -> None:
+        now = node_clock_now(self)
+        if now is None or self.done:
+            return
+        if self._since is None:
+            self._since = now
+        for rover in self.rovers.values():
+            if not rover.active:
+                continue
+            reason = rover.silence(now, self._since)
+            if reason is not None:
+                self._drop(rover, reason)
+                continue
+            rover.explorer.tick(now)
+        if self._maps_dirty:
+            self._update_maps()
+        live = [r for r in self.rovers.values() if r.name not in self.team.dropped]
+        if all(r.explorer.state is State.DONE for r in live):     # every rover dropped: the end, not completed
+            self._finish(completed=bool(live))
+
+    def _drop(self, rover: _Rover, reason: str) -> None:
+        rover.dropped_reason = reason
+        self.team.drop(rover.name, reason)
+        pose = rover.explorer.latest_pose
+        if pose is not None:
+            rover.stop(pose.xy)                    # should it come back: it does not drive on to a released target
+        self.publish_status()
+        self.publish_markers()
+
+    def measured(self, rover: _Rover, m: Measurement, rec: Recommendation) -> None:
+        self.recommendation = self.team.record(rover.name, rec)
+        self._maps_dirty = True
+        sd = math.sqrt(max(float(m.pose.cov[0][0] + m.pose.cov[1][1]) / 2.0, 0.0))
+        self.get_logger().info(
+            f"{rover.name}: measurement {self.planner.n}/{self.p['max_measurements']} of the team: reading "
+            f'{m.reading.value:.6g} at ({m.pose.xy[0]:.2f}, {m.pose.xy[1]:.2f}) ± {sd:.2f} m; best so far '
+            f'({rec.target[0]:.2f}, {rec.target[1]:.2f}) μ̂ = {rec.mean:.2f} ± {rec.std:.2f}')
+
+    def _finish(self, completed: bool) -> None:
+        self.done, self.completed = True, completed
+        rec = self.recommendation
+        first = next((r for r in self.rovers.values() if r.name not in self.team.dropped),
+                     next(iter(self.rovers.values())))
+        result = first.explorer.result(rec)
+        if not completed:
+            result['stopped_because'] = 'every rover was dropped'
+            self.get_logger().error('every rover was dropped (silent for silence_timeout): the mission ends '
+                                    f'with {self.planner.n} of {self.p["max_measurements"]} measurements')
+        for key in ('distance_driven_m', 'mission_time_s', 'rejected', 'targets_skipped'):
+            result.pop(key, None)               # per rover, below
+        now = self.now_s()
+        result['rovers'] = {r.name: {'measurements': r.measurements, 'dropped': r.dropped_reason,
+                                     'stopped_because': r.explorer.done_reason, **r.explorer.budget.totals(now),
+                                     'rejected': dict(r.explorer.rejected),
+                                     'targets_skipped': r.explorer.skipped_targets}
+                            for r in self.rovers.values()}
+        result['duplicates'] = self.team.duplicates
+        (self.run_dir / 'explorer_result.json').write_text(json.dumps(result, indent=2))
+        if rec is not None:
+            self.get_logger().info(
+                f'team done: {self.planner.n} measurements by {", ".join(self.rovers)} '
+                f'(dropped: {", ".join(self.team.dropped) or "none"}); robust peak believed at '
+                f'({rec.target[0]:.2f}, {rec.target[1]:.2f}) m, E[f] ≈ {rec.mean:.2f} ± {rec.std:.2f}; '
+                f'journal {self.run_dir / "journal.jsonl"}')
+        self._update_maps()
+        self.publish_status()
+        self.publish_markers()
+        if self.p['exit_when_done']:
+            self.timer.cancel()
+            request_exit(self, 0 if completed else 1)
+
+    def _on_parameters(self, changed: dict[str, Any]) -> None:
+        for rover in self.rovers.values():
+            rover.explorer.apply_parameters(changed)
+        if 'diagnostics_period' in changed:
+            self.destroy_timer(self.status_timer)
+            self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic, clock=self._steady)
+        if {'gp_map_cells', 'search_bounds', 'execution_noise_std'} & set(changed):
+            self._maps_dirty = True
+
+    # ---------------------------------------------------------- operator view
+    def _periodic(self) -> None:
+        self.publish_status()
+        self.publish_markers()
+
+    def _update_maps(self) -> None:
+        self._maps_dirty = False
+        mean_msg, std_msg, self._map_scales = gp_maps(self.planner, self.p['search_bounds'], self.p['gp_map_cells'],
+                                                      self.p['frame_id'], self.now_s())
+        self.mean_pub.publish(mean_msg)
+        self.std_pub.publish(std_msg)
+
+    def publish_status(self) -> None:
+        """One DiagnosticStatus per rover on /diagnostics, in one array."""
+        now = node_clock_now(self)
+        msg = DiagnosticArray()
+        for rover in self.rovers.values():
+            extra = {'rover': rover.name, 'rover measurements': rover.measurements,
+                     'team measurements': self.planner.n, 'journal': str(self.run_dir / 'journal.jsonl'),
+                     'pending targets of other rovers': len(self.team.pending(exclude=rover.name))}
+            report = rover.reporter.report(rover.explorer, now, extra)
+            one = make_diagnostics(report, f'{self.get_name()}: {rover.name} exploration',
+                                   f'{self.get_fully_qualified_name()}/{rover.name}', clean_stamp(self.now_s()))
+            status = one.status[0]
+            if rover.dropped_reason is not None:
+                status.level = DiagnosticStatus.WARN
+                status.message = f'dropped: {rover.dropped_reason}'[:1000]
+                status.values.append(KeyValue(key='dropped', value=rover.dropped_reason))
+            msg.header = one.header
+            msg.status.append(status)
+        self.diag_pub.publish(msg)
+
+    def publish_markers(self) -> None:
+        """The shared scene (every measurement, the team's recommendation, status) and each rover's path, pending
+        target and label, in one MarkerArray on ~/markers."""
+        planner, stamp, frame = self.planner, clean_stamp(self.now_s()), self.p['frame_id']
+        scene = MarkerScene(self.p['search_bounds'])
+        if planner.n:
+            loc = planner.locations
+            scene.targets = planner.targets.numpy()
+            scene.means = loc.mean.detach().numpy()
+            scene.covariances = loc.covariance.detach().numpy()
+            scene.readings = planner.y.numpy()
+        if self.recommendation is not None:
+            r = self.recommendation
+            scene.recommendation = (float(r.target[0]), float(r.target[1]), r.mean, r.std)
+        if self._map_scales is not None:
+            scene.reading_scale = self._map_scales[0]
+        scene.status = [f"team of {len(self.rovers)}: {planner.n}/{self.p['max_measurements']} measurements"] + [
+            f'{r.name}: ' + (f'dropped ({r.dropped_reason})' if r.dropped_reason else
+                             STATE_TEXT.get(r.explorer.state.value, r.explorer.state.value))
+            for r in self.rovers.values()] + [f'ellipses: {ELLIPSE_SIGMA:g} sigma, colour = reading']
+        out = make_markers(scene, frame, stamp)
+        for rover in self.rovers.values():
+            ex = rover.explorer
+            pose = ex.latest_pose
+            goal = rover.view.target if rover.active else None
+            out.markers += rover_markers(rover.name, rover.index, self.p['search_bounds'], rover.path,
+                                         pose.xy if pose is not None else None,
+                                         goal.numpy() if goal is not None else None, frame, stamp).markers
+        self.markers_pub.publish(out)
+
+
+def main(args=None) -> None:
+    """Entry point ``team_explorer`` (``--ros-args -p rovers:="['rover0','rover1']" --params-file ...``)."""
+    from ..cli import configure_torch_threads
+    configure_torch_threads()
+    run_node(lambda: TeamExplorerNode(forward_library_logs=True), args, doc=__doc__, specs=TEAM_EXPLORER_PARAMS)
+
+
+if __name__ == '__main__':
+    main()
