@@ -24,6 +24,7 @@ from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
 if TYPE_CHECKING:
+    from ..distributions import LocationDistributions
     from .distribution_gp import DistributionGP
 
 __all__ = ['Prediction', 'ExactPrediction', 'SparsePrediction']
@@ -35,6 +36,11 @@ class Prediction:
     def factors(self, gp: 'DistributionGP', enc: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
         """Posterior mean ``(N,)`` and the factors :math:`\\mathbf a`, :math:`\\mathbf b` (or None) at ``(N, E)``."""
         raise NotImplementedError
+
+    def marginals_of(self, gp: 'DistributionGP', dists: 'LocationDistributions') -> tuple[Tensor, Tensor]:
+        """Posterior mean and variance ``(N,)`` of ``N`` (unnormalised) location distributions: :meth:`marginals` of
+        their encoding."""
+        return self.marginals(gp, gp.encode(dists))
 
     def marginals(self, gp: 'DistributionGP', enc: Tensor) -> tuple[Tensor, Tensor]:
         """Posterior mean and variance ``(N,)`` at encoded inputs ``(N, E)``."""
@@ -127,6 +133,13 @@ class ExactPrediction(Prediction):
     def set_targets(self, y_std: Tensor) -> None:
         r = y_std - self.mean
         self.alpha = self.linv.T @ (self.linv @ r)
+
+    def marginals_of(self, gp: 'DistributionGP', dists: 'LocationDistributions') -> tuple[Tensor, Tensor]:
+        """As :meth:`Prediction.marginals_of`, by :func:`~uncertain_bo.models.fused_marginals.fused_marginals` where it
+        applies (the expected SE kernel, candidates sharing one covariance: uGP-UCB's), with the same values."""
+        from .fused_marginals import fused_marginals
+        fused = fused_marginals(gp, self, dists)
+        return self.marginals(gp, gp.encode(dists)) if fused is None else fused
 
     def factors(self, gp: 'DistributionGP', enc: Tensor) -> tuple[Tensor, Tensor, None]:
         """Posterior mean ``(N,)`` and the factor :math:`\\mathbf a` ``(N, n)`` at encoded inputs ``(N, D)``."""

@@ -1,0 +1,163 @@
+r"""Posterior marginals of the exact GP with the expected SE kernel at candidates that share one covariance, in one
+autograd node: the hot path of uGP-UCB, whose candidates :math:`\hat P_{\mathbf x} = \mathcal N(\mathbf x, \hat\Sigma)`
+all carry the execution-noise covariance.
+
+The values are those of the generic path (:meth:`~uncertain_bo.models.prediction.Prediction.marginals` with
+:class:`~uncertain_bo.kernels.ExpectedRBFKernel`'s one-side-shared branch), computed by the same operations in the
+same order, so they agree to the bit. What changes is the cost: the training side of the kernel (the Cholesky
+factors of :math:`A_j = I + \tilde\Sigma + \tilde\Sigma_j`, :math:`\tilde\Sigma = \Sigma / \ell\ell^\top`, and the
+whitened training means) depends on the candidates only through :math:`\tilde\Sigma`, so it is computed once per
+prediction strategy, data size and hyperparameters (:class:`TrainingSide`) instead of once per call, and the
+gradient w.r.t. the candidates' means is written out (:class:`_Marginals`) instead of recorded op by op. With
+:math:`\mathbf u` the candidate mean in lengthscale units, :math:`\delta_j = \mathbf u - \mathbf u_j`,
+:math:`\mathbf z_j = L_j^{-1}\delta_j` and :math:`k_j = \sigma_f^2 |A_j|^{-1/2} e^{-\|\mathbf z_j\|^2/2}`:
+
+.. math::
+    \mu = m + \mathbf k^\top\alpha, \quad \sigma^2 = k_{**} - \|L^{-1}\mathbf k\|^2, \qquad
+    \frac{\partial \ell}{\partial \mathbf u} = \sum_j g_j\, k_j\, (-A_j^{-1}\delta_j), \quad
+    g = \bar\mu\,\alpha - 2\bar\sigma^2 L^{-\top} L^{-1}\mathbf k,
+
+where :math:`\bar\mu, \bar\sigma^2` are the incoming gradients. Hyperparameters are constants here, as everywhere
+in a prediction strategy; the gradients w.r.t. the candidates agree with the generic path's to rounding
+(``test/models/test_fused_marginals.py``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+
+from .. import linalg
+from ..distributions import Gaussian, LocationDistributions
+
+if TYPE_CHECKING:
+    from .distribution_gp import DistributionGP
+    from .prediction import ExactPrediction
+
+__all__ = ['TrainingSide', 'fused_marginals']
+
+
+@dataclass
+class TrainingSide:
+    """What the expected SE kernel needs of the ``n`` training inputs for one shared candidate covariance.
+
+    Attributes:
+        key: ``(n, lengthscales, candidate covariance in lengthscale units)`` it was built for.
+        means: ``(n, d)`` training means in lengthscale units.
+        lower: Cholesky entries of :math:`A_j` (:func:`uncertain_bo.linalg.unrolled_cholesky`, each ``(n,)``).
+        half_logdet: ``(n,)`` :math:`\\tfrac12 \\log|A_j|`.
+        kss: prior variances of ``N`` candidates by ``N`` (the generic path's diagonal, standardised units).
+    """
+
+    key: tuple
+    means: Tensor
+    lower: list
+    half_logdet: Tensor
+    kss: dict = field(default_factory=dict)
+
+
+def fused_marginals(gp: 'DistributionGP', cache: 'ExactPrediction',
+                    dists: LocationDistributions) -> tuple[Tensor, Tensor] | None:
+    """Posterior mean and variance ``(N,)`` (standardised units) of ``dists`` on the exact strategy ``cache``, or
+    None where the fused path does not apply: the kernel is not the expected SE kernel, the candidates are not
+    Gaussians sharing one covariance that needs no gradient, the training inputs share one covariance (the generic
+    path whitens both sides with one factor there), the dimension is above :data:`~uncertain_bo.linalg.UNROLL_MAX_DIM`
+    or the lengthscales are batched. Gradients flow to the candidates' means only."""
+    from ..kernels import ExpectedRBFKernel
+    kernel = gp.kernel
+    if type(kernel) is not ExpectedRBFKernel or not isinstance(dists, Gaussian) or len(dists) == 0:
+        return None
+    cov = dists.covariance
+    d = kernel.dim
+    if cov.requires_grad or d > linalg.UNROLL_MAX_DIM or kernel.lengthscale.shape != (1, d):
+        return None
+    if cov.stride(0) != 0 and not bool((cov == cov[:1]).all()):
+        return None
+    normed = gp.normalize(dists)
+    with torch.no_grad():
+        ell = kernel.lengthscale.to(normed.mean.dtype)
+        inv_ell = ell.reciprocal()
+        outer = inv_ell.unsqueeze(-1) * inv_ell.unsqueeze(-2)
+        c1 = (normed.covariance[:1] * outer)[0]                    # as ExpectedRBFKernel.forward scales it
+        side = _training_side(kernel, cache, inv_ell, outer, c1)
+        if side is None:
+            return None
+        n_cand = len(dists)
+        kss = side.kss.get(n_cand)
+        if kss is None:   # the generic path's diagonal, computed as it does (its values are equal for all N)
+            enc = kernel.encode(Gaussian(normed.mean.detach(), normed.covariance, validate=False))
+            kss = side.kss.setdefault(n_cand, gp.covar_module.forward(enc, enc, diag=True))
+        outputscale = gp.covar_module.outputscale.reshape(1, 1)
+    u = normed.mean * inv_ell
+    return _Marginals.apply(u, side, kss, outputscale, cache.mean, cache.alpha, cache.linv)
+
+
+def _training_side(kernel, cache: 'ExactPrediction', inv_ell: Tensor, outer: Tensor, c1: Tensor) -> TrainingSide | None:
+    """The cache's :class:`TrainingSide` for ``c1``, built (and kept on the cache) when the data, the lengthscales or
+    ``c1`` changed; None when the training covariances are all equal."""
+    key = (cache.enc.shape[0], tuple(inv_ell.reshape(-1).tolist()), tuple(c1.reshape(-1).tolist()))
+    side = getattr(cache, '_training_side', None)
+    if side is not None and side.key == key:
+        return side
+    m2, s2 = kernel._split(cache.enc)
+    s2 = s2 * outer
+    if s2.shape[0] > 0 and bool((s2 == s2[:1]).all()):
+        return None
+    eye = torch.eye(kernel.dim, dtype=c1.dtype, device=c1.device)
+    lower = linalg.unrolled_cholesky(eye + c1 + s2)
+    half_logdet = None
+    for j in range(kernel.dim):       # as linalg.unrolled_quadratic_and_half_logdet sums it
+        ljj = lower[j][j].log()
+        half_logdet = ljj if half_logdet is None else half_logdet + ljj
+    side = TrainingSide(key, m2 * inv_ell, lower, half_logdet)
+    cache._training_side = side
+    return side
+
+
+class _Marginals(torch.autograd.Function):
+    """``(mean, var)`` from candidate means in lengthscale units ``u`` ``(N, d)``; the module docstring's algebra."""
+
+    @staticmethod
+    def forward(ctx, u: Tensor, side: TrainingSide, kss: Tensor, outputscale: Tensor, prior_mean: float,
+                alpha: Tensor, linv: Tensor) -> tuple[Tensor, Tensor]:
+        lower = side.lower
+        delta = u.unsqueeze(-2) - side.means.unsqueeze(-3)         # (N, n, d)
+        z: list[Tensor] = []
+        quad = None
+        for j in range(len(lower)):      # linalg.unrolled_quadratic_and_half_logdet, keeping z
+            r = delta[..., j]
+            for k in range(j):
+                r = r - lower[j][k] * z[k]
+            zj = r / lower[j][j]
+            z.append(zj)
+            quad = zj * zj if quad is None else quad + zj * zj
+        k_base = torch.exp(-0.5 * quad - side.half_logdet)
+        k_star = k_base.mul(outputscale)                           # (N, n), as ScaleKernel
+        mean = prior_mean + k_star @ alpha
+        a = k_star @ linv.T
+        var = kss - a.pow(2).sum(-1)
+        ctx.side, ctx.z = side, z
+        ctx.save_for_backward(k_base, outputscale, a, alpha, linv)
+        return mean, var
+
+    @staticmethod
+    def backward(ctx, g_mean: Tensor, g_var: Tensor):
+        # the generic path's backward, node by node in autograd's order (so the gradients agree to the bit for
+        # d <= 2; for larger d the sums over the Cholesky entries may round in another order)
+        k_base, outputscale, a, alpha, linv = ctx.saved_tensors
+        g_k = g_mean.unsqueeze(-1) * alpha                                     # mv: grad.ger(alpha)
+        g_k = g_k + ((-2.0 * g_var).unsqueeze(-1) * a).mm(linv)             # pow(2).sum, then mm
+        g_quad = g_k * outputscale * k_base * -0.5                            # mul, exp, scale
+        lower, z = ctx.side.lower, ctx.z
+        d = len(lower)
+        g_delta: list[Tensor | None] = [None] * d
+        for j in reversed(range(d)):     # δ̄ = L^{-T} z̄ with z̄ = 2 z quad̄, by back substitution
+            half = g_quad * z[j]         # z_j z_j: one term per factor, the other rows' terms in between
+            r = half
+            for i in range(j + 1, d):
+                r = r + (-g_delta[i]) * lower[i][j]
+            g_delta[j] = (r + half) / lower[j][j]
+        g_u = torch.stack(g_delta, dim=-1).sum(-2)                           # (N, n, d) summed over n
+        return g_u, None, None, None, None, None, None
