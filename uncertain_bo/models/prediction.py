@@ -16,18 +16,32 @@ Hyperparameters are frozen inside a strategy (detached tensors); a fit discards 
 """
 from __future__ import annotations
 
+import logging
 import math
 from typing import TYPE_CHECKING
 
 import torch
 from linear_operator.utils.cholesky import psd_safe_cholesky
+from linear_operator.utils.warnings import NumericalWarning
 from torch import Tensor
+
+from ..caught_warnings import logged_warnings
 
 if TYPE_CHECKING:
     from ..distributions import LocationDistributions
     from .distribution_gp import DistributionGP
 
 __all__ = ['Prediction', 'ExactPrediction', 'SparsePrediction']
+
+log = logging.getLogger(__name__)
+
+
+def safe_cholesky(a: Tensor) -> Tensor:
+    """Lower Cholesky factor of the SPD ``(m, m)`` matrix ``a`` by linear_operator's ``psd_safe_cholesky``, whose
+    jitter warnings (routine here: near-duplicate inputs, inducing inputs without noise) are caught, counted and
+    logged (:mod:`uncertain_bo.caught_warnings`) on whichever path and thread builds a posterior."""
+    with logged_warnings(log, NumericalWarning):
+        return psd_safe_cholesky(a)
 
 
 class Prediction:
@@ -116,7 +130,7 @@ class ExactPrediction(Prediction):
         enc = gp.encode(gp.train_locations).detach()
         k = gp.covar_module.forward(enc, enc).detach()
         k = k + torch.diag(gp.noise_diagonal().to(k))
-        chol = psd_safe_cholesky(k)
+        chol = safe_cholesky(k)
         eye = torch.eye(k.shape[0], dtype=k.dtype, device=k.device)
         linv = torch.linalg.solve_triangular(chol, eye, upper=False)
         cache = cls(enc, linv, float(gp.mean_module.constant))
@@ -215,7 +229,7 @@ class SparsePrediction(Prediction):
         enc = gp.encode(gp.train_locations).detach()
         z = enc[inducing]
         kuu = gp.covar_module.forward(z, z).detach()
-        lu = psd_safe_cholesky(kuu)
+        lu = safe_cholesky(kuu)
         cache = cls(z, lu, float(gp.mean_module.constant))
         cache._add(gp, enc, gp.noise_diagonal().to(enc))
         cache.set_targets(gp._standardized_y())
@@ -256,7 +270,7 @@ class SparsePrediction(Prediction):
         self.refresh()
 
     def refresh(self) -> None:
-        lb = psd_safe_cholesky(self.b)
+        lb = safe_cholesky(self.b)
         self.lb_lu_inv = torch.linalg.solve_triangular(lb, self.lu_inv, upper=False)   # L_B^{-1} L_u^{-1}
         self._lb = lb
 
