@@ -6,20 +6,22 @@ The values are those of the generic path (:meth:`~uncertain_bo.models.prediction
 :class:`~uncertain_bo.kernels.ExpectedRBFKernel`'s one-side-shared branch), computed by the same operations in the
 same order, so they agree to the bit. What changes is the cost: the training side of the kernel (the Cholesky
 factors of :math:`A_j = I + \tilde\Sigma + \tilde\Sigma_j`, :math:`\tilde\Sigma = \Sigma / \ell\ell^\top`, and the
-whitened training means) depends on the candidates only through :math:`\tilde\Sigma`, so it is computed once per
-prediction strategy, data size and hyperparameters (:class:`TrainingSide`) instead of once per call, and the
-gradient w.r.t. the candidates' means is written out (:class:`_Marginals`) instead of recorded op by op. With
-:math:`\mathbf u` the candidate mean in lengthscale units, :math:`\delta_j = \mathbf u - \mathbf u_j`,
-:math:`\mathbf z_j = L_j^{-1}\delta_j` and :math:`k_j = \sigma_f^2 |A_j|^{-1/2} e^{-\|\mathbf z_j\|^2/2}`:
+training means in lengthscale units) depends on the candidates only through :math:`\tilde\Sigma`, so it is
+computed once per prediction strategy, data size and hyperparameters (:class:`TrainingSide`) instead of once per
+call, and the gradient w.r.t. the candidates' means is written out (:class:`_Marginals`) instead of recorded op by
+op. With :math:`\mathbf u` the candidate mean in lengthscale units, :math:`\delta_j = \mathbf u - \mathbf u_j`,
+:math:`\mathbf z_j = L_j^{-1}\delta_j` (:math:`L_j L_j^\top = A_j`), :math:`LL^\top = \hat K + \Lambda` and
+:math:`k_j = \sigma_f^2 |A_j|^{-1/2} e^{-\|\mathbf z_j\|^2/2}`:
 
 .. math::
     \mu = m + \mathbf k^\top\alpha, \quad \sigma^2 = k_{**} - \|L^{-1}\mathbf k\|^2, \qquad
     \frac{\partial \ell}{\partial \mathbf u} = \sum_j g_j\, k_j\, (-A_j^{-1}\delta_j), \quad
     g = \bar\mu\,\alpha - 2\bar\sigma^2 L^{-\top} L^{-1}\mathbf k,
 
-where :math:`\bar\mu, \bar\sigma^2` are the incoming gradients. Hyperparameters are constants here, as everywhere
-in a prediction strategy; the gradients w.r.t. the candidates agree with the generic path's to rounding
-(``test/models/test_fused_marginals.py``).
+where :math:`\bar\mu, \bar\sigma^2` are the incoming gradients, each product and sum taken in the order autograd
+takes the generic path's, so the gradients w.r.t. the candidates also agree to the bit and an acquisition
+maximisation makes the same decisions (``test/models/test_fused_marginals.py``). Hyperparameters are constants here,
+as everywhere in a prediction strategy: no gradient flows to them.
 """
 from __future__ import annotations
 
@@ -144,8 +146,8 @@ class _Marginals(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g_mean: Tensor, g_var: Tensor):
-        # the generic path's backward, node by node in autograd's order (so the gradients agree to the bit for
-        # d <= 2; for larger d the sums over the Cholesky entries may round in another order)
+        # the generic path's backward, node by node and summed in autograd's order: the gradients agree to the bit
+        # (checked for d = 1 .. UNROLL_MAX_DIM in test/models/test_fused_marginals.py)
         k_base, outputscale, a, alpha, linv = ctx.saved_tensors
         g_k = g_mean.unsqueeze(-1) * alpha                                     # mv: grad.ger(alpha)
         g_k = g_k + ((-2.0 * g_var).unsqueeze(-1) * a).mm(linv)             # pow(2).sum, then mm
@@ -154,10 +156,12 @@ class _Marginals(torch.autograd.Function):
         d = len(lower)
         g_delta: list[Tensor | None] = [None] * d
         for j in reversed(range(d)):     # δ̄ = L^{-T} z̄ with z̄ = 2 z quad̄, by back substitution
-            half = g_quad * z[j]         # z_j z_j: one term per factor, the other rows' terms in between
-            r = half
-            for i in range(j + 1, d):
-                r = r + (-g_delta[i]) * lower[i][j]
-            g_delta[j] = (r + half) / lower[j][j]
+            # summed in the order autograd sums the generic path's terms: rows d-1 .. j+1, then z_j z_j's two
+            terms = [(-g_delta[i]) * lower[i][j] for i in range(d - 1, j, -1)]
+            half = g_quad * z[j]
+            r = None
+            for t in terms + [half, half]:
+                r = t if r is None else r + t
+            g_delta[j] = r / lower[j][j]
         g_u = torch.stack(g_delta, dim=-1).sum(-2)                           # (N, n, d) summed over n
         return g_u, None, None, None, None, None, None
