@@ -50,6 +50,7 @@ class TrainingSide:
         means: ``(n, d)`` training means in lengthscale units.
         lower: Cholesky entries of :math:`A_j` (:func:`uncertain_bo.linalg.unrolled_cholesky`, each ``(n,)``).
         half_logdet: ``(n,)`` :math:`\\tfrac12 \\log|A_j|`.
+        columns: the ``d`` columns of ``means``, contiguous ``(n,)`` each.
         kss: prior variances of ``N`` candidates by ``N`` (the generic path's diagonal, standardised units).
     """
 
@@ -57,6 +58,7 @@ class TrainingSide:
     means: Tensor
     lower: list
     half_logdet: Tensor
+    columns: list = field(default_factory=list)
     kss: dict = field(default_factory=dict)
 
 
@@ -113,7 +115,8 @@ def _training_side(kernel, cache: 'ExactPrediction', inv_ell: Tensor, outer: Ten
     for j in range(kernel.dim):       # as linalg.unrolled_quadratic_and_half_logdet sums it
         ljj = lower[j][j].log()
         half_logdet = ljj if half_logdet is None else half_logdet + ljj
-    side = TrainingSide(key, m2 * inv_ell, lower, half_logdet)
+    means = m2 * inv_ell
+    side = TrainingSide(key, means, lower, half_logdet, [means[:, j].contiguous() for j in range(kernel.dim)])
     cache._training_side = side
     return side
 
@@ -125,17 +128,17 @@ class _Marginals(torch.autograd.Function):
     def forward(ctx, u: Tensor, side: TrainingSide, kss: Tensor, outputscale: Tensor, prior_mean: float,
                 alpha: Tensor, linv: Tensor) -> tuple[Tensor, Tensor]:
         lower = side.lower
-        delta = u.unsqueeze(-2) - side.means.unsqueeze(-3)         # (N, n, d)
         z: list[Tensor] = []
         quad = None
-        for j in range(len(lower)):      # linalg.unrolled_quadratic_and_half_logdet, keeping z
-            r = delta[..., j]
+        for j in range(len(lower)):      # linalg.unrolled_quadratic_and_half_logdet, keeping z; each op as there,
+            # on contiguous (N, n) columns instead of slices of the (N, n, d) differences, in place where it can
+            r = u[..., j].unsqueeze(-1) - side.columns[j]            # δ_j
             for k in range(j):
-                r = r - lower[j][k] * z[k]
-            zj = r / lower[j][j]
+                r.sub_(lower[j][k] * z[k])
+            zj = r.div_(lower[j][j])
             z.append(zj)
-            quad = zj * zj if quad is None else quad + zj * zj
-        k_base = torch.exp(-0.5 * quad - side.half_logdet)
+            quad = zj * zj if quad is None else quad.add_(zj * zj)
+        k_base = quad.mul_(-0.5).sub_(side.half_logdet).exp_()
         k_star = k_base.mul(outputscale)                           # (N, n), as ScaleKernel
         mean = prior_mean + k_star @ alpha
         a = k_star @ linv.T
