@@ -95,10 +95,14 @@ def test_training_side_follows_new_readings_and_hyperparameters():
     cache = gp._posterior_cache()
     assert cache.enc.shape[0] == 31
     fused = fused_marginals(gp, cache, noise(targets))
-    assert cache._training_side.key[0] == 31
+    assert cache._training_side[0][0] == 31
     for a, b in zip(fused, generic(gp, noise(targets))):
         assert torch.equal(a, b)
     gp.kernel.lengthscale = torch.tensor([[0.3, 0.5]], dtype=DTYPE)   # the strategy kept: the side is rebuilt
+    fused = fused_marginals(gp, cache, noise(targets))
+    for a, b in zip(fused, generic(gp, noise(targets))):
+        assert torch.equal(a, b)
+    gp.covar_module.outputscale = torch.tensor(0.4, dtype=DTYPE)       # and for the signal variance
     fused = fused_marginals(gp, cache, noise(targets))
     for a, b in zip(fused, generic(gp, noise(targets))):
         assert torch.equal(a, b)

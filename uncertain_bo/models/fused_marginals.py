@@ -46,7 +46,8 @@ class TrainingSide:
     """What the expected SE kernel needs of the ``n`` training inputs for one shared candidate covariance.
 
     Attributes:
-        key: ``(n, lengthscales, candidate covariance in lengthscale units)`` it was built for.
+        key: ``(n, 1 / lengthscales, candidate covariance in lengthscale units, signal variance)`` it was built
+            for.
         means: ``(n, d)`` training means in lengthscale units.
         lower: Cholesky entries of :math:`A_j` (:func:`uncertain_bo.linalg.unrolled_cholesky`, each ``(n,)``).
         half_logdet: ``(n,)`` :math:`\\tfrac12 \\log|A_j|`.
@@ -85,29 +86,33 @@ def fused_marginals(gp: 'DistributionGP', cache: 'ExactPrediction',
         inv_ell = ell.reciprocal()
         outer = inv_ell.unsqueeze(-1) * inv_ell.unsqueeze(-2)
         c1 = (normed.covariance[:1] * outer)[0]                    # as ExpectedRBFKernel.forward scales it
-        side = _training_side(kernel, cache, inv_ell, outer, c1)
+        outputscale = gp.covar_module.outputscale.reshape(1, 1)
+        side = _training_side(kernel, cache, inv_ell, outer, c1, float(outputscale))
         if side is None:
             return None
         n_cand = len(dists)
         kss = side.kss.get(n_cand)
         if kss is None:   # the generic path's diagonal, computed as it does (its values are equal for all N)
             enc = kernel.encode(Gaussian(normed.mean.detach(), normed.covariance, validate=False))
+            if len(side.kss) >= 8:
+                side.kss.clear()
             kss = side.kss.setdefault(n_cand, gp.covar_module.forward(enc, enc, diag=True))
-        outputscale = gp.covar_module.outputscale.reshape(1, 1)
     u = normed.mean * inv_ell
     return _Marginals.apply(u, side, kss, outputscale, cache.mean, cache.alpha, cache.linv)
 
 
-def _training_side(kernel, cache: 'ExactPrediction', inv_ell: Tensor, outer: Tensor, c1: Tensor) -> TrainingSide | None:
-    """The cache's :class:`TrainingSide` for ``c1``, built (and kept on the cache) when the data, the lengthscales or
-    ``c1`` changed; None when the training covariances are all equal."""
-    key = (cache.enc.shape[0], tuple(inv_ell.reshape(-1).tolist()), tuple(c1.reshape(-1).tolist()))
-    side = getattr(cache, '_training_side', None)
-    if side is not None and side.key == key:
-        return side
+def _training_side(kernel, cache: 'ExactPrediction', inv_ell: Tensor, outer: Tensor, c1: Tensor,
+                   outputscale: float) -> TrainingSide | None:
+    """The cache's :class:`TrainingSide` for ``c1``, built (and kept on the cache) when the data, the hyperparameters
+    or ``c1`` changed; None when the training covariances are all equal (also kept)."""
+    key = (cache.enc.shape[0], tuple(inv_ell.reshape(-1).tolist()), tuple(c1.reshape(-1).tolist()), outputscale)
+    kept = getattr(cache, '_training_side', None)
+    if kept is not None and kept[0] == key:
+        return kept[1]
     m2, s2 = kernel._split(cache.enc)
     s2 = s2 * outer
     if s2.shape[0] > 0 and bool((s2 == s2[:1]).all()):
+        cache._training_side = (key, None)
         return None
     eye = torch.eye(kernel.dim, dtype=c1.dtype, device=c1.device)
     lower = linalg.unrolled_cholesky(eye + c1 + s2)
@@ -117,7 +122,7 @@ def _training_side(kernel, cache: 'ExactPrediction', inv_ell: Tensor, outer: Ten
         half_logdet = ljj if half_logdet is None else half_logdet + ljj
     means = m2 * inv_ell
     side = TrainingSide(key, means, lower, half_logdet, [means[:, j].contiguous() for j in range(kernel.dim)])
-    cache._training_side = side
+    cache._training_side = (key, side)
     return side
 
 
