@@ -114,10 +114,11 @@ class BoTorchRobust(Method):
         with torch.random.fork_rng(devices=[bounds.device] if bounds.is_cuda else []):
             torch.manual_seed(seed)
             pending = None if ctx.pending is None else (ctx.pending.to(bounds) - bounds[0]) / (bounds[1] - bounds[0])
-            acq = qLogNoisyExpectedImprovement(model, X_baseline=x, objective=Expectation(n_w=self.n_w),
-                                               prune_baseline=True, X_pending=pending)
             with logged_warnings(log, RuntimeWarning, level=logging.INFO), \
                     logged_warnings(log, OptimizationWarning, BadInitialCandidatesWarning, NumericalWarning):
+                # the baseline's posterior samples (prune_baseline) need a Cholesky too: inside the block
+                acq = qLogNoisyExpectedImprovement(model, X_baseline=x, objective=Expectation(n_w=self.n_w),
+                                                   prune_baseline=True, X_pending=pending)
                 cand, value = optimize_acqf(acq, bounds=unit, q=1, num_restarts=self.num_restarts,
                                             raw_samples=self.raw_samples, options={'seed': seed})
         target = bounds[0] + cand.detach().reshape(-1) * (bounds[1] - bounds[0])

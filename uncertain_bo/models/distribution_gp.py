@@ -466,7 +466,7 @@ class DistributionGP(ExactGP, Model):
             RuntimeError: no data.
         """
         dists, _ = self._as_batch(X, None)
-        mean, var = self._posterior_cache().marginals(self, self.encode(dists))
+        mean, var = self._posterior_cache().marginals_of(self, dists)
         return mean * self._y_scale + self._y_shift, var.clamp_min(1e-12) * self._y_scale ** 2
 
     def posterior_covariance(self, A: Tensor | LocationDistributions, B: Tensor | LocationDistributions) -> Tensor:

@@ -16,17 +16,32 @@ Hyperparameters are frozen inside a strategy (detached tensors); a fit discards 
 """
 from __future__ import annotations
 
+import logging
 import math
 from typing import TYPE_CHECKING
 
 import torch
 from linear_operator.utils.cholesky import psd_safe_cholesky
+from linear_operator.utils.warnings import NumericalWarning
 from torch import Tensor
 
+from ..caught_warnings import logged_warnings
+
 if TYPE_CHECKING:
+    from ..distributions import LocationDistributions
     from .distribution_gp import DistributionGP
 
 __all__ = ['Prediction', 'ExactPrediction', 'SparsePrediction']
+
+log = logging.getLogger(__name__)
+
+
+def safe_cholesky(a: Tensor) -> Tensor:
+    """Lower Cholesky factor of the SPD ``(m, m)`` matrix ``a`` by linear_operator's ``psd_safe_cholesky``, whose
+    jitter warnings (routine here: near-duplicate inputs, inducing inputs without noise) are caught, counted and
+    logged (:mod:`uncertain_bo.caught_warnings`) on whichever path and thread builds a posterior."""
+    with logged_warnings(log, NumericalWarning):
+        return psd_safe_cholesky(a)
 
 
 class Prediction:
@@ -35,6 +50,11 @@ class Prediction:
     def factors(self, gp: 'DistributionGP', enc: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
         """Posterior mean ``(N,)`` and the factors :math:`\\mathbf a`, :math:`\\mathbf b` (or None) at ``(N, E)``."""
         raise NotImplementedError
+
+    def marginals_of(self, gp: 'DistributionGP', dists: 'LocationDistributions') -> tuple[Tensor, Tensor]:
+        """Posterior mean and variance ``(N,)`` of ``N`` (unnormalised) location distributions: :meth:`marginals` of
+        their encoding."""
+        return self.marginals(gp, gp.encode(dists))
 
     def marginals(self, gp: 'DistributionGP', enc: Tensor) -> tuple[Tensor, Tensor]:
         """Posterior mean and variance ``(N,)`` at encoded inputs ``(N, E)``."""
@@ -110,7 +130,7 @@ class ExactPrediction(Prediction):
         enc = gp.encode(gp.train_locations).detach()
         k = gp.covar_module.forward(enc, enc).detach()
         k = k + torch.diag(gp.noise_diagonal().to(k))
-        chol = psd_safe_cholesky(k)
+        chol = safe_cholesky(k)
         eye = torch.eye(k.shape[0], dtype=k.dtype, device=k.device)
         linv = torch.linalg.solve_triangular(chol, eye, upper=False)
         cache = cls(enc, linv, float(gp.mean_module.constant))
@@ -127,6 +147,13 @@ class ExactPrediction(Prediction):
     def set_targets(self, y_std: Tensor) -> None:
         r = y_std - self.mean
         self.alpha = self.linv.T @ (self.linv @ r)
+
+    def marginals_of(self, gp: 'DistributionGP', dists: 'LocationDistributions') -> tuple[Tensor, Tensor]:
+        """As :meth:`Prediction.marginals_of`, by :func:`~uncertain_bo.models.fused_marginals.fused_marginals` where it
+        applies (the expected SE kernel, candidates sharing one covariance: uGP-UCB's), with the same values."""
+        from .fused_marginals import fused_marginals
+        fused = fused_marginals(gp, self, dists)
+        return self.marginals(gp, gp.encode(dists)) if fused is None else fused
 
     def factors(self, gp: 'DistributionGP', enc: Tensor) -> tuple[Tensor, Tensor, None]:
         """Posterior mean ``(N,)`` and the factor :math:`\\mathbf a` ``(N, n)`` at encoded inputs ``(N, D)``."""
@@ -202,7 +229,7 @@ class SparsePrediction(Prediction):
         enc = gp.encode(gp.train_locations).detach()
         z = enc[inducing]
         kuu = gp.covar_module.forward(z, z).detach()
-        lu = psd_safe_cholesky(kuu)
+        lu = safe_cholesky(kuu)
         cache = cls(z, lu, float(gp.mean_module.constant))
         cache._add(gp, enc, gp.noise_diagonal().to(enc))
         cache.set_targets(gp._standardized_y())
@@ -243,7 +270,7 @@ class SparsePrediction(Prediction):
         self.refresh()
 
     def refresh(self) -> None:
-        lb = psd_safe_cholesky(self.b)
+        lb = safe_cholesky(self.b)
         self.lb_lu_inv = torch.linalg.solve_triangular(lb, self.lu_inv, upper=False)   # L_B^{-1} L_u^{-1}
         self._lb = lb
 
