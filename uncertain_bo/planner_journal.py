@@ -64,6 +64,12 @@ class PlannerJournal:
         target, self._resumed_target = self._resumed_target, None
         return target
 
+    def forget_resumed(self) -> None:
+        """Drop the journal's pending target and the batch queued after it: a team hands its rovers' pending
+        targets back per rover (:mod:`uncertain_bo.team_journal`), where the last decision is only one rover's."""
+        self._resumed_target = None
+        self._queue = []
+
     def _replay(self, journal: Journal) -> None:
         run = replay(journal, self.dim, self._validate)
         if run.start is not None:

@@ -25,10 +25,18 @@ Over a field radio link that drops and delays messages,
 - a rover that stops reporting for ``silence_timeout`` simulated seconds is dropped (:meth:`Team.drop`): its pending
   target is released (the next rover to ask may get it) and the others go on; what it measured stays.
 
-The cost is a single point of failure (the planner's host, typically the base station), which the journal already
-covers (a restarted planner resumes it). The planner's side — :meth:`merge`, :meth:`pending`, :meth:`drop`, the
-team's recommendation — is :class:`TeamPlanner`, shared by the in-process :class:`Team` (here the link is a method
-call that never loses a message, and a failure is a rover going silent) and the ROS node ``team_explorer``
+The cost is a single point of failure (the planner's host, typically the base station), which the journal covers:
+**a restarted team resumes its journal** (:mod:`uncertain_bo.team_journal`, on the planner's own resume: damaged
+lines skipped and counted, indices never reused). Every measurement is in the model once; each rover gets back its
+pending target (decided, not yet measured), drives there and measures before deciding anew; its ``seq`` numbers
+on and the journaled ``(rover, seq)`` keys are merged already, so a measurement re-sent across the restart is
+stored once; a rover the journal names that is not in the restarted team has its pending target released
+(logged). **A rover can join mid-mission** (:meth:`TeamPlanner.add_rover` at any time, :meth:`Team.join` in the
+simulation): its first target is decided with the others' pending, its measurements enter the one model.
+
+The planner's side — :meth:`merge`, :meth:`pending`, :meth:`drop`, joining, resuming, the team's recommendation — is
+:class:`TeamPlanner` (:mod:`uncertain_bo.team_planner`), shared by the in-process :class:`Team` (here the link is a
+method call that never loses a message, and a failure is a rover going silent) and the ROS node ``team_explorer``
 (:mod:`uncertain_bo.ros.team_explorer`: one explorer node serving N namespaced rovers over DDS).
 
 **Baselines in the same loop.** ``sharing=False`` gives every rover its own planner (N independent explorers, each
@@ -38,7 +46,7 @@ recommendation is the rovers' recommendation with the highest predicted robust v
 
 Rovers start ``spacing`` metres apart along x, centred on the configured start (``sim_rover.initial_x/y``; a team
 of one starts there, and its records equal the single-rover mission's), rover ``i`` with simulation seed
-``seed + 7919 i`` (rover 0: the mission's own seed). Resuming a team from its journal is not supported in phase 1.
+``seed + 7919 i`` (rover 0: the mission's own seed); a rover joining is the next ``i``.
 """
 from __future__ import annotations
 
@@ -49,14 +57,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
-from torch import Tensor
 
-from .distributions import DTYPE, ExecutionNoise, LocationDistributions
-from .explorer import Explorer, Measurement, State, planner_from_parameters
-from .planner import Decision, Planner, Recommendation
+from .distributions import DTYPE, ExecutionNoise
+from .explorer import Explorer, Measurement, State, TravelBudget, planner_from_parameters
+from .planner import Planner, Recommendation
 from .sim.field import Field
 from .sim.mission import MissionHost, RoverLoop, localiser_and_law
 from .sim.world import SimWorld
+from .team_planner import RoverView, TeamPlanner
 
 __all__ = ['Team', 'TeamPlanner', 'TeamResult', 'RoverView', 'team_parameters', 'strip_bounds', 'rover_names']
 
@@ -107,223 +115,6 @@ def team_parameters(params: dict[str, dict[str, Any]], n: int, i: int, *, spacin
     if ex and partition:
         ex['search_bounds'] = strip_bounds(list(ex['search_bounds']), n, i)
     return out
-
-
-class RoverView:
-    """What one rover's measurement cycle sees of the team's planner: the planner itself (every attribute not
-    defined here is the planner's), except that
-
-    - :meth:`suggest` decides with the other rovers' current targets pending, from this rover's :attr:`position`,
-      and records the rover with the decision;
-    - :meth:`observe` hands the measurement to :meth:`Team.merge` with this rover's name and next sequence number;
-    - :attr:`n` is the planner's (the team's measurements), so every rover ends once the team's budget is reached,
-      and a rover keeps deciding while the other rovers' pending targets would cover the budget (one of them may
-      be dropped before it measures; the targets left unmeasured when the budget is reached are abandoned);
-    - :attr:`start` and :meth:`set_start` are this rover's (the planner's start is the first rover's);
-    - there is no resumed target (teams do not resume in phase 1).
-
-    Attributes:
-        name: the rover's name.
-        target: ``(d,)`` the target it is driving to and has not measured yet, or None.
-        decision: the planner's :class:`~uncertain_bo.planner.Decision` of that target.
-        pending_at_decision: how many other rovers' targets were pending when it was decided.
-        measurements_at_decision: how many measurements the planner held when it was decided.
-    """
-
-    def __init__(self, team: 'TeamPlanner', name: str, planner: Planner):
-        self._team, self.name, self._planner = team, name, planner
-        self._start: Tensor | None = None
-        self._last_location: Tensor | None = None
-        self.seq = 0
-        self.target: Tensor | None = None
-        self.decision: Decision | None = None
-        self.pending_at_decision = self.measurements_at_decision = 0
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith('_'):
-            raise AttributeError(name)
-        return getattr(self._planner, name)
-
-    @property
-    def planner(self) -> Planner:
-        return self._planner
-
-    @property
-    def start(self) -> Tensor | None:
-        return self._start
-
-    def set_start(self, position: Tensor) -> None:
-        """This rover's start ``(d,)``; the planner's too when none is set (it orders the planner's design)."""
-        self._start = torch.as_tensor(position, dtype=DTYPE).reshape(-1)
-        if self._planner.start is None and self._planner.n == 0 and not self._planner.decisions:
-            self._planner.set_start(self._start)
-
-    @property
-    def position(self) -> Tensor:
-        """``(d,)`` where this rover believes it is: the mean of its latest location distribution, else its start,
-        else the planner's position."""
-        if self._last_location is not None:
-            return self._last_location
-        return self._start if self._start is not None else self._planner.position
-
-    @property
-    def resumed_target(self) -> None:
-        return None
-
-    def take_resumed_target(self) -> None:
-        return None
-
-    def suggest(self) -> Tensor:
-        """The rover's next target ``(d,)``: decided by the planner with the other rovers' targets pending and the
-        travel cost from :attr:`position` (see :meth:`~uncertain_bo.planner.Planner.suggest`)."""
-        pending = self._team.pending(exclude=self.name, planner=self._planner)
-        if not self._team.pending_targets:
-            pending = pending[:0]          # the ablation: as if no other rover were on its way
-        self.measurements_at_decision = self._planner.n
-        target = self._planner.suggest(pending=pending if len(pending) else None, position=self.position,
-                                       rover=self.name)
-        self.target, self.decision, self.pending_at_decision = target, self._planner.decisions[-1], len(pending)
-        return target
-
-    def observe(self, target: Tensor | None, location: LocationDistributions, y: float,
-                reading_variance: float = 0.0, **meta: Any) -> int:
-        """Hand one measurement (or en-route reading, ``target`` None) to :meth:`Team.merge` with this rover's next
-        sequence number; returns the planner's index. Raises what :meth:`~uncertain_bo.planner.Planner.observe`
-        raises (the sequence number is then not used)."""
-        index = self._team.merge(self.name, self.seq, target, location, y, reading_variance, **meta)
-        self.seq += 1
-        self._last_location = location.mean.reshape(-1).to(DTYPE)
-        if target is not None:
-            self.target = None
-        return index
-
-
-class TeamPlanner:
-    """The planner's side of a team: the rovers' :class:`RoverView` s of their planner(s), each measurement stored
-    once (:meth:`merge`), the targets pending (:meth:`pending`), rovers dropped (:meth:`drop`) and the team's
-    recommendation. Used as is by the ROS node ``team_explorer`` and, with the simulation around it, by
-    :class:`Team`.
-
-    Args:
-        pending_targets: decide with the other rovers' targets pending (True); False is the ablation that decides as
-            if no other rover were on its way.
-
-    Attributes:
-        views: rover name -> its :class:`RoverView`, in the order the rovers were added.
-        planners: the distinct planners of the rovers (one when they share it).
-        dropped: names of the rovers dropped, in order.
-        duplicates: measurements delivered again and merged once.
-    """
-
-    def __init__(self, *, pending_targets: bool = True):
-        self.pending_targets = bool(pending_targets)
-        self.duplicates = 0
-        self.dropped: list[str] = []
-        self.planners: list[Planner] = []
-        self.views: dict[str, RoverView] = {}
-        self._done: dict[str, Callable[[], bool]] = {}
-        self._merged: dict[tuple[str, int], int] = {}
-        self._latest: dict[int, tuple[Planner, Recommendation]] = {}   # id(planner) -> it, its latest recommendation
-
-    def add_rover(self, name: str, planner: Planner, done: Callable[[], bool] | None = None) -> RoverView:
-        """Add rover ``name`` deciding with ``planner``; ``done()`` says whether its mission has ended (its target
-        is then no longer pending). Returns its view (hand it to the rover's
-        :class:`~uncertain_bo.explorer.Explorer` as its planner).
-
-        Raises:
-            ValueError: ``name`` is already in the team.
-        """
-        if name in self.views:
-            raise ValueError(f'rover {name!r} is already in the team')
-        view = RoverView(self, name, planner)
-        self.views[name] = view
-        self._done[name] = done if done is not None else (lambda: False)
-        if not any(p is planner for p in self.planners):
-            self.planners.append(planner)
-        return view
-
-    def active(self, rover: str) -> bool:
-        """``rover`` is neither dropped nor done."""
-        return rover not in self.dropped and not self._done[rover]()
-
-    def pending(self, exclude: str | None = None, planner: Planner | None = None) -> Tensor:
-        """``(p, d)`` the targets rovers are driving to and have not measured (those of ``planner``'s rovers only,
-        when given), leaving out ``exclude``, dropped rovers and rovers whose mission ended."""
-        targets = [v.target for name, v in self.views.items()
-                   if name != exclude and v.target is not None and self.active(name)
-                   and (planner is None or v.planner is planner)]
-        if targets:
-            return torch.stack([t.reshape(-1) for t in targets]).to(DTYPE)
-        return torch.zeros(0, self.planners[0].dim, dtype=DTYPE)
-
-    def merge(self, rover: str, seq: int, target: Tensor | None, location: LocationDistributions, y: float,
-              reading_variance: float = 0.0, **meta: Any) -> int:
-        """Store rover ``rover``'s measurement number ``seq`` (``target`` None: an en-route reading) in its planner,
-        exactly once: a ``(rover, seq)`` merged before is not stored again (counted in :attr:`duplicates`; its
-        index is returned), whenever it arrives. The journal records carry ``rover`` and ``seq``.
-
-        Returns:
-            The planner's index of the measurement (of the en-route reading among en-route readings).
-
-        Raises:
-            KeyError: an unknown rover.
-            InvalidObservationError: what :meth:`~uncertain_bo.planner.Planner.observe` refuses (nothing stored).
-        """
-        if rover not in self.views:
-            raise KeyError(f'unknown rover {rover!r}; the team has {", ".join(self.views)}')
-        key = (rover, int(seq))
-        if key in self._merged:
-            self.duplicates += 1
-            log.info('%s: measurement %d delivered again: already merged, not stored twice', rover, seq)
-            return self._merged[key]
-        index = self.views[rover].planner.observe(target, location, y, reading_variance, rover=rover,
-                                                  seq=int(seq), **meta)
-        self._merged[key] = index
-        return index
-
-    def drop(self, rover: str, reason: str = 'stopped reporting') -> None:
-        """Take ``rover`` out of the team: its pending target is released, it gets no more targets; what it
-        measured stays in the model. Dropping a dropped rover does nothing.
-
-        Raises:
-            KeyError: an unknown rover.
-        """
-        view = self.views[rover]
-        if rover in self.dropped:
-            return
-        self.dropped.append(rover)
-        released, view.target = view.target, None
-        log.warning('%s dropped (%s)%s; %d rover(s) go on', rover, reason,
-                    '' if released is None else f': its target ({released[0]:.1f}, {released[1]:.1f}) is released',
-                    sum(name not in self.dropped for name in self.views))
-
-    def record(self, rover: str, rec: Recommendation) -> Recommendation:
-        """Note ``rec``, the recommendation of ``rover``'s planner after its measurement; returns the team's."""
-        planner = self.views[rover].planner
-        self._latest[id(planner)] = (planner, rec)
-        return self.recommend()
-
-    def recommend(self) -> Recommendation:
-        """The team's recommendation: the shared planner's latest, or without sharing the rovers' latest
-        recommendation with the highest predicted robust value.
-
-        Raises:
-            RuntimeError: no measurement yet.
-        """
-        return self._best()[1]
-
-    def recommending_planner(self) -> Planner:
-        """The planner whose recommendation is the team's (:meth:`recommend`).
-
-        Raises:
-            RuntimeError: no measurement yet.
-        """
-        return self._best()[0]
-
-    def _best(self) -> tuple[Planner, Recommendation]:
-        if not self._latest:
-            raise RuntimeError('nothing to recommend before the first measurement')
-        return max(self._latest.values(), key=lambda pr: pr[1].mean)
 
 
 @dataclass
@@ -388,7 +179,9 @@ class Team(TeamPlanner):
         field: the true field (default: from ``params['sim_rover']``).
         method: planner method name (overrides ``params['explorer']['method']``).
         execution_noise: the planners' execution-noise model (default from ``execution_noise_std``).
-        journal: optional journal path of the shared planner (``sharing=True`` only).
+        journal: optional journal path of the shared planner (``sharing=True`` only). An existing journal of a team
+            is resumed: its measurements are in the model, each rover it names and the team has gets its pending
+            target back and numbers on, the others' targets are released (:class:`TeamPlanner`).
         planner_kwargs: extra :class:`~uncertain_bo.planner.Planner` arguments.
 
     Raises:
@@ -420,20 +213,53 @@ class Team(TeamPlanner):
         self._recommendations: list[Recommendation] = []
         self._on_measurement: Callable[..., None] | None = None
         self.members: dict[str, _Member] = {}
-        shared = planner_from_parameters(params['explorer'], journal=journal, **kwargs) if sharing else None
-        for i, name in enumerate(rover_names(rovers)):
-            p = team_parameters(params, rovers, i, spacing=spacing, sharing=sharing, partition=partition)
-            planner = shared if shared is not None else planner_from_parameters(p['explorer'], **kwargs)
-            view = self.add_rover(name, planner, done=lambda name=name: self.members[name].done)
-            world = SimWorld(self.field, p['sim_rover'])
-            localiser, law = localiser_and_law(p)
-            # the rover's start is its localiser's initial estimate (what the explorer would take from the first
-            # pose); the first rover's also orders its planner's design and a survey's plan
-            view.set_start(torch.as_tensor(localiser.xy, dtype=DTYPE))
-            host = MissionHost(lambda m, rec, name=name: self._measured(name, m, rec))
-            explorer = Explorer(view, host, p['explorer'])
-            loop = RoverLoop(world, localiser, law, explorer, host, p['explorer']['frame_id'])
-            self.members[name] = _Member(name, view, explorer, host, loop, world)
+        self._spacing, self._partition, self._n0 = spacing, partition, rovers
+        self._joins: list[tuple[float, str]] = []       # (simulated time, rover name) of rovers still to join
+        self._shared = planner_from_parameters(params['explorer'], journal=journal, **kwargs) if sharing else None
+        self._kwargs = kwargs
+        for name in rover_names(rovers):
+            self._add_member(name)
+        self.release_absent()
+
+    def _add_member(self, name: str, t: float = 0.0) -> _Member:
+        """Rover ``name`` (the ``i``-th member: ``i`` orders its start and seed, :func:`team_parameters` with the
+        team's initial size, so a rover joining starts beyond the others) with its simulation, localiser,
+        controller and measurement cycle; ``t``: the team's simulated time (s) it joins at."""
+        i, n = len(self.members), self._n0
+        p = team_parameters(self.params, n, i, spacing=self._spacing, sharing=self.sharing,
+                            partition=self._partition)
+        planner = self._shared
+        if planner is None:
+            planner = planner_from_parameters(p['explorer'], **self._kwargs)
+        view = self.add_rover(name, planner, done=lambda: self.members[name].done)
+        world = SimWorld(self.field, p['sim_rover'])
+        localiser, law = localiser_and_law(p)
+        # the rover's start is its localiser's initial estimate (what the explorer would take from the first
+        # pose); the first rover's also orders its planner's design and a survey's plan
+        view.set_start(torch.as_tensor(localiser.xy, dtype=DTYPE))
+        host = MissionHost(lambda m, rec: self._measured(name, m, rec))
+        explorer = Explorer(view, host, p['explorer'])
+        explorer.budget = TravelBudget.resumed(p['explorer'], self.rover_records(name))   # its own totals
+        loop = RoverLoop(world, localiser, law, explorer, host, p['explorer']['frame_id'])
+        member = self.members[name] = _Member(name, view, explorer, host, loop, world, last_report=t)
+        return member
+
+    def join(self, at: float, name: str | None = None) -> str:
+        """Have a rover join the team at simulated time ``at`` (s; before or during :meth:`run`): it starts
+        ``spacing`` beyond the last rover's start, its simulation clock starts when it joins, its first target is
+        decided with the other rovers' pending ones and its measurements enter the shared planner. Returns its
+        name (default ``roverI``, ``I`` the next index).
+
+        Raises:
+            ValueError: without sharing (the budget is split at the start), or ``name`` already in the team.
+        """
+        if not self.sharing:
+            raise ValueError('a rover can join a sharing team only (without sharing the budget was split)')
+        name = name if name is not None else f'rover{len(self.members) + len(self._joins)}'
+        if name in self.members or any(name == n for _, n in self._joins):
+            raise ValueError(f'rover {name!r} is already in the team')
+        self._joins.append((float(at), name))
+        return name
 
     def fail(self, rover: str, at: float) -> None:
         """Make ``rover`` stop reporting at simulated time ``at`` (s): it stops and sends nothing; the team drops it
@@ -473,8 +299,12 @@ class Team(TeamPlanner):
         t = 0.0
         finished_at = 0.0
         while t <= max_sim_time:
+            for at, name in [j for j in self._joins if j[0] <= t]:
+                self._joins.remove((at, name))
+                members.append(self._add_member(name, t))
+                log.info('%s joins the team at t = %.1f s', name, t)
             running = [m for m in members if self.active(m.name)]
-            if not running:
+            if not running and not self._joins:
                 break
             for m in running:
                 if t >= m.fails_at:          # silent: not stepped, nothing reported
