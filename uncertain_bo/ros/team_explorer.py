@@ -16,16 +16,27 @@ recommendation, status; and per rover ``NS/path``, ``NS/goal``, ``NS/label``) an
 and ``~/gp_std``.
 
 **Silence.** A rover from which no pose or no reading arrived for ``silence_timeout`` s (node clock; counted from
-the node's first tick before its first message) is dropped (:meth:`~uncertain_bo.team.TeamPlanner.drop`): its
-pending target is released, it is told to stop where it was last seen, it gets no more targets, its diagnostics
-say so (WARN); what it measured stays in the model and the other rovers go on. The mission ends when every rover
-not dropped has ended (``max_measurements`` is the team's budget), or when every rover is dropped (not completed:
-with ``exit_when_done`` the node then exits with status 1); then ``explorer_result.json`` is written with the
-team's recommendation and, per rover, its measurements, why it ended or was dropped.
+the node's first tick, or the rover's joining, until its first message) is dropped
+(:meth:`~uncertain_bo.team.TeamPlanner.drop`): its pending target is released, it is told to stop where it was last
+seen, it gets no more targets, its diagnostics say so (WARN); what it measured stays in the model and the other
+rovers go on. The mission ends when every rover not dropped has ended (``max_measurements`` is the team's
+budget), or when every rover is dropped (not completed: with ``exit_when_done`` the node then exits with status 1);
+then ``explorer_result.json`` is written with the team's recommendation and, per rover, its measurements, why it
+ended or was dropped.
 
 Decisions run inline (in the tick), one rover at a time: the rovers share one planner, which must not be used from
-two threads (a rover's measurement is stored while another's decision would run). Resuming a team from its journal
-is not supported: an existing journal in ``run_dir`` is refused.
+two threads (a rover's measurement is stored while another's decision would run).
+
+**Restart.** A node started on a ``run_dir`` holding a team journal resumes it (:class:`~uncertain_bo.team.
+TeamPlanner`, :mod:`uncertain_bo.team_journal`): every measurement is in the model once (a damaged line skipped and
+counted, as for one rover), each rover of ``rovers`` gets back its pending target (re-sent on its ``goal_pose``,
+measured before it gets a new one), numbers its measurements on after the journal's and keeps its travel totals;
+the pending target of a rover the journal names and ``rovers`` does not is released (logged).
+
+**Joining.** ``rovers`` may be changed at run time (``ros2 param set /team_explorer rovers "['rover0', 'rover1',
+'rover2']"``): a name added joins the mission (its subscriptions and publishers are created, its silence counts
+from then, its first target is decided with the other rovers' pending ones, its measurements enter the one
+model). A rover cannot be removed that way (a rover that stops reporting is dropped), nor join after the end.
 """
 from __future__ import annotations
 
@@ -33,6 +44,7 @@ import json
 import logging
 import math
 import re
+import time
 from typing import Any
 
 import numpy as np
@@ -43,7 +55,8 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from visualization_msgs.msg import MarkerArray
 
-from ..explorer import Explorer, Measurement, State, check_explorer_parameters, planner_from_parameters, run_folder
+from ..explorer import Explorer, Measurement, State, TravelBudget, check_explorer_parameters, \
+    planner_from_parameters, run_folder
 from ..operator_view import STATE_TEXT, StatusReporter
 from ..parameters import Param, ParameterError
 from ..planner import Recommendation
@@ -64,8 +77,8 @@ _NOT_IN_TEAM = ('goal_interface', 'nav2_action_name', 'nav2_behavior_tree', 'dec
 
 TEAM_EXPLORER_PARAMS = [p for p in EXPLORER_NODE_PARAMS if p.name not in _NOT_IN_TEAM] + [
     Param('rovers', ['rover0', 'rover1'], 'namespaces of the rovers the node serves (their topics are '
-          'NS/odometry/filtered, NS/reading, NS/goal_pose, ...); max_measurements is the team\'s budget',
-          read_only=True),
+          'NS/odometry/filtered, NS/reading, NS/goal_pose, ...); max_measurements is the team\'s budget. At run '
+          'time a rover can be added (it joins the mission), none removed'),
     Param('silence_timeout', 30.0, 'a rover from which no pose or no reading arrived for this long (node clock) is '
           'dropped: its pending target released, the others go on (s)', range=(0.1, 1e6)),
 ]
@@ -92,13 +105,18 @@ class _Rover:
         self.node, self.name, self.index = node, name, index
         self.view = node.team.add_rover(name, node.planner, done=lambda: self.explorer.state is State.DONE)
         self.explorer = Explorer(self.view, self, node.p)
+        resumed = [r for r in node.team.rover_records(name) if r.get('type') == 'observation']
+        self.explorer.budget = TravelBudget.resumed(node.p, resumed)    # its own totals, not the last rover's
         self.inputs = RoverInputs(node, self.explorer, node.p, namespace=name, seed=index)
         self.goal_pub = node.create_publisher(PoseStamped, f'{name}/goal_pose', _LATCHED)
         self.plan_pub = node.create_publisher(PathMsg, f'{name}/plan', _LATCHED)
         self.reporter = StatusReporter()
-        self.path: list[np.ndarray] = []          # its measured locations (means), in order
-        self.measurements = 0
+        # its measured locations (means), in order, and how many (a resumed journal's included)
+        self.path: list[np.ndarray] = [np.asarray(r['location']['mean'][:2], dtype=float) for r in resumed
+                                       if 'mean' in r['location']]
+        self.measurements = len(resumed)
         self.dropped_reason: str | None = None
+        self.since: float | None = None           # node-clock time from which its silence counts (joining)
 
     @property
     def active(self) -> bool:
@@ -149,8 +167,7 @@ class TeamExplorerNode(Node):
         **kwargs: forwarded to ``rclpy.node.Node`` (e.g. ``parameter_overrides``).
 
     Raises:
-        uncertain_bo.parameters.ParameterError: an invalid parameter, ``rovers`` invalid or repeated, or a journal
-            already in ``run_dir`` (teams do not resume).
+        uncertain_bo.parameters.ParameterError: an invalid parameter, ``rovers`` invalid or repeated.
     """
 
     def __init__(self, node_name: str = 'team_explorer', *, forward_library_logs: bool = False, **kwargs):
@@ -170,23 +187,22 @@ class TeamExplorerNode(Node):
             if lib.getEffectiveLevel() > logging.INFO:
                 lib.setLevel(logging.INFO)
         self.p = declare_parameters(self, TEAM_EXPLORER_PARAMS, on_change=self._on_parameters,
-                                    cross_check=check_explorer_parameters)
+                                    cross_check=self._cross_check)
         reason = check_explorer_parameters(self.p) or check_rovers(self.p['rovers'])
         if reason:
             raise ParameterError(reason)
         self.run_dir = run_folder(self.p)
         journal = self.run_dir / 'journal.jsonl'
-        if journal.is_file() and journal.stat().st_size > 0:
-            raise ParameterError(f"run_dir {self.run_dir} holds a journal: a team does not resume one (give a new "
-                                 'run_dir)')
         self.planner = planner_from_parameters(
             self.p, journal=journal, metadata={'node': self.get_fully_qualified_name(), 'parameters': self.p,
                                                'rovers': list(self.p['rovers'])})
         self.team = TeamPlanner()
-        self.rovers = {name: _Rover(self, name, i) for i, name in enumerate(self.p['rovers'])}
+        self.rovers: dict[str, _Rover] = {}
+        for name in self.p['rovers']:
+            self.rovers[name] = _Rover(self, name, len(self.rovers))
+        self.team.release_absent()               # the journal's rovers not in the team: their targets released
         self.recommendation: Recommendation | None = None
         self.done = self.completed = False      # the team's end; completed: some rover was not dropped
-        self._since: float | None = None          # node-clock time of the first tick (silence counts from it)
         self._maps_dirty = True
         self._map_scales = None
         self.markers_pub = self.create_publisher(MarkerArray, '~/markers', _LATCHED)
@@ -215,12 +231,12 @@ class TeamExplorerNode(Node):
         now = node_clock_now(self)
         if now is None or self.done:
             return
-        if self._since is None:
-            self._since = now
-        for rover in self.rovers.values():
+        for rover in list(self.rovers.values()):
             if not rover.active:
                 continue
-            reason = rover.silence(now, self._since)
+            if rover.since is None:
+                rover.since = now
+            reason = rover.silence(now, rover.since)
             if reason is not None:
                 self._drop(rover, reason)
                 continue
@@ -282,9 +298,46 @@ class TeamExplorerNode(Node):
             self.timer.cancel()
             request_exit(self, 0 if completed else 1)
 
+    def _cross_check(self, values: dict[str, Any]) -> str | None:
+        """A run-time change's cross-parameter checks: the explorer's, and ``rovers`` only growing while the
+        mission runs."""
+        reason = check_explorer_parameters(values) or check_rovers(values['rovers'])
+        if reason or not hasattr(self, 'rovers'):
+            return reason
+        gone = [r for r in self.rovers if r not in values['rovers']]
+        if gone:
+            return (f"parameter 'rovers': {', '.join(gone)} cannot be removed at run time (a rover that stops "
+                    'reporting is dropped after silence_timeout); rovers can only be added')
+        if self.done and set(values['rovers']) - set(self.rovers):
+            return "parameter 'rovers': the mission has ended, no rover can join"
+        return None
+
+    def join(self, name: str) -> None:
+        """Add rover ``name`` mid-mission (what a run-time change of ``rovers`` does): its inputs, goal publishers
+        and measurement cycle; it decides its first target on its first pose, with the others' pending.
+
+        Raises:
+            ValueError: ``name`` is already in the team.
+        """
+        self.rovers[name] = _Rover(self, name, len(self.rovers))
+        self.get_logger().info(f'{name} joins the team ({len(self.rovers)} rovers; {self.planner.n} of '
+                               f"{self.p['max_measurements']} measurements so far)")
+        self.publish_status()
+        self.publish_markers()
+
     def _on_parameters(self, changed: dict[str, Any]) -> None:
-        for rover in self.rovers.values():
-            rover.explorer.apply_parameters(changed)
+        if 'rovers' in changed:
+            journal = self.planner.journal_file
+            if journal is not None:
+                journal.append({'type': 'parameters', 'changed': {'rovers': list(changed['rovers'])},
+                                'index': self.planner.n, 'wall_time': time.time()})
+            for name in changed['rovers']:
+                if name not in self.rovers:
+                    self.join(name)
+        changed = {k: v for k, v in changed.items() if k != 'rovers'}
+        if changed:
+            for rover in self.rovers.values():
+                rover.explorer.apply_parameters(changed)
         if 'diagnostics_period' in changed:
             self.destroy_timer(self.status_timer)
             self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic, clock=self._steady)
