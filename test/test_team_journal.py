@@ -54,6 +54,9 @@ def test_a_restarted_team_resumes_every_rovers_pending_target_and_completes_the_
     for name, target in expected.items():
         assert torch.equal(team.members[name].view.resumed_target, target)
         assert team.members[name].view.seq == sum(r['rover'] == name for r in before)
+        # its travel budget goes on from its own journaled totals (not the last rover's)
+        own = [r['distance_driven_m'] for r in before if r['rover'] == name]
+        assert team.members[name].explorer.budget.distance == pytest.approx(own[-1] if own else 0.0)
     calls = record_suggestions(team)
     result = team.run(max_sim_time=3000.0)
     assert result.completed and planner.n == 8 and len(result.measurements) == 5   # the same total budget

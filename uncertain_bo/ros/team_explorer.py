@@ -105,8 +105,9 @@ class _Rover:
         self.node, self.name, self.index = node, name, index
         self.view = node.team.add_rover(name, node.planner, done=lambda: self.explorer.state is State.DONE)
         self.explorer = Explorer(self.view, self, node.p)
-        resumed = [r for r in node.team.rover_records(name) if r.get('type') == 'observation']
-        self.explorer.budget = TravelBudget.resumed(node.p, resumed)    # its own totals, not the last rover's
+        records = node.team.rover_records(name)      # its records in a resumed journal
+        self.explorer.budget = TravelBudget.resumed(node.p, records)    # its own totals, not the last rover's
+        resumed = [r for r in records if r.get('type') == 'observation']
         self.inputs = RoverInputs(node, self.explorer, node.p, namespace=name, seed=index)
         self.goal_pub = node.create_publisher(PoseStamped, f'{name}/goal_pose', _LATCHED)
         self.plan_pub = node.create_publisher(PathMsg, f'{name}/plan', _LATCHED)
