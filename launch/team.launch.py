@@ -61,8 +61,8 @@ ARGUMENTS = [
      'parameter files (shipped: 30)'),
     ('silence_timeout', '', 'a rover with no pose or no reading for this many simulated seconds is dropped '
      '(number > 0); empty = the team explorer\'s default (30 s)'),
-    ('run_dir', '', 'output folder of the team explorer (journal.jsonl, explorer_result.json); it must not hold a '
-     'journal (teams do not resume); empty = runs/<date-time>'),
+    ('run_dir', '', 'output folder of the team explorer (journal.jsonl, explorer_result.json); a journal already '
+     'there is resumed (each rover back to its pending target); empty = runs/<date-time>'),
     ('use_sim_time', 'true', "every node but sim_rover runs on the /clock published by sim_rover"),
     ('exit_when_done', 'true', 'the team explorer exits when the team is done, which shuts the launch down'),
     ('rviz', 'false', 'also start rviz2 (with config/explorer.rviz when installed)'),
@@ -108,8 +108,6 @@ def team_parameters(args, share):
         over['explorer']['max_measurements'] = integer(args['measurements'], 'measurements', 1)
     if args.get('run_dir', '').strip():
         run_dir = os.path.abspath(os.path.expanduser(args['run_dir'].strip()))
-        if os.path.isfile(os.path.join(run_dir, 'journal.jsonl')):
-            raise RuntimeError(f'launch argument run_dir:={run_dir}: holds a journal; a team does not resume one')
         over['explorer']['run_dir'] = run_dir
     silence = None
     if args.get('silence_timeout', '').strip():

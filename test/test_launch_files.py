@@ -203,15 +203,17 @@ def test_team_launch_parameters_come_from_the_team_rule(tmp_path):
     assert values['rover1/ekf']['base_frame'] == 'rover1/base_link'
     _, localiser, values = ns['team_parameters']({'localiser': 'pf', 'seed': '4'}, str(ROOT))
     assert localiser == 'particle_filter' and values['rover1/particle_filter']['seed'] == 4 + 7919
-    # mistakes end in one line before anything starts
+    # a run_dir holding a journal is passed on: the team explorer resumes it
     (tmp_path / 'run').mkdir()
     (tmp_path / 'run' / 'journal.jsonl').write_text('{}\n')
+    _, _, values = ns['team_parameters']({'run_dir': str(tmp_path / 'run')}, str(ROOT))
+    assert values['team_explorer']['run_dir'] == str(tmp_path / 'run')
+    # mistakes end in one line before anything starts
     bad_file = tmp_path / 'bad.yaml'
     bad_file.write_text('explorer:\n  ros__parameters:\n    beta: -2.0\n')
     for args, match in (({'rovers': '0'}, 'rovers'), ({'rovers': 'two'}, 'rovers'), ({'rovers': '17'}, 'rovers'),
                         ({'silence_timeout': '-1'}, 'silence_timeout'), ({'measurements': '0'}, 'measurements'),
                         ({'localiser': 'ukf'}, 'localiser'), ({'params_file': str(tmp_path / 'none.yaml')}, 'no such'),
-                        ({'run_dir': str(tmp_path / 'run')}, 'does not resume'),
                         ({'params_file': str(bad_file)}, 'beta')):
         with pytest.raises(RuntimeError, match=match) as info:
             ns['team_parameters'](args, str(ROOT))

@@ -98,7 +98,8 @@ def run_team_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
 
     Raises:
         ParameterError, FieldError, UsageError, JournalError: as :func:`~uncertain_bo.ros.graph.run_demo`; a
-        journal already in ``run_dir`` (teams do not resume).
+        journal already in ``run_dir`` (the demo starts a new team mission; a ``team_explorer`` restarted on its
+        ``run_dir`` resumes it).
     """
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
@@ -108,7 +109,8 @@ def run_team_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
     from .team_explorer import TEAM_EXPLORER_PARAMS, TeamExplorerNode
 
     if (Path(run_dir) / 'journal.jsonl').is_file():
-        raise ParameterError(f'{run_dir} holds a journal: a team does not resume one (give a new --out)')
+        raise ParameterError(f'{run_dir} holds a journal: demo --rovers starts a new mission (give a new --out; '
+                             'a team_explorer restarted on a run_dir resumes its journal)')
     run_dir, params, field = prepare_graph(run_dir, overrides, extra_files)
     team_params = team_node_parameters(params, rovers, silence_timeout=silence_timeout)
     localiser = LOCALISER_NODES[params['sim_rover']['localiser']]
