@@ -35,6 +35,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from uncertain_bo.parameters import Param
 from uncertain_bo.ros import conversions as cv
 from uncertain_bo.ros.params import declare_parameters
+from uncertain_bo.ros.qos import RELIABLE_10
 from uncertain_bo.ros.spin import run_node
 from uncertain_bo.sim.ekf import EKF_PARAMS, PlanarEKF
 
@@ -60,7 +61,6 @@ LOCALISER_NODE_PARAMS = EKF_NODE_PARAMS = [
 #: all parameters of the ekf node
 EKF_ALL_PARAMS = EKF_PARAMS + EKF_NODE_PARAMS
 
-_RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 _RELIABLE_50 = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
 
 
@@ -94,10 +94,10 @@ class LocaliserNode(Node):
             raise
         self.ekf = self.make_filter(0.0)
         self._started = False
-        self._pub = self.create_publisher(Odometry, 'odometry/filtered', _RELIABLE_10)
+        self._pub = self.create_publisher(Odometry, 'odometry/filtered', RELIABLE_10)
         self._tf_pub = self._make_tf_publisher()
         self.create_subscription(Odometry, 'wheel/odometry', self._on_odometry, _RELIABLE_50)
-        self.create_subscription(PoseWithCovarianceStamped, 'position_fix', self._on_fix, _RELIABLE_10)
+        self.create_subscription(PoseWithCovarianceStamped, 'position_fix', self._on_fix, RELIABLE_10)
         self.n_published = 0
 
     def make_filter(self, t0: float):

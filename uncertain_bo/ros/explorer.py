@@ -52,7 +52,6 @@ records are held logs that they are lost (see docs/field_robots.md, "Storage fau
 """
 from __future__ import annotations
 
-import logging
 import math
 import sys
 import time
@@ -65,7 +64,6 @@ from nav_msgs.msg import OccupancyGrid, Path as PathMsg
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from visualization_msgs.msg import MarkerArray
 
 from ..explorer import (Explorer, Measurement, State, planner_from_parameters,
@@ -77,7 +75,9 @@ from .nav2_goals import Nav2Goals, resolve_goal_interface
 from .conversions import make_path, make_pose_stamped
 from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, gp_maps, make_diagnostics, make_markers
 from .explorer_parameters import EXPLORER_NODE_PARAMS
+from .library_logs import forward_library_logs as forward_library_logs_to, stop_forwarding
 from .params import declare_parameters
+from .qos import LATCHED, RELIABLE_10
 from .rover_inputs import POSE_SOURCES, RoverInputs, node_clock_now, pose_estimate_from_msg
 from .spin import request_exit, run_node
 
@@ -85,31 +85,8 @@ DECIDER_SWITCH_INTERVAL = 0.0002  # s: the interpreter's GIL switch interval wit
 
 __all__ = ['ExplorerNode', 'EXPLORER_NODE_PARAMS', 'POSE_SOURCES', 'pose_estimate_from_msg', 'main']
 
-_RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-#: maps and markers: late joiners (RViz started later) get the last message
-_LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 #: least wall time between two state-change diagnostics (rejection floods do not flood /diagnostics), s
 _MIN_STATUS_GAP = 0.2
-
-
-class _RosLogHandler(logging.Handler):
-    """Forwards the library's Python log records (explorer, planner, journal) to the node's ROS logger."""
-
-    def __init__(self, logger):
-        super().__init__(logging.INFO)
-        self.ros_logger = logger
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            msg = self.format(record)
-            if record.levelno >= logging.ERROR:
-                self.ros_logger.error(msg)
-            elif record.levelno >= logging.WARNING:
-                self.ros_logger.warning(msg)
-            else:
-                self.ros_logger.info(msg)
-        except Exception:  # noqa: BLE001 - logging must never break the node
-            self.handleError(record)
 
 
 class ExplorerNode(Node):
@@ -139,11 +116,7 @@ class ExplorerNode(Node):
 
     def _setup(self, forward_library_logs: bool) -> None:
         if forward_library_logs:
-            self._log_handler = _RosLogHandler(self.get_logger())
-            lib = logging.getLogger('uncertain_bo')
-            lib.addHandler(self._log_handler)
-            if lib.getEffectiveLevel() > logging.INFO:
-                lib.setLevel(logging.INFO)
+            self._log_handler = forward_library_logs_to(self)
         self.p = declare_parameters(self, EXPLORER_NODE_PARAMS, on_change=self._on_parameters,
                                     cross_check=check_explorer_parameters)
         reason = check_explorer_parameters(self.p)
@@ -165,8 +138,8 @@ class ExplorerNode(Node):
 
         # latched: a controller that matches later (started after the explorer, slow discovery) still gets the
         # current goal; the explorer also re-sends it until the controller acts (explorer/goal_resend.py)
-        self.goal_pub = self.create_publisher(PoseStamped, 'goal_pose', _LATCHED)
-        self.plan_pub = self.create_publisher(PathMsg, 'plan', _LATCHED)
+        self.goal_pub = self.create_publisher(PoseStamped, 'goal_pose', LATCHED)
+        self.plan_pub = self.create_publisher(PathMsg, 'plan', LATCHED)
         try:
             self.goal_interface, action_type = resolve_goal_interface(self.p['goal_interface'])
         except ValueError as exc:
@@ -176,10 +149,10 @@ class ExplorerNode(Node):
             self.nav2 = Nav2Goals(self, action_type, self.p['nav2_action_name'], self.p['nav2_behavior_tree'],
                                   reached=lambda: self.explorer.goal_reached(self._now()),
                                   failed=lambda c, d: self.explorer.goal_failed(c, d, self._now()))
-        self.markers_pub = self.create_publisher(MarkerArray, '~/markers', _LATCHED)
-        self.mean_pub = self.create_publisher(OccupancyGrid, '~/gp_mean', _LATCHED)
-        self.std_pub = self.create_publisher(OccupancyGrid, '~/gp_std', _LATCHED)
-        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', _RELIABLE_10)
+        self.markers_pub = self.create_publisher(MarkerArray, '~/markers', LATCHED)
+        self.mean_pub = self.create_publisher(OccupancyGrid, '~/gp_mean', LATCHED)
+        self.std_pub = self.create_publisher(OccupancyGrid, '~/gp_std', LATCHED)
+        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', RELIABLE_10)
         self.inputs = RoverInputs(self, self.explorer, self.p)   # pose_source's topic and reading
 
         self._reporter = StatusReporter()
@@ -209,9 +182,8 @@ class ExplorerNode(Node):
         journal = explorer.planner.journal_file if explorer is not None else None
         if journal is not None and not journal.retry():   # a last try: records held after a storage fault
             self.get_logger().error(f'{explorer.journal_fault}: they are lost with this process')
-        if self._log_handler is not None:
-            logging.getLogger('uncertain_bo').removeHandler(self._log_handler)
-            self._log_handler = None
+        stop_forwarding(self._log_handler)
+        self._log_handler = None
         super().destroy_node()
 
     # ---------------------------------------------------------- callbacks

@@ -28,12 +28,13 @@ from typing import Any
 import numpy as np
 from geometry_msgs.msg import Pose, PoseArray, PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
-from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data
 
 from uncertain_bo.explorer import resample_particles
 from uncertain_bo.parameters import Param
 from uncertain_bo.ros import conversions as cv
 from uncertain_bo.ros.ekf import LOCALISER_NODE_PARAMS, LocaliserNode
+from uncertain_bo.ros.qos import RELIABLE_10
 from uncertain_bo.ros.spin import run_node
 from uncertain_bo.sim.particle_filter import PF_PARAMS, ParticleFilter
 
@@ -49,8 +50,6 @@ PF_NODE_PARAMS = [
 
 #: all parameters of the particle_filter node
 PF_ALL_PARAMS = PF_PARAMS + LOCALISER_NODE_PARAMS + PF_NODE_PARAMS
-
-_RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 
 
 def make_particle_cloud(stamp: float, frame: str, particles: np.ndarray) -> PoseArray:
@@ -85,7 +84,7 @@ class ParticleFilterNode(LocaliserNode):
     def __init__(self, node_name: str = 'particle_filter', **kwargs: Any):
         super().__init__(node_name, **kwargs)
         self._cloud_pub = self.create_publisher(PoseArray, 'particle_cloud', qos_profile_sensor_data)
-        self._pose_pub = self.create_publisher(PoseWithCovarianceStamped, 'pose', _RELIABLE_10)
+        self._pose_pub = self.create_publisher(PoseWithCovarianceStamped, 'pose', RELIABLE_10)
         self._rng = np.random.default_rng(np.random.SeedSequence([int(self.p['seed']), 0xC10D]))
         self.n_clouds = 0
 

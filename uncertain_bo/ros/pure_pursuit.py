@@ -27,6 +27,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from uncertain_bo.parameters import Param
 from uncertain_bo.ros import conversions as cv
 from uncertain_bo.ros.params import declare_parameters
+from uncertain_bo.ros.qos import RELIABLE_10
 from uncertain_bo.ros.spin import run_node
 from uncertain_bo.sim.pure_pursuit import PURE_PURSUIT_PARAMS, PurePursuit
 
@@ -41,7 +42,6 @@ PURE_PURSUIT_NODE_PARAMS = [
 #: all parameters of the pure_pursuit node
 PURE_PURSUIT_ALL_PARAMS = PURE_PURSUIT_PARAMS + PURE_PURSUIT_NODE_PARAMS
 
-_RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 #: plan: transient local, so a plan latched by its publisher before this node matched is still received (a
 #: transient-local subscription needs a transient-local publisher, as the explorer's is; goal_pose stays volatile
 #: so that RViz's and other volatile goal publishers match)
@@ -79,9 +79,9 @@ class PurePursuitNode(Node):
         self.arrived = False
         self._pose: cv.StampedPose | None = None
         stamped = self.p['stamped_cmd_vel']
-        self._pub = self.create_publisher(TwistStamped if stamped else Twist, 'cmd_vel', _RELIABLE_10)
+        self._pub = self.create_publisher(TwistStamped if stamped else Twist, 'cmd_vel', RELIABLE_10)
         self.create_subscription(Path, 'plan', self._on_plan, _LATCHED_IN)
-        self.create_subscription(PoseStamped, 'goal_pose', self._on_goal, _RELIABLE_10)
+        self.create_subscription(PoseStamped, 'goal_pose', self._on_goal, RELIABLE_10)
         self.create_subscription(Odometry, 'odometry/filtered', self._on_odometry, _ODOM_QOS)
 
     def _on_plan(self, msg: Path) -> None:

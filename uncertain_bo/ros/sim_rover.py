@@ -48,12 +48,12 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
 
 from uncertain_bo.parameters import Param, ParameterError
 from uncertain_bo.ros import conversions as cv
 from uncertain_bo.ros.params import declare_parameters
+from uncertain_bo.ros.qos import RELIABLE_10
 from uncertain_bo.ros.spin import run_node
 from uncertain_bo.sim.ekf import PlanarEKF
 from uncertain_bo.sim.world import WORLD_PARAMS, SimStep, SimWorld
@@ -89,7 +89,6 @@ SIM_ROVER_NODE_PARAMS = [
 #: all parameters of the sim_rover node
 SIM_ROVER_PARAMS = WORLD_PARAMS + SIM_ROVER_NODE_PARAMS
 
-_RELIABLE_10 = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 #: variance (m², rad²) reported for what a position fix does not measure (z, roll, pitch, yaw)
 _UNOBSERVED = 1e6
 
@@ -114,13 +113,13 @@ class _SimulatedRover:
         self.odom_pose = PlanarEKF({'initial_x': 0.0, 'initial_y': 0.0, 'initial_yaw': 0.0,
                                     'initial_xy_std': 1e-4, 'initial_yaw_std': 1e-4, 'second_order_mean': False})
         p = node.p
-        self.pub_odom = node.create_publisher(Odometry, prefix + 'wheel/odometry', _RELIABLE_10)
-        self.pub_fix = node.create_publisher(PoseWithCovarianceStamped, prefix + 'position_fix', _RELIABLE_10)
-        self.pub_truth = node.create_publisher(Odometry, prefix + 'ground_truth', _RELIABLE_10)
+        self.pub_odom = node.create_publisher(Odometry, prefix + 'wheel/odometry', RELIABLE_10)
+        self.pub_fix = node.create_publisher(PoseWithCovarianceStamped, prefix + 'position_fix', RELIABLE_10)
+        self.pub_truth = node.create_publisher(Odometry, prefix + 'ground_truth', RELIABLE_10)
         msg_cls, _ = cv.READING_TYPES[p['reading_type']]
-        self.pub_reading = node.create_publisher(msg_cls, prefix + 'reading', _RELIABLE_10)
+        self.pub_reading = node.create_publisher(msg_cls, prefix + 'reading', RELIABLE_10)
         cmd_cls = TwistStamped if p['stamped_cmd_vel'] else Twist
-        node.create_subscription(cmd_cls, prefix + 'cmd_vel', lambda msg: node._on_cmd_vel(self, msg), _RELIABLE_10,
+        node.create_subscription(cmd_cls, prefix + 'cmd_vel', lambda msg: node._on_cmd_vel(self, msg), RELIABLE_10,
                                  callback_group=node._group)
         # TF frames: one tree per rover (rover0/odom -> rover0/base_link) under the shared map frame
         self.odom_frame = prefix + p['odom_frame']
@@ -162,7 +161,7 @@ class SimRoverNode(Node):
         self.get_logger().info(f'field {self.world.field!r}')
         self._group = MutuallyExclusiveCallbackGroup()
         self._lock = threading.Lock()
-        self._pub_clock = self.create_publisher(ClockMsg, '/clock', _RELIABLE_10)
+        self._pub_clock = self.create_publisher(ClockMsg, '/clock', RELIABLE_10)
         worlds = [self.world]
         if len(names) > 1:     # rover i: its start and seed from the team's rule, every other value live from p
             worlds = [SimWorld(self.world.field, ChainMap(_start_and_seed(p, len(names), i), p))

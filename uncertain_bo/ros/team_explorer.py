@@ -41,7 +41,6 @@ model). A rover cannot be removed that way (a rover that stops reporting is drop
 from __future__ import annotations
 
 import json
-import logging
 import math
 import re
 import time
@@ -62,7 +61,9 @@ from ..parameters import Param, ParameterError
 from ..planner import Recommendation
 from ..team import TeamPlanner
 from .conversions import make_path, make_pose_stamped
-from .explorer import _LATCHED, _RELIABLE_10, EXPLORER_NODE_PARAMS, _RosLogHandler
+from .explorer import EXPLORER_NODE_PARAMS
+from .library_logs import forward_library_logs as forward_library_logs_to, stop_forwarding
+from .qos import LATCHED, RELIABLE_10
 from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, gp_maps, make_diagnostics, make_markers, \
     rover_markers
 from .params import declare_parameters
@@ -109,8 +110,8 @@ class _Rover:
         self.explorer.budget = TravelBudget.resumed(node.p, records)    # its own totals, not the last rover's
         resumed = [r for r in records if r.get('type') == 'observation']
         self.inputs = RoverInputs(node, self.explorer, node.p, namespace=name, seed=index)
-        self.goal_pub = node.create_publisher(PoseStamped, f'{name}/goal_pose', _LATCHED)
-        self.plan_pub = node.create_publisher(PathMsg, f'{name}/plan', _LATCHED)
+        self.goal_pub = node.create_publisher(PoseStamped, f'{name}/goal_pose', LATCHED)
+        self.plan_pub = node.create_publisher(PathMsg, f'{name}/plan', LATCHED)
         self.reporter = StatusReporter()
         # its measured locations (means), in order, and how many (a resumed journal's included)
         self.path: list[np.ndarray] = [np.asarray(r['location']['mean'][:2], dtype=float) for r in resumed
@@ -182,11 +183,7 @@ class TeamExplorerNode(Node):
 
     def _setup(self, forward_library_logs: bool) -> None:
         if forward_library_logs:
-            self._log_handler = _RosLogHandler(self.get_logger())
-            lib = logging.getLogger('uncertain_bo')
-            lib.addHandler(self._log_handler)
-            if lib.getEffectiveLevel() > logging.INFO:
-                lib.setLevel(logging.INFO)
+            self._log_handler = forward_library_logs_to(self)
         self.p = declare_parameters(self, TEAM_EXPLORER_PARAMS, on_change=self._on_parameters,
                                     cross_check=self._cross_check)
         reason = check_explorer_parameters(self.p) or check_rovers(self.p['rovers'])
@@ -206,10 +203,10 @@ class TeamExplorerNode(Node):
         self.done = self.completed = False      # the team's end; completed: some rover was not dropped
         self._maps_dirty = True
         self._map_scales = None
-        self.markers_pub = self.create_publisher(MarkerArray, '~/markers', _LATCHED)
-        self.mean_pub = self.create_publisher(OccupancyGrid, '~/gp_mean', _LATCHED)
-        self.std_pub = self.create_publisher(OccupancyGrid, '~/gp_std', _LATCHED)
-        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', _RELIABLE_10)
+        self.markers_pub = self.create_publisher(MarkerArray, '~/markers', LATCHED)
+        self.mean_pub = self.create_publisher(OccupancyGrid, '~/gp_mean', LATCHED)
+        self.std_pub = self.create_publisher(OccupancyGrid, '~/gp_std', LATCHED)
+        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', RELIABLE_10)
         self.timer = self.create_timer(1.0 / self.p['tick_rate'], self._tick)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic, clock=self._steady)
@@ -219,9 +216,8 @@ class TeamExplorerNode(Node):
             f'{self.run_dir}')
 
     def destroy_node(self) -> None:
-        if self._log_handler is not None:
-            logging.getLogger('uncertain_bo').removeHandler(self._log_handler)
-            self._log_handler = None
+        stop_forwarding(self._log_handler)
+        self._log_handler = None
         super().destroy_node()
 
     def now_s(self) -> float:
