@@ -31,7 +31,7 @@ from ..param_files import declared_parameters
 from ..parameters import ParameterError, config_path, node_parameters, unknown_sections, validate
 from ..user_errors import check_run_dir
 
-__all__ = ['add_parser', 'run_demo', 'prepare_graph', 'NODES', 'LOCALISER_NODES', 'graph_nodes']
+__all__ = ['add_parser', 'run_demo', 'spin_in_background', 'prepare_graph', 'NODES', 'LOCALISER_NODES', 'graph_nodes']
 
 log = logging.getLogger(__name__)
 
@@ -269,6 +269,22 @@ def prepare_graph(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
 DECISION_JOIN_TIMEOUT = 60.0
 
 
+def spin_in_background(executor) -> tuple[threading.Thread, list[BaseException]]:
+    """Spin ``executor`` on a daemon thread; returns the thread and the list that receives the exception that
+    ended the spinning, if any (for the caller to report)."""
+    errors: list[BaseException] = []
+
+    def spin():
+        try:
+            executor.spin()
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller
+            errors.append(exc)
+
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    return thread, errors
+
+
 def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, *,
              extra_files: list[Path] | None = None, timeout: float = 1800.0) -> dict[str, Any]:
     """Run the simulated exploration graph until the explorer is done; write the report.
@@ -314,16 +330,7 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
         executor = SingleThreadedExecutor()
         for n in [*nodes.values(), recorder]:
             executor.add_node(n)
-        errors: list[BaseException] = []
-
-        def spin():
-            try:
-                executor.spin()
-            except BaseException as exc:  # noqa: BLE001 - reported below
-                errors.append(exc)
-
-        thread = threading.Thread(target=spin, daemon=True)
-        thread.start()
+        thread, errors = spin_in_background(executor)
         explorer = nodes['explorer'].explorer
         completed = False
         while thread.is_alive() and time.monotonic() - wall0 < timeout:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import importlib
 import logging
 import re
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ import numpy as np
 
 from ..parameters import ParameterError
 from ..user_errors import UsageError
-from .graph import DECISION_JOIN_TIMEOUT, LOCALISER_NODES, NODES, prepare_graph
+from .graph import DECISION_JOIN_TIMEOUT, LOCALISER_NODES, NODES, prepare_graph, spin_in_background
 
 __all__ = ['run_team_demo', 'team_node_parameters', 'parse_silence']
 
@@ -135,16 +134,7 @@ def run_team_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
         executor = SingleThreadedExecutor()
         for n in nodes.values():
             executor.add_node(n)
-        errors: list[BaseException] = []
-
-        def spin():
-            try:
-                executor.spin()
-            except BaseException as exc:  # noqa: BLE001 - reported below
-                errors.append(exc)
-
-        thread = threading.Thread(target=spin, daemon=True)
-        thread.start()
+        thread, errors = spin_in_background(executor)
         while thread.is_alive() and time.monotonic() - wall0 < timeout and not team.done:
             if silence is not None and silenced is None and team.planner.n >= silence[1]:
                 silenced = f'{silence[0]}/{localiser}'
