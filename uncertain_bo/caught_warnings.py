@@ -16,6 +16,7 @@ occurrence through to be counted. Other categories keep the filters they had.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import warnings
 from collections import Counter
@@ -32,6 +33,17 @@ _replaced = None                    # the showwarning the dispatcher forwards to
 _counts: Counter = Counter()        # caught warnings by category name, all threads, since the process started
 
 
+class _NeverRaised(Warning):
+    """A category nothing raises: its filter, added and removed at once, makes ``warnings`` drop its caches."""
+
+
+def _filters_changed() -> None:
+    """Tell ``warnings`` that its filter list changed (it caches decisions per filter-list version), through public
+    API only: ``filterwarnings`` bumps the version; the dummy filter it adds is removed again."""
+    warnings.filterwarnings('ignore', category=_NeverRaised)
+    warnings.filters[:] = [f for f in warnings.filters if f[2] is not _NeverRaised]
+
+
 class _Block:
     __slots__ = ('categories', 'records')
 
@@ -44,7 +56,10 @@ def _dispatch(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, block.categories):
             block.records.append(warnings.WarningMessage(message, category, filename, lineno, file, line))
             return
-    (_replaced or warnings._showwarning_orig)(message, category, filename, lineno, file, line)
+    if _replaced is None or _replaced is _dispatch:   # no block ever installed the dispatcher: print as Python does
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+    else:
+        _replaced(message, category, filename, lineno, file, line)
 
 
 def _open_block(block: _Block) -> None:
@@ -58,7 +73,7 @@ def _open_block(block: _Block) -> None:
             entry[1] += 1
             if entry[1] == 1 or not any(f is entry[0] for f in warnings.filters):
                 warnings.filters.insert(0, entry[0])
-        warnings._filters_mutated()
+        _filters_changed()
     if not hasattr(_local, 'blocks'):
         _local.blocks = []
     _local.blocks.append(block)
@@ -77,7 +92,7 @@ def _close_block(block: _Block) -> None:
         _open -= 1
         if _open == 0 and warnings.showwarning is _dispatch:
             warnings.showwarning = _replaced
-        warnings._filters_mutated()
+        _filters_changed()
         for w in block.records:
             _counts[w.category.__name__] += 1
 
