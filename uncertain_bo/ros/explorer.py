@@ -331,22 +331,12 @@ class ExplorerNode(Node):
 
     def _publish_markers(self) -> None:
         ex, planner = self.explorer, self.explorer.planner
-        scene = MarkerScene(self.p['search_bounds'])
-        if planner.n:
-            loc = planner.locations
-            scene.targets = planner.targets.numpy()
-            scene.means = loc.mean.detach().numpy()
-            scene.covariances = loc.covariance.detach().numpy()
-            scene.readings = planner.y.numpy()
-        if self.recommendation is not None:
-            r = self.recommendation
-            scene.recommendation = (float(r.target[0]), float(r.target[1]), r.mean, r.std)
+        scene = MarkerScene.of(self.p['search_bounds'], planner, self.recommendation,
+                               self._map_scales[0] if self._map_scales is not None else None)
         if ex.target is not None and ex.state in (State.DRIVING, State.DWELLING, State.MEASURING, State.PAUSED):
             scene.goal = ex.target
         pose = ex.latest_pose
         scene.rover = pose.xy if pose is not None else None
-        if self._map_scales is not None:
-            scene.reading_scale = self._map_scales[0]
         text = STATE_TEXT.get(ex.state.value, ex.state.value)
         scene.status = [f"explorer: {text}, {planner.n}/{self.p['max_measurements']} measurements"
                         + (f' ({ex.paused_reason})' if ex.paused_reason else ''),

@@ -75,6 +75,24 @@ class MarkerScene:
         self.status: list[str] = []
         self.reading_scale: GridScale | None = None
 
+    @classmethod
+    def of(cls, bounds: Sequence[float], planner, recommendation=None,
+           reading_scale: 'GridScale | None' = None) -> 'MarkerScene':
+        """The scene of a planner's measurements (targets, location distributions, readings) and a recommendation
+        (:class:`~uncertain_bo.planner.Recommendation` or None); goal, rover and status are the caller's."""
+        scene = cls(bounds)
+        if planner.n:
+            loc = planner.locations
+            scene.targets = planner.targets.numpy()
+            scene.means = loc.mean.detach().numpy()
+            scene.covariances = loc.covariance.detach().numpy()
+            scene.readings = planner.y.numpy()
+        if recommendation is not None:
+            r = recommendation
+            scene.recommendation = (float(r.target[0]), float(r.target[1]), r.mean, r.std)
+        scene.reading_scale = reading_scale
+        return scene
+
 
 def make_markers(scene: MarkerScene, frame: str, stamp: float) -> MarkerArray:
     """MarkerArray of ``scene`` (see the module docstring for namespaces). Sizes follow the search area

@@ -377,18 +377,8 @@ class TeamExplorerNode(Node):
         """The shared scene (every measurement, the team's recommendation, status) and each rover's path, pending
         target and label, in one MarkerArray on ~/markers."""
         planner, stamp, frame = self.planner, clean_stamp(self.now_s()), self.p['frame_id']
-        scene = MarkerScene(self.p['search_bounds'])
-        if planner.n:
-            loc = planner.locations
-            scene.targets = planner.targets.numpy()
-            scene.means = loc.mean.detach().numpy()
-            scene.covariances = loc.covariance.detach().numpy()
-            scene.readings = planner.y.numpy()
-        if self.recommendation is not None:
-            r = self.recommendation
-            scene.recommendation = (float(r.target[0]), float(r.target[1]), r.mean, r.std)
-        if self._map_scales is not None:
-            scene.reading_scale = self._map_scales[0]
+        scene = MarkerScene.of(self.p['search_bounds'], planner, self.recommendation,
+                               self._map_scales[0] if self._map_scales is not None else None)
         scene.status = [f"team of {len(self.rovers)}: {planner.n}/{self.p['max_measurements']} measurements"] + [
             f'{r.name}: ' + (f'dropped ({r.dropped_reason})' if r.dropped_reason else
                              STATE_TEXT.get(r.explorer.state.value, r.explorer.state.value))
