@@ -31,7 +31,8 @@ from ..param_files import declared_parameters
 from ..parameters import ParameterError, config_path, node_parameters, unknown_sections, validate
 from ..user_errors import check_run_dir
 
-__all__ = ['add_parser', 'run_demo', 'spin_in_background', 'prepare_graph', 'NODES', 'LOCALISER_NODES', 'graph_nodes']
+__all__ = ['add_parser', 'run_demo', 'spin_in_background',
+           'stop_graph', 'prepare_graph', 'NODES', 'LOCALISER_NODES', 'graph_nodes']
 
 log = logging.getLogger(__name__)
 
@@ -285,6 +286,22 @@ def spin_in_background(executor) -> tuple[threading.Thread, list[BaseException]]
     return thread, errors
 
 
+def stop_graph(executor, thread, nodes) -> None:
+    """Shut ``executor`` down, wait for its spinning ``thread`` (either may be None: start-up failed) and destroy
+    ``nodes`` and the rclpy context. The nodes decide inline in these graphs: a Ctrl-C during a decision must let
+    that callback end before its nodes and the context are destroyed (else the process aborts: "terminate called
+    without an active exception", 3 of 4 runs of bench/resume_pf_en_route.py)."""
+    import rclpy
+    if executor is not None:
+        executor.shutdown(timeout_sec=1.0)
+    if thread is not None:
+        thread.join(timeout=DECISION_JOIN_TIMEOUT)
+    for n in nodes:
+        n.destroy_node()
+    if rclpy.ok():
+        rclpy.shutdown()
+
+
 def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, *,
              extra_files: list[Path] | None = None, timeout: float = 1800.0) -> dict[str, Any]:
     """Run the simulated exploration graph until the explorer is done; write the report.
@@ -348,17 +365,7 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
         trajectory = recorder.rows()
         truth_at = recorder.truth_at
     finally:
-        if executor is not None:
-            executor.shutdown(timeout_sec=1.0)
-        if thread is not None:
-            # the explorer decides inline in this graph: a Ctrl-C during a decision must let that callback end
-            # before its nodes and the context are destroyed (else the process aborts: "terminate called
-            # without an active exception", 3 of 4 runs of bench/resume_pf_en_route.py)
-            thread.join(timeout=DECISION_JOIN_TIMEOUT)
-        for n in nodes.values():
-            n.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        stop_graph(executor, thread, nodes.values())
     wall = time.monotonic() - wall0
 
     write_trajectory(run_dir / 'trajectory.csv', trajectory)

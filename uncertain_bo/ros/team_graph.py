@@ -30,7 +30,7 @@ import numpy as np
 
 from ..parameters import ParameterError
 from ..user_errors import UsageError
-from .graph import DECISION_JOIN_TIMEOUT, LOCALISER_NODES, NODES, prepare_graph, spin_in_background
+from .graph import LOCALISER_NODES, NODES, prepare_graph, spin_in_background, stop_graph
 
 __all__ = ['run_team_demo', 'team_node_parameters', 'parse_silence']
 
@@ -154,14 +154,7 @@ def run_team_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
         dropped, duplicates = list(team.team.dropped), team.team.duplicates
         sim_stats = nodes['sim_rover'].stats()
     finally:
-        if executor is not None:
-            executor.shutdown(timeout_sec=1.0)
-        if thread is not None:
-            thread.join(timeout=DECISION_JOIN_TIMEOUT)
-        for n in nodes.values():
-            n.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        stop_graph(executor, thread, nodes.values())
     cov = np.diag(np.square(params['explorer']['execution_noise_std']))
     summary = summarize(run_dir, field, cov, extra={
         'completed': completed, 'wall_time_s': time.monotonic() - wall0, 'simulation': sim_stats,
