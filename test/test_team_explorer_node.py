@@ -11,60 +11,25 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 pytestmark = pytest.mark.ros
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
-from geometry_msgs.msg import PoseStamped  # noqa: E402
-from nav_msgs.msg import Odometry  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from sensor_msgs.msg import Temperature  # noqa: E402
-from visualization_msgs.msg import MarkerArray  # noqa: E402
 
 from uncertain_bo.parameters import ParameterError  # noqa: E402
-from uncertain_bo.ros import conversions as cv  # noqa: E402
-from uncertain_bo.ros.params import parameter_overrides  # noqa: E402
-from uncertain_bo.ros.team_explorer import TEAM_EXPLORER_PARAMS, TeamExplorerNode  # noqa: E402
 from ros_spin import spin_until  # noqa: E402
+import team_probe  # noqa: E402
 
 DOMAIN_ID = 195
 ROVERS = ('rover0', 'rover1')
 
 
 def make_team(context, tmp_path, **params):
-    # the probes publish poses that jump to each target (no driving): the pose gate (max_speed) is off here
-    values = {'search_bounds': [0.0, 20.0, 0.0, 20.0], 'max_measurements': 3, 'dwell_time': 0.2,
-              'run_dir': str(tmp_path), 'n_initial': 5, 'tick_rate': 50.0, 'max_speed': 0.0,
-              'rovers': list(ROVERS), 'silence_timeout': 1.0, 'diagnostics_period': 0.2, **params}
-    return TeamExplorerNode(context=context, parameter_overrides=parameter_overrides(values, TEAM_EXPLORER_PARAMS))
-
-
-class Rovers:
-    """Each rover's estimate and sensor (publishers in its namespace) and its goals; /diagnostics, markers."""
-
-    def __init__(self, context):
-        self.node = rclpy.create_node('team_probe', context=context)
-        self.goals = {r: [] for r in ROVERS}
-        self.odom = {r: self.node.create_publisher(Odometry, f'{r}/odometry/filtered', 10) for r in ROVERS}
-        self.reading = {r: self.node.create_publisher(Temperature, f'{r}/reading', 10) for r in ROVERS}
-        for r in ROVERS:
-            self.node.create_subscription(PoseStamped, f'{r}/goal_pose', self.goals[r].append, 10)
-        self.diagnostics, self.markers = [], []
-        self.node.create_subscription(DiagnosticArray, '/diagnostics', self.diagnostics.append, 10)
-        self.node.create_subscription(MarkerArray, 'team_explorer/markers', self.markers.append, 10)
-
-    def goal(self, rover):
-        g = self.goals[rover][-1].pose.position
-        return np.array([g.x, g.y])
-
-    def report(self, rover, xy, value):
-        now = self.node.get_clock().now().nanoseconds * 1e-9
-        cov6 = np.zeros((6, 6))
-        cov6[:2, :2] = np.eye(2) * 0.04
-        self.odom[rover].publish(cv.make_odometry(now, 'map', 'base_link', xy, 0.0, cov6))
-        self.reading[rover].publish(cv.make_reading('temperature', now, 'base_link', value, 0.01))
+    return team_probe.make_team(context, tmp_path, **{
+        'max_measurements': 3, 'rovers': list(ROVERS), 'silence_timeout': 1.0, 'diagnostics_period': 0.2, **params})
 
 
 def test_two_rovers_one_planner_and_a_silent_rover_is_dropped(context, tmp_path):
     node = make_team(context, tmp_path)
-    probe = Rovers(context)
+    probe = team_probe.TeamProbe(context, ROVERS)
     ex = SingleThreadedExecutor(context=context)
     ex.add_node(node)
     ex.add_node(probe.node)

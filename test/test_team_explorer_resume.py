@@ -11,16 +11,11 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 pytestmark = pytest.mark.ros
 
-from geometry_msgs.msg import PoseStamped  # noqa: E402
-from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from sensor_msgs.msg import Temperature  # noqa: E402
 
-from uncertain_bo.ros import conversions as cv  # noqa: E402
-from uncertain_bo.ros.params import parameter_overrides  # noqa: E402
-from uncertain_bo.ros.team_explorer import TEAM_EXPLORER_PARAMS, TeamExplorerNode  # noqa: E402
 from ros_spin import spin_until  # noqa: E402
+import team_probe  # noqa: E402
 
 DOMAIN_ID = 211
 ALL = ('rover0', 'rover1', 'rover2')
@@ -28,33 +23,16 @@ STARTS = {'rover0': np.array([5.0, 5.0]), 'rover1': np.array([15.0, 5.0]), 'rove
 
 
 def make_team(context, tmp_path, **params):
-    values = {'search_bounds': [0.0, 20.0, 0.0, 20.0], 'max_measurements': 5, 'dwell_time': 0.2,
-              'run_dir': str(tmp_path), 'n_initial': 5, 'tick_rate': 50.0, 'max_speed': 0.0,
-              'rovers': ['rover0', 'rover1'], 'silence_timeout': 30.0, 'diagnostics_period': 0.5, **params}
-    return TeamExplorerNode(context=context, parameter_overrides=parameter_overrides(values, TEAM_EXPLORER_PARAMS))
+    return team_probe.make_team(context, tmp_path, **{
+        'max_measurements': 5, 'rovers': ['rover0', 'rover1'], 'silence_timeout': 30.0, 'diagnostics_period': 0.5,
+        **params})
 
 
-class Probe:
-    """Each rover's estimate and sensor (publishers in its namespace) and the goals it is sent."""
+class Probe(team_probe.TeamProbe):
+    """The three rovers' estimates and sensors, and the goals each is sent."""
 
     def __init__(self, context):
-        self.node = rclpy.create_node('team_probe', context=context)
-        self.goals = {r: [] for r in ALL}
-        self.odom = {r: self.node.create_publisher(Odometry, f'{r}/odometry/filtered', 10) for r in ALL}
-        self.reading = {r: self.node.create_publisher(Temperature, f'{r}/reading', 10) for r in ALL}
-        for r in ALL:
-            self.node.create_subscription(PoseStamped, f'{r}/goal_pose', self.goals[r].append, 10)
-
-    def goal(self, rover):
-        g = self.goals[rover][-1].pose.position
-        return np.array([g.x, g.y])
-
-    def report(self, rover, xy, value):
-        now = self.node.get_clock().now().nanoseconds * 1e-9
-        cov6 = np.zeros((6, 6))
-        cov6[:2, :2] = np.eye(2) * 0.04
-        self.odom[rover].publish(cv.make_odometry(now, 'map', 'base_link', xy, 0.0, cov6))
-        self.reading[rover].publish(cv.make_reading('temperature', now, 'base_link', value, 0.01))
+        super().__init__(context, ALL)
 
     def at_goal_or_start(self, rover, value):
         self.report(rover, self.goal(rover) + 0.1 if self.goals[rover] else STARTS[rover], value)
