@@ -25,7 +25,7 @@ DOMAIN_ID = 204
 def test_two_rovers_one_clock_and_a_silent_rover_is_not_waited_for(context):
     sim = SimRoverNode(context=context, parameter_overrides=parameter_overrides({
         'rovers': ['rover0', 'rover1'], 'spacing': 10.0, 'initial_x': 100.0, 'initial_y': 100.0,
-        'lockstep_timeout': 0.2, 'status_period': 0.0, 'seed': 3}))
+        'lockstep_timeout': 0.5, 'status_period': 0.0, 'seed': 3}))
     probe = rclpy.create_node('team_sim_probe', context=context)
     truth = {'rover0': [], 'rover1': []}
     clock = []
@@ -46,16 +46,17 @@ def test_two_rovers_one_clock_and_a_silent_rover_is_not_waited_for(context):
     ex.add_node(probe)
     try:
         assert spin_until(ex, lambda: sim.steps >= 50, timeout=10.0)
-        assert sim.timeout_steps <= 1                 # both answer: lockstep, no waiting
+        assert sim.timeout_steps <= 3                 # both answer: lockstep, (almost) no waiting on a loaded CI
         first = {r: cv.odometry_to_pose(truth[r][0]).xy for r in truth}
         assert np.allclose(first['rover0'], [95.0, 100.0]) and np.allclose(first['rover1'], [105.0, 100.0])
         assert truth['rover1'][0].child_frame_id == 'rover1/base_link'
-        # rover1's controller dies: one lockstep_timeout, then the simulation goes on at rover0's pace
+        # rover1's controller dies: one lockstep_timeout, then the simulation goes on at rover0's pace (a loaded
+        # machine may make rover0 late a few times too; waiting for rover1 at every step would be ~200 timeouts)
         answering['rover1'] = False
         steps, timeouts, t0 = sim.steps, sim.timeout_steps, time.monotonic()
-        assert spin_until(ex, lambda: sim.steps >= steps + 200, timeout=20.0)
-        assert sim.timeout_steps - timeouts == 1 and not sim.rovers[1].responsive
-        assert time.monotonic() - t0 < 0.2 * 200 / 4        # not a lockstep_timeout per step
+        assert spin_until(ex, lambda: sim.steps >= steps + 200, timeout=60.0)
+        assert 1 <= sim.timeout_steps - timeouts <= 10 and not sim.rovers[1].responsive
+        assert time.monotonic() - t0 < 0.5 * 200 / 4        # not a lockstep_timeout per step
         # every rover still steps on the one clock; rover1 stopped (cmd_vel_timeout), rover0 drives on
         assert cv.from_time_msg(truth['rover0'][-1].header.stamp) == \
             pytest.approx(cv.from_time_msg(truth['rover1'][-1].header.stamp))
