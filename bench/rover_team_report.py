@@ -18,6 +18,14 @@ prints Markdown tables, one row per configuration (method, rovers, sharing; the 
 4. with ``--latency DIR``: the decision wall time (s) of decisions made with 2 pending targets, by the number of
    measurements the planner held when it decided, from a long run (``--iterations 90 --problem-param rovers=3``).
 
+With ``--by-field`` (runs of several fields, e.g. one ``bench --field NAME`` folder per field of the field suite) it
+prints instead one row per field and a row over all fields for the issue's targets: the 1-rover explorer's final
+regret and mission time, the 3-rover shared team's, how many seeds reach the 1-rover regret within 0.45x its mission
+time, and the regret at equal team mission time ``T`` of the 3-rover shared team against 3 independent explorers
+and 3 partitioned lawnmowers (median, two-sided Wilcoxon p paired by seed; in the row over all fields, medians of
+the per-field medians and p paired by (field, seed)). Mission times differ between fields (the suite's sensors dwell
+differently), so ``T`` is each of ``--fractions`` times the 1-rover explorer's median mission time on that field.
+
 Usage::
 
     .venv/bin/python bench/rover_team_report.py OUT/shared OUT/independent [OUT/nopending ...] [--times 250,350,450]
@@ -35,11 +43,14 @@ from pathlib import Path
 from scipy.stats import wilcoxon
 
 
-def load(dirs):
+def load(dirs, field=None):
+    """``{(method, rovers, sharing, seed): run}`` of the runs in ``DIR/runs/*.json`` (only ``field``'s if given)."""
     runs = {}
     for d in dirs:
         for path in sorted(Path(d, 'runs').glob('*.json')):
             r = json.loads(path.read_text())
+            if field is not None and r['spec']['settings'].get('field') != field:
+                continue
             params = dict(r['spec']['settings'].get('problem', []))
             rovers = int(params.get('rovers', 1))
             sharing = bool(params.get('sharing', True)) and r['spec']['method'] not in ('lawnmower', 'random')
@@ -75,13 +86,97 @@ def med(values):
     return statistics.median(values) if values else math.nan
 
 
+def fields_of(dirs):
+    """The fields of the runs in ``dirs``, in the order first met."""
+    seen = {}
+    for d in dirs:
+        for path in sorted(Path(d, 'runs').glob('*.json')):
+            seen.setdefault(json.loads(path.read_text())['spec']['settings'].get('field'), None)
+    return list(seen)
+
+
+def time_ratios(runs, config):
+    """Per seed: the team mission time at which ``config`` first reaches the 1-rover explorer's final regret, over
+    that explorer's mission time (inf: never within its budget)."""
+    out = {}
+    for (m, n, s, seed), run in runs.items():
+        one = runs.get(('ugp_ucb', 1, True, seed))
+        if (m, n, s) != config or one is None:
+            continue
+        goal, t1 = one['final']['rec_normalised_regret'], one['final']['mission_time_s']
+        hit = [r['sim_time'] for r in run['records'] if r['rec_nregret'] <= goal]
+        out[seed] = hit[0] / t1 if hit else math.inf
+    return out
+
+
+def by_field(dirs, fractions):
+    """The per-field table of the issue's targets (module docstring, ``--by-field``)."""
+    ref, one = ('ugp_ucb', 3, True), ('ugp_ucb', 1, True)
+    others = {'3 independent': ('ugp_ucb', 3, False), '3 lawnmowers': ('lawnmower', 3, False)}
+    head = ['field', 'seeds', '1 rover: regret / time s', '3 shared: regret / time s', 'seeds <= 0.45x (median ratio)']
+    head += [f'{f:g}x: 3 shared vs {name}' for f in fractions for name in others]
+    print('| ' + ' | '.join(head) + ' |')
+    print('|' + '---|' * len(head))
+    pooled = defaultdict(list)      # column -> [(mine, theirs)] over (field, seed)
+    per_field = defaultdict(list)   # column -> per-field medians
+    for fld in fields_of(dirs):
+        runs = load(dirs, fld)
+        seeds = sorted(s for (m, n, sh, s) in runs if (m, n, sh) == ref and (*one, s) in runs)
+        if not seeds:
+            continue
+        cells = [fld, str(len(seeds))]
+        t_one = med([runs[(*one, s)]['final']['mission_time_s'] for s in seeds])
+        for c in (one, ref):
+            reg, t = (med([runs[(*c, s)]['final'][k] for s in seeds])
+                      for k in ('rec_normalised_regret', 'mission_time_s'))
+            per_field[c].append((reg, t))
+            cells.append(f'{reg:.3f} / {t:.0f}')
+        ratios = time_ratios(runs, ref)
+        rs = [ratios[s] for s in seeds]
+        per_field['ratio'].append(statistics.median(rs))   # inf: most seeds never reach it
+        pooled['within'].extend(x <= 0.45 for x in rs)
+        cells.append(f'{sum(x <= 0.45 for x in rs)}/{len(rs)} ({statistics.median(rs):.2f})')
+        for f in fractions:
+            T = f * t_one
+            for name, c in others.items():
+                common = [s for s in seeds if (*c, s) in runs]
+                mine = [at(runs[(*ref, s)]['records'], 'sim_time', T) for s in common]
+                theirs = [at(runs[(*c, s)]['records'], 'sim_time', T) for s in common]
+                pooled[(f, name)].extend(zip(mine, theirs))
+                per_field[(f, name)].append((med(mine), med(theirs)))
+                diffs = [a - b for a, b in zip(mine, theirs)]
+                p = wilcoxon(diffs).pvalue if any(diffs) else 1.0
+                cells.append(f'{med(mine):.3f} vs {med(theirs):.3f} (p={p:.3f})')
+        print('| ' + ' | '.join(cells) + ' |')
+    if not per_field:
+        return
+    cells = ['median over fields', str(len(pooled['within']))]
+    for c in (one, ref):
+        cells.append(f'{med([r for r, _ in per_field[c]]):.3f} / {med([t for _, t in per_field[c]]):.0f}')
+    cells.append(f'{sum(pooled["within"])}/{len(pooled["within"])} ({statistics.median(per_field["ratio"]):.2f})')
+    for f in fractions:
+        for name in others:
+            pairs = pooled[(f, name)]
+            diffs = [a - b for a, b in pairs]
+            p = wilcoxon(diffs).pvalue if any(diffs) else 1.0
+            mf = per_field[(f, name)]
+            cells.append(f'{med([a for a, _ in mf]):.3f} vs {med([b for _, b in mf]):.3f} (p={p:.3f})')
+    print('| ' + ' | '.join(cells) + ' |')
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('dirs', nargs='+')
     ap.add_argument('--times', default='250,350,450')
     ap.add_argument('--distances', default='800,1200')
     ap.add_argument('--latency', default=None)
+    ap.add_argument('--by-field', action='store_true', help='one row per field (runs of several fields)')
+    ap.add_argument('--fractions', default='0.25,0.35,0.45',
+                    help='--by-field: equal-time points as fractions of the 1-rover mission time')
     args = ap.parse_args()
+    if args.by_field:
+        by_field(args.dirs, [float(x) for x in args.fractions.split(',')])
+        return
     runs = load(args.dirs)
     configs = sorted({k[:3] for k in runs}, key=lambda c: (not c[0].startswith('ugp_ucb'), c[0], not c[2], c[1]))
     seeds = defaultdict(list)
