@@ -20,8 +20,9 @@ namespaced node gets them without re-keyed files. Rover ``i``'s ``ekf`` frames a
 When the team explorer is done (every rover not dropped has ended; ``exit_when_done:=true``) the launch shuts down;
 when sim_rover or the team explorer fails (e.g. an invalid parameter at start-up) it shuts down with a non-zero
 status. A rover whose localiser or controller dies is not the end of the launch: the team explorer drops it after
-``silence_timeout`` and the simulation's lockstep stops waiting for it. ``rviz:=true`` starts rviz2 with the single
-explorer's configuration: add the team explorer's ``team_explorer/markers`` and ``team_explorer/gp_mean`` by hand.
+``silence_timeout`` and the simulation's lockstep stops waiting for it. ``rviz:=true`` starts rviz2 with
+``config/team.rviz``: the team's shared GP map and markers (every rover's measured path, pending target and name),
+and per rover (rover0-rover2) its pose estimate with covariance and its goal.
 
 Usage::
 
@@ -65,7 +66,7 @@ ARGUMENTS = [
      'there is resumed (each rover back to its pending target); empty = runs/<date-time>'),
     ('use_sim_time', 'true', "every node but sim_rover runs on the /clock published by sim_rover"),
     ('exit_when_done', 'true', 'the team explorer exits when the team is done, which shuts the launch down'),
-    ('rviz', 'false', 'also start rviz2 (with config/explorer.rviz when installed)'),
+    ('rviz', 'false', 'also start rviz2 (with config/team.rviz when installed)'),
 ]
 
 #: sim_rover's localiser -> node (executable and name)
@@ -163,11 +164,14 @@ def launch_setup(context):
 
 
 def generate_launch_description():
-    rviz_config = os.path.join(share_directory(__file__, 'sim.yaml'), 'config', 'explorer.rviz')
+    rviz_config = os.path.join(share_directory(__file__, 'sim.yaml'), 'config', 'team.rviz')
     has_rviz_config = os.path.isfile(rviz_config)
     return LaunchDescription([
         *[DeclareLaunchArgument(name, default_value=default, description=description)
           for name, default, description in ARGUMENTS],
+        LogInfo(msg=f'rviz2 configuration: {rviz_config}' if has_rviz_config else
+                f'{rviz_config} is not installed: rviz2 starts with its default configuration',
+                condition=IfCondition(LaunchConfiguration('rviz'))),
         Node(package='rviz2', executable='rviz2', name='rviz2', output='screen',
              arguments=['-d', rviz_config] if has_rviz_config else [],
              parameters=[{'use_sim_time': LaunchConfiguration('use_sim_time')}],
