@@ -120,6 +120,12 @@ def test_duplicated_delayed_and_dropped_messages_are_measured_once(context, tmp_
         link.node.destroy_node()
         goals.node.destroy_node()
     assert link.dropped > 0 and link.duplicated > 0 and link.late > 0     # the link did what it says
+    # the late and repeated poses are counted per rover on /diagnostics
+    for rover in ROVERS:
+        counts = [int(kv.value) for a in goals.diagnostics for st in a.status
+                  if st.name.endswith(f'{rover} exploration')
+                  for kv in st.values if kv.key == 'rejected pose: out of order']
+        assert counts and max(counts) > 0, rover
     assert node.completed and node.team.dropped == []
     obs = [json.loads(s) for s in (tmp_path / 'journal.jsonl').read_text().splitlines()]
     obs = [r for r in obs if r['type'] == 'observation']
