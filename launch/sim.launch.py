@@ -37,14 +37,13 @@ import os
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, RegisterEventHandler
-from launch.conditions import IfCondition
 from launch.event_handlers import OnProcessExit
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from uncertain_bo.parameters import node_parameters, unknown_sections
-from uncertain_bo.ros.launch_args import (bounds_outside, choice, exit_handler, flag, integer, params_file,
-                                          share_directory)
+from uncertain_bo.ros.launch_args import (LOCALISERS, bounds_outside, exit_handler, params_file, rviz_actions,
+                                          share_directory, simulation_overrides)
 
 
 #: (name, default, description) of every launch argument, in ``--show-args`` order.
@@ -73,9 +72,6 @@ ARGUMENTS = [
 #: the nodes this launch file can start (parameter-file sections)
 NODE_NAMES = ('sim_rover', 'ekf', 'particle_filter', 'pure_pursuit', 'explorer')
 
-#: sim_rover's localiser -> node (executable and name)
-LOCALISERS = {'ekf': 'ekf', 'pf': 'particle_filter'}
-
 
 def graph_parameters(args, share):
     """Parameter lists of the four nodes for launch-argument values ``args`` (name -> string).
@@ -94,22 +90,9 @@ def graph_parameters(args, share):
             raise RuntimeError(f'params_file {user_file}: section {key!r} names no node of the simulation; '
                                f"known: {', '.join(NODE_NAMES)} (or '/**' for all)")
         files.append(user_file)
-    sim_time = flag(args.get('use_sim_time', 'true'), 'use_sim_time')
-    over = {'sim_rover': {'use_sim_time': False}, 'ekf': {'use_sim_time': sim_time},
-            'particle_filter': {'use_sim_time': sim_time}, 'pure_pursuit': {'use_sim_time': sim_time},
-            'explorer': {'use_sim_time': sim_time,
-                         'exit_when_done': flag(args.get('exit_when_done', 'true'), 'exit_when_done')}}
-    if args.get('field', '').strip():
-        over['sim_rover']['field'] = args['field'].strip()
-    if args.get('seed', '').strip():
-        over['sim_rover']['seed'] = over['explorer']['seed'] = integer(args['seed'], 'seed', 0)
-        over['particle_filter']['seed'] = over['sim_rover']['seed']
-    if args.get('localiser', '').strip():
-        over['sim_rover']['localiser'] = choice(args['localiser'], 'localiser', LOCALISERS)
-    if args.get('measurements', '').strip():
-        over['explorer']['max_measurements'] = integer(args['measurements'], 'measurements', 1)
-    if args.get('run_dir', '').strip():
-        over['explorer']['run_dir'] = os.path.abspath(os.path.expanduser(args['run_dir'].strip()))
+    over, sim_time = simulation_overrides(args)
+    for node, values in over.items():
+        values['use_sim_time'] = sim_time and node != 'sim_rover'      # sim_rover owns /clock: wall time
     # The explorer searches the simulated field, as in `uncertain-bo demo`, unless told otherwise.
     extent = {}
     for f in files:
@@ -169,17 +152,9 @@ def launch_setup(context):
 
 
 def generate_launch_description():
-    rviz_config = os.path.join(share_directory(__file__, 'sim.yaml'), 'config', 'explorer.rviz')
-    has_rviz_config = os.path.isfile(rviz_config)
     return LaunchDescription([
         *[DeclareLaunchArgument(name, default_value=default, description=description)
           for name, default, description in ARGUMENTS],
-        LogInfo(msg=f'rviz2 configuration: {rviz_config}' if has_rviz_config else
-                f'{rviz_config} is not installed: rviz2 starts with its default configuration',
-                condition=IfCondition(LaunchConfiguration('rviz'))),
-        Node(package='rviz2', executable='rviz2', name='rviz2', output='screen',
-             arguments=['-d', rviz_config] if has_rviz_config else [],
-             parameters=[{'use_sim_time': LaunchConfiguration('use_sim_time')}],
-             condition=IfCondition(LaunchConfiguration('rviz'))),
+        *rviz_actions(__file__, 'explorer.rviz'),
         OpaqueFunction(function=launch_setup),
     ])

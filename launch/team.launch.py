@@ -20,8 +20,9 @@ namespaced node gets them without re-keyed files. Rover ``i``'s ``ekf`` frames a
 When the team explorer is done (every rover not dropped has ended; ``exit_when_done:=true``) the launch shuts down;
 when sim_rover or the team explorer fails (e.g. an invalid parameter at start-up) it shuts down with a non-zero
 status. A rover whose localiser or controller dies is not the end of the launch: the team explorer drops it after
-``silence_timeout`` and the simulation's lockstep stops waiting for it. ``rviz:=true`` starts rviz2 with the single
-explorer's configuration: add the team explorer's ``team_explorer/markers`` and ``team_explorer/gp_mean`` by hand.
+``silence_timeout`` and the simulation's lockstep stops waiting for it. ``rviz:=true`` starts rviz2 with
+``config/team.rviz``: the team's shared GP map and markers (every rover's measured path, pending target and name),
+and per rover (rover0-rover2) its pose estimate with covariance and its goal.
 
 Usage::
 
@@ -35,13 +36,12 @@ import os
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, RegisterEventHandler
-from launch.conditions import IfCondition
 from launch.event_handlers import OnProcessExit
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from uncertain_bo.ros.launch_args import (bounds_outside, choice, exit_handler, flag, integer, params_file,
-                                          rover_exit_handler, share_directory)
+from uncertain_bo.ros.launch_args import (LOCALISERS, bounds_outside, exit_handler, integer, params_file,
+                                          rover_exit_handler, rviz_actions, share_directory, simulation_overrides)
 
 
 #: (name, default, description) of every launch argument, in ``--show-args`` order.
@@ -65,11 +65,8 @@ ARGUMENTS = [
      'there is resumed (each rover back to its pending target); empty = runs/<date-time>'),
     ('use_sim_time', 'true', "every node but sim_rover runs on the /clock published by sim_rover"),
     ('exit_when_done', 'true', 'the team explorer exits when the team is done, which shuts the launch down'),
-    ('rviz', 'false', 'also start rviz2 (with config/explorer.rviz when installed)'),
+    ('rviz', 'false', 'also start rviz2 (with config/team.rviz when installed)'),
 ]
-
-#: sim_rover's localiser -> node (executable and name)
-LOCALISERS = {'ekf': 'ekf', 'pf': 'particle_filter'}
 
 
 def team_parameters(args, share):
@@ -94,21 +91,7 @@ def team_parameters(args, share):
     if rovers > 16:
         raise RuntimeError(f'launch argument rovers:={rovers}: at most 16')
     user_file = params_file(args)
-    sim_time = flag(args.get('use_sim_time', 'true'), 'use_sim_time')
-    over = {'sim_rover': {}, 'ekf': {}, 'particle_filter': {}, 'pure_pursuit': {},
-            'explorer': {'exit_when_done': flag(args.get('exit_when_done', 'true'), 'exit_when_done')}}
-    if args.get('field', '').strip():
-        over['sim_rover']['field'] = args['field'].strip()
-    if args.get('seed', '').strip():
-        over['sim_rover']['seed'] = over['explorer']['seed'] = integer(args['seed'], 'seed', 0)
-        over['particle_filter']['seed'] = over['sim_rover']['seed']
-    if args.get('localiser', '').strip():
-        over['sim_rover']['localiser'] = choice(args['localiser'], 'localiser', LOCALISERS)
-    if args.get('measurements', '').strip():
-        over['explorer']['max_measurements'] = integer(args['measurements'], 'measurements', 1)
-    if args.get('run_dir', '').strip():
-        run_dir = os.path.abspath(os.path.expanduser(args['run_dir'].strip()))
-        over['explorer']['run_dir'] = run_dir
+    over, sim_time = simulation_overrides(args)
     silence = None
     if args.get('silence_timeout', '').strip():
         try:
@@ -163,14 +146,9 @@ def launch_setup(context):
 
 
 def generate_launch_description():
-    rviz_config = os.path.join(share_directory(__file__, 'sim.yaml'), 'config', 'explorer.rviz')
-    has_rviz_config = os.path.isfile(rviz_config)
     return LaunchDescription([
         *[DeclareLaunchArgument(name, default_value=default, description=description)
           for name, default, description in ARGUMENTS],
-        Node(package='rviz2', executable='rviz2', name='rviz2', output='screen',
-             arguments=['-d', rviz_config] if has_rviz_config else [],
-             parameters=[{'use_sim_time': LaunchConfiguration('use_sim_time')}],
-             condition=IfCondition(LaunchConfiguration('rviz'))),
+        *rviz_actions(__file__, 'team.rviz'),
         OpaqueFunction(function=launch_setup),
     ])

@@ -122,6 +122,19 @@ def test_future_stamped_poses_are_rejected_and_counted():
     assert ex.on_pose(pose(10.5, [1, 1]), now=None)          # no clock yet: not judged
 
 
+def test_late_or_repeated_poses_do_not_move_the_rover_back():
+    """A lossy radio link delivers a pose after newer ones (within max_pose_age): it is rejected, not taken for the
+    rover's latest position, and the odometer does not drive back to it; one delivered twice changes nothing."""
+    ex, _ = make(max_pose_age=0.5)
+    assert ex.on_pose(pose(10.0, [0, 0]), now=10.0) and ex.on_pose(pose(10.2, [3, 4]), now=10.2)
+    assert not ex.on_pose(pose(10.0, [0, 0]), now=10.3)                          # late
+    ex.on_pose(pose(10.2, [3, 4]), now=10.3)                                     # twice
+    assert ex.rejected == {'pose: out of order': 1}
+    np.testing.assert_array_equal(ex.latest_pose.xy, [3, 4])
+    ex.budget.stopped()
+    assert ex.budget.totals(10.3)['distance_driven_m'] == pytest.approx(5.0)   # 0 -> (3, 4) once
+
+
 def test_backwards_jump_warnings_are_throttled(caplog):
     ex, _ = make()
     with caplog.at_level(logging.WARNING, logger='uncertain_bo.explorer'):

@@ -220,6 +220,36 @@ def test_team_launch_parameters_come_from_the_team_rule(tmp_path):
         assert '\n' not in str(info.value)
 
 
+def test_sim_and_team_launch_read_their_shared_arguments_alike(tmp_path):
+    """uncertain_bo.ros.launch_args.simulation_overrides: one reading of field, seed, localiser, measurements,
+    run_dir, use_sim_time and exit_when_done for sim.launch.py and team.launch.py."""
+    pytest.importorskip('rclpy')
+    from uncertain_bo.ros.launch_args import simulation_overrides
+    args = {'field': ' my.csv ', 'seed': '7', 'localiser': 'pf', 'measurements': '3', 'run_dir': 'rel/run',
+            'use_sim_time': 'false', 'exit_when_done': 'False'}
+    over, sim_time = simulation_overrides(args)
+    assert not sim_time and over == {
+        'sim_rover': {'field': 'my.csv', 'seed': 7, 'localiser': 'pf'}, 'ekf': {}, 'particle_filter': {'seed': 7},
+        'pure_pursuit': {}, 'explorer': {'exit_when_done': False, 'seed': 7, 'max_measurements': 3,
+                                         'run_dir': os.path.abspath('rel/run')}}
+    sim = _pure_functions('sim.launch.py', {'NODE_NAMES', 'graph_parameters'})['graph_parameters'](args, str(ROOT))
+    _, _, team = _pure_functions('team.launch.py', {'team_parameters'})['team_parameters'](
+        {**args, 'localiser': 'ekf', 'field': ''}, str(ROOT))
+    assert sim['explorer'][-1]['max_measurements'] == team['team_explorer']['max_measurements'] == 3
+    assert sim['explorer'][-1]['run_dir'] == team['team_explorer']['run_dir'] == os.path.abspath('rel/run')
+    assert sim['explorer'][-1]['use_sim_time'] is team['team_explorer']['use_sim_time'] is False
+    for bad in ({'seed': 'x'}, {'localiser': 'ukf'}, {'measurements': '0'}, {'use_sim_time': 'maybe'},
+                {'exit_when_done': '2'}):
+        name = next(iter(bad))
+        for parse in (simulation_overrides,
+                      lambda a: _pure_functions('sim.launch.py', {'NODE_NAMES', 'graph_parameters'})[
+                          'graph_parameters'](a, str(ROOT)),
+                      lambda a: _pure_functions('team.launch.py', {'team_parameters'})['team_parameters'](
+                          a, str(ROOT))):
+            with pytest.raises(RuntimeError, match=f'launch argument {name}:='):
+                parse(bad)
+
+
 # ------------------------------------------------------------------ part 2: with launch / launch_ros
 @pytest.fixture(scope='module')
 def launch_api():

@@ -9,8 +9,9 @@
   the localisation lags, or a bag is replayed without simulated time) or more than ``future_stamp_tolerance``
   after it never reach the buffer. Readings are rejected outside ``reading_range``, stamped in the future, or
   older than ``reading_timeout`` (stamped 0, another clock). A pose stamped before the newest buffered pose by
-  more than ``max_pose_age`` (bag loop, simulation reset) clears the pose and reading buffers. Each rejection
-  is logged with its reason (floods are throttled) and counted by category in :attr:`InputStreams.rejected`.
+  more than ``max_pose_age`` (bag loop, simulation reset) clears the pose and reading buffers; one stamped before
+  it by less (delivered late: a lossy radio link) is rejected (``'pose: out of order'``; a repeat is harmless). Each
+  rejection is logged with its reason (floods are throttled) and counted by category in :attr:`InputStreams.rejected`.
   A zero covariance is valid: an exactly known position (a Dirac location).
 - **Header-less readings** (``std_msgs/Float64``) are stamped **on arrival**, with the host's clock when the
   reading is handed in (the ROS node: its clock when the subscription callback runs), and are then paired like
@@ -243,6 +244,9 @@ class InputStreams:
             self.poses.clear()
             self.readings.clear()
             self.gate.reset()
+        elif self.poses and pose.stamp < self.poses[-1].stamp:   # else the odometer would drive back to it
+            self.reject('pose', 'out of order', f'stamp {pose.stamp:.3f} s is before the newest pose (delivered late)')
+            return False
         verdict = self.gate.check(pose.stamp, pose.xy, pose.cov)
         if not verdict.accepted:
             self.reject('pose', 'implausible jump', verdict.detail)

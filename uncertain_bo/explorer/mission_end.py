@@ -20,7 +20,14 @@ LIMITS = ('max_measurements', 'max_distance', 'max_mission_time')
 
 class MissionEnd:
     """The end of :class:`~uncertain_bo.explorer.state_machine.Explorer`'s mission (a part of it: it reads and
-    sets the explorer's state, ``done_reason`` and end bookkeeping, and tells the host)."""
+    sets the explorer's state, ``done_reason`` and end bookkeeping, and tells the host).
+
+    Attributes:
+        log_end: log the end (info, ``'mission ends: <reason>'``); False where the host logs it itself (the team
+            explorer: each rover's end with its name, the team's end once).
+    """
+
+    log_end = True
 
     def _limits(self) -> tuple:
         return tuple(self.params[k] for k in LIMITS)
@@ -63,7 +70,8 @@ class MissionEnd:
         if stop and pose is not None and self.state in (State.DRIVING, State.DWELLING, State.MEASURING):
             self.outputs.stop(pose.xy)
         self._end(reason)
-        log.info('mission ends: %s', reason)
+        if self.log_end:
+            log.info('mission ends: %s', reason)
         self._report_finish()
 
     def _report_finish(self, rec: Recommendation | None = None) -> None:

@@ -30,6 +30,7 @@ import numpy as np
 from ..param_files import declared_parameters
 from ..parameters import ParameterError, config_path, node_parameters, unknown_sections, validate
 from ..user_errors import check_run_dir
+from .launch_args import LOCALISERS
 
 __all__ = ['add_parser', 'run_demo', 'spin_in_background',
            'stop_graph', 'prepare_graph', 'NODES', 'LOCALISER_NODES', 'graph_nodes']
@@ -46,8 +47,8 @@ NODES = {
 }
 
 
-#: sim_rover's ``localiser`` -> the node that runs it
-LOCALISER_NODES = {'ekf': 'ekf', 'pf': 'particle_filter'}
+#: sim_rover's ``localiser`` -> the node that runs it (the launch files' table)
+LOCALISER_NODES = LOCALISERS
 
 
 def graph_nodes(params: dict[str, dict[str, Any]]) -> list[str]:

@@ -1,17 +1,79 @@
-"""What the launch files share: checked launch arguments and the package's share directory.
+"""What the launch files share: checked launch arguments, the simulation launch files' common arguments
+(:func:`simulation_overrides`, for ``sim.launch.py`` and ``team.launch.py``), their optional rviz2
+(:func:`rviz_actions`) and the package's share directory.
 
-Plain Python (no ``launch`` import), so ``launch/*.launch.py`` and their tests use the same code. Errors are
-``RuntimeError`` with the argument's name and what it must be: ``ros2 launch`` prints them and stops.
+Plain Python (``launch`` is imported only inside the functions that build launch actions), so
+``launch/*.launch.py`` and their tests use the same code. Errors are ``RuntimeError`` with the argument's name and
+what it must be: ``ros2 launch`` prints them and stops.
 """
 from __future__ import annotations
 
 import os
-from typing import Collection
+from typing import Any, Collection
 
-__all__ = ['PACKAGE', 'NodeFailed', 'bounds_outside', 'choice', 'exit_handler', 'flag', 'integer',
-           'params_file', 'rover_exit_handler', 'share_directory']
+__all__ = ['PACKAGE', 'LOCALISERS', 'NodeFailed', 'bounds_outside', 'choice', 'exit_handler', 'flag', 'integer',
+           'params_file', 'rover_exit_handler', 'rviz_actions', 'share_directory', 'simulation_overrides']
 
 PACKAGE = 'uncertain_bo'
+
+#: sim_rover's localiser -> the localiser node (executable and name) the simulation launch files start
+LOCALISERS = {'ekf': 'ekf', 'pf': 'particle_filter'}
+
+
+def simulation_overrides(args) -> tuple[dict[str, dict[str, Any]], bool]:
+    """The parameter overrides of the launch arguments ``sim.launch.py`` and ``team.launch.py`` share, from their
+    values ``args`` (name -> string; a missing or empty one leaves the parameter files' value).
+
+    ``field`` (sim_rover), ``seed`` (sim_rover, particle_filter, explorer; integer >= 0), ``localiser`` (sim_rover;
+    a key of :data:`LOCALISERS`), ``measurements`` (the explorer's ``max_measurements``; integer >= 1), ``run_dir``
+    (the explorer's, made absolute, ``~`` expanded) and ``exit_when_done`` (explorer; boolean, default true).
+
+    Returns:
+        ``(overrides, use_sim_time)``: overrides by parameter-file section (``'sim_rover'``, ``'ekf'``,
+        ``'particle_filter'``, ``'pure_pursuit'``, ``'explorer'``, every one present) and the ``use_sim_time``
+        argument (boolean, default true) for every node but sim_rover, which owns /clock.
+
+    Raises:
+        RuntimeError: an argument is not what it must be (one line naming it).
+    """
+    sim_time = flag(args.get('use_sim_time', 'true'), 'use_sim_time')
+    over: dict[str, dict[str, Any]] = {
+        'sim_rover': {}, 'ekf': {}, 'particle_filter': {}, 'pure_pursuit': {},
+        'explorer': {'exit_when_done': flag(args.get('exit_when_done', 'true'), 'exit_when_done')}}
+    if str(args.get('field', '')).strip():
+        over['sim_rover']['field'] = args['field'].strip()
+    if str(args.get('seed', '')).strip():
+        over['sim_rover']['seed'] = over['explorer']['seed'] = integer(args['seed'], 'seed', 0)
+        over['particle_filter']['seed'] = over['sim_rover']['seed']
+    if str(args.get('localiser', '')).strip():
+        over['sim_rover']['localiser'] = choice(args['localiser'], 'localiser', LOCALISERS)
+    if str(args.get('measurements', '')).strip():
+        over['explorer']['max_measurements'] = integer(args['measurements'], 'measurements', 1)
+    if str(args.get('run_dir', '')).strip():
+        over['explorer']['run_dir'] = os.path.abspath(os.path.expanduser(args['run_dir'].strip()))
+    return over, sim_time
+
+
+def rviz_actions(launch_file: str, config: str) -> list:
+    """The optional rviz2 of a simulation launch file (its ``rviz`` argument): rviz2 in the root namespace on the
+    ``use_sim_time`` argument's clock with ``config/<config>`` when installed (else its default configuration),
+    and a log line saying which. ``launch_file``: the calling file's ``__file__`` (:func:`share_directory`)."""
+    from launch.actions import LogInfo
+    from launch.conditions import IfCondition
+    from launch.substitutions import LaunchConfiguration
+    from launch_ros.actions import Node
+
+    rviz_config = os.path.join(share_directory(launch_file, 'sim.yaml'), 'config', config)
+    installed = os.path.isfile(rviz_config)
+    return [
+        LogInfo(msg=f'rviz2 configuration: {rviz_config}' if installed else
+                f'{rviz_config} is not installed: rviz2 starts with its default configuration',
+                condition=IfCondition(LaunchConfiguration('rviz'))),
+        Node(package='rviz2', executable='rviz2', name='rviz2', output='screen',
+             arguments=['-d', rviz_config] if installed else [],
+             parameters=[{'use_sim_time': LaunchConfiguration('use_sim_time')}],
+             condition=IfCondition(LaunchConfiguration('rviz'))),
+    ]
 
 
 def share_directory(launch_file: str, marker: str) -> str:

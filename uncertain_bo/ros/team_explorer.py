@@ -106,6 +106,7 @@ class _Rover:
         self.node, self.name, self.index = node, name, index
         self.view = node.team.add_rover(name, node.planner, done=lambda: self.explorer.state is State.DONE)
         self.explorer = Explorer(self.view, self, node.p)
+        self.explorer.log_end = False             # the node logs it, with the rover's name (ended)
         records = node.team.rover_records(name)      # its records in a resumed journal
         self.explorer.budget = TravelBudget.resumed(node.p, records)    # its own totals, not the last rover's
         resumed = [r for r in records if r.get('type') == 'observation']
@@ -119,6 +120,7 @@ class _Rover:
         self.measurements = len(resumed)
         self.dropped_reason: str | None = None
         self.since: float | None = None           # node-clock time from which its silence counts (joining)
+        self.end_logged = False
 
     @property
     def active(self) -> bool:
@@ -157,7 +159,19 @@ class _Rover:
         self.node.measured(self, m, rec)
 
     def finished(self, rec: Recommendation) -> None:
-        self.node.get_logger().info(f'{self.name}: done ({self.explorer.done_reason})')
+        pass                                       # logged by ended(); the result file is the team's
+
+    def ended(self) -> None:
+        """Log this rover's end once per end (info), unless the team's budget ended it: that is the team's end,
+        which the node logs once. An end that a limit raised at run time undoes can be logged again."""
+        ex = self.explorer
+        if ex.state is not State.DONE:
+            self.end_logged = False
+        elif not self.end_logged:
+            self.end_logged = True
+            if self.node.planner.n < self.node.p['max_measurements']:
+                self.node.get_logger().info(f'{self.name}: its mission ends ({ex.done_reason}) after '
+                                            f'{self.measurements} measurements')
 
 
 class TeamExplorerNode(Node):
@@ -238,6 +252,7 @@ class TeamExplorerNode(Node):
                 self._drop(rover, reason)
                 continue
             rover.explorer.tick(now)
+            rover.ended()
         if self._maps_dirty:
             self._update_maps()
         live = [r for r in self.rovers.values() if r.name not in self.team.dropped]
@@ -270,8 +285,6 @@ class TeamExplorerNode(Node):
         result = first.explorer.result(rec)
         if not completed:
             result['stopped_because'] = 'every rover was dropped'
-            self.get_logger().error('every rover was dropped (silent for silence_timeout): the mission ends '
-                                    f'with {self.planner.n} of {self.p["max_measurements"]} measurements')
         for key in ('distance_driven_m', 'mission_time_s', 'rejected', 'targets_skipped'):
             result.pop(key, None)               # per rover, below
         now = self.now_s()
@@ -282,12 +295,17 @@ class TeamExplorerNode(Node):
                             for r in self.rovers.values()}
         result['duplicates'] = self.team.duplicates
         (self.run_dir / 'explorer_result.json').write_text(json.dumps(result, indent=2))
-        if rec is not None:
-            self.get_logger().info(
-                f'team done: {self.planner.n} measurements by {", ".join(self.rovers)} '
-                f'(dropped: {", ".join(self.team.dropped) or "none"}); robust peak believed at '
-                f'({rec.target[0]:.2f}, {rec.target[1]:.2f}) m, E[f] ≈ {rec.mean:.2f} ± {rec.std:.2f}; '
+        # the team's end, logged once
+        best = (f'robust peak believed at ({rec.target[0]:.2f}, {rec.target[1]:.2f}) m, E[f] ≈ {rec.mean:.2f} ± '
+                f'{rec.std:.2f}' if rec is not None else 'no measurement, no recommendation')
+        said = (f'{self.planner.n} of {self.p["max_measurements"]} measurements by {", ".join(self.rovers)} '
+                f'(dropped: {", ".join(self.team.dropped) or "none"}); {best}; '
                 f'journal {self.run_dir / "journal.jsonl"}')
+        if completed:
+            self.get_logger().info(f'team done: {said}')
+        else:
+            self.get_logger().error('team done, not completed: every rover was dropped (silent for '
+                                    f'silence_timeout): {said}')
         self._update_maps()
         self.publish_status()
         self.publish_markers()
