@@ -93,9 +93,9 @@ def lipschitz_constant(model: DistributionGP, candidates: Callable[[Tensor], Loc
 
 
 class LocallyPenalisedUCB(TargetAcquisition):
-    r""":math:`\log(1 + e^{\alpha(\mathbf x)})\prod_j\varphi(\mathbf x; \mathbf x_j)` with :math:`\alpha` uGP-UCB's score
-    (module docstring). The pending targets (``X_pending``) are penalised, never fantasised: the score's model is the
-    model as it is.
+    r""":math:`\log(1 + e^{\alpha(\mathbf x)})\prod_j\varphi(\mathbf x; \mathbf x_j)` with :math:`\alpha`
+    uGP-UCB's score (module docstring). The pending targets (``X_pending``) are penalised, never fantasised: the
+    score's model is the model as it is.
 
     Args:
         model: the shared GP (fitted).
