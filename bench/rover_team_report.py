@@ -14,7 +14,8 @@ prints Markdown tables, one row per configuration (method, rovers, sharing; the 
 3. the regret at equal team mission time ``T`` and at equal total distance ``D``: each run's recommendation regret
    after its last measurement at or before ``T`` (``D``); a run already finished keeps its final recommendation; a run
    with no measurement yet counts as regret 1 (the median of the field); paired by seed against the 3-rover shared
-   explorer, two-sided Wilcoxon signed-rank p-values (scipy).
+   explorer, two-sided Wilcoxon signed-rank p-values (scipy); and the final regret, mission time and distance of
+   every configuration with as many rovers paired the same way against it (batch rules against fantasies).
 4. with ``--latency DIR``: the decision wall time (s) of decisions made with 2 pending targets, by the number of
    measurements the planner held when it decided, from a long run (``--iterations 90 --problem-param rovers=3``).
 
@@ -209,6 +210,24 @@ def main() -> None:
                   f'{sum(x <= 0.45 for x in ratios)} |')
 
     ref = ('ugp_ucb', 3, True)
+    print(f'\nFinal values paired by seed against {label(*ref)} (median; p: two-sided Wilcoxon signed-rank):\n')
+    print('| team | seeds | final regret | mission time s | total distance m |')
+    print('|---|---|---|---|---|')
+    finals = (('rec_normalised_regret', '.3f'), ('mission_time_s', '.0f'), ('distance_driven_m', '.0f'))
+    for c in configs:
+        common = sorted(set(seeds[c]) & set(seeds.get(ref, [])))
+        if not common or c[1] != ref[1]:
+            continue
+        cells = []
+        for key, fmt in finals:
+            mine = [runs[(*c, s)]['final'][key] for s in common]
+            cell = f'{med(mine):{fmt}}'
+            if c != ref:
+                diffs = [a - runs[(*ref, s)]['final'][key] for a, s in zip(mine, common)]
+                cell += f' (p={wilcoxon(diffs).pvalue if any(diffs) else 1.0:.3f})'
+            cells.append(cell)
+        print(f'| {label(*c)} | {len(common)} | ' + ' | '.join(cells) + ' |')
+
     for key, limits, unit in (('sim_time', args.times, 's'), ('distance_driven', args.distances, 'm')):
         what = 'team mission time' if key == 'sim_time' else 'total team distance'
         print(f'\nRegret at equal {what} (median over seeds; p: Wilcoxon signed-rank against '
