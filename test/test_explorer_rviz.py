@@ -29,14 +29,9 @@ def test_rviz_config_shows_the_operator_view():
 def test_marker_namespaces_match_the_node():
     import pytest
     pytest.importorskip('rclpy')
-    import numpy as np
-
-    from uncertain_bo.ros.operator_view import MarkerScene, make_markers
-    scene = MarkerScene([0.0, 10.0, 0.0, 10.0])
-    scene.targets = np.array([[1.0, 1.0]])
-    scene.means, scene.covariances, scene.readings = np.array([[1.2, 1.0]]), np.eye(2)[None] * 0.1, np.array([3.0])
-    scene.recommendation = (1.0, 1.0, 3.0, 0.5)
-    scene.goal, scene.rover = np.array([5.0, 5.0]), np.array([2.0, 2.0])
+    from marker_scene import full_marker_scene
+    from uncertain_bo.ros.operator_view import make_markers
+    scene = full_marker_scene()
     ns = {m.ns for m in make_markers(scene, 'map', 1.0).markers}
     shown = yaml.safe_load(RVIZ.read_text())['Visualization Manager']['Displays']
     listed = next(d for d in shown if d['Class'] == 'rviz_default_plugins/MarkerArray')['Namespaces']

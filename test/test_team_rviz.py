@@ -9,7 +9,6 @@ import ast
 import importlib
 from pathlib import Path
 
-import numpy as np
 import pytest
 import yaml
 
@@ -102,12 +101,9 @@ def test_team_rviz_displays_what_the_team_graph_publishes(context, tmp_path):
 
 
 def test_team_rviz_lists_the_marker_namespaces_of_a_team_of_three():
-    from uncertain_bo.ros.operator_view import MarkerScene, make_markers, rover_markers
-    scene = MarkerScene([0.0, 10.0, 0.0, 10.0])
-    scene.targets = np.array([[1.0, 1.0]])
-    scene.means, scene.covariances, scene.readings = np.array([[1.2, 1.0]]), np.eye(2)[None] * 0.1, np.array([3.0])
-    scene.recommendation = (1.0, 1.0, 3.0, 0.5)
-    scene.goal, scene.rover = np.array([5.0, 5.0]), np.array([2.0, 2.0])
+    from marker_scene import full_marker_scene
+    from uncertain_bo.ros.operator_view import make_markers, rover_markers
+    scene = full_marker_scene()
     ns = {m.ns for m in make_markers(scene, 'map', 1.0).markers}
     for i in range(3):
         ns |= {m.ns for m in rover_markers(f'rover{i}', i, scene.bounds, [[1.2, 1.0]], [2.0, 2.0], [5.0, 5.0], 'map',

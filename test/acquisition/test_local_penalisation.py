@@ -10,35 +10,15 @@ import torch
 
 from uncertain_bo.acquisition.local_penalisation import (LocalPenalisation, LocallyPenalisedUCB, lipschitz_constant,
                                                          local_penaliser)
-from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
-from uncertain_bo.models import DistributionGP
-from uncertain_bo.optim import OptimizerSettings
-from uncertain_bo.planner import Planner
 
 from . import oracle
-
-DT = torch.float64
-BOX = torch.tensor([[-2.0, 10.0], [6.0, 14.0]], dtype=DT)
-ELL, SF2, LAM, MEAN0 = (1.5, 0.8), 2.0, 0.05, 0.3
-EXEC_COV = np.array([[0.09, 0.02], [0.02, 0.04]])
-FAST = OptimizerSettings(num_restarts=2, raw_samples=64, maxiter=50)
+from .gaussian_inputs import (BOX, DT, EXEC_COV, LAM, MEAN0, SF2, ELL, gaussian_inputs_gp, noise_model,
+                              observed_planner)
 
 
 @pytest.fixture(scope='module')
 def data():
-    rng = np.random.default_rng(7)
-    x = rng.uniform(BOX[0].numpy(), BOX[1].numpy(), (9, 2))
-    a = rng.normal(size=(9, 2, 2)) * 0.2
-    covs = a @ a.transpose(0, 2, 1)
-    y = np.sin(x[:, 0]) + 0.5 * np.cos(x[:, 1])
-    gp = DistributionGP(BOX, standardize=False, priors=False)
-    gp.set_data(Gaussian(torch.as_tensor(x), torch.as_tensor(covs)), torch.as_tensor(y))
-    gp.set_hyperparameters(lengthscale=list(ELL), outputscale=SF2, noise=LAM, mean=MEAN0)
-    return gp, x, covs, y
-
-
-def noise_model():
-    return GaussianExecutionNoise(torch.as_tensor(EXEC_COV))
+    return gaussian_inputs_gp()
 
 
 def robust_posterior(data, targets):
@@ -103,18 +83,8 @@ def test_lipschitz_constant_matches_finite_differences_of_the_robust_posterior_m
     assert 0.97 * fd_max <= got <= 1.05 * fd_max, (got, fd_max)
 
 
-def field(x):
-    return float(torch.sin(x[0]) + torch.cos(0.8 * x[1]))
-
-
 def planner(method, seed=3):
-    p = Planner(BOX, noise_model(), method=method, n_initial=3, seed=seed, optimizer=FAST)
-    g = torch.Generator().manual_seed(0)
-    for _ in range(4):
-        x = p.suggest()
-        ex = x + 0.1 * torch.randn(2, generator=g, dtype=DT)
-        p.observe(x, Gaussian(ex[None], 0.01 * torch.eye(2, dtype=DT)[None]), field(ex))
-    return p
+    return observed_planner(method, seed)
 
 
 def test_one_rover_without_pending_targets_decides_as_ugp_ucb():

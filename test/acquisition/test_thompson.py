@@ -7,37 +7,18 @@ import pytest
 import torch
 
 from uncertain_bo.acquisition.thompson import RobustPathSample, RobustThompson, path_generator
-from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
-from uncertain_bo.models import DistributionGP
 from uncertain_bo.models.sample_paths import PosteriorSamplePaths
-from uncertain_bo.optim import OptimizerSettings
-from uncertain_bo.planner import Planner
 
 from . import oracle
+from .gaussian_inputs import (BOX, EXEC_COV, LAM, MEAN0, SF2, ELL, gaussian_inputs_gp, noise_model,
+                              observed_planner)
 
-DT = torch.float64
-BOX = torch.tensor([[-2.0, 10.0], [6.0, 14.0]], dtype=DT)
-ELL, SF2, LAM, MEAN0 = (1.5, 0.8), 2.0, 0.05, 0.3
-EXEC_COV = np.array([[0.09, 0.02], [0.02, 0.04]])
-FAST = OptimizerSettings(num_restarts=2, raw_samples=64, maxiter=50)
 TARGETS = np.array([[0.0, 11.0], [3.3, 12.5], [6.0, 14.0], [-1.0, 13.0]])
 
 
 @pytest.fixture(scope='module')
 def data():
-    rng = np.random.default_rng(7)
-    x = rng.uniform(BOX[0].numpy(), BOX[1].numpy(), (9, 2))
-    a = rng.normal(size=(9, 2, 2)) * 0.2
-    covs = a @ a.transpose(0, 2, 1)
-    y = np.sin(x[:, 0]) + 0.5 * np.cos(x[:, 1])
-    gp = DistributionGP(BOX, standardize=False, priors=False)
-    gp.set_data(Gaussian(torch.as_tensor(x), torch.as_tensor(covs)), torch.as_tensor(y))
-    gp.set_hyperparameters(lengthscale=list(ELL), outputscale=SF2, noise=LAM, mean=MEAN0)
-    return gp, x, covs, y
-
-
-def noise_model():
-    return GaussianExecutionNoise(torch.as_tensor(EXEC_COV))
+    return gaussian_inputs_gp()
 
 
 def test_paths_mean_and_variance_approach_the_robust_posterior_by_monte_carlo(data):
@@ -67,18 +48,8 @@ def test_the_path_is_a_function_of_the_decision_seed(data):
     assert not torch.allclose(score(5), score(6))
 
 
-def field(x):
-    return float(torch.sin(x[0]) + torch.cos(0.8 * x[1]))
-
-
 def planner(seed=3):
-    p = Planner(BOX, noise_model(), method='ugp_ts', n_initial=3, seed=seed, optimizer=FAST)
-    g = torch.Generator().manual_seed(0)
-    for _ in range(4):
-        x = p.suggest()
-        ex = x + 0.1 * torch.randn(2, generator=g, dtype=DT)
-        p.observe(x, Gaussian(ex[None], 0.01 * torch.eye(2, dtype=DT)[None]), field(ex))
-    return p
+    return observed_planner('ugp_ts', seed)
 
 
 def test_one_rover_and_a_batch_through_the_planner():

@@ -13,34 +13,18 @@ from scipy.integrate import dblquad
 from uncertain_bo.acquisition.ugp_ucb import UpperConfidenceBound, in_box_fraction
 from uncertain_bo.distributions import Dirac, Gaussian, GaussianExecutionNoise
 from uncertain_bo.models import DistributionGP
-from uncertain_bo.optim import OptimizerSettings, maximize
+from uncertain_bo.optim import maximize
 from uncertain_bo.planner import Planner
 
 from . import oracle
+from .gaussian_inputs import BOX, DT, EXEC_COV, FAST, LAM, MEAN0, SF2, ELL, gaussian_inputs_gp, noise_model
 
-DT = torch.float64
-BOX = torch.tensor([[-2.0, 10.0], [6.0, 14.0]], dtype=DT)   # not the unit square: the unit-cube map is tested
-ELL, SF2, LAM, MEAN0 = (1.5, 0.8), 2.0, 0.05, 0.3           # physical lengthscales, signal and noise variance
-EXEC_COV = np.array([[0.09, 0.02], [0.02, 0.04]])           # execution-noise model Σ̂ (correlated)
 TARGETS = np.array([[0.0, 11.0], [3.3, 12.5], [6.0, 14.0], [-2.0, 10.0]])   # corners included
-FAST = OptimizerSettings(num_restarts=2, raw_samples=64, maxiter=50)
 
 
 @pytest.fixture(scope='module')
 def data():
-    rng = np.random.default_rng(7)
-    x = rng.uniform(BOX[0].numpy(), BOX[1].numpy(), (9, 2))
-    a = rng.normal(size=(9, 2, 2)) * 0.2
-    covs = a @ a.transpose(0, 2, 1)                      # heteroscedastic location covariances Σ_i
-    y = np.sin(x[:, 0]) + 0.5 * np.cos(x[:, 1])
-    gp = DistributionGP(BOX, standardize=False, priors=False)
-    gp.set_data(Gaussian(torch.as_tensor(x), torch.as_tensor(covs)), torch.as_tensor(y))
-    gp.set_hyperparameters(lengthscale=list(ELL), outputscale=SF2, noise=LAM, mean=MEAN0)
-    return gp, x, covs, y
-
-
-def noise_model():
-    return GaussianExecutionNoise(torch.as_tensor(EXEC_COV))
+    return gaussian_inputs_gp()
 
 
 @pytest.mark.parametrize('beta', [0.0, 0.7, 2.5])
