@@ -25,7 +25,7 @@ regret and mission time, the 3-rover shared team's, how many seeds reach the 1-r
 time, and the regret at equal team mission time ``T`` of the 3-rover shared team against 3 independent explorers
 and 3 partitioned lawnmowers (median, two-sided Wilcoxon p paired by seed; in the row over all fields, medians of
 the per-field medians and p paired by (field, seed); the time ratio's median is over every (field, seed)). Mission
-times differ between fields (the suite's sensors dwell differently), so ``T`` is each of ``--fractions`` times the
+times differ between fields (where the targets lie, how far apart), so ``T`` is each of ``--fractions`` times the
 1-rover explorer's median mission time on that field.
 
 Usage::
