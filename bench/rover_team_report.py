@@ -26,7 +26,8 @@ time, and the regret at equal team mission time ``T`` of the 3-rover shared team
 and 3 partitioned lawnmowers (median, two-sided Wilcoxon p paired by seed; in the row over all fields, medians of
 the per-field medians and p paired by (field, seed); the time ratio's median is over every (field, seed)). Mission
 times differ between fields (where the targets lie, how far apart), so ``T`` is each of ``--fractions`` times the
-1-rover explorer's median mission time on that field.
+1-rover explorer's median mission time on that field. A second table gives each field's shared ``ugp_ucb`` teams by
+size (1, 2, 3 rovers: whichever were run): final regret, mission time and total distance.
 
 Usage::
 
@@ -166,6 +167,35 @@ def by_field(dirs, fractions):
     print('| ' + ' | '.join(cells) + ' |')
 
 
+def team_sizes(dirs):
+    """Per field, the shared ``ugp_ucb`` team of each size N: final regret, mission time (s) and total distance (m),
+    medians over seeds, and the median of the per-field medians (``--by-field``)."""
+    keys = ('rec_normalised_regret', 'mission_time_s', 'distance_driven_m')
+    table, sizes = {}, set()
+    for fld in fields_of(dirs):
+        runs = load(dirs, fld)
+        by_n = defaultdict(list)
+        for (m, n, shared, _), run in runs.items():
+            if m == 'ugp_ucb' and shared:
+                by_n[n].append(run['final'])
+        table[fld] = {n: ([med([f[k] for f in finals]) for k in keys], len(finals)) for n, finals in by_n.items()}
+        sizes |= set(by_n)
+    sizes = sorted(sizes)
+    print('\nShared ugp_ucb teams by size: final regret / mission time s / total distance m (medians over seeds):\n')
+    print('| field | ' + ' | '.join(f'{n} rover{"s" if n > 1 else ""} (seeds)' for n in sizes) + ' |')
+    print('|---|' + '---|' * len(sizes))
+    for fld, row in table.items():
+        cells = [f'{row[n][0][0]:.3f} / {row[n][0][1]:.0f} / {row[n][0][2]:.0f} ({row[n][1]})' if n in row else '-'
+                 for n in sizes]
+        print(f'| {fld} | ' + ' | '.join(cells) + ' |')
+    cells = []
+    for n in sizes:
+        vals = [row[n][0] for row in table.values() if n in row]
+        cells.append(' / '.join(f'{med([v[i] for v in vals]):{fmt}}' for i, fmt in enumerate(('.3f', '.0f', '.0f')))
+                     + f' ({len(vals)} fields)')
+    print('| median over fields | ' + ' | '.join(cells) + ' |')
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('dirs', nargs='+')
@@ -178,6 +208,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.by_field:
         by_field(args.dirs, [float(x) for x in args.fractions.split(',')])
+        team_sizes(args.dirs)
         return
     runs = load(args.dirs)
     configs = sorted({k[:3] for k in runs}, key=lambda c: (not c[0].startswith('ugp_ucb'), c[0], not c[2], c[1]))
