@@ -162,9 +162,7 @@ class LocalPenalisation(UCBMethod):
 
     def __init__(self, n_lipschitz: int = 512, **settings: Any):
         super().__init__(**settings)
-        if isinstance(n_lipschitz, bool) or not isinstance(n_lipschitz, int) or n_lipschitz < 1:
-            raise ValueError(f'method {self.name!r}: n_lipschitz must be an integer >= 1, got {n_lipschitz!r}')
-        self.n_lipschitz = n_lipschitz
+        self.n_lipschitz = self.count_setting('n_lipschitz', n_lipschitz)
 
     def acquisition(self, ctx: DecisionContext) -> AcquisitionFunction:
         model = ctx.model

@@ -245,6 +245,16 @@ class Method:
         if settings:
             raise TypeError(f'method {self.name!r} takes no settings, got {", ".join(sorted(settings))}')
 
+    def count_setting(self, name: str, value: Any) -> int:
+        """``value`` of the method's setting ``name`` checked as a count (an integer >= 1, not a bool).
+
+        Raises:
+            ValueError: it is not (one line naming the method and the setting).
+        """
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f'method {self.name!r}: {name} must be an integer >= 1, got {value!r}')
+        return value
+
     def kernel(self, dim: int) -> 'DistributionKernel | None':
         """The GP's kernel over ``dim``-dimensional inputs; None for the default (closed-form expected SE)."""
         return None

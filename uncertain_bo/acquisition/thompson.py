@@ -86,9 +86,7 @@ class RobustThompson(Method):
 
     def __init__(self, n_features: int = 1000, **settings: Any):
         super().__init__(**settings)
-        if isinstance(n_features, bool) or not isinstance(n_features, int) or n_features < 1:
-            raise ValueError(f'method {self.name!r}: n_features must be an integer >= 1, got {n_features!r}')
-        self.n_features = n_features
+        self.n_features = self.count_setting('n_features', n_features)
 
     def acquisition(self, ctx: DecisionContext) -> AcquisitionFunction:
         model = ctx.model
