@@ -7,6 +7,7 @@ candidates (Fröhlich et al. 2020 §2) and of :math:`f` for points, maximised by
 """
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING
 
 import torch
@@ -29,6 +30,8 @@ RECOMMENDATION_RULES = {
     'past_lcb': 'past target with the best lower confidence bound mu - 2 sigma of its candidate distribution',
     'area_mean': 'target anywhere in the bounds maximising the posterior mean of its candidate distribution',
     'highest_reading': 'past target whose reading was highest (what a survey reports)',
+    'sensor_mean': "past target with the best posterior mean of its candidate distribution when each reading's noise "
+                   "is its sensor's alone (the reported variance), not the learned extra noise",
 }
 
 #: the maximiser's seed is the decision's seed plus this offset, so the recommendation's raw samples differ from the
@@ -56,6 +59,31 @@ def sobol_points(n: int, bounds: Tensor, seed: int) -> Tensor:
     return bounds[0] + u * (bounds[1] - bounds[0])
 
 
+def sensor_noise_model(model):
+    r"""A copy of ``model`` (a fitted :class:`~uncertain_bo.models.DistributionGP`, unchanged) whose readings'
+    noise is their sensor's alone: each reading with a reported variance :math:`\sigma^2_{\epsilon,i} > 0` keeps
+    only it, the learned extra noise :math:`\lambda` is dropped (set to the model's lower bound), and a reading
+    without a reported variance is given :math:`\lambda` instead (its sensor's noise is unknown). Same kernel,
+    lengthscales, signal variance and mean.
+
+    Why: :math:`\lambda` is fitted by marginal likelihood and absorbs whatever the kernel cannot follow (a peak
+    narrower than the lengthscale, a step) as well as the sensor's noise; the posterior mean under it smooths a
+    real narrow peak away. Under the sensor's noise alone the mean at a reading shrinks towards its neighbours
+    only as far as the sensor's noise explains (the winner's curse of the highest reading), which a reading far
+    above its neighbours on a quiet sensor does not.
+    """
+    view = copy.deepcopy(model)
+    scale2 = view._y_scale ** 2
+    learned = float(view.likelihood.noise.detach())
+    reported = view.reading_noise
+    view._noise = torch.where(reported > 0, reported, torch.full_like(reported, learned * scale2))
+    floor = float(view.likelihood.noise_covar.raw_noise_constraint.lower_bound)
+    view.set_hyperparameters(noise=floor * (1.0 + 1e-6))
+    view._sync_train_data()
+    view._cache = None
+    return view
+
+
 def rule_recommendation(planner: 'Planner', ctx: 'DecisionContext', rule: str) -> 'Recommendation':
     """The recommendation of ``rule`` (a key of :data:`RECOMMENDATION_RULES`) on ``planner``'s model, which is up
     to date: the target, the posterior mean and standard deviation of its candidate distribution, and the index of
@@ -79,6 +107,10 @@ def rule_recommendation(planner: 'Planner', ctx: 'DecisionContext', rule: str) -
             with torch.no_grad():
                 m, v = model.marginals(planner.candidates(where.reshape(1, -1)))
             return Recommendation(where, float(m[0]), float(v[0].sqrt()), -1)
+    elif rule == 'sensor_mean':
+        with torch.no_grad():
+            mean, var = sensor_noise_model(model).marginals(planner.candidates(targets))
+        i = int(torch.argmax(mean))
     elif rule == 'past_lcb':
         i = int(torch.argmax(mean - 2.0 * var.clamp_min(0).sqrt()))
     else:
