@@ -30,3 +30,62 @@ def test_area_mean_is_the_grid_maximum_of_the_robust_mean_for_the_planner_rule_a
         assert rec.index == -1 and rec.mean >= mu.max() - 1e-6
         assert float(np.linalg.norm(rec.target.numpy() - u[np.argmax(mu)])) < 0.05
     torch.testing.assert_close(recs[0].target, recs[1].target, atol=1e-5, rtol=0)   # one rule, the same numbers
+
+
+def _noisy_planner(n=14, seed=3):
+    """A uGP-UCB planner fitted to ``n`` readings of a smooth field at scattered targets, odd readings with a
+    reported variance, even ones without (their sensor's noise unknown)."""
+    p = Planner(BOX, GaussianExecutionNoise.isotropic(SIGMA, 2), method='ugp_ucb', n_initial=8, seed=seed)
+    rng = np.random.default_rng(seed)
+    for k in range(n):
+        x = torch.as_tensor(rng.uniform([0.0, 0.0], [4.0, 3.0]), dtype=DTYPE)
+        y = float(torch.sin(x[0]) * torch.cos(x[1])) + 0.2 * rng.standard_normal()
+        p.observe(x, Dirac(x[None]), y, reading_variance=0.04 if k % 2 else 0.0)
+    return p
+
+
+def test_sensor_mean_is_the_best_past_target_under_each_readings_own_noise():
+    # oracle: the NumPy posterior with a per-reading noise -- the reported variance where one was reported, the
+    # learned noise where none was -- and no learned extra noise on top
+    p = _noisy_planner()
+    rec = p.recommend('sensor_mean')
+    hp = p.model.hyperparameters()
+    locs = p.model.train_locations
+    reported = p.model.reading_noise.numpy()
+    lam = np.where(reported > 0, reported, hp['noise'])
+    targets = p.targets.numpy()
+    mu, cov = oracle.joint_posterior(locs.mean.numpy(), locs.covariance.numpy(), p.model.train_y.numpy(), targets,
+                                     np.broadcast_to(np.eye(2) * SIGMA ** 2, (len(targets), 2, 2)),
+                                     hp['lengthscale'], hp['outputscale'], lam, hp['mean'])
+    assert rec.index == int(np.argmax(mu))
+    np.testing.assert_allclose(rec.mean, mu.max(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(rec.std, np.sqrt(cov[rec.index, rec.index]), rtol=1e-3, atol=1e-6)
+
+
+def test_sensor_mean_leaves_the_model_as_it_was():
+    p = _noisy_planner()
+    p.recommend('past_mean')                     # any refit due happens here
+    before = p.model.hyperparameters()
+    mean0, var0 = p.model.marginals(p.candidates(p.targets))
+    p.recommend('sensor_mean')
+    assert p.model.hyperparameters() == before
+    mean1, var1 = p.model.marginals(p.candidates(p.targets))
+    torch.testing.assert_close(mean1, mean0, rtol=0, atol=0)
+    torch.testing.assert_close(var1, var0, rtol=0, atol=0)
+
+
+def test_sensor_mean_keeps_a_narrow_peak_the_learned_noise_smooths_away():
+    # a 4 x 3 grid of readings on a quiet sensor (variance 1e-4): 0 but for a plateau of 1.0 on the east column and
+    # one narrow peak of 1.5 at (0.5, 1.5). Hyperparameters pinned to what a fit on a narrow-peaked field gives: a
+    # lengthscale too long for the peak and a learned noise that explains it away. past_mean then prefers the
+    # plateau; sensor_mean keeps the peak, as the highest reading does
+    p = Planner(BOX, GaussianExecutionNoise.isotropic(SIGMA, 2), method='ugp_ucb', n_initial=8, seed=1,
+                refit_every=0)
+    grid = [(x, y) for x in (0.5, 1.5, 2.5, 3.5) for y in (0.5, 1.5, 2.5)]
+    for k, (x, y) in enumerate(grid):
+        t = torch.tensor([x, y], dtype=DTYPE)
+        p.observe(t, Dirac(t[None]), 1.5 if k == 1 else (1.0 if x > 3 else 0.0), reading_variance=1e-4)
+    p.model.set_hyperparameters(lengthscale=1.0, outputscale=1.0, noise=1.0, mean=0.0)
+    assert p.recommend('highest_reading').index == 1
+    assert p.recommend('sensor_mean').index == 1
+    assert grid[p.recommend('past_mean').index][0] == 3.5
