@@ -62,6 +62,11 @@ class ObservationLog:
         return torch.tensor(self._y, dtype=DTYPE)
 
     @property
+    def reading_variances(self) -> Tensor:
+        """``(n,)`` variances the sensor reported with the measurements' readings (field units², 0 = none)."""
+        return torch.tensor(self._noise, dtype=DTYPE)
+
+    @property
     def locations(self) -> LocationDistributions | None:
         """The measurements' location distributions as one batch (None before any)."""
         return cat(self._inputs) if self._inputs else None

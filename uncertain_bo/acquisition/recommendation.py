@@ -30,9 +30,14 @@ RECOMMENDATION_RULES = {
     'past_lcb': 'past target with the best lower confidence bound mu - 2 sigma of its candidate distribution',
     'area_mean': 'target anywhere in the bounds maximising the posterior mean of its candidate distribution',
     'highest_reading': 'past target whose reading was highest (what a survey reports)',
+    'top_mean': 'among past targets whose reading is not significantly below the highest (within 1.96 sqrt(2) '
+                'sensor noise stds of it), the one with the best posterior mean of its candidate distribution',
     'sensor_mean': "past target with the best posterior mean of its candidate distribution when each reading's noise "
                    "is its sensor's alone (the reported variance), not the learned extra noise",
 }
+
+#: two-sided 95 % band of the difference of two readings of equal true value, in sensor noise stds: 1.96 sqrt(2)
+TIE_BAND = 1.96 * 2 ** 0.5
 
 #: the maximiser's seed is the decision's seed plus this offset, so the recommendation's raw samples differ from the
 #: decision's (which uses the decision's seed itself) while staying reproducible
@@ -84,6 +89,23 @@ def sensor_noise_model(model):
     return view
 
 
+def _top_mean(planner: 'Planner', mean: Tensor) -> int:
+    r"""Index of the ``'top_mean'`` past target: of the targets whose reading :math:`y_i` is within
+    :data:`TIE_BAND` :math:`\cdot\sqrt{(\sigma^2_{\epsilon,i} + \sigma^2_{\epsilon,*})/2}` of the highest
+    :math:`y_*` (indistinguishable from it at 95 % under the sensor's noise: the reported variances, the learned
+    noise :math:`\lambda` for a reading without one), the one with the best posterior mean ``mean`` ``(n,)``. A
+    reading clearly above every other is kept as the highest-reading rule keeps it; among readings that differ by
+    no more than the sensor's noise the posterior mean, which pools the neighbours, decides (the winner's curse of
+    the highest of n noisy readings is about :math:`\sigma_\epsilon\sqrt{2\ln n}`)."""
+    y = planner.y.to(mean)
+    reported = planner.observations.reading_variances.to(mean)
+    learned = float(planner.model.noise_at(planner.candidates(planner.targets[:1]))[0])
+    var = torch.where(reported > 0, reported, torch.full_like(reported, learned))
+    top = int(torch.argmax(y))
+    tied = y >= y[top] - TIE_BAND * ((var + var[top]) / 2).sqrt()
+    return int(torch.argmax(torch.where(tied, mean, torch.full_like(mean, -torch.inf))))
+
+
 def rule_recommendation(planner: 'Planner', ctx: 'DecisionContext', rule: str) -> 'Recommendation':
     """The recommendation of ``rule`` (a key of :data:`RECOMMENDATION_RULES`) on ``planner``'s model, which is up
     to date: the target, the posterior mean and standard deviation of its candidate distribution, and the index of
@@ -107,6 +129,8 @@ def rule_recommendation(planner: 'Planner', ctx: 'DecisionContext', rule: str) -
             with torch.no_grad():
                 m, v = model.marginals(planner.candidates(where.reshape(1, -1)))
             return Recommendation(where, float(m[0]), float(v[0].sqrt()), -1)
+    elif rule == 'top_mean':
+        i = _top_mean(planner, mean)
     elif rule == 'sensor_mean':
         with torch.no_grad():
             mean, var = sensor_noise_model(model).marginals(planner.candidates(targets))
