@@ -74,18 +74,53 @@ def test_sensor_mean_leaves_the_model_as_it_was():
     torch.testing.assert_close(var1, var0, rtol=0, atol=0)
 
 
-def test_sensor_mean_keeps_a_narrow_peak_the_learned_noise_smooths_away():
-    # a 4 x 3 grid of readings on a quiet sensor (variance 1e-4): 0 but for a plateau of 1.0 on the east column and
-    # one narrow peak of 1.5 at (0.5, 1.5). Hyperparameters pinned to what a fit on a narrow-peaked field gives: a
-    # lengthscale too long for the peak and a learned noise that explains it away. past_mean then prefers the
-    # plateau; sensor_mean keeps the peak, as the highest reading does
+def _peak_and_plateau(reading_variance):
+    """A planner with readings on a 4 x 3 grid: 0 but for a plateau of 1.0 on the east column and one narrow peak of
+    1.5 at (0.5, 1.5) (index 1), each with ``reading_variance``; hyperparameters pinned to what a fit on a
+    narrow-peaked field gives: a lengthscale too long for the peak and a learned noise that explains it away."""
     p = Planner(BOX, GaussianExecutionNoise.isotropic(SIGMA, 2), method='ugp_ucb', n_initial=8, seed=1,
                 refit_every=0)
     grid = [(x, y) for x in (0.5, 1.5, 2.5, 3.5) for y in (0.5, 1.5, 2.5)]
     for k, (x, y) in enumerate(grid):
         t = torch.tensor([x, y], dtype=DTYPE)
-        p.observe(t, Dirac(t[None]), 1.5 if k == 1 else (1.0 if x > 3 else 0.0), reading_variance=1e-4)
+        p.observe(t, Dirac(t[None]), 1.5 if k == 1 else (1.0 if x > 3 else 0.0), reading_variance=reading_variance)
     p.model.set_hyperparameters(lengthscale=1.0, outputscale=1.0, noise=1.0, mean=0.0)
+    return p, grid
+
+
+def test_sensor_mean_keeps_a_narrow_peak_the_learned_noise_smooths_away():
+    # on a quiet sensor (variance 1e-4) past_mean prefers the plateau; sensor_mean keeps the peak, as the highest
+    # reading does
+    p, grid = _peak_and_plateau(1e-4)
     assert p.recommend('highest_reading').index == 1
     assert p.recommend('sensor_mean').index == 1
     assert grid[p.recommend('past_mean').index][0] == 3.5
+
+
+def test_top_mean_keeps_a_reading_clearly_above_the_rest_and_pools_a_tie():
+    # quiet sensor: the peak is 0.5 above the plateau, far beyond 1.96 sqrt(2) x 0.01 -> kept. Noisy sensor (std
+    # 0.5): 0.5 is within the band 1.39, so the peak and the plateau tie and the posterior mean picks the plateau
+    quiet, _ = _peak_and_plateau(1e-4)
+    assert quiet.recommend('top_mean').index == 1
+    noisy, grid = _peak_and_plateau(0.25)
+    rec = noisy.recommend('top_mean')
+    assert grid[rec.index][0] == 3.5 and rec.index == noisy.recommend('past_mean').index
+
+
+def test_top_mean_is_the_best_posterior_mean_among_readings_within_the_band_of_the_highest():
+    # oracle: the band written out from each reading's variance (reported, else the learned noise) and the NumPy
+    # posterior mean of the candidate distributions at the past targets
+    p = _noisy_planner(n=16, seed=5)
+    rec = p.recommend('top_mean')
+    hp = p.model.hyperparameters()
+    locs = p.model.train_locations
+    y = p.y.numpy()
+    var = np.where(p.model.reading_noise.numpy() > 0, p.model.reading_noise.numpy(), hp['noise'])
+    top = int(np.argmax(y))
+    tied = y >= y[top] - 1.96 * np.sqrt(2) * np.sqrt((var + var[top]) / 2)
+    targets = p.targets.numpy()
+    mu, _ = oracle.posterior(locs.mean.numpy(), locs.covariance.numpy(), p.model.train_y.numpy(), targets,
+                             np.broadcast_to(np.eye(2) * SIGMA ** 2, (len(targets), 2, 2)), hp['lengthscale'],
+                             hp['outputscale'], hp['noise'] + p.model.reading_noise.numpy(), hp['mean'])
+    assert 1 < tied.sum() < len(y)                         # the case where the band matters
+    assert rec.index == int(np.argmax(np.where(tied, mu, -np.inf)))
