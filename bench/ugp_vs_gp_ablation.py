@@ -86,12 +86,14 @@ def _runs(dirs):
     out = {}
     for d in dirs:
         for f in glob.glob(f'{d}/runs/*.json'):
-            m = re.search(r'rover__(\w+?)__(.*)field=([\w-]+)__seed(\d+)', f)
+            m = re.search(r'rover__(\w+?)__(.*)field=([a-z0-9-]+)(.*?)__seed(\d+)', f)
             if not m:
                 continue
             run = json.load(open(f))
-            tag = m[1] + ('' if 'in_box_exploration=false' not in m[2] else '+no_in_box')
-            out[(tag, m[3], int(m[4]))] = run
+            # the method, and the explorer parameters the run changed (the bench writes them after the field)
+            extra = m[4].strip('_')
+            tag = m[1] + (f'+{extra}' if extra else '')
+            out[(tag, m[3], int(m[5]))] = run
     return out
 
 
