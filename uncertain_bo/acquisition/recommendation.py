@@ -7,7 +7,6 @@ candidates (Fröhlich et al. 2020 §2) and of :math:`f` for points, maximised by
 """
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING
 
 import torch
@@ -67,9 +66,9 @@ def sobol_points(n: int, bounds: Tensor, seed: int) -> Tensor:
 def sensor_noise_model(model):
     r"""A copy of ``model`` (a fitted :class:`~uncertain_bo.models.DistributionGP`, unchanged) whose readings'
     noise is their sensor's alone: each reading with a reported variance :math:`\sigma^2_{\epsilon,i} > 0` keeps
-    only it, the learned extra noise :math:`\lambda` is dropped (set to the model's lower bound), and a reading
-    without a reported variance is given :math:`\lambda` instead (its sensor's noise is unknown). Same kernel,
-    lengthscales, signal variance and mean.
+    only it, the learned extra noise :math:`\lambda` is dropped, and a reading without a reported variance is
+    given :math:`\lambda` instead (its sensor's noise is unknown). Same kernel, lengthscales, signal variance and
+    mean.
 
     Why: :math:`\lambda` is fitted by marginal likelihood and absorbs whatever the kernel cannot follow (a peak
     narrower than the lengthscale, a step) as well as the sensor's noise; the posterior mean under it smooths a
@@ -77,16 +76,14 @@ def sensor_noise_model(model):
     only as far as the sensor's noise explains (the winner's curse of the highest reading), which a reading far
     above its neighbours on a quiet sensor does not.
     """
-    view = copy.deepcopy(model)
-    scale2 = view._y_scale ** 2
-    learned = float(view.likelihood.noise.detach())
-    reported = view.reading_noise
-    view._noise = torch.where(reported > 0, reported, torch.full_like(reported, learned * scale2))
-    floor = float(view.likelihood.noise_covar.raw_noise_constraint.lower_bound)
-    view.set_hyperparameters(noise=floor * (1.0 + 1e-6))
-    view._sync_train_data()
-    view._cache = None
-    return view
+    return model.with_reading_noise(_sensor_variances(model.reading_noise, model))
+
+
+def _sensor_variances(reported: Tensor, model) -> Tensor:
+    """``reported`` reading variances ``(k,)`` (output units²), the learned noise :math:`\\lambda` where one is 0
+    (not reported)."""
+    learned = float(model.hyperparameters()['noise'])
+    return torch.where(reported > 0, reported, torch.full_like(reported, learned))
 
 
 def _top_mean(planner: 'Planner', mean: Tensor) -> int:
@@ -98,9 +95,7 @@ def _top_mean(planner: 'Planner', mean: Tensor) -> int:
     no more than the sensor's noise the posterior mean, which pools the neighbours, decides (the winner's curse of
     the highest of n noisy readings is about :math:`\sigma_\epsilon\sqrt{2\ln n}`)."""
     y = planner.y.to(mean)
-    reported = planner.observations.reading_variances.to(mean)
-    learned = float(planner.model.noise_at(planner.candidates(planner.targets[:1]))[0])
-    var = torch.where(reported > 0, reported, torch.full_like(reported, learned))
+    var = _sensor_variances(planner.observations.reading_variances.to(mean), planner.model)
     top = int(torch.argmax(y))
     tied = y >= y[top] - TIE_BAND * ((var + var[top]) / 2).sqrt()
     return int(torch.argmax(torch.where(tied, mean, torch.full_like(mean, -torch.inf))))

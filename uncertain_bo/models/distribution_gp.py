@@ -444,6 +444,22 @@ class DistributionGP(ExactGP, Model):
         post = GPyTorchPosterior(MultivariateNormal(mean, DenseLinearOperator(cov)))   # lazy: no eager Cholesky
         return post if posterior_transform is None else posterior_transform(post)
 
+    def with_reading_noise(self, noise: Tensor) -> 'DistributionGP':
+        """A copy (this model unchanged) in which reading ``i``'s noise is ``noise[i]`` alone: ``noise`` ``(n,)``
+        (output units², > 0) replaces the reported variances and the learned :math:`\\lambda` drops to its lower
+        bound; kernel, hyperparameters and output standardisation stay as fitted (so a model appended to since its
+        last fit keeps its units). E.g. the posterior under the sensor's noise alone (recommendation ``'sensor_mean'``).
+
+        Raises:
+            ValueError: ``noise`` not ``(n,)``, negative or non-finite.
+        """
+        view = copy.deepcopy(self)
+        view._noise = _checked_noise(noise, view._y)
+        floor = float(view.likelihood.noise_covar.raw_noise_constraint.lower_bound)
+        view.set_hyperparameters(noise=floor * (1.0 + 1e-6))
+        view._sync_train_data()
+        return view
+
     def noise_at(self, X: Tensor | LocationDistributions) -> Tensor:
         """``(N,)`` the noise variance a reading taken at each of ``N`` location distributions (or points) would have,
         without a reported variance: :math:`\\lambda`, plus its input-induced variance with ``input_noise``; output
