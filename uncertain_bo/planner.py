@@ -23,8 +23,8 @@ decision and its journal record: :mod:`uncertain_bo.decision`.
 
 **Batches** (``suggest(q=..., pending=...)``): ``q`` targets at once, none duplicating ``pending`` ones (other rovers'
 targets), each its own journaled decision; a method with a batch size above one (``ugp_bucb``) decides its batch
-when ``suggest()`` finds none left and hands it out one target per call, in order, so the explorer and the
-benchmark runner, which ask for one target at a time, visit the batch as decided. See
+when ``suggest()`` finds none left and hands it out one target per call along the shortest route from the rover's
+position (:mod:`uncertain_bo.route`): the explorer and the benchmark runner ask for one target at a time. See
 :meth:`~uncertain_bo.acquisition.Method.decide`. One rover of a team sharing the planner (:mod:`uncertain_bo.team`)
 asks with ``suggest(pending=<the others' targets>, position=<where it is>, rover=<its name>)``: travel cost and
 initial-design tour from its position, the rover journaled with the decision.
@@ -58,6 +58,7 @@ from .keep_out import KeepOut, KeepOutZone, NoAdmissibleTargetError
 from .initial_design import initial_design, rover_design
 from .kernels import SampleDistributionKernel
 from .model_schedule import ModelSchedule
+from .route import shortest_open_tour
 from .models import DistributionGP
 from .observation_log import InvalidObservationError, ObservationLog
 from .optim import OptimizerSettings
@@ -261,9 +262,11 @@ class Planner(PlannerJournal, PlannerSettings):
         maximiser; a batch greedily, each pick with the earlier ones pending).
 
         Without ``q`` a batch method (:attr:`~uncertain_bo.acquisition.Method.batch_size` > 1) decides a whole batch
-        when none is left, returns its first target and hands out the others at the next calls, one per call, in
-        order (a rover visiting the batch; the measurements in between do not change it). With ``q`` the caller gets
-        the batch at once; targets still queued from an earlier batch count as pending.
+        when none is left, orders it as the shortest open tour from the rover's position
+        (:func:`~uncertain_bo.route.shortest_open_tour`), returns its first target and hands out the others at the
+        next calls, one per call, in that order (a rover visiting the batch; the measurements in between do not
+        change it). With ``q`` the caller gets the batch at once, as decided; targets still queued from an earlier
+        batch count as pending.
 
         Every target's decision (wall time of its pick, acquisition value, :math:`\\beta_t`) is appended to
         :attr:`decisions` and to the journal, with index ``n``, ``n + 1``, ... in visiting order.
@@ -307,13 +310,17 @@ class Planner(PlannerJournal, PlannerSettings):
         picks = proposal.split()
         if len(picks) != batch:
             raise RuntimeError(f'method {self.method!r} decided {len(picks)} targets, {batch} asked for')
+        proposed = [pick.target.to(self.bounds).reshape(-1) for pick in picks]
+        admissible = [self.keep_out.admissible(p, ctx.bounds) for p in proposed]   # every method's choice, one rule
+        if any(target is None for target in admissible):
+            raise NoAdmissibleTargetError(f'no target left: the {len(self.keep_out)} keep-out zones cover the '
+                                          f'search bounds {self.bounds.tolist()}')
+        order = range(batch)
+        if q is None and batch > 1:   # a batch the rover visits itself: along the shortest route from where it is
+            order = shortest_open_tour(torch.stack(admissible), ctx.position).tolist()
         targets = []
-        for j, pick in enumerate(picks):
-            proposed = pick.target.to(self.bounds).reshape(-1)
-            target = self.keep_out.admissible(proposed, ctx.bounds)   # every method's choice, one rule
-            if target is None:
-                raise NoAdmissibleTargetError(f'no target left: the {len(self.keep_out)} keep-out zones cover the '
-                                              f'search bounds {self.bounds.tolist()}')
+        for j, k in enumerate(order):
+            pick, target = picks[k], admissible[k]
             seconds = total if pick.seconds is None else pick.seconds[0]
             fit = ctx.fit_seconds if j == 0 else 0.0
             decision = Decision(index + self._index_offset + j, target, pick.phase,   # the journal's numbering
@@ -321,7 +328,7 @@ class Planner(PlannerJournal, PlannerSettings):
                                 fit + (billed if j == 0 else 0.0), None if rover is None else str(rover))
             self.decisions.append(decision)
             if self._journal is not None:
-                self._journal.append(decision_record(decision, proposed, batch, j))
+                self._journal.append(decision_record(decision, proposed[k], batch, j))
             targets.append(target)
         if q is not None:
             return torch.stack(targets)

@@ -233,3 +233,28 @@ def test_batch_method_hands_out_its_batch_and_resumes_it_from_the_journal(tmp_pa
     assert torch.equal(resumed.take_resumed_target(), batch[1]) and torch.equal(resumed.queued, batch[2:])
     observe(resumed, batch[1], g)
     assert torch.equal(resumed.suggest(), batch[2])
+
+
+def test_a_lone_rover_visits_its_batch_along_the_shortest_route_and_an_asked_batch_is_as_decided():
+    """Without ``q`` the batch is handed out as the shortest open path from the rover's position (against every
+    order, NumPy); the journal numbers the decisions in that order. With ``q`` the caller gets the decided order."""
+    import itertools
+    g = torch.Generator().manual_seed(4)
+    p = planner('ugp_bucb')
+    for _ in range(3):
+        observe(p, p.suggest(), g)
+    position = p.position.numpy()
+    visited = torch.stack([p.suggest()] + list(p.queued)).numpy()
+    assert [d.index for d in p.decisions[-3:]] == [3, 4, 5]
+    assert np.array_equal(np.stack([d.target.numpy() for d in p.decisions[-3:]]), visited)
+
+    def length(order):
+        path = np.vstack([position, visited[list(order)]])
+        return np.linalg.norm(np.diff(path, axis=0), axis=1).sum()
+    assert length(range(3)) == pytest.approx(min(length(o) for o in itertools.permutations(range(3))), rel=1e-12)
+    q = planner('ugp_bucb')
+    g = torch.Generator().manual_seed(4)
+    for _ in range(3):
+        observe(q, q.suggest(), g)
+    asked = q.suggest(q=3).numpy()                           # decided order: pick j maximises with 0 .. j-1 pending
+    assert sorted(map(tuple, asked.round(9))) == sorted(map(tuple, visited.round(9)))

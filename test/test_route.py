@@ -1,0 +1,84 @@
+"""The visiting order of a set of targets (uncertain_bo/route.py), against tours known in closed form and an
+exhaustive NumPy search."""
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from uncertain_bo.initial_design import initial_design
+from uncertain_bo.route import EXACT_UP_TO, nearest_neighbour_tour, shortest_open_tour, tour_length
+
+DT = torch.float64
+
+
+def numpy_shortest(points, start):
+    """The shortest open path length by trying every order (NumPy, independent of the module)."""
+    pts, s = np.asarray(points), np.asarray(start)
+    best = np.inf
+    for order in itertools.permutations(range(len(pts))):
+        path = np.vstack([s, pts[list(order)]])
+        best = min(best, np.linalg.norm(np.diff(path, axis=0), axis=1).sum())
+    return best
+
+
+def on_a_line(xs):
+    return torch.tensor([[x, 0.0] for x in xs], dtype=DT)
+
+
+def test_a_line_is_driven_to_the_nearer_end_first_where_greedy_zig_zags():
+    # from 0: nearest first goes 1, -2, 6 (1 + 3 + 8 = 12 m); the shortest goes -2, 1, 6 (2 + 3 + 5 = 10 m)
+    points, start = on_a_line([1.0, -2.0, 6.0]), torch.zeros(2, dtype=DT)
+    best = shortest_open_tour(points, start)
+    assert best.tolist() == [1, 0, 2] and float(tour_length(points[best], start)) == pytest.approx(10.0)
+    greedy = nearest_neighbour_tour(points, start)
+    assert greedy.tolist() == [0, 1, 2] and float(tour_length(points[greedy], start)) == pytest.approx(12.0)
+
+
+def test_the_corners_of_a_square_are_three_sides_from_one_corner():
+    points = torch.tensor([[10.0, 10.0], [0.0, 10.0], [10.0, 0.0]], dtype=DT)
+    order = shortest_open_tour(points, torch.zeros(2, dtype=DT))
+    assert float(tour_length(points[order], torch.zeros(2, dtype=DT))) == pytest.approx(30.0)
+    assert order[1].item() == 0                              # the far corner in the middle
+
+
+@pytest.mark.parametrize('n', [1, 2, 5, EXACT_UP_TO])
+def test_the_order_is_as_short_as_the_exhaustive_search(n):
+    g = torch.Generator().manual_seed(n)
+    points, start = 100 * torch.rand(n, 2, generator=g, dtype=DT), 100 * torch.rand(2, generator=g, dtype=DT)
+    order = shortest_open_tour(points, start)
+    assert sorted(order.tolist()) == list(range(n))
+    assert float(tour_length(points[order], start)) == pytest.approx(numpy_shortest(points, start), rel=1e-12)
+
+
+def test_beyond_the_exact_limit_the_tour_is_nearest_neighbour_and_an_empty_set_is_empty():
+    g = torch.Generator().manual_seed(9)
+    points, start = torch.rand(EXACT_UP_TO + 2, 2, generator=g, dtype=DT), torch.zeros(2, dtype=DT)
+    assert torch.equal(shortest_open_tour(points, start), nearest_neighbour_tour(points, start))
+    assert shortest_open_tour(points[:0], start).shape == (0,)
+
+
+def test_dtype_and_device_follow_the_points():
+    points = torch.tensor([[3.0, 0.0], [1.0, 0.0]], dtype=torch.float32)
+    order = shortest_open_tour(points, torch.zeros(2, dtype=DT))
+    assert order.tolist() == [1, 0] and order.device == points.device
+    assert tour_length(points[order], torch.zeros(2, dtype=DT)).dtype == torch.float32
+
+
+@pytest.mark.parametrize('points, start, match', [
+    (torch.zeros(3), torch.zeros(2), 'points must be'),
+    (torch.zeros(3, 2), torch.zeros(3), 'start must be'),
+    (torch.tensor([[0.0, float('nan')]]), torch.zeros(2), 'finite'),
+])
+def test_malformed_input_is_refused(points, start, match):
+    with pytest.raises(ValueError, match=match):
+        shortest_open_tour(points, start)
+
+
+def test_the_initial_design_is_toured_as_the_shortest_open_path_from_the_start():
+    bounds = torch.tensor([[0.0, 0.0], [200.0, 200.0]], dtype=DT)
+    start = torch.tensor([10.0, 5.0], dtype=DT)
+    for seed in range(5):
+        design = initial_design(bounds, 5, seed, start)
+        assert torch.equal(torch.sort(design, 0).values, torch.sort(initial_design(bounds, 5, seed), 0).values)
+        assert float(tour_length(design, start)) == pytest.approx(numpy_shortest(design, start), rel=1e-12)
