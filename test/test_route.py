@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import torch
 
-from uncertain_bo.initial_design import initial_design
 from uncertain_bo.route import EXACT_UP_TO, nearest_neighbour_tour, shortest_open_tour, tour_length
 
 DT = torch.float64
@@ -74,11 +73,3 @@ def test_malformed_input_is_refused(points, start, match):
     with pytest.raises(ValueError, match=match):
         shortest_open_tour(points, start)
 
-
-def test_the_initial_design_is_toured_as_the_shortest_open_path_from_the_start():
-    bounds = torch.tensor([[0.0, 0.0], [200.0, 200.0]], dtype=DT)
-    start = torch.tensor([10.0, 5.0], dtype=DT)
-    for seed in range(5):
-        design = initial_design(bounds, 5, seed, start)
-        assert torch.equal(torch.sort(design, 0).values, torch.sort(initial_design(bounds, 5, seed), 0).values)
-        assert float(tour_length(design, start)) == pytest.approx(numpy_shortest(design, start), rel=1e-12)

@@ -1,8 +1,9 @@
 """The order in which a rover visits a set of targets: the shortest open tour from where it is.
 
-A rover sent to several targets at once (the initial design, a batch decided together) need not visit them in the
-order they were chosen: every order measures the same places, so the planner drives them along the shortest
-open path (no return) from the rover's position, straight lines between targets. This is the travelling-salesman
+A rover sent to several targets at once (a batch decided together) need not visit them in the order they were
+chosen: every order measures the same places, so the planner drives them along the shortest open path (no return)
+from the rover's position, straight lines between targets. The initial design keeps its nearest-neighbour tour
+(:func:`nearest_neighbour_tour`; docs/field_suite.md, "Less driving"). This is the travelling-salesman
 path problem; for the handful of targets a rover is given at once (up to :data:`EXACT_UP_TO`) every order is
 tried, beyond that the greedy nearest-neighbour tour is used (each next target the nearest to the one before).
 Route-aware batch order as in Folch et al., "SnAKe: Bayesian optimization with pathwise exploration" (NeurIPS
