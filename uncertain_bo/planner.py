@@ -22,21 +22,17 @@ existing journal resumes from it, numbering on after the highest index the journ
 decision and its journal record: :mod:`uncertain_bo.decision`.
 
 **Batches** (``suggest(q=..., pending=...)``): ``q`` targets at once, none duplicating ``pending`` ones (other rovers'
-targets), each its own journaled decision; a method with a batch size above one (``ugp_bucb``) decides its batch
-when ``suggest()`` finds none left and hands it out one target per call along the shortest route from the rover's
-position (:mod:`uncertain_bo.route`): the explorer and the benchmark runner ask for one target at a time. See
-:meth:`~uncertain_bo.acquisition.Method.decide`. One rover of a team sharing the planner (:mod:`uncertain_bo.team`)
-asks with ``suggest(pending=<the others' targets>, position=<where it is>, rover=<its name>)``: travel cost and
-initial-design tour from its position, the rover journaled with the decision.
+targets), each its own journaled decision (:meth:`~uncertain_bo.acquisition.Method.decide`). A lone rover asking
+``suggest()`` gets a batch method's (``ugp_bucb``) batch one target per call along the shortest route from its
+position (:mod:`uncertain_bo.route`), or with ``route_horizon`` > 1 the first stop of such a route, decided again at
+every call. One rover of a team sharing the planner (:mod:`uncertain_bo.team`) asks with ``suggest(pending=<the
+others' targets>, position=<where it is>, rover=<its name>)``: travel cost and initial-design tour from its position.
 
-**En-route readings** (``observe(None, location, y)``): readings a streaming sensor took while the rover drove,
-each with the location distribution of its own stamp. They join the shared GP (so every method that reads the
-model sees them) but have no commanded target: they are not measurements (:attr:`Planner.n`, :attr:`targets`,
-:attr:`y`, :attr:`locations` and the decision index count the stops only), they never feed the learned
-execution noise, and among the recommendation rules only ``'highest_reading'`` considers them (it reports the
-location mean of the highest reading, wherever it was taken). With many of them the hyperparameter fit runs on
-a capped subset (``fit_max_points``: every stop and an evenly thinned share of the en-route readings) while the
-posterior keeps all of them (rank-one updates between fits).
+**En-route readings** (``observe(None, location, y)``): readings a streaming sensor took while the rover drove, each
+with the location distribution of its own stamp. They join the shared GP but are not measurements (:attr:`n`,
+:attr:`targets`, :attr:`y`, :attr:`locations` and the decision index count the stops only), never feed the learned
+execution noise, and only ``'highest_reading'`` recommends them. With many of them the hyperparameter fit runs on a
+capped subset (``fit_max_points``) while the posterior keeps all of them (rank-one updates between fits).
 """
 from __future__ import annotations
 
@@ -95,6 +91,9 @@ class Planner(PlannerJournal, PlannerSettings):
         travel_weight: :math:`w \\ge 0` of the travel-aware acquisition
             (:class:`~uncertain_bo.acquisition.travel.TravelPenalty`): crossing the whole search box costs
             :math:`w` prior standard deviations of the field; 0 = the method's acquisition as it is.
+        route_horizon: a lone rover's receding-horizon route: :meth:`suggest` decides this many targets as a
+            batch, returns the first stop of their shortest route (:mod:`uncertain_bo.route`) and decides again at
+            the next call; 1 = the method's single target. Not for batch methods or own-route methods (surveys).
         in_box_exploration: weight UCB's exploration term by the share of the kernel footprint inside the
             bounds (:func:`~uncertain_bo.acquisition.ugp_ucb.in_box_fraction`), against boundary piling; applies
             to methods whose acquisition is a UCB (uGP-UCB, GP-UCB, IGP-UCB, AIRBO, ...), others are unaffected.
@@ -142,6 +141,7 @@ class Planner(PlannerJournal, PlannerSettings):
     budget: int | None = None
     recommendation: str = 'past_mean'
     travel_weight: float = 0.0
+    route_horizon: int = 1
     in_box_exploration: bool = False
     execution_noise_prior_weight: float | None = None
     execution_feedback: str = 'closed_loop'
@@ -261,12 +261,12 @@ class Planner(PlannerJournal, PlannerSettings):
         (:meth:`~uncertain_bo.acquisition.Method.decide`; by default the initial design, then the acquisition
         maximiser; a batch greedily, each pick with the earlier ones pending).
 
-        Without ``q`` a batch method (:attr:`~uncertain_bo.acquisition.Method.batch_size` > 1) decides a whole batch
-        when none is left, orders it as the shortest open tour from the rover's position
-        (:func:`~uncertain_bo.route.shortest_open_tour`), returns its first target and hands out the others at the
-        next calls, one per call, in that order (a rover visiting the batch; the measurements in between do not
-        change it). With ``q`` the caller gets the batch at once, as decided; targets still queued from an earlier
-        batch count as pending.
+        Without any argument (a lone rover) a batch method (:attr:`~uncertain_bo.acquisition.Method.batch_size` > 1)
+        decides a whole batch when none is left, orders it as the shortest open tour from :attr:`position`
+        (:func:`~uncertain_bo.route.shortest_open_tour`) and hands it out one target per call in that order (the
+        measurements in between do not change it); with :attr:`route_horizon` ``h > 1`` any other method but a
+        survey decides ``h`` targets as a batch and returns the first stop of their shortest tour, journaling that
+        decision only. With ``q`` the caller gets the batch at once, as decided; queued targets count as pending.
 
         Every target's decision (wall time of its pick, acquisition value, :math:`\\beta_t`) is appended to
         :attr:`decisions` and to the journal, with index ``n``, ``n + 1``, ... in visiting order.
@@ -278,19 +278,18 @@ class Planner(PlannerJournal, PlannerSettings):
             position: ``(d,)`` where the rover this decision is for believes it is (m), for one rover of a team
                 sharing this planner (:mod:`uncertain_bo.team`); None = :attr:`position` (a lone rover). With it,
                 the travel cost is counted from there, the decision's index numbers on after the ``pending``
-                targets (each one a measurement still to come: index ``n + p``), and an initial-design pick is
-                the design target nearest to ``position`` among those neither measured nor pending (the rest of
-                the design visited as a nearest-neighbour tour from there), so rovers share the design instead
-                of each starting on the same tour.
+                targets (index ``n + p``), and an initial-design pick is the design target nearest to ``position``
+                among those neither measured nor pending, so rovers share the design.
             rover: the rover's name, recorded with the decision (:attr:`Decision.rover`, the journal's ``rover``
                 field); None for a lone rover.
 
         Raises:
-            ValueError: ``q < 1``, ``pending`` not ``(p, D)`` finite targets, or ``position`` not ``(d,)`` finite.
-        """
-        if q is None and pending is None and position is None and self._queue:
+            ValueError: ``q < 1``, ``pending`` not ``(p, D)`` finite targets, or ``position`` not ``(d,)`` finite."""
+        lone = q is None and pending is None and position is None
+        if lone and self._queue:
             return self._queue.pop(0)
-        batch = self._method.batch_size if q is None else int(q)
+        horizon = self.route_horizon if lone and self._method.batch_size == 1 and not self._method.plans_route else 1
+        batch = max(self._method.batch_size, horizon) if q is None else int(q)
         if batch < 1:
             raise ValueError(f'q must be >= 1, got {q}')
         pending, position = team_request(pending, position, self.bounds)
@@ -315,13 +314,14 @@ class Planner(PlannerJournal, PlannerSettings):
         if any(target is None for target in admissible):
             raise NoAdmissibleTargetError(f'no target left: the {len(self.keep_out)} keep-out zones cover the '
                                           f'search bounds {self.bounds.tolist()}')
-        order = range(batch)
-        if q is None and batch > 1:   # a batch the rover visits itself: along the shortest route from where it is
-            order = shortest_open_tour(torch.stack(admissible), ctx.position).tolist()
+        order = list(range(batch))
+        if q is None and batch > 1:   # a batch the rover drives itself: along the shortest route from where it is
+            order = shortest_open_tour(torch.stack(admissible), ctx.position).tolist()[:1 if horizon > 1 else batch]
+        batch = len(order)            # route horizon: only the route's first stop is decided; the rest is decided again
         targets = []
         for j, k in enumerate(order):
             pick, target = picks[k], admissible[k]
-            seconds = total if pick.seconds is None else pick.seconds[0]
+            seconds = total if pick.seconds is None or horizon > 1 else pick.seconds[0]
             fit = ctx.fit_seconds if j == 0 else 0.0
             decision = Decision(index + self._index_offset + j, target, pick.phase,   # the journal's numbering
                                 seconds + (billed if j == 0 else 0.0), pick.acquisition_value, pick.beta,

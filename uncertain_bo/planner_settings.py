@@ -44,6 +44,8 @@ class PlannerSettings:
                 raise ValueError(f'{name} must be an integer >= 0, got {value!r}')
         if not self.travel_weight >= 0:
             raise ValueError(f'travel_weight must be >= 0, got {self.travel_weight}')
+        if isinstance(self.route_horizon, bool) or not isinstance(self.route_horizon, int) or self.route_horizon < 1:
+            raise ValueError(f'route_horizon must be an integer >= 1, got {self.route_horizon!r}')
         if self.execution_feedback not in EXECUTION_FEEDBACK:
             raise ValueError(f'execution_feedback must be one of {", ".join(EXECUTION_FEEDBACK)}, '
                              f'got {self.execution_feedback!r}')

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from uncertain_bo.acquisition import DecisionContext
-from uncertain_bo.acquisition.survey import grid_shape, lawnmower_targets, nearest_neighbour_tour, random_tour
+from uncertain_bo.acquisition.survey import grid_shape, lawnmower_targets, random_tour
 from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
 from uncertain_bo.planner import Planner
 
@@ -69,8 +69,6 @@ def test_random_tour_is_a_greedy_nearest_neighbour_tour():
         remaining = pts[i:]
         assert (pts[i] - pos).norm() <= (remaining - pos).norm(dim=-1).min() + 1e-12
         pos = pts[i]
-    square = torch.tensor([[0.0, 0.0], [3.0, 0.0], [1.0, 0.0], [2.0, 0.0]], dtype=torch.float64)
-    assert nearest_neighbour_tour(square, torch.zeros(2, dtype=torch.float64))[:, 0].tolist() == [0, 1, 2, 3]
 
 
 def test_survey_needs_the_budget_and_decides_survey_phases():

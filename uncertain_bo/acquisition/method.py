@@ -235,6 +235,8 @@ class Method:
     #: targets decided at once when the caller does not say (``Planner.suggest()``; the rover then visits them in
     #: order): 1 but for batch methods
     batch_size: ClassVar[int] = 1
+    #: the method plans its own visiting order (a survey's tour): the planner's route horizon leaves it alone
+    plans_route: ClassVar[bool] = False
     #: the registered method this one is another name for (the same model and acquisition), or None
     alias_of: ClassVar[str | None] = None
     #: pending targets enter as hallucinated readings in ``ctx.model`` (True), or the method passes them to its

@@ -24,10 +24,10 @@ import math
 import torch
 from torch import Tensor
 
+from ..route import nearest_neighbour_tour
 from .method import DecisionContext, Proposal, UCBMethod, register
 
-__all__ = ['Survey', 'Lawnmower', 'LawnmowerFixed', 'RandomSurvey', 'lawnmower_targets', 'random_tour', 'grid_shape',
-           'nearest_neighbour_tour']
+__all__ = ['Survey', 'Lawnmower', 'LawnmowerFixed', 'RandomSurvey', 'lawnmower_targets', 'random_tour', 'grid_shape']
 
 
 def grid_shape(n: int, width: float, height: float) -> tuple[int, int]:
@@ -86,18 +86,6 @@ def lawnmower_targets(bounds: Tensor, n: int, start: Tensor | None = None,
     return torch.minimum(torch.maximum(torch.stack(pts[:n]), lo), hi)
 
 
-def nearest_neighbour_tour(points: Tensor, start: Tensor) -> Tensor:
-    """``points`` ``(n, d)`` reordered as a greedy nearest-neighbour tour from ``start`` ``(d,)``."""
-    left = list(range(len(points)))
-    pos, order = start.to(points).reshape(-1), []
-    while left:
-        dist = (points[left] - pos).norm(dim=-1)
-        j = left.pop(int(torch.argmin(dist)))
-        order.append(j)
-        pos = points[j]
-    return points[order]
-
-
 def random_tour(bounds: Tensor, n: int, seed: int, start: Tensor | None = None) -> Tensor:
     """``n`` uniform targets in ``bounds`` ``(2, d)`` (seeded), as a nearest-neighbour tour from ``start``
     (default: the centre of the box). Returns ``(n, d)`` on the device and dtype of ``bounds``."""
@@ -105,7 +93,7 @@ def random_tour(bounds: Tensor, n: int, seed: int, start: Tensor | None = None) 
     unit = torch.rand(n, bounds.shape[1], generator=gen, dtype=bounds.dtype, device=bounds.device)
     pts = bounds[0] + unit * (bounds[1] - bounds[0])
     start = bounds.mean(0) if start is None else start
-    return nearest_neighbour_tour(pts, start)
+    return pts[nearest_neighbour_tour(pts, start)]
 
 
 class Survey(UCBMethod):
@@ -115,6 +103,7 @@ class Survey(UCBMethod):
     kind = ''
     baseline = True
     uses_beta = False
+    plans_route = True
 
     def __init__(self):
         self._plan: Tensor | None = None
