@@ -68,3 +68,12 @@ def test_a_run_dir_that_cannot_be_created_is_a_parameter_error(tmp_path, monkeyp
     params = validate(EXPLORER_PARAMS, {'run_dir': str(tmp_path / 'run')})
     with pytest.raises(ParameterError, match="parameter 'run_dir': cannot create .*No space left on device"):
         run_folder(params)
+
+
+def test_the_route_horizon_reaches_the_planner():
+    from uncertain_bo.explorer.parameters import planner_from_parameters
+    defaults = {p.name: p.check(p.default) for p in EXPLORER_PARAMS}
+    assert planner_from_parameters(defaults).route_horizon == defaults['route_horizon'] == 3
+    assert planner_from_parameters({**defaults, 'route_horizon': 1}).route_horizon == 1
+    with pytest.raises(ParameterError, match='route_horizon'):
+        validate(EXPLORER_PARAMS, {'route_horizon': 0})

@@ -258,3 +258,50 @@ def test_a_lone_rover_visits_its_batch_along_the_shortest_route_and_an_asked_bat
         observe(q, q.suggest(), g)
     asked = q.suggest(q=3).numpy()                           # decided order: pick j maximises with 0 .. j-1 pending
     assert sorted(map(tuple, asked.round(9))) == sorted(map(tuple, visited.round(9)))
+
+
+def test_a_route_horizon_drives_to_the_first_stop_of_the_routed_batch_and_decides_again():
+    """``route_horizon=3``: ``suggest()`` is the first stop of the shortest route (every order, NumPy) through the
+    GP-BUCB batch that ``suggest(q=3)`` decides on the same data; one decision is journaled, nothing is queued, and
+    the next call decides afresh from the new position."""
+    import itertools
+
+    def fed(horizon):                                       # the same four measurements, past the initial design
+        g = torch.Generator().manual_seed(5)
+        p = Planner(BOX, noise_model(), n_initial=3, seed=3, optimizer=FAST, route_horizon=horizon)
+        for x in torch.as_tensor(TARGETS + [[1.0, 0.5]], dtype=DT):
+            observe(p, x, g)
+        return p
+    batch = fed(1).suggest(q=3).numpy()
+    p = fed(3)
+    first = p.suggest().numpy()
+    position = p.position.numpy()
+
+    def length(order):
+        path = np.vstack([position, batch[list(order)]])
+        return np.linalg.norm(np.diff(path, axis=0), axis=1).sum()
+    best = min(itertools.permutations(range(3)), key=length)
+    np.testing.assert_allclose(first, batch[best[0]], atol=1e-9)
+    assert len(p.decisions) == 1 and p.decisions[-1].index == 4 and len(p.queued) == 0
+    observe(p, torch.as_tensor(first), torch.Generator().manual_seed(6))
+    p.suggest()
+    assert len(p.decisions) == 2 and p.decisions[-1].index == 5
+
+
+def test_a_survey_keeps_its_own_tour_whatever_the_route_horizon():
+    tours = []
+    for horizon in (1, 3):
+        p = Planner(BOX, noise_model(), method='lawnmower', budget=6, seed=2, optimizer=FAST, route_horizon=horizon)
+        g = torch.Generator().manual_seed(0)
+        tour = []
+        for _ in range(6):
+            tour.append(p.suggest())
+            observe(p, tour[-1], g)
+        tours.append(torch.stack(tour))
+    assert torch.equal(tours[0], tours[1])
+
+
+@pytest.mark.parametrize('horizon', [0, True, 2.5])
+def test_a_route_horizon_is_a_count(horizon):
+    with pytest.raises(ValueError, match='route_horizon must be an integer >= 1'):
+        Planner(BOX, noise_model(), route_horizon=horizon)
