@@ -280,8 +280,7 @@ class Planner(PlannerJournal, PlannerSettings):
                 the travel cost is counted from there, the decision's index numbers on after the ``pending``
                 targets (index ``n + p``), and an initial-design pick is the design target nearest to ``position``
                 among those neither measured nor pending, so rovers share the design.
-            rover: the rover's name, recorded with the decision (:attr:`Decision.rover`, the journal's ``rover``
-                field); None for a lone rover.
+            rover: the rover's name, recorded with the decision (the journal's ``rover``); None for a lone rover.
 
         Raises:
             ValueError: ``q < 1``, ``pending`` not ``(p, D)`` finite targets, or ``position`` not ``(d,)`` finite."""
@@ -289,6 +288,7 @@ class Planner(PlannerJournal, PlannerSettings):
         if lone and self._queue:
             return self._queue.pop(0)
         horizon = self.route_horizon if lone and self._method.batch_size == 1 and not self._method.plans_route else 1
+        horizon = horizon if self.n else min(horizon, self.n_initial)   # no reading yet: nothing to fantasise on
         batch = max(self._method.batch_size, horizon) if q is None else int(q)
         if batch < 1:
             raise ValueError(f'q must be >= 1, got {q}')

@@ -305,3 +305,13 @@ def test_a_survey_keeps_its_own_tour_whatever_the_route_horizon():
 def test_a_route_horizon_is_a_count(horizon):
     with pytest.raises(ValueError, match='route_horizon must be an integer >= 1'):
         Planner(BOX, noise_model(), route_horizon=horizon)
+
+
+def test_a_route_horizon_longer_than_the_initial_design_starts_without_readings():
+    """Before the first reading there is no GP to fantasise on: the first decision routes the design only."""
+    g = torch.Generator().manual_seed(7)
+    p = Planner(BOX, noise_model(), n_initial=1, seed=3, optimizer=FAST, route_horizon=3)
+    first = p.suggest()
+    assert torch.equal(first, p.initial_design[0]) and p.decisions[-1].phase == 'initial'
+    observe(p, first, g)
+    assert p.decisions[-1].index == 0 and p.suggest().shape == (2,) and p.decisions[-1].phase == 'acquisition'
