@@ -72,4 +72,3 @@ def test_dtype_and_device_follow_the_points():
 def test_malformed_input_is_refused(points, start, match):
     with pytest.raises(ValueError, match=match):
         shortest_open_tour(points, start)
-

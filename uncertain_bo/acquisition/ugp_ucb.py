@@ -132,8 +132,9 @@ class UGPUCB(UCBMethod):
 @register
 class UGPBUCB(UGPUCB):
     """uGP-UCB deciding ``batch_size`` targets at a time by GP-BUCB (module docstring); the rover visits them along
-    the shortest route from where it is (:mod:`uncertain_bo.route`). ``Planner.suggest(q=...)`` decides batches of any size with any UCB method; this name makes the batch
-    the default, for the explorer and ``uncertain-bo bench``."""
+    the shortest route from where it is (:mod:`uncertain_bo.route`). ``Planner.suggest(q=...)`` decides batches of
+    any size with any UCB method; this name makes the batch the default, for the explorer and ``uncertain-bo
+    bench``."""
 
     name = 'ugp_bucb'
     description = ('uGP-UCB in batches of 3 targets by GP-BUCB (hallucinated readings at the posterior mean; '
