@@ -115,8 +115,9 @@ def test_a_duplicated_or_late_measurement_is_merged_once():
 
 
 def test_a_team_of_one_is_the_single_rover_mission():
-    single = Mission(small_field()).run(max_sim_time=3000.0)
-    team = Team(small_field(), rovers=1).run(max_sim_time=3000.0)
+    # a team rover decides one target at a time with the others' pending; the route horizon is a lone rover's
+    single = Mission(small_field(route_horizon=1)).run(max_sim_time=3000.0)
+    team = Team(small_field(route_horizon=1), rovers=1).run(max_sim_time=3000.0)
     assert team.completed and len(team.measurements) == len(single.measurements) == 8
     for (rover, a), b in zip(team.measurements, single.measurements):
         assert rover == 'rover0' and a.index == b.index and np.array_equal(a.target, b.target)

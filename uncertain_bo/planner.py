@@ -288,8 +288,8 @@ class Planner(PlannerJournal, PlannerSettings):
         if lone and self._queue:
             return self._queue.pop(0)
         horizon = self.route_horizon if lone and self._method.batch_size == 1 and not self._method.plans_route else 1
-        horizon = horizon if self.n else min(horizon, self.n_initial)   # no reading yet: nothing to fantasise on
         batch = max(self._method.batch_size, horizon) if q is None else int(q)
+        batch = batch if q is not None or self.n else min(batch, self.n_initial)   # no GP yet: the design only
         if batch < 1:
             raise ValueError(f'q must be >= 1, got {q}')
         pending, position = team_request(pending, position, self.bounds)

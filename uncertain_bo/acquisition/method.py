@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 import torch
 from torch import Tensor
 
+from ..distributions import Empirical
 from ..optim import maximize
 
 if TYPE_CHECKING:
@@ -197,6 +198,10 @@ class DecisionContext:
         if getattr(self, '_fantasy_of', None) is not model:
             with torch.no_grad():
                 where = self.candidates(self.pending.to(model.bounds))
+                stored = self._planner.locations
+                if isinstance(stored, Empirical) and not isinstance(where, Empirical):   # particle clouds: alike
+                    gen = torch.Generator(device=model.bounds.device).manual_seed(int(self.seed))
+                    where = Empirical(where.sample(stored.samples.shape[-2], gen))
                 self._fantasy = model.condition_on_observations(where, model.marginals(where)[0])
             self._fantasy_of = model
         return self._fantasy

@@ -67,7 +67,8 @@ EXPLORER_PARAMS = [
           'route from where it is, and plans again after measuring there; 1 = the single best target. Chosen on the '
           'tuning set of the field suite (docs/field_suite.md, 16 seeds per field): 3 drove a third less than 1 with '
           'no significant regret change, 5 halved the distance but lost regret. Each decision costs this many '
-          'acquisition maximisations. Batch methods (ugp_bucb) route their own batches; surveys keep their tour',
+          'acquisition maximisations. Batch methods (ugp_bucb) route their own batches; surveys keep their tour; '
+          'a rover of a team decides one target at a time (the others\' targets pending)',
           range=(1, 100), read_only=True),
     Param('in_box_exploration', True, "weight UCB's exploration term β σ̂ by the share of the kernel's footprint "
           'inside search_bounds (1 inside, 1/2 on an edge, 1/4 in a corner): without it uncertainty grows towards '
