@@ -18,23 +18,16 @@ import itertools
 import torch
 from torch import Tensor
 
-__all__ = ['EXACT_UP_TO', 'nearest_neighbour_tour', 'shortest_open_tour', 'tour_length']
+__all__ = ['EXACT_UP_TO', 'nearest_neighbour_tour', 'shortest_open_tour']
 
 #: largest number of targets ordered exactly (8! = 40,320 orders, milliseconds)
 EXACT_UP_TO = 8
 
 
-def tour_length(points: Tensor, start: Tensor) -> Tensor:
-    """Length of the open path from ``start`` ``(d,)`` through ``points`` ``(n, d)`` in their order (same units as the
-    points, e.g. m); a scalar tensor, 0 for no points."""
-    path = torch.cat([torch.as_tensor(start).to(points).reshape(1, -1), points])
-    return path.diff(dim=0).norm(dim=-1).sum()
-
-
 def shortest_open_tour(points: Tensor, start: Tensor) -> Tensor:
     """The visiting order of ``points`` ``(n, d)`` from ``start`` ``(d,)`` that makes the open path shortest
-    (:func:`tour_length`); exact for ``n <=`` :data:`EXACT_UP_TO` (ties: the lexicographically first order, so an
-    already shortest order is kept), greedy nearest neighbour beyond.
+    (the sum of its straight legs from ``start``); exact for ``n <=`` :data:`EXACT_UP_TO` (ties: the lexicographically
+    first order, so an already shortest order is kept), greedy nearest neighbour beyond.
 
     Returns:
         ``(n,)`` long tensor: a permutation of ``0 .. n-1`` (on the points' device).
