@@ -18,6 +18,7 @@ and require the planned number of measurements; the journal is checked against w
 reading paired with the pose of the place it was read, the published covariance stored as the location
 distribution) and no pose was refused as stale.
 """
+import contextlib
 import json
 import math
 import os
@@ -169,13 +170,25 @@ class Robot:
         self.node.destroy_node()
 
 
-@pytest.fixture(scope='module')
-def ros(context):
+@contextlib.contextmanager
+def spinning(context, *robots):
+    """Spin the robots' nodes on an executor of their own while the block runs; then stop it, wait for its thread,
+    and only then destroy the nodes. (A module-wide executor spinning in a thread while a test destroyed its robot
+    raised ``InvalidHandle`` in that thread, which ended it: every later test's robot was never spun, published no
+    pose, and its explorer waited out the timeout.)"""
     ex = MultiThreadedExecutor(num_threads=3, context=context)
+    for robot in robots:
+        ex.add_node(robot.node)
     thread = threading.Thread(target=ex.spin, daemon=True)
     thread.start()
-    yield context, ex
-    ex.shutdown()
+    try:
+        yield ex
+    finally:
+        ex.shutdown(timeout_sec=10.0)
+        thread.join(timeout=10.0)
+        for robot in robots:
+            ex.remove_node(robot.node)
+            robot.close()
 
 
 def start_explorer(folder, params_file, *, overrides=(), remaps=(), env=None):
@@ -217,15 +230,11 @@ def finish_explorer(folder, proc, timeout):
     return result, journal, text
 
 
-def run_explorer(ros, tmp_path, robot, params_file, *, timeout=150.0, **kwargs):
-    """:func:`start_explorer` with ``robot`` on the executor, then :func:`finish_explorer`."""
-    _, ex = ros
-    ex.add_node(robot.node)
-    try:
+def run_explorer(context, tmp_path, robot, params_file, *, timeout=150.0, **kwargs):
+    """:func:`start_explorer` with ``robot`` spinning, then :func:`finish_explorer`; the robot is closed after."""
+    with spinning(context, robot):
         proc = start_explorer(tmp_path, params_file, **kwargs)
         return finish_explorer(tmp_path, proc, timeout)
-    finally:
-        ex.remove_node(robot.node)
 
 
 def check_measurements(robot, result, journal, n, reading_type, log):
@@ -250,17 +259,13 @@ def check_measurements(robot, result, journal, n, reading_type, log):
     return obs
 
 
-def test_paddock_example_with_a_float64_probe_takes_its_20_measurements(ros, tmp_path):
+def test_paddock_example_with_a_float64_probe_takes_its_20_measurements(context, tmp_path):
     """config/examples/paddock_nav2.yaml as shipped: a std_msgs/Float64 soil-moisture probe, robot_localization's
     odometry/filtered published best effort, Nav2's goal_pose (nav2_msgs is not installed, so 'auto' takes the
     topic); 20 measurements."""
-    robot = Robot(ros[0], 'float64', reading_topic='/soil_probe/moisture', reliable_odometry=False)
-    try:
-        result, journal, log = run_explorer(ros, tmp_path, robot, PADDOCK,
-                                            overrides=['dwell_time:=0.2'],
-                                            remaps=['reading:=/soil_probe/moisture', 'plan:=explorer/plan'])
-    finally:
-        robot.close()
+    robot = Robot(context, 'float64', reading_topic='/soil_probe/moisture', reliable_odometry=False)
+    result, journal, log = run_explorer(context, tmp_path, robot, PADDOCK, overrides=['dwell_time:=0.2'],
+                                        remaps=['reading:=/soil_probe/moisture', 'plan:=explorer/plan'])
     assert "goals to topics /goal_pose and /explorer/plan" in log
     obs = check_measurements(robot, result, journal, 20, 'float64', log)
     for r in obs:        # the paddock's bounds
@@ -268,51 +273,49 @@ def test_paddock_example_with_a_float64_probe_takes_its_20_measurements(ros, tmp
     assert all(r['reading_variance'] == pytest.approx(0.02 ** 2) for r in obs)
 
 
-def test_orchard_example_and_every_stamped_reading_type_measure(ros, tmp_path):
+def test_orchard_example_and_every_stamped_reading_type_measure(context, tmp_path):
     """config/examples/orchard_gnss_degraded.yaml (sensor_msgs/Temperature with header and variance,
     robot_localization's odometry/global remapped, published reliable), and one robot for each other stamped
     type (FluidPressure, Illuminance, RelativeHumidity; odometry best effort or reliable): four explorers at
     once, each with its robot on topics of its own."""
-    _, ex = ros
     runs = {'temperature': (True, 4), 'fluid_pressure': (False, 2), 'illuminance': (True, 2),
             'relative_humidity': (False, 2)}
     robots, procs = {}, {}
-    try:
-        for i, (reading_type, (reliable, n)) in enumerate(runs.items()):
-            pre = f'/r{i}/'
-            odom = pre + ('odometry/global' if reading_type == 'temperature' else 'odometry/filtered')
-            robots[reading_type] = robot = Robot(ros[0], reading_type, odom_topic=odom, reading_topic=pre + 'probe',
-                                                 goal_topic=pre + 'goal_pose', reliable_odometry=reliable,
-                                                 name=f'field_robot_{i}')
-            ex.add_node(robot.node)
-            remaps = [f'odometry/filtered:={odom}', f'reading:={pre}probe', f'goal_pose:={pre}goal_pose',
-                      f'plan:={pre}explorer/plan']
-            if reading_type == 'temperature':         # the example's section is 'explorer': the node keeps its name
-                params = ORCHARD
-                overrides = ['dwell_time:=0.2', 'max_measurements:=4']
-            else:
-                remaps.append(f'__node:=explorer_{i}')
-                params = tmp_path / f'{reading_type}.yaml'
-                params.write_text('/**:\n  ros__parameters:\n    search_bounds: [0.0, 40.0, 0.0, 30.0]\n'
-                                  f"    reading_type: '{reading_type}'\n    max_measurements: {n}\n"
-                                  '    n_initial: 2\n')
-                overrides = ['dwell_time:=0.2']
-            procs[reading_type] = start_explorer(tmp_path / reading_type, params, overrides=overrides,
-                                                 remaps=remaps)
-        for reading_type, (reliable, n) in runs.items():
-            result, journal, log = finish_explorer(tmp_path / reading_type, procs[reading_type], 150.0)
-            check_measurements(robots[reading_type], result, journal, n, reading_type, log)
-    finally:
-        for p in procs.values():
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        for robot in robots.values():
-            ex.remove_node(robot.node)
-            robot.close()
+    for i, (reading_type, (reliable, n)) in enumerate(runs.items()):
+        pre = f'/r{i}/'
+        odom = pre + ('odometry/global' if reading_type == 'temperature' else 'odometry/filtered')
+        robots[reading_type] = Robot(context, reading_type, odom_topic=odom, reading_topic=pre + 'probe',
+                                     goal_topic=pre + 'goal_pose', reliable_odometry=reliable, name=f'field_robot_{i}')
+    with spinning(context, *robots.values()):
+        try:
+            for i, (reading_type, (reliable, n)) in enumerate(runs.items()):
+                pre = f'/r{i}/'
+                odom = pre + ('odometry/global' if reading_type == 'temperature' else 'odometry/filtered')
+                remaps = [f'odometry/filtered:={odom}', f'reading:={pre}probe', f'goal_pose:={pre}goal_pose',
+                          f'plan:={pre}explorer/plan']
+                if reading_type == 'temperature':     # the example's section is 'explorer': the node keeps its name
+                    params = ORCHARD
+                    overrides = ['dwell_time:=0.2', 'max_measurements:=4']
+                else:
+                    remaps.append(f'__node:=explorer_{i}')
+                    params = tmp_path / f'{reading_type}.yaml'
+                    params.write_text('/**:\n  ros__parameters:\n    search_bounds: [0.0, 40.0, 0.0, 30.0]\n'
+                                      f"    reading_type: '{reading_type}'\n    max_measurements: {n}\n"
+                                      '    n_initial: 2\n')
+                    overrides = ['dwell_time:=0.2']
+                procs[reading_type] = start_explorer(tmp_path / reading_type, params, overrides=overrides,
+                                                     remaps=remaps)
+            for reading_type, (reliable, n) in runs.items():
+                result, journal, log = finish_explorer(tmp_path / reading_type, procs[reading_type], 150.0)
+                check_measurements(robots[reading_type], result, journal, n, reading_type, log)
+        finally:
+            for p in procs.values():
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
 
 
-def test_nav2_action_path_with_a_stand_in_navigate_to_pose(ros, tmp_path):
+def test_nav2_action_path_with_a_stand_in_navigate_to_pose(context, tmp_path):
     """goal_interface 'nav2_action' against an action server built from NavigateToPose's interface (a stand-in
     nav2_msgs generated and compiled at test time): the first goal is aborted with Nav2's error code and message
     (skipped at once, counted, kept out), the others succeed with feedback and are measured."""
@@ -327,16 +330,13 @@ def test_nav2_action_path_with_a_stand_in_navigate_to_pose(ros, tmp_path):
         from nav2_msgs.action import NavigateToPose
     finally:
         sys.path.remove(str(python_dir))
-    robot = Robot(ros[0], 'temperature', nav2_action=NavigateToPose, abort_first=True)
+    robot = Robot(context, 'temperature', nav2_action=NavigateToPose, abort_first=True)
     params = tmp_path / 'robot.yaml'
     params.write_text("explorer:\n  ros__parameters:\n    search_bounds: [0.0, 40.0, 0.0, 30.0]\n"
                       "    goal_interface: 'auto'\n    max_measurements: 2\n    n_initial: 2\n")
     env = {'PYTHONPATH': os.pathsep.join([str(python_dir), os.environ.get('PYTHONPATH', '')]),
            'LD_LIBRARY_PATH': os.pathsep.join([str(lib_dir), os.environ.get('LD_LIBRARY_PATH', '')])}
-    try:
-        result, journal, log = run_explorer(ros, tmp_path, robot, params, overrides=['dwell_time:=0.2'], env=env)
-    finally:
-        robot.close()
+    result, journal, log = run_explorer(context, tmp_path, robot, params, overrides=['dwell_time:=0.2'], env=env)
     assert "goals to Nav2's navigate_to_pose action" in log
     check_measurements(robot, result, journal, 2, 'temperature', log)
     assert result['rejected'].get('goal: aborted by the controller') == 1
