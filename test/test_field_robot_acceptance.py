@@ -41,6 +41,7 @@ from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 
+from ros_spin import BackgroundSpin  # noqa: E402
 from uncertain_bo.parameters import config_path  # noqa: E402
 from uncertain_bo.ros import conversions as cv  # noqa: E402
 
@@ -166,29 +167,18 @@ class Robot:
         self.published.append((stamp, xy[0], xy[1], value))
         self.reading_pub.publish(cv.make_reading(self.reading_type, stamp, 'probe', value, self.variance))
 
-    def close(self):
-        self.node.destroy_node()
-
 
 @contextlib.contextmanager
 def spinning(context, *robots):
-    """Spin the robots' nodes on an executor of their own while the block runs; then stop it, wait for its thread,
-    and only then destroy the nodes. (A module-wide executor spinning in a thread while a test destroyed its robot
-    raised ``InvalidHandle`` in that thread, which ended it: every later test's robot was never spun, published no
-    pose, and its explorer waited out the timeout.)"""
-    ex = MultiThreadedExecutor(num_threads=3, context=context)
-    for robot in robots:
-        ex.add_node(robot.node)
-    thread = threading.Thread(target=ex.spin, daemon=True)
-    thread.start()
+    """Spin the robots' nodes on an executor of their own while the block runs, then stop it and destroy them
+    (:class:`ros_spin.BackgroundSpin`). A module-wide executor spinning while a test destroyed its robot raised
+    ``InvalidHandle`` in the spinning thread, which ended it: the next test's robot was never spun, published no
+    pose, and its explorer waited out the timeout."""
+    spin = BackgroundSpin(MultiThreadedExecutor(num_threads=3, context=context), [r.node for r in robots])
     try:
-        yield ex
+        yield spin.executor
     finally:
-        ex.shutdown(timeout_sec=10.0)
-        thread.join(timeout=10.0)
-        for robot in robots:
-            ex.remove_node(robot.node)
-            robot.close()
+        spin.close()
 
 
 def start_explorer(folder, params_file, *, overrides=(), remaps=(), env=None):

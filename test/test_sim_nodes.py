@@ -11,7 +11,6 @@ the spin thread re-queues callbacks that wait in the pool and holds the GIL, so 
 (no timeout steps), just slower.
 """
 import os
-import threading
 import time
 
 import numpy as np
@@ -27,6 +26,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import Temperature  # noqa: E402
 
+from ros_spin import BackgroundSpin  # noqa: E402
 from uncertain_bo.ros import conversions as cv  # noqa: E402
 from uncertain_bo.ros.ekf import EkfNode  # noqa: E402
 from uncertain_bo.ros.params import parameter_overrides  # noqa: E402
@@ -61,11 +61,7 @@ class Graph:
         self.probe.create_subscription(Clock, '/clock', self.clock.append, 100)
         self.goal_pub = self.probe.create_publisher(PoseStamped, 'goal_pose', 10)
         kw = {'num_threads': 4} if executor_cls is MultiThreadedExecutor else {}
-        self.executor = executor_cls(context=context, **kw)
-        for n in self.nodes:
-            self.executor.add_node(n)
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.thread.start()
+        self.spin = BackgroundSpin(executor_cls(context=context, **kw), self.nodes)
 
     def wait_for(self, predicate, timeout):
         t0 = time.monotonic()
@@ -79,11 +75,7 @@ class Graph:
         self.goal_pub.publish(cv.make_pose_stamped(0.0, 'map', xy))
 
     def close(self):
-        self.executor.shutdown()
-        self.thread.join(timeout=10)
-        for n in self.nodes:
-            self.executor.remove_node(n)
-            n.destroy_node()
+        self.spin.close()
 
 
 @pytest.fixture
