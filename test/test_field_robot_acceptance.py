@@ -33,7 +33,10 @@ import numpy as np
 import pytest
 
 rclpy = pytest.importorskip('rclpy')
-pytestmark = [pytest.mark.ros, pytest.mark.slow]
+# a spinning thread that dies (as the module-wide executor once did) fails the test that killed it, not a later
+# one by a timeout
+pytestmark = [pytest.mark.ros, pytest.mark.slow,
+              pytest.mark.filterwarnings('error::pytest.PytestUnhandledThreadExceptionWarning')]
 
 from builtin_interfaces.msg import Duration  # noqa: E402
 from geometry_msgs.msg import PoseStamped  # noqa: E402
