@@ -179,7 +179,7 @@ def spinning(context, *robots):
     pose, and its explorer waited out the timeout."""
     spin = BackgroundSpin(MultiThreadedExecutor(num_threads=3, context=context), [r.node for r in robots])
     try:
-        yield spin.executor
+        yield
     finally:
         spin.close()
 
@@ -273,29 +273,28 @@ def test_orchard_example_and_every_stamped_reading_type_measure(context, tmp_pat
     once, each with its robot on topics of its own."""
     runs = {'temperature': (True, 4), 'fluid_pressure': (False, 2), 'illuminance': (True, 2),
             'relative_humidity': (False, 2)}
-    robots, procs = {}, {}
+    robots, starts, procs = {}, {}, {}
     for i, (reading_type, (reliable, n)) in enumerate(runs.items()):
         pre = f'/r{i}/'
         odom = pre + ('odometry/global' if reading_type == 'temperature' else 'odometry/filtered')
         robots[reading_type] = Robot(context, reading_type, odom_topic=odom, reading_topic=pre + 'probe',
                                      goal_topic=pre + 'goal_pose', reliable_odometry=reliable, name=f'field_robot_{i}')
+        remaps = [f'odometry/filtered:={odom}', f'reading:={pre}probe', f'goal_pose:={pre}goal_pose',
+                  f'plan:={pre}explorer/plan']
+        if reading_type == 'temperature':         # the example's section is 'explorer': the node keeps its name
+            params = ORCHARD
+            overrides = ['dwell_time:=0.2', 'max_measurements:=4']
+        else:
+            remaps.append(f'__node:=explorer_{i}')
+            params = tmp_path / f'{reading_type}.yaml'
+            params.write_text('/**:\n  ros__parameters:\n    search_bounds: [0.0, 40.0, 0.0, 30.0]\n'
+                              f"    reading_type: '{reading_type}'\n    max_measurements: {n}\n"
+                              '    n_initial: 2\n')
+            overrides = ['dwell_time:=0.2']
+        starts[reading_type] = (params, overrides, remaps)
     with spinning(context, *robots.values()):
         try:
-            for i, (reading_type, (reliable, n)) in enumerate(runs.items()):
-                pre = f'/r{i}/'
-                odom = pre + ('odometry/global' if reading_type == 'temperature' else 'odometry/filtered')
-                remaps = [f'odometry/filtered:={odom}', f'reading:={pre}probe', f'goal_pose:={pre}goal_pose',
-                          f'plan:={pre}explorer/plan']
-                if reading_type == 'temperature':     # the example's section is 'explorer': the node keeps its name
-                    params = ORCHARD
-                    overrides = ['dwell_time:=0.2', 'max_measurements:=4']
-                else:
-                    remaps.append(f'__node:=explorer_{i}')
-                    params = tmp_path / f'{reading_type}.yaml'
-                    params.write_text('/**:\n  ros__parameters:\n    search_bounds: [0.0, 40.0, 0.0, 30.0]\n'
-                                      f"    reading_type: '{reading_type}'\n    max_measurements: {n}\n"
-                                      '    n_initial: 2\n')
-                    overrides = ['dwell_time:=0.2']
+            for reading_type, (params, overrides, remaps) in starts.items():
                 procs[reading_type] = start_explorer(tmp_path / reading_type, params, overrides=overrides,
                                                      remaps=remaps)
             for reading_type, (reliable, n) in runs.items():
