@@ -165,6 +165,42 @@ def test_rows_without_usable_numbers_are_skipped_and_counted(tmp_path, capsys):
                                              'row with fewer fields than the header': 1}
 
 
+def test_the_peak_stays_in_the_surveyed_area_not_an_extrapolated_corner(tmp_path, capsys):
+    """Readings over a triangle whose field rises towards the empty corner of its bounding box: the map's peak is on
+    the survey's edge (inside its convex hull), and the corner is nodata, however far the fitted lengthscale
+    reaches."""
+    rng = np.random.default_rng(6)
+    xy = rng.uniform(0, 100, (400, 2))
+    xy = xy[xy.sum(axis=1) <= 100]
+    v = 0.05 * xy.sum(axis=1) + rng.normal(0, 0.05, len(xy))
+    rows = ['x,y,v'] + [f'{a},{b},{c}' for (a, b), c in zip(xy, v)]
+    (tmp_path / 'triangle.csv').write_text('\n'.join(rows) + '\n')
+    assert run(['map', tmp_path / 'triangle.csv', '--value', 'v', '--resolution', 2, '--out', tmp_path / 'm', *QUICK],
+               capsys)[0] == 0
+    peak = json.loads((tmp_path / 'm' / 'peak.json').read_text())
+    x, y = peak['peak']['map']['x'], peak['peak']['map']['y']
+    assert x + y <= xy.sum(axis=1).max() + 2 * 2.0 and x + y > 90          # on the hypotenuse, not beyond it
+    with rasterio.open(tmp_path / 'm' / 'map.tif') as ds:
+        corner = ds.read(1)[ds.index(xy[:, 0].max() - 1, xy[:, 1].max() - 1)]
+        assert np.isnan(corner) and ds.nodata is not None and np.isnan(ds.nodata)
+
+
+def test_the_shipped_drone_survey_maps_on_the_sparse_path(tmp_path, capsys):
+    """The real survey shipped as test data (uncertain_bo/data/surveys): a drone's CO2 readings over a 140 m field,
+    1965 readings, beyond sparse_above: mapped in its UTM zone, the peak inside the flown area."""
+    from uncertain_bo.data import data_path
+
+    src = data_path('surveys', 'drone_co2_friesland_2022-12-21.csv')
+    code, stdout, err = run(['map', src, '--value', 'co2_ppm', '--unit', 'ppm', '--location-std', '1.5', '--resolution',
+                             4, '--inducing-points', 200, '--out', tmp_path / 'm', *QUICK], capsys)
+    assert code == 0, err
+    peak = json.loads((tmp_path / 'm' / 'peak.json').read_text())
+    assert peak['input']['readings'] == 1965 and peak['model']['sparse'] and peak['crs']['name'].endswith('32631)')
+    assert peak['peak']['value']['unit'] == 'ppm'
+    lat, lon = peak['peak']['wgs84']['latitude'], peak['peak']['wgs84']['longitude']
+    assert 53.3278 < lat < 53.3292 and 5.9321 < lon < 5.9344               # the flown area (the file's extremes)
+
+
 def test_both_coordinate_kinds_are_used_as_chosen(tmp_path, capsys):
     rng = np.random.default_rng(4)
     lat, lon, x, y, v = utm_grid_csv(tmp_path / 'g.csv', rng)

@@ -69,6 +69,9 @@ def add_parser(sub) -> None:
     p.add_argument('--location-std', type=_metres, default=None, metavar='M',
                    help='CSV: the GNSS horizontal error, 1-sigma per axis, m (default '
                         f'{DEFAULT_LOCATION_STD:g}); every point gets covariance M^2 I. A journal carries its own')
+    p.add_argument('--unit', default=None,
+                   help="the readings' unit, for the map's labels and peak.json (a journal's default: its reading "
+                        "type's)")
     p.add_argument('--coordinates', choices=COORDINATES, default=None,
                    help='CSV with both latitude/longitude and x/y columns: which to use')
     p.add_argument('--origin', type=float, nargs=2, default=None, metavar=('LAT', 'LON'),
@@ -80,8 +83,9 @@ def add_parser(sub) -> None:
     p.add_argument('--resolution', type=float, default=None, metavar='M',
                    help="cell size, m (default: the longer side of the points' box / 200)")
     p.add_argument('--coverage', type=_metres, default=None, metavar='M',
-                   help='map cells within this distance of a reading; others are nodata and not searched for the '
-                        'peak (default: the fitted lengthscale; 0: every cell)')
+                   help="map the cells inside the readings' convex hull and within this distance of a reading; "
+                        'others are nodata and not searched for the peak (default: the fitted lengthscale; 0: every '
+                        'cell)')
     p.add_argument('--credibility', type=_probability, default=0.95, metavar='P',
                    help="probability of the peak value's credible interval (default 0.95)")
     p.add_argument('--region-probability', type=_probability, default=0.95, metavar='P',
@@ -112,6 +116,8 @@ def run(args) -> int:
         raise SurveyError(f'--samples must be at least 100 joint draws, got {args.samples}')
     survey = read_survey(args.source, args.value, args.location_std, args.coordinates,
                          tuple(args.origin) if args.origin else None)
+    if args.unit:
+        survey.unit = args.unit
     execution_std = tuple(args.execution_std) if args.execution_std else survey.execution_std
     settings = MapSettings(resolution=args.resolution, fit_points=args.fit_points, sparse_above=args.sparse_above,
                            inducing_points=args.inducing_points, coverage=args.coverage, seed=args.seed)

@@ -2,8 +2,9 @@
 
 - ``map.tif``: GeoTIFF (rasterio), two float32 bands, described: 1 = posterior mean of the field, 2 = its posterior
   standard deviation (the survey's units), on the grid of :class:`~uncertain_bo.survey_map.posterior.Grid`, north
-  up, in the survey's CRS (UTM, the local tangent plane, or an engineering CRS; written into the file), cells beyond
-  the coverage radius nodata (NaN). The geotransform puts pixel centres on the grid's cell centres.
+  up, in the survey's CRS (UTM, the local tangent plane, or an engineering CRS; written into the file), cells that are
+  not covered (outside the readings' convex hull or beyond the coverage radius) nodata (NaN). The geotransform puts
+  pixel centres on the grid's cell centres.
 - ``map.png``: the mean with the readings, the robust peak and its region; the standard deviation.
 - ``peak.json``: the peak in map and (georeferenced) WGS84 coordinates, its value and credible interval, the region
   (cells, area, bounds, the stated probability and the sampled mass), the model and the input (readings used and
@@ -68,7 +69,8 @@ def write_geotiff(path: Path, survey: Survey, pmap: PosteriorMap) -> Path:
             dst.units = (survey.unit, survey.unit)
         dst.update_tags(SOURCE=str(survey.source), CRS_NAME=survey.georeference.name,
                         MODEL='uncertain_bo DistributionGP (expected SE kernel over location distributions)',
-                        NODATA_MEANS=f'farther than {pmap.coverage:g} m from every reading')
+                        NODATA_MEANS=f'outside the readings\' convex hull or farther than {pmap.coverage:g} m from '
+                                     'every reading')
     return path
 
 
@@ -147,6 +149,7 @@ def write_png(path: Path, survey: Survey, pmap: PosteriorMap, peak: Peak, max_po
                        aspect='equal', interpolation='nearest')
         fig.colorbar(im, ax=ax, shrink=0.8, label=_label(survey))
         ax.set(title=title, xlabel=xl, ylabel=yl)
+        ax.ticklabel_format(useOffset=False, style='plain')
     step = max(1, survey.n // max_points)
     axes[0].scatter(survey.xy[::step, 0], survey.xy[::step, 1], s=1.5, color='white', alpha=0.5, lw=0,
                     label=f'readings ({survey.n}' + (f', every {step}th drawn)' if step > 1 else ')'))
@@ -159,9 +162,9 @@ def write_png(path: Path, survey: Survey, pmap: PosteriorMap, peak: Peak, max_po
         axes[0].plot([], [], color='red', label=f'peak region ({100 * peak.region_probability:g} %)')
     axes[0].scatter([peak.xy[0]], [peak.xy[1]], marker='*', s=260, color='gold', edgecolor='k', zorder=5,
                     label=f'robust peak {peak.mean:.4g} [{peak.interval[0]:.4g}, {peak.interval[1]:.4g}]')
-    axes[0].legend(loc='upper center', bbox_to_anchor=(0.5, -0.12), ncol=2, fontsize=8, frameon=False)
+    axes[0].legend(loc='upper center', bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize=8, frameon=False)
     fig.suptitle(f'{survey.source.name}: {survey.n} readings; {geo.name}', fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

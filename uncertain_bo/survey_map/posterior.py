@@ -11,9 +11,11 @@ on ``inducing_points`` inducing inputs chosen the same way; the planner's ``spar
 
 The **grid** (:class:`Grid`) has square cells of ``resolution`` metres whose centres start at the south-west
 corner of the points' bounding box (cell ``(row 0, col 0)``), so the GeoTIFF's pixel centres line up with the
-points' own coordinates. A cell is **covered** when a reading lies within ``coverage`` metres of its centre
-(default: the fitted lengthscale, the distance over which the GP itself says a reading informs the map); the
-GeoTIFF leaves the other cells empty (nodata) and the peak is searched among the covered cells only.
+points' own coordinates. A cell is **covered** (:func:`covered_cells`) when it lies inside the readings' convex hull
+(or holds a reading) and a reading lies within ``coverage`` metres of its centre (default: the fitted lengthscale,
+the distance over which the GP itself says a reading informs the map): the survey's own area, not the corners of its
+bounding box nor an extrapolated trend beyond its edge. The GeoTIFF leaves the other cells empty (nodata) and the
+peak is searched among the covered cells only.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ import torch
 
 from .sources import Survey, SurveyError
 
-__all__ = ['Grid', 'MapSettings', 'PosteriorMap', 'fit_map', 'fitted_planner', 'CHUNK']
+__all__ = ['Grid', 'MapSettings', 'PosteriorMap', 'fit_map', 'fitted_planner', 'covered_cells', 'CHUNK']
 
 #: cells evaluated per batch (bounds the memory of a kernel block: CHUNK x inducing inputs)
 CHUNK = 4096
@@ -185,8 +187,6 @@ def fit_map(survey: Survey, settings: MapSettings = MapSettings(),
     Raises:
         ValueError: a bad resolution or coverage, or a reading the planner refuses.
     """
-    from scipy.spatial import cKDTree
-
     from ..distributions import DTYPE
 
     if settings.coverage is not None and not (math.isfinite(settings.coverage) and settings.coverage >= 0):
@@ -202,10 +202,20 @@ def fit_map(survey: Survey, settings: MapSettings = MapSettings(),
     radius = settings.coverage
     if radius is None:
         radius = float(min(planner.model.hyperparameters()['lengthscale']))
-    if radius > 0:
-        dist, _ = cKDTree(survey.xy).query(cells, k=1)
-        covered = dist <= radius
-    else:
-        covered = np.ones(len(cells), dtype=bool)
-    return PosteriorMap(grid, mean.reshape(grid.shape), np.sqrt(var).reshape(grid.shape),
-                        covered.reshape(grid.shape), radius, planner, planner.model.inducing is not None)
+    covered = covered_cells(grid, survey.xy, radius)
+    return PosteriorMap(grid, mean.reshape(grid.shape), np.sqrt(var).reshape(grid.shape), covered, radius, planner,
+                        planner.model.inducing is not None)
+
+
+def covered_cells(grid: Grid, xy: np.ndarray, radius: float) -> np.ndarray:
+    """``(ny, nx)`` cells inside the convex hull of the readings ``xy`` ``(n, 2)`` (or holding one) and within
+    ``radius`` m of one; every cell when ``radius`` is 0."""
+    from scipy.spatial import ConvexHull, Delaunay, cKDTree
+
+    cells = grid.centres()
+    if radius <= 0:
+        return np.ones(grid.shape, dtype=bool)
+    dist, _ = cKDTree(xy).query(cells, k=1)
+    inside = Delaunay(xy[ConvexHull(xy).vertices]).find_simplex(cells) >= 0
+    holds = dist <= grid.resolution / math.sqrt(2.0)         # the cell's own reading, on or beyond the hull
+    return ((inside | holds) & (dist <= radius)).reshape(grid.shape)
