@@ -301,7 +301,8 @@ def test_peak_region_probabilities_match_closed_form_argmax_probabilities():
     assert peak.cell == (0, 0) and peak.argmax_probability == pytest.approx(p, abs=0.01)
     assert peak.interval == pytest.approx((1 - norm.ppf(0.95), 1 + norm.ppf(0.95)))
     assert sorted(map(tuple, peak.region_cells)) == [(0, 0), (0, 1)] and peak.region_mass == pytest.approx(1.0)
-    assert peak.candidates == 2 and 0 < peak.pruned_bound < 1e-6      # the N(-20, 1) cell: pruned, bounded
+    # the N(-20, 1) cell is left out; the bound: min over t of sf(t + 20) + cdf(t - 1), at most about 2 Phi(-10.5)
+    assert peak.candidates == 2 and 0 < peak.excluded_bound < 2 * norm.sf(10.0)
     # a region of 0.7 needs the first cell only
     peak = robust_peak(pmap, probability=0.7, samples=20_000, seed=1)
     assert [tuple(c) for c in peak.region_cells] == [(0, 0)]

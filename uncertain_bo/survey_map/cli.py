@@ -15,6 +15,7 @@ found before anything is written: one ``error:`` line, exit status 2.
 from __future__ import annotations
 
 import argparse
+import textwrap
 import time
 from pathlib import Path
 
@@ -42,27 +43,36 @@ def _positive_int(text: str) -> int:
     return value
 
 
+DESCRIPTION = (
+    'Fit the shared GP to a survey, every reading with its location uncertainty, and write its posterior mean and '
+    'standard deviation as a GeoTIFF (map.tif, two bands, in the UTM zone of the points for latitude/longitude, the '
+    'local tangent plane at --origin, or an engineering CRS for x/y metres), a PNG (map.png), the robust peak with a '
+    'credible interval and a region that holds it with stated probability (peak.json), and the mean as a field grid '
+    'for uncertain-bo bench --field (field.npz).')
+
+EPILOG = (
+    'CSV columns (case-insensitive): lat/latitude and lon/lng/longitude in WGS84 degrees, or x and y in metres (x '
+    'east, y north), and the --value column. Rows with an empty, non-numeric, NaN or inf value or coordinate are '
+    'skipped and counted (printed, and in peak.json); an empty file, missing or mixed coordinate columns, degrees out '
+    'of range, or a missing --value column are errors (nothing written).\n\n'
+    'peak.json: the robust peak (the covered cell with the largest posterior mean of E[f(x + xi)], xi the execution '
+    'noise) in map and WGS84 coordinates, its value with a central credible interval, and the smallest set of cells '
+    'that holds the argmax with the stated probability, from joint posterior draws (the method: '
+    'docs/field_robots.md, "Mapping a survey").')
+
+
+def _paragraphs(text: str) -> str:
+    """``text``'s paragraphs (split at blank lines) wrapped to 79 columns, for a raw help text."""
+    return '\n\n'.join(textwrap.fill(part, 79) for part in text.split('\n\n'))
+
+
 def add_parser(sub) -> None:
     from .sources import COORDINATES, DEFAULT_LOCATION_STD
 
     p = sub.add_parser(
         'map', help="a survey's posterior map (GeoTIFF, PNG, peak.json) from a CSV of points or a run's journal",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description='Fit the shared GP to a survey, every reading with its location uncertainty, and write its '
-                    'posterior mean and standard deviation as a GeoTIFF (map.tif, two bands, in the UTM zone of '
-                    'the points for latitude/longitude, the local tangent plane at --origin, or an engineering CRS '
-                    'for x/y metres), a PNG (map.png), the robust peak with a credible interval and a region that '
-                    'holds it with stated probability (peak.json), and the mean as a field grid for '
-                    'uncertain-bo bench --field (field.npz).',
-        epilog='CSV columns (case-insensitive): lat/latitude and lon/lng/longitude in WGS84 degrees, or x and y in '
-               'metres (x east, y north), and the --value column. Rows with an empty, non-numeric, NaN or inf value '
-               'or coordinate are skipped and counted (printed, and in peak.json); an empty file, missing or '
-               'mixed coordinate columns, degrees out of range, or a missing --value column are errors (nothing '
-               'written).\n\n'
-               'peak.json: the robust peak (the covered cell with the largest posterior mean of E[f(x + xi)], xi '
-               'the execution noise) in map and WGS84 coordinates, its value with a central credible interval, and '
-               'the smallest set of cells that holds the argmax with the stated probability, from joint posterior '
-               'draws (the method: docs/field_robots.md, "Mapping a survey").')
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=_paragraphs(DESCRIPTION),
+        epilog=_paragraphs(EPILOG))
     p.add_argument('source', type=Path, help='a CSV of points, a journal.jsonl, or a run folder with one')
     p.add_argument('--out', type=Path, required=True, help='folder for map.tif, map.png, peak.json, field.npz')
     p.add_argument('--value', default=None, metavar='COLUMN', help='CSV column of the readings (a CSV needs it)')
@@ -137,6 +147,7 @@ def run(args) -> int:
         where += f' ({lat[0]:.7f}°, {lon[0]:.7f}°)'
     print(f'robust peak at {where}: {peak.mean:.6g} [{peak.interval[0]:.6g}, {peak.interval[1]:.6g}] '
           f'({100 * peak.credibility:g} % credible); region of {len(peak.region_cells)} cells holds it with '
-          f'probability {100 * peak.region_probability:g} %')
+          f'probability {100 * peak.region_probability:g} % (sampled {100 * peak.region_mass:.1f} %, at least '
+          f'{100 * max(0.0, peak.region_mass - peak.excluded_bound):.1f} % with the cells left out of the draws)')
     print(f'wrote {", ".join(str(p) for p in files.values())} in {time.perf_counter() - t0:.1f} s')
     return 0

@@ -116,7 +116,8 @@ def peak_record(survey: Survey, pmap: PosteriorMap, peak: Peak, execution_std: t
             'samples': peak.samples,
             'candidates': peak.candidates,
             'truncated': peak.truncated,
-            'pruned_bound': peak.pruned_bound,
+            'excluded_bound': peak.excluded_bound,
+            'holds_argmax_at_least': max(0.0, peak.region_mass - peak.excluded_bound),
             'method': 'argmax of joint posterior draws of the robust objective over the covered cells '
                       '(uncertain_bo.survey_map.peak)',
         },
