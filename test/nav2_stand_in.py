@@ -30,7 +30,8 @@ import sys
 import sysconfig
 import tempfile
 
-__all__ = ['build', 'load_libraries', 'Unavailable', 'NAVIGATE_TO_POSE_IDL', 'PARTICLE_IDL', 'PARTICLE_CLOUD_IDL']
+__all__ = ['build', 'load', 'load_libraries', 'Unavailable', 'NAVIGATE_TO_POSE_IDL', 'PARTICLE_IDL',
+           'PARTICLE_CLOUD_IDL']
 
 NAVIGATE_TO_POSE_IDL = '''\
 #include "builtin_interfaces/msg/Duration.idl"
@@ -146,6 +147,23 @@ def build() -> tuple[pathlib.Path, pathlib.Path]:
         shutil.rmtree(work, ignore_errors=True)
         raise
     return out / 'python', out / 'lib'
+
+
+def load(subpackage: str):
+    """The stand-in's ``nav2_msgs.<subpackage>`` module (``'msg'``, ``'action'``), built, its libraries loaded.
+
+    Raises:
+        Unavailable: as :func:`build`.
+    """
+    import importlib
+
+    python_dir, lib_dir = build()
+    load_libraries(lib_dir)
+    sys.path.insert(0, str(python_dir))
+    try:
+        return importlib.import_module(f'nav2_msgs.{subpackage}')
+    finally:
+        sys.path.remove(str(python_dir))
 
 
 def load_libraries(lib: pathlib.Path) -> None:

@@ -25,16 +25,9 @@ from uncertain_bo.ros import rover_inputs  # noqa: E402
 def nav2_msg():
     import nav2_stand_in
     try:
-        python_dir, lib_dir = nav2_stand_in.build()
+        return nav2_stand_in.load('msg')
     except nav2_stand_in.Unavailable as exc:
         pytest.skip(f'stand-in nav2_msgs: {exc}')
-    nav2_stand_in.load_libraries(lib_dir)
-    sys.path.insert(0, str(python_dir))
-    try:
-        from nav2_msgs import msg
-    finally:
-        sys.path.remove(str(python_dir))
-    return msg
 
 
 def make_cloud(msg, stamp, frame, xy, weights):
@@ -97,12 +90,8 @@ def test_weighted_cloud_over_dds_reaches_the_stored_location(nav2_msg, context, 
         assert s.run(lambda: bool(p.goals), each=lambda: cloud(np.array([10.0, 10.0])))
         assert np.allclose(s.explorer.latest_pose.xy, [10.2, 10.0], atol=1e-9)    # 0.9 * 10 + 0.1 * 12
         target = p.goal_xy()
-
-        def at_target():
-            cloud(target)
-            p.publish_reading(3.0)
-        assert s.run(lambda: s.explorer.planner.n == 1, each=at_target)
-        rec = [r for r in s.journal() if r['type'] == 'observation'][0]['location']
+        assert s.run(lambda: s.explorer.planner.n == 1, each=lambda: (cloud(target), p.publish_reading(3.0)))
+        rec = next(r for r in s.journal() if r['type'] == 'observation')['location']
         assert rec['kind'] == 'empirical'
         samples = np.array(rec['samples'])
         near_a = np.linalg.norm(samples - target, axis=1) < 0.5
