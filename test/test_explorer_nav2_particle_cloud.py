@@ -41,11 +41,22 @@ def make_cloud(msg, stamp, frame, xy, weights):
     return cloud
 
 
-def test_nav2_cloud_type_without_nav2_msgs_is_a_parameter_error(monkeypatch):
-    monkeypatch.setitem(sys.modules, 'nav2_msgs', None)     # importing it fails, as where it is not installed
+def test_nav2_cloud_type_without_nav2_msgs_fails_at_startup_writing_nothing(context, tmp_path, monkeypatch):
+    for name in ('nav2_msgs', 'nav2_msgs.msg'):          # importing it fails, as where it is not installed
+        monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(ParameterError, match="particle_cloud_type.*needs nav2_msgs.*apt install"):
         rover_inputs.pose_message_type('particle_cloud', 'nav2_msgs/msg/ParticleCloud')
     assert rover_inputs.pose_message_type('particle_cloud', 'geometry_msgs/msg/PoseArray').__name__ == 'PoseArray'
+    from uncertain_bo.ros.explorer import ExplorerNode
+    from uncertain_bo.ros.params import parameter_overrides
+    from uncertain_bo.ros.team_explorer import TeamExplorerNode
+
+    for node in (ExplorerNode, TeamExplorerNode):
+        with pytest.raises(ParameterError, match='needs nav2_msgs'):
+            node(context=context, parameter_overrides=parameter_overrides({
+                'pose_source': 'particle_cloud', 'particle_cloud_type': 'nav2_msgs/msg/ParticleCloud',
+                'run_dir': str(tmp_path / node.__name__)}))
+        assert not (tmp_path / node.__name__).exists()         # no run folder, no journal
 
 
 def test_serialised_particle_cloud_reader_matches_rclpy(nav2_msg):
