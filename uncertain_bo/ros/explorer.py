@@ -78,7 +78,7 @@ from .explorer_parameters import EXPLORER_NODE_PARAMS
 from .library_logs import forward_library_logs as forward_library_logs_to, stop_forwarding
 from .params import declare_parameters
 from .qos import LATCHED, RELIABLE_10
-from .rover_inputs import POSE_SOURCES, RoverInputs, node_clock_now, pose_estimate_from_msg
+from .rover_inputs import POSE_SOURCES, RoverInputs, node_clock_now, pose_estimate_from_msg, pose_message_type
 from .spin import request_exit, run_node
 
 DECIDER_SWITCH_INTERVAL = 0.0002  # s: the interpreter's GIL switch interval with a background decider
@@ -122,6 +122,7 @@ class ExplorerNode(Node):
         reason = check_explorer_parameters(self.p)
         if reason:
             raise ParameterError(reason)
+        pose_message_type(self.p['pose_source'], self.p['particle_cloud_type'])   # no nav2_msgs: fail before writing
         self.run_dir = run_folder(self.p)
         planner = planner_from_parameters(
             self.p, journal=self.run_dir / 'journal.jsonl',

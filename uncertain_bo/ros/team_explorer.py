@@ -67,7 +67,7 @@ from .qos import LATCHED, RELIABLE_10
 from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, gp_maps, make_diagnostics, make_markers, \
     rover_markers
 from .params import declare_parameters
-from .rover_inputs import RoverInputs, node_clock_now
+from .rover_inputs import RoverInputs, node_clock_now, pose_message_type
 from .spin import request_exit, run_node
 
 __all__ = ['TeamExplorerNode', 'TEAM_EXPLORER_PARAMS', 'main']
@@ -203,6 +203,7 @@ class TeamExplorerNode(Node):
         reason = check_explorer_parameters(self.p) or check_rovers(self.p['rovers'])
         if reason:
             raise ParameterError(reason)
+        pose_message_type(self.p['pose_source'], self.p['particle_cloud_type'])   # no nav2_msgs: fail before writing
         self.run_dir = run_folder(self.p)
         journal = self.run_dir / 'journal.jsonl'
         self.planner = planner_from_parameters(
