@@ -72,6 +72,7 @@ from ..operator_view import GridScale, StatusReporter, STATE_TEXT
 from ..parameters import ParameterError
 from ..planner import Recommendation
 from .nav2_goals import Nav2Goals, resolve_goal_interface
+from .check import check_node_values
 from .conversions import make_path, make_pose_stamped
 from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, gp_maps, make_diagnostics, make_markers
 from .explorer_parameters import EXPLORER_NODE_PARAMS
@@ -119,9 +120,7 @@ class ExplorerNode(Node):
             self._log_handler = forward_library_logs_to(self)
         self.p = declare_parameters(self, EXPLORER_NODE_PARAMS, on_change=self._on_parameters,
                                     cross_check=check_explorer_parameters)
-        reason = check_explorer_parameters(self.p)
-        if reason:
-            raise ParameterError(reason)
+        check_node_values('explorer', self.p)   # what `uncertain-bo check` runs: before anything is written
         self.run_dir = run_folder(self.p)
         planner = planner_from_parameters(
             self.p, journal=self.run_dir / 'journal.jsonl',
