@@ -26,37 +26,33 @@ from .params import set_command_line
 __all__ = ['run_node', 'params_files_in', 'parameter_rules_in', 'user_arguments', 'node_help', 'request_exit']
 
 
-def params_files_in(args: Sequence[str]) -> list[str]:
-    """The ``--params-file FILE`` arguments inside the ``--ros-args`` parts of a command line."""
-    files, in_ros = [], False
+def _ros_option_values(args: Sequence[str], options: tuple[str, ...]) -> list[str]:
+    """The values of the ``options`` (``--params-file FILE``, ``-p RULE``) inside the ``--ros-args`` parts of a
+    command line, in order."""
+    values, in_ros = [], False
     it = iter(args)
     for a in it:
         if a == '--ros-args':
             in_ros = True
         elif a == '--':
             in_ros = False
-        elif in_ros and a == '--params-file':
-            f = next(it, None)
-            if f is not None:
-                files.append(f)
-    return files
+        elif in_ros and a in options:
+            value = next(it, None)
+            if value is not None:
+                values.append(value)
+    return values
+
+
+def params_files_in(args: Sequence[str]) -> list[str]:
+    """The ``--params-file FILE`` arguments inside the ``--ros-args`` parts of a command line."""
+    return _ros_option_values(args, ('--params-file',))
 
 
 def parameter_rules_in(args: Sequence[str]) -> dict[str, str]:
     """The ``-p`` / ``--param`` rules inside the ``--ros-args`` parts of a command line: parameter name (without a
     ``node:`` prefix) -> the rule as given (``NAME:=VALUE``); the last rule of a name wins, as in rcl."""
-    rules, in_ros = {}, False
-    it = iter(args)
-    for a in it:
-        if a == '--ros-args':
-            in_ros = True
-        elif a == '--':
-            in_ros = False
-        elif in_ros and a in ('-p', '--param'):
-            rule = next(it, None)
-            if rule is not None and ':=' in rule:
-                rules[rule.split(':=', 1)[0].rsplit(':', 1)[-1]] = rule
-    return rules
+    return {rule.split(':=', 1)[0].rsplit(':', 1)[-1]: rule for rule in _ros_option_values(args, ('-p', '--param'))
+            if ':=' in rule}
 
 
 def user_arguments(args: Sequence[str]) -> list[str]:
