@@ -36,14 +36,14 @@ file use ``uncertain-bo report RUN_DIR`` to get them.
 import os
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, RegisterEventHandler
+from launch.actions import LogInfo, OpaqueFunction, RegisterEventHandler
 from launch.event_handlers import OnProcessExit
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from uncertain_bo.parameters import node_parameters, unknown_sections
-from uncertain_bo.ros.launch_args import (LOCALISERS, bounds_outside, exit_handler, params_file, rviz_actions,
-                                          share_directory, simulation_overrides)
+from uncertain_bo.ros.launch_args import (LOCALISERS, bounds_outside, check_nodes, declare_arguments, exit_handler,
+                                          params_file, rviz_actions, share_directory, simulation_overrides)
 
 
 #: (name, default, description) of every launch argument, in ``--show-args`` order.
@@ -81,7 +81,9 @@ def graph_parameters(args, share):
         then one dict of overrides from the launch arguments (applied last).
 
     Raises:
-        RuntimeError: a launch argument is invalid or ``params_file`` does not exist.
+        RuntimeError: a launch argument is invalid, ``params_file`` does not exist, or what a node would get is not
+            what it accepts (:func:`uncertain_bo.ros.launch_args.check_nodes`: every name it does not declare, every
+            invalid value, a field file that cannot be loaded, ...; all of them, before any node starts).
     """
     files = [os.path.join(share, 'config', 'sim.yaml'), os.path.join(share, 'config', 'explorer.yaml')]
     user_file = params_file(args)
@@ -105,8 +107,11 @@ def graph_parameters(args, share):
                                 "sim_rover's field_extent")
         if reason:
             raise RuntimeError(reason)
-    return {node: [*files, over[node]] for node in ('sim_rover', 'ekf', 'particle_filter', 'pure_pursuit',
-                                                    'explorer')}
+    params = {node: [*files, over[node]] for node in ('sim_rover', 'ekf', 'particle_filter', 'pure_pursuit',
+                                                      'explorer')}
+    started = ('sim_rover', localiser_node(params), 'pure_pursuit', 'explorer')
+    check_nodes([(node, '/' + node, params[node]) for node in started], [user_file] if user_file else [])
+    return params
 
 
 def localiser_node(params):
@@ -153,8 +158,7 @@ def launch_setup(context):
 
 def generate_launch_description():
     return LaunchDescription([
-        *[DeclareLaunchArgument(name, default_value=default, description=description)
-          for name, default, description in ARGUMENTS],
+        *declare_arguments(ARGUMENTS, __file__),   # any other argument is refused
+        OpaqueFunction(function=launch_setup),      # every node's parameters checked, then the nodes
         *rviz_actions(__file__, 'explorer.rviz'),
-        OpaqueFunction(function=launch_setup),
     ])

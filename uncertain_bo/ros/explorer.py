@@ -72,13 +72,14 @@ from ..operator_view import GridScale, StatusReporter, STATE_TEXT
 from ..parameters import ParameterError
 from ..planner import Recommendation
 from .nav2_goals import Nav2Goals, resolve_goal_interface
+from .check import check_node_values
 from .conversions import make_path, make_pose_stamped
 from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, gp_maps, make_diagnostics, make_markers
 from .explorer_parameters import EXPLORER_NODE_PARAMS
 from .library_logs import forward_library_logs as forward_library_logs_to, stop_forwarding
 from .params import declare_parameters
 from .qos import LATCHED, RELIABLE_10
-from .rover_inputs import POSE_SOURCES, RoverInputs, node_clock_now, pose_estimate_from_msg, pose_message_type
+from .rover_inputs import POSE_SOURCES, RoverInputs, node_clock_now, pose_estimate_from_msg
 from .spin import request_exit, run_node
 
 DECIDER_SWITCH_INTERVAL = 0.0002  # s: the interpreter's GIL switch interval with a background decider
@@ -119,10 +120,7 @@ class ExplorerNode(Node):
             self._log_handler = forward_library_logs_to(self)
         self.p = declare_parameters(self, EXPLORER_NODE_PARAMS, on_change=self._on_parameters,
                                     cross_check=check_explorer_parameters)
-        reason = check_explorer_parameters(self.p)
-        if reason:
-            raise ParameterError(reason)
-        pose_message_type(self.p['pose_source'], self.p['particle_cloud_type'])   # no nav2_msgs: fail before writing
+        check_node_values('explorer', self.p)   # what `uncertain-bo check` runs: before anything is written
         self.run_dir = run_folder(self.p)
         planner = planner_from_parameters(
             self.p, journal=self.run_dir / 'journal.jsonl',

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..param_files import declared_parameters
+from ..param_files import declared_parameters, unknown_parameters
 from ..parameters import ParameterError, config_path, node_parameters, unknown_sections, validate
 from ..user_errors import check_run_dir
 from .launch_args import LOCALISERS
@@ -145,7 +145,7 @@ def _cli(args) -> int:
     # every mistake in the command line and the parameter files ends here, before anything starts or is written
     if args.params:
         shipped = [config_path('sim.yaml'), config_path('explorer.yaml')]
-        for warning in check_parameter_files(args.params, base_files=shipped).warnings:
+        for warning in check_parameter_files(args.params, base_files=shipped).raise_errors().warnings:
             log.warning(warning)
     overrides: dict[str, dict[str, Any]] = {n: {} for n in NODES}
     if args.field is not None:
@@ -190,12 +190,16 @@ def load_graph_parameters(extra_files: list[Path] | None = None,
                              f"{', '.join(NODES)} (or '/**' for all)")
     user_bounds = 'search_bounds' in {**node_parameters(extra_files or [], 'explorer'),
                                       **(overrides or {}).get('explorer', {})}
+    specs = {name: getattr(importlib.import_module(module), spec_attr)
+             for name, (module, _, spec_attr, _) in NODES.items()}
+    unknown = [u for name in NODES for u in unknown_parameters(extra_files or [], name, [p.name for p in specs[name]])]
+    if unknown:   # every misspelt name, with its file and line, before any value is judged
+        raise ParameterError('; '.join(map(str, unknown)))
     out = {}
-    for name, (module, _, spec_attr, sim_time) in NODES.items():
-        specs = getattr(importlib.import_module(module), spec_attr)
-        values = {**declared_parameters(files, name, [p.name for p in specs]), **(overrides or {}).get(name, {})}
+    for name, (_, _, _, sim_time) in NODES.items():
+        values = {**declared_parameters(files, name, [p.name for p in specs[name]]), **(overrides or {}).get(name, {})}
         values['use_sim_time'] = sim_time
-        out[name] = validate(specs, values)
+        out[name] = validate(specs[name], values)
     _match_reading_types(out, extra_files or [], overrides or {})
     from ..sim.mission import search_whole_field
     return out if user_bounds else search_whole_field(out)

@@ -57,9 +57,10 @@ from visualization_msgs.msg import MarkerArray
 from ..explorer import Explorer, Measurement, State, TravelBudget, check_explorer_parameters, \
     planner_from_parameters, run_folder
 from ..operator_view import STATE_TEXT, StatusReporter
-from ..parameters import Param, ParameterError
+from ..parameters import Param
 from ..planner import Recommendation
 from ..team import TeamPlanner
+from .check import check_node_values
 from .conversions import make_path, make_pose_stamped
 from .explorer import EXPLORER_NODE_PARAMS
 from .library_logs import forward_library_logs as forward_library_logs_to, stop_forwarding
@@ -67,7 +68,7 @@ from .qos import LATCHED, RELIABLE_10
 from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, gp_maps, make_diagnostics, make_markers, \
     rover_markers
 from .params import declare_parameters
-from .rover_inputs import RoverInputs, node_clock_now, pose_message_type
+from .rover_inputs import RoverInputs, node_clock_now
 from .spin import request_exit, run_node
 
 __all__ = ['TeamExplorerNode', 'TEAM_EXPLORER_PARAMS', 'main']
@@ -200,10 +201,7 @@ class TeamExplorerNode(Node):
             self._log_handler = forward_library_logs_to(self)
         self.p = declare_parameters(self, TEAM_EXPLORER_PARAMS, on_change=self._on_parameters,
                                     cross_check=self._cross_check)
-        reason = check_explorer_parameters(self.p) or check_rovers(self.p['rovers'])
-        if reason:
-            raise ParameterError(reason)
-        pose_message_type(self.p['pose_source'], self.p['particle_cloud_type'])   # no nav2_msgs: fail before writing
+        check_node_values('team_explorer', self.p)   # what `uncertain-bo check` runs: before anything is written
         self.run_dir = run_folder(self.p)
         journal = self.run_dir / 'journal.jsonl'
         self.planner = planner_from_parameters(
