@@ -185,6 +185,30 @@ def test_sim_launch_selects_the_localiser_node(tmp_path):
         ns['graph_parameters']({'params_file': str(user)}, str(ROOT))
 
 
+def test_the_simulation_launch_gives_the_explorer_the_unit_of_its_field(tmp_path):
+    """Before: the explorer kept reading_type's °C for an elevation map (the simulated sensor publishes
+    sensor_msgs/Temperature), and `uncertain-bo report` labelled elevation °C."""
+    ns = _pure_functions('sim.launch.py', {'LOCALISERS', 'NODE_NAMES', 'graph_parameters'})
+    assert ns['graph_parameters']({}, str(ROOT))['explorer'][-1]['reading_unit'] == 'm (elevation)'
+    assert ns['graph_parameters']({'field': 'ozone-midwest'}, str(ROOT))['explorer'][-1]['reading_unit'] == \
+        'ppb (8-hour ozone)'
+    assert ns['graph_parameters']({'field': str(tmp_path / 'mine.csv')}, str(ROOT))['explorer'][-1][
+        'reading_unit'] == 'none'                                            # a file: no known unit, never °C
+    user = tmp_path / 'unit.yaml'
+    user.write_text("explorer:\n  ros__parameters:\n    reading_unit: 'kPa'\n")
+    assert 'reading_unit' not in ns['graph_parameters']({'params_file': str(user)}, str(ROOT))['explorer'][-1]
+
+
+def test_the_simulated_graphs_give_the_explorer_the_unit_of_their_field(tmp_path):
+    pytest.importorskip('rclpy')          # the values are validated against the nodes' parameter specs
+    from uncertain_bo.ros.graph import load_graph_parameters
+    assert load_graph_parameters()['explorer']['reading_unit'] == 'm (elevation)'
+    over = {'sim_rover': {'field': str(tmp_path / 'mine.csv')}}
+    assert load_graph_parameters(overrides=over)['explorer']['reading_unit'] == 'none'
+    over['explorer'] = {'reading_unit': 'm³/m³'}
+    assert load_graph_parameters(overrides=over)['explorer']['reading_unit'] == 'm³/m³'
+
+
 def test_team_launch_parameters_come_from_the_team_rule(tmp_path):
     pytest.importorskip('rclpy')          # the values are validated against the nodes' parameter specs
     ns = _pure_functions('team.launch.py', {'LOCALISERS', 'team_parameters'})

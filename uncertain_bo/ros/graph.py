@@ -29,6 +29,7 @@ import numpy as np
 
 from ..param_files import declared_parameters
 from ..parameters import ParameterError, config_path, node_parameters, unknown_sections, validate
+from ..units import simulated_reading_unit
 from ..user_errors import check_run_dir
 from .launch_args import LOCALISERS
 
@@ -176,7 +177,9 @@ def _cli(args) -> int:
 
 def load_graph_parameters(extra_files: list[Path] | None = None,
                           overrides: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
-    """Validated parameters of every node: shipped YAML, then ``extra_files``, then ``overrides``.
+    """Validated parameters of every node: shipped YAML, then ``extra_files``, then ``overrides``; the explorer's
+    ``search_bounds`` and ``reading_unit`` follow the simulated field unless a file or override sets them
+    (:func:`~uncertain_bo.units.simulated_reading_unit`).
 
     Raises:
         ParameterError: a value is invalid or a file is malformed (before any node starts).
@@ -197,6 +200,9 @@ def load_graph_parameters(extra_files: list[Path] | None = None,
         values['use_sim_time'] = sim_time
         out[name] = validate(specs, values)
     _match_reading_types(out, extra_files or [], overrides or {})
+    user_explorer = {**node_parameters(extra_files or [], 'explorer'), **(overrides or {}).get('explorer', {})}
+    if 'reading_unit' not in user_explorer:
+        out['explorer']['reading_unit'] = simulated_reading_unit(out['sim_rover']['field'])   # the field's, not °C
     from ..sim.mission import search_whole_field
     return out if user_bounds else search_whole_field(out)
 
@@ -372,7 +378,7 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
     write_trajectory(run_dir / 'trajectory.csv', trajectory)
     cov = np.diag(np.square(params['explorer']['execution_noise_std']))
     extra = {'completed': completed, 'wall_time_s': wall, 'simulation': sim_stats,
-             'stopped_because': explorer.done_reason, 'distance_estimate_m': explorer.budget.distance,
+             'stopped_because': explorer.done_reason,
              'execution_noise_model': execution_noise_summary(explorer.planner),
              **_execution_scatter(explorer.planner.journal_file, truth_at)}
     summary = summarize(run_dir, field, cov, extra=extra)

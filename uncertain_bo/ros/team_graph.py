@@ -149,7 +149,7 @@ def run_team_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
                       team.planner.n, params['explorer']['max_measurements'])
         per_rover = {name: {'measurements': r.measurements, 'dropped': r.dropped_reason,
                             'stopped_because': r.explorer.done_reason,
-                            'distance_estimate_m': r.explorer.budget.distance}
+                            'distance_driven_m': r.explorer.budget.distance}
                      for name, r in team.rovers.items()}
         dropped, duplicates = list(team.team.dropped), team.team.duplicates
         sim_stats = nodes['sim_rover'].stats()
@@ -166,7 +166,7 @@ def run_team_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
 def _print_team_result(summary: dict[str, Any], run_dir: Path) -> None:
     lines = ['', '=' * 78, f"team of {len(summary['rovers'])}: {summary['measurements']} measurements"]
     for name, r in summary['rovers'].items():
-        lines.append(f"  {name}: {r['measurements']} measurements, {r['distance_estimate_m']:.0f} m driven (estimate)"
+        lines.append(f"  {name}: {r['measurements']} measurements, {r['distance_driven_m']:.0f} m driven (odometer)"
                      + (f"; dropped: {r['dropped']}" if r['dropped'] else
                         f"; ended: {r['stopped_because']}" if r['stopped_because'] else ''))
     rec, opt = summary.get('recommended_target'), summary['robust_optimum']

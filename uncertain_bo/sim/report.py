@@ -4,11 +4,16 @@ The simulation knows the true field :math:`f`, so it can score the explorer with
 :math:`g = f * \mathcal N(0, \Sigma_E)` (the field convolved with the execution noise, computed by dense
 grid convolution): the **uncertain-inputs regret** of each target :math:`\hat r_t = g^* - g(\mathbf x_t)`
 (Oliveira et al. 2019, Eq. 4) and the regret of the recommendation after each measurement
-:math:`g^* - g(\mathbf x^{rec}_t)`, also normalised as
+:math:`g^* - g(\mathbf x^{rec}_t)` at the place it names, also normalised as
 :math:`(g^* - g(\mathbf x^{rec})) / (g^* - \mathrm{median}\, g)` (:math:`g^*` and the median over the run's
 ``search_bounds``, :mod:`~uncertain_bo.sim.robust_optimum`), beside the rule a survey would use (the
-target with the highest reading so far) and the costs a rover pays: the distance driven by each reading (path
-length of the 1 Hz true trajectory, m) and the mission time (s). :func:`plot_comparison` draws two runs of
+place of the highest reading so far: its target, where the rover did not reach it where the reading was taken)
+and the costs a rover pays: the distance driven and the mission time, as the explorer measured them
+(``distance_driven_m``, ``mission_time_s``: its odometer on the pose estimates and its clock, the numbers of
+``explorer_result.json``, :func:`~uncertain_bo.run_report.run_totals`), and the simulation's own
+``true_path_length_m`` (path length of the 1 Hz true trajectory, m: it differs from the odometer by the localisation
+error along the path and by any driving the explorer did not see, e.g. while it refused poses), each per measurement
+and for the run. :func:`plot_comparison` draws two runs of
 the same field side by side (e.g. the explorer and a survey).
 """
 from __future__ import annotations
@@ -25,7 +30,7 @@ import torch
 from ..distributions import DTYPE, GaussianExecutionNoise
 from ..journal import Journal, location_from_record
 from ..planner import Planner
-from ..run_report import run_search_bounds
+from ..run_report import measured_place, run_search_bounds, run_totals
 from .field import Field
 from .robust_optimum import robust_optimum
 
@@ -53,8 +58,8 @@ def read_trajectory(path: str | Path) -> np.ndarray | None:
 
 
 def distance_at(trajectory: np.ndarray | None, stamps: list[float | None]) -> list[float | None]:
-    """Distance driven (m) by each stamp: path length of the true trajectory ``(k, 5)`` rows ``(t, true x,
-    true y, ...)`` up to that time (None without a trajectory or a stamp)."""
+    """True path length (m) by each stamp: path length of the true trajectory ``(k, 5)`` rows ``(t, true x,
+    true y, ...)`` up to that time (the whole trajectory for ``inf``; None without a trajectory or a stamp)."""
     if trajectory is None or len(trajectory) < 2:
         return [None] * len(stamps)
     t = trajectory[:, 0]
@@ -94,18 +99,20 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
     recs = {r['index']: r for r in journal.records if r.get('type') == 'recommendation'}
     decisions = [r for r in journal.records if r.get('type') == 'decision']
     per = []
-    dist = distance_at(read_trajectory(run_dir / 'trajectory.csv'), [r.get('reading_stamp') for r in obs])
-    best = None  # (highest reading so far, its target's regret)
-    for r, d in zip(obs, dist):
+    trajectory = read_trajectory(run_dir / 'trajectory.csv')
+    true_path = distance_at(trajectory, [r.get('reading_stamp') for r in obs])
+    best = None  # (highest reading so far, the regret of its measurement's place)
+    for r, d in zip(obs, true_path):
         target = np.asarray(r['target'])
-        g_t = float(robust.value(target[None])[0])
+        g_t, g_place = (float(v) for v in robust.value(np.array([target, measured_place(r, search_bounds)])))
         if best is None or r['y'] > best[0]:
-            best = (r['y'], g_star - g_t)
+            best = (r['y'], g_star - g_place)
         row = {'index': r['index'], 'target': target.tolist(), 'y': r['y'],
                'location_mean': location_from_record(r['location']).mean[0].tolist(),
                'target_robust_value': g_t, 'uncertain_inputs_regret': g_star - g_t,
                'highest_reading_normalised_regret': best[1] / span if span > 0 else math.nan,
-               'distance_driven_m': d, 'reading_stamp': r.get('reading_stamp'),
+               'distance_driven_m': r.get('distance_driven_m'), 'true_path_length_m': d,
+               'reading_stamp': r.get('reading_stamp'),
                'goal_timed_out': bool(r.get('goal_timed_out', False))}
         if r['index'] in recs:
             x_rec = np.asarray(recs[r['index']]['target'])
@@ -116,6 +123,9 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
         per.append(row)
     final = per[-1] if per else {}
     regrets = [p['uncertain_inputs_regret'] for p in per]
+    totals = run_totals(run_dir, obs)
+    if totals['mission_time_s'] is None:          # a journal without the explorer's clock: the last reading's stamp
+        totals['mission_time_s'] = final.get('reading_stamp')
     summary = {
         'measurements': len(obs),
         'recommended_target': final.get('recommendation'),
@@ -126,11 +136,12 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
                            'search_bounds': search_bounds,
                            'execution_noise_covariance': np.asarray(execution_cov).tolist()},
         'field_max': float(np.max(field.grid()[2])),
+        'reading_unit': field.unit,
         'final_regret': final.get('recommendation_regret'),
         'final_normalised_regret': final.get('normalised_regret'),
         'final_highest_reading_normalised_regret': final.get('highest_reading_normalised_regret'),
-        'distance_driven_m': final.get('distance_driven_m'),
-        'mission_time_s': final.get('reading_stamp'),
+        **totals,
+        'true_path_length_m': distance_at(trajectory, [math.inf])[0],
         'method': journal.header.get('method'),
         'mean_uncertain_inputs_regret': float(np.mean(regrets)) if regrets else None,
         'decision_seconds': [d['seconds'] for d in decisions],
@@ -190,7 +201,8 @@ def plot_run(run_dir: str | Path, field: Field, execution_cov: np.ndarray, *,
     fig, axes = plt.subplots(1, 3, figsize=(17, 6.0), gridspec_kw={'width_ratios': [1, 1, 0.8]})
     ax = axes[0]
     im = ax.imshow(z, origin='lower', extent=(xmin, xmax, ymin, ymax), cmap='terrain', aspect='equal')
-    fig.colorbar(im, ax=ax, shrink=0.8, label='field f')
+    unit = f' ({field.unit})' if field.unit else ''
+    fig.colorbar(im, ax=ax, shrink=0.8, label=f'field f{unit}')
     if traj is not None:
         ax.plot(traj[:, 1], traj[:, 2], '-', color='k', lw=0.8, alpha=0.7, label='true trajectory')
     if len(targets):
@@ -231,7 +243,7 @@ def plot_run(run_dir: str | Path, field: Field, execution_cov: np.ndarray, *,
         mean, _ = planner.predict(torch.as_tensor(pts, dtype=DTYPE))
         im = ax.imshow(mean.numpy().reshape(grid_points, grid_points), origin='lower',
                        extent=(xmin, xmax, ymin, ymax), cmap='terrain', aspect='equal')
-        fig.colorbar(im, ax=ax, shrink=0.8, label='GP mean of E[f(x̃)]')
+        fig.colorbar(im, ax=ax, shrink=0.8, label=f'GP mean of E[f(x̃)]{unit}')
         ax.scatter(targets[:, 0], targets[:, 1], marker='x', color='crimson', s=20)
     ax.set(xlim=(xmin, xmax), ylim=(ymin, ymax), xlabel='x (m)', title='GP posterior mean (robust objective)')
 
@@ -243,7 +255,7 @@ def plot_run(run_dir: str | Path, field: Field, execution_cov: np.ndarray, *,
         if 'recommendation_regret' in per[-1]:
             ax.plot(t, [p.get('recommendation_regret', np.nan) for p in per], 's-', ms=3,
                     label='recommendation regret')
-        ax.set(xlabel='measurement', ylabel='regret (field units)', title='uncertain-inputs regret')
+        ax.set(xlabel='measurement', ylabel=f'regret{unit}', title='uncertain-inputs regret')
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     if title:
@@ -311,7 +323,8 @@ def plot_comparison(run_dirs: list[str | Path], field: Field, execution_cov: np.
                 label=f'{label}: recommendation')
         ax.plot(d, [p['highest_reading_normalised_regret'] for p in per], '--', color=c, alpha=0.7,
                 label=f'{label}: highest reading')
-    ax.set(xlabel='distance driven (m)', ylabel='normalised regret (g* − g(x)) / (g* − median g)',
+    ax.set(xlabel="distance driven (m, the explorer's odometer)",
+           ylabel='normalised regret (g* − g(x)) / (g* − median g)',
            title='regret against distance driven')
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
