@@ -10,7 +10,7 @@ elevation is not in °C. A report never prints a unit the run did not give: with
 or nothing.
 
 **Precision.** :class:`ValueFormat` prints a field's values with as many decimals as its scale asks for (a
-thousandth of the spread of the readings shows), and a value with its standard deviation to the std's second
+ten-thousandth of the spread of the readings shows), and a value with its standard deviation to the std's second
 significant digit: soil moisture in m³/m³ as ``0.3012 ± 0.0041``, not ``0.30 ± 0.00``; elevation in m as
 ``930.61 ± 0.43``. The explorer's log lines, the demo's and the team's final block and ``uncertain-bo report`` use it.
 """
@@ -57,12 +57,13 @@ class ValueFormat:
             not positive: 4 significant digits per value.
 
     Attributes:
-        decimals: decimals of a value alone (a thousandth of ``scale`` shows; never below 0), or None without a
-            scale.
+        decimals: decimals of a value alone (:data:`SCALE_DIGITS` significant digits of ``scale`` show; never below
+            0), or None without a scale.
     """
 
-    #: significant digits of the scale that show (3: a thousandth of the spread)
-    SCALE_DIGITS = 3
+    #: significant digits of the scale that show (4: a ten-thousandth of the spread; elevation over a few hundred m
+    #: in tenths of a metre, soil moisture over 0.1 m³/m³ in 1e-4 m³/m³)
+    SCALE_DIGITS = 4
     #: significant digits of a standard deviation
     STD_DIGITS = 2
 

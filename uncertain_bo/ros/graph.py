@@ -411,17 +411,9 @@ def _execution_scatter(journal, truth_at) -> dict[str, Any]:
 
 
 def _print_result(summary: dict[str, Any], run_dir: Path, png: Path) -> None:
-    rec = summary.get('recommended_target')
-    opt = summary['robust_optimum']
-    lines = ['', '=' * 78]
-    if rec:
-        lines.append(f"robust peak believed at ({rec[0]:.1f}, {rec[1]:.1f}) m: predicted E[f] = "
-                     f"{summary['predicted_robust_value']:.1f}, true g = {summary['recommended_robust_value']:.1f}")
-    lines.append(f"field's robust optimum g* = {opt['value']:.1f} at ({opt['target'][0]:.1f}, "
-                 f"{opt['target'][1]:.1f}) m (median of g: {opt['field_median_of_g']:.1f})")
-    if summary.get('final_normalised_regret') is not None:
-        lines.append(f"regret g* - g(x_rec) = {summary['final_regret']:.1f}  (normalised "
-                     f"{summary['final_normalised_regret']:.3f})")
+    from ..sim.report import result_lines
+
+    lines = ['', '=' * 78, *result_lines(summary)]
     if summary.get('decision_seconds_median_acquisition') is not None:
         lines.append(f"median decision time {summary['decision_seconds_median_acquisition']:.3f} s; "
                      f"simulation {summary['simulation']['real_time_factor']:.0f}x real time; "

@@ -31,11 +31,12 @@ from ..distributions import DTYPE, GaussianExecutionNoise
 from ..journal import Journal, location_from_record
 from ..planner import Planner
 from ..run_report import measured_place, run_search_bounds, run_totals
+from ..units import ValueFormat
 from .field import Field
 from .robust_optimum import robust_optimum
 
 __all__ = ['summarize', 'plot_run', 'plot_comparison', 'read_trajectory', 'write_trajectory',
-           'distance_at']
+           'distance_at', 'summary_format', 'result_lines']
 
 
 def write_trajectory(path: str | Path, rows: list[tuple[float, float, float, float, float]]) -> Path:
@@ -131,6 +132,7 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
         'recommended_target': final.get('recommendation'),
         'recommended_robust_value': final.get('recommendation_robust_value'),
         'predicted_robust_value': recs[max(recs)]['mean'] if recs else None,
+        'predicted_std': recs[max(recs)]['std'] if recs else None,
         'robust_optimum': {'target': np.asarray(g_star_xy).tolist(), 'value': g_star,
                            'field_median_of_g': g_median, 'method': 'dense grid convolution',
                            'search_bounds': search_bounds,
@@ -153,6 +155,31 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
     }
     (run_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def summary_format(summary: dict[str, Any]) -> ValueFormat:
+    """The format of a summary's field values: the precision the spread of its readings asks for
+    (:class:`~uncertain_bo.units.ValueFormat`)."""
+    return ValueFormat.of(p['y'] for p in summary.get('per_measurement') or [])
+
+
+def result_lines(summary: dict[str, Any], whose: str = '') -> list[str]:
+    """The final block's lines of a scored run (``uncertain-bo demo``, a team's with ``whose="team's "``): the
+    recommendation with its predicted and true robust value, the field's robust optimum and the regret, in the
+    precision and unit of the field (:func:`summary_format`)."""
+    rec, opt = summary.get('recommended_target'), summary['robust_optimum']
+    fmt, unit = summary_format(summary), (f" {summary['reading_unit']}" if summary.get('reading_unit') else '')
+    lines = []
+    if rec:
+        lines.append(f"robust peak believed at ({rec[0]:.1f}, {rec[1]:.1f}) m: predicted E[f] = "
+                     f"{fmt.pm(summary['predicted_robust_value'], summary.get('predicted_std'))}, true g = "
+                     f"{fmt(summary['recommended_robust_value'])}{unit}")
+    lines.append(f"field's robust optimum g* = {fmt(opt['value'])} at ({opt['target'][0]:.1f}, "
+                 f"{opt['target'][1]:.1f}) m (median of g: {fmt(opt['field_median_of_g'])})")
+    if summary.get('final_normalised_regret') is not None:
+        lines.append(f"{whose}regret g* - g(x_rec) = {fmt(summary['final_regret'])}  (normalised "
+                     f"{summary['final_normalised_regret']:.3f})")
+    return lines
 
 
 def _explorer_result(run_dir: Path) -> dict[str, Any]:
