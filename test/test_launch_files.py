@@ -347,7 +347,8 @@ def test_sim_launch_parameters(launch_api, tmp_path):
     assert default['sim_rover'][-1] == {'use_sim_time': False}
     assert default['ekf'][-1] == default['pure_pursuit'][-1] == {'use_sim_time': True}
     extent = yaml.safe_load((CONFIG / 'sim.yaml').read_text())['sim_rover']['ros__parameters']['field_extent']
-    assert default['explorer'][-1] == {'use_sim_time': True, 'exit_when_done': True, 'search_bounds': extent}
+    assert default['explorer'][-1] == {'use_sim_time': True, 'exit_when_done': True, 'search_bounds': extent,
+                                       'reading_unit': 'm (elevation)'}
 
     user = tmp_path / 'mine.yaml'
     user.write_text('sim_rover:\n  ros__parameters:\n    field_extent: [0.0, 50.0, 0.0, 60.0]\n')
@@ -358,7 +359,8 @@ def test_sim_launch_parameters(launch_api, tmp_path):
     assert p['sim_rover'][-1] == {'use_sim_time': False, 'field': 'my.csv', 'seed': 7}
     assert p['ekf'][-1] == {'use_sim_time': False}
     assert p['explorer'][-1] == {'use_sim_time': False, 'exit_when_done': False, 'seed': 7, 'max_measurements': 3,
-                                 'run_dir': os.path.abspath('rel/run'), 'search_bounds': [0.0, 50.0, 0.0, 60.0]}
+                                 'run_dir': os.path.abspath('rel/run'), 'search_bounds': [0.0, 50.0, 0.0, 60.0],
+                                 'reading_unit': 'none'}
     # the user's own explorer search_bounds win over the field extent
     user.write_text('explorer:\n  ros__parameters:\n    search_bounds: [10.0, 20.0, 10.0, 20.0]\n')
     assert 'search_bounds' not in module.graph_parameters({'params_file': str(user)}, str(ROOT))['explorer'][-1]

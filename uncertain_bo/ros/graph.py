@@ -242,6 +242,7 @@ def prepare_graph(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
     """
     from ..journal import Journal
     from ..sim.field import Field
+    from ..sim.world import start_outside
     from .launch_args import bounds_outside
 
     run_dir = check_run_dir(run_dir, 'run folder')
@@ -251,7 +252,7 @@ def prepare_graph(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
         log.warning(warning)
     sim = params['sim_rover']
     field = Field.load(sim['field'], extent=sim['field_extent'])   # before anything starts or is written
-    reason = bounds_outside(params['explorer']['search_bounds'], field.bounds)
+    reason = start_outside(sim, field) or bounds_outside(params['explorer']['search_bounds'], field.bounds)
     if reason:
         raise ParameterError(reason)
     if (run_dir / 'journal.jsonl').is_file():   # an unreadable journal fails here, before anything is written

@@ -30,7 +30,7 @@ import numpy as np
 from scipy.interpolate import RegularGridInterpolator
 from scipy.signal import fftconvolve
 
-from .field_files import csv_grid, npz_grid
+from .field_files import MAX_CSV_POINTS, csv_grid, npz_grid
 from .field_spec import DEFAULT_EXTENT, FIELD_NAMES, FieldError, _check_extent, field_unit
 from .field_statistics import FieldStatistics, field_statistics
 
@@ -190,7 +190,7 @@ class Field:
 
     @classmethod
     def from_csv(cls, path: str | Path, resolution: float | None = None,
-                 extent: Sequence[float] | None = None, max_points: int = 2000) -> 'Field':
+                 extent: Sequence[float] | None = None, max_points: int = MAX_CSV_POINTS) -> 'Field':
         """Interpolate scattered ``x,y,value`` measurements onto a grid with a Gaussian process.
 
         A BoTorch ``SingleTaskGP`` (Matérn-5/2 ARD kernel, inputs normalised to the unit square, outcome
@@ -212,7 +212,8 @@ class Field:
                 lines starting with ``#`` are skipped.
             resolution: grid spacing in metres (default: 100 cells along the longer side).
             extent: ``(xmin, xmax, ymin, ymax)`` metres of the grid (default: bounding box of the points).
-            max_points: refuse files with more points than this (exact GP cost grows as n³).
+            max_points: refuse files with more points than this (default
+                :data:`~uncertain_bo.sim.field_files.MAX_CSV_POINTS`, 2000: the exact GP's cost grows as n³).
 
         Raises:
             FieldError: (one line naming the file) missing file, a directory, not UTF-8 text, a malformed
