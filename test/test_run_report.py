@@ -130,11 +130,11 @@ def _plot_labels(run, monkeypatch):
 
 
 @pytest.mark.parametrize('reading_type, reading_unit, expected, label', [
-    ('temperature', 'm (elevation)', 'm (elevation)', '(m (elevation))'),   # sim.launch.py's run of an elevation map
-    ('float64', 'm³/m³', 'm³/m³', '(m³/m³)'),                              # config/examples/paddock_nav2.yaml
+    ('temperature', 'm (elevation)', 'm (elevation)', '[m (elevation)]'),   # sim.launch.py's run of an elevation map
+    ('float64', 'm³/m³', 'm³/m³', '[m³/m³]'),                              # config/examples/paddock_nav2.yaml
     ('float64', '', None, '(float64 readings)'),                            # no unit known: the reading type
     ('temperature', 'none', None, '(temperature readings)'),                # a simulated field file of no known unit
-    ('temperature', '', '°C', '(°C)'),                                      # a real temperature sensor
+    ('temperature', '', '°C', '[°C]'),                                      # a real temperature sensor
 ])
 def test_the_units_in_a_report_are_the_runs_own(tmp_path, monkeypatch, reading_type, reading_unit, expected, label):
     """Before: the unit followed the reading type alone, so a simulated elevation map (carried in
@@ -144,3 +144,63 @@ def test_the_units_in_a_report_are_the_runs_own(tmp_path, monkeypatch, reading_t
     assert json.loads((run / 'summary.json').read_text())['reading_unit'] == expected
     assert f'reading {label}' in labels and f'GP std {label}' in labels
     assert ('°C' in labels) == (expected == '°C')
+
+
+def _team_run(run_dir):
+    """A two-rover run (each observation with its rover) whose first target lies on the field's west edge."""
+    run = field_run(run_dir)
+    journal = run / 'journal.jsonl'
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    for rec in lines:
+        if rec.get('type') == 'observation':
+            rec['rover'] = f"rover{rec['index'] % 2}"
+            if rec['index'] == 0:
+                rec['target'] = [0.0, 20.0]
+    journal.write_text(''.join(json.dumps(rec) + '\n' for rec in lines))
+    return run
+
+
+def _figure_of(draw, monkeypatch):
+    """The figure ``draw()`` saves, drawn (its artists placed)."""
+    import matplotlib.figure
+    figures = []
+    saved = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, 'savefig',
+                        lambda fig, *a, **k: (figures.append(fig), fig.canvas.draw(), saved(fig, *a, **k))[-1])
+    draw()
+    return figures[0]
+
+
+def _check_map(ax):
+    """No legend over the map; no marker clipped at its edge; the targets' entries, one colour each."""
+    legend = ax.get_legend()
+    if legend is not None:
+        assert not legend.get_window_extent().overlaps(ax.get_window_extent()), 'a legend covers the map'
+    markers = [c for c in ax.collections if c.get_offsets().shape[0]]
+    assert markers and not any(c.get_clip_on() for c in markers), 'a marker is clipped at the edge'
+    return {c.get_label(): tuple(c.get_edgecolor()[0]) if c.get_facecolor().size == 0 else tuple(c.get_facecolor()[0])
+            for c in markers if 'targets' in c.get_label()}
+
+
+def test_plots_keep_legends_and_markers_off_the_data_and_tell_rovers_apart(tmp_path, monkeypatch):
+    """Before: a comparison's legends sat on the map (lower right), a target or the optimum on the field's edge was
+    cut in half, and a team's targets all had one colour and one legend entry."""
+    from uncertain_bo.run_report import plot_field_run, summarize_run
+    from uncertain_bo.sim.field import Field
+    from uncertain_bo.sim.report import plot_comparison, plot_run, summarize
+    run = _team_run(tmp_path / 'team')
+    xs, ys = np.linspace(0.0, 60.0, 61), np.linspace(0.0, 40.0, 41)
+    X, Y = np.meshgrid(xs, ys)
+    field = Field(np.exp(-((X - 5) ** 2 + (Y - 35) ** 2) / 80.0), (0.0, 60.0, 0.0, 40.0))
+    cov = np.diag([0.25, 0.25])
+    summarize(run, field, cov)
+    fig = _figure_of(lambda: plot_run(run, field, cov, grid_points=10), monkeypatch)
+    entries = _check_map(fig.axes[0])
+    assert set(entries) == {'rover0: targets', 'rover1: targets'} and len(set(entries.values())) == 2
+    summarize_run(run)
+    fig = _figure_of(lambda: plot_field_run(run, grid_points=10), monkeypatch)
+    assert set(_check_map(fig.axes[0])) == {'rover0: targets', 'rover1: targets'}
+    other = field_run(tmp_path / 'survey')
+    fig = _figure_of(lambda: plot_comparison([run, other], field, cov, tmp_path / 'compare.png'), monkeypatch)
+    for ax in fig.axes[:2]:
+        _check_map(ax)

@@ -22,19 +22,21 @@ from typing import Any
 
 import numpy as np
 
+from .plot_style import MAP_MARKER, legend_outside, scatter_targets, unit_label
 from .units import reading_unit
 
 __all__ = ['summarize_run', 'plot_field_run', 'run_search_bounds', 'measured_place', 'run_totals', 'reading_label']
 
 
-def reading_label(params: dict[str, Any]) -> str:
-    """How a run's readings are labelled (its explorer parameters): ``'(unit)'`` where the run gives a unit
-    (:func:`~uncertain_bo.units.reading_unit`), else ``'(<reading_type> readings)'``, else empty."""
+def reading_label(what: str, params: dict[str, Any]) -> str:
+    """``what`` labelled with the unit of a run's readings (its explorer parameters): ``'what [unit]'`` where the run
+    gives a unit (:func:`~uncertain_bo.units.reading_unit`), else ``'what (<reading_type> readings)'``, else
+    ``what``."""
     unit = reading_unit(params)
-    if unit:
-        return f'({unit})'
     kind = params.get('reading_type')
-    return f'({kind} readings)' if isinstance(kind, str) and kind else ''
+    if unit or not (isinstance(kind, str) and kind):
+        return unit_label(what, unit)
+    return f'{what} ({kind} readings)'
 
 
 def run_search_bounds(header: dict[str, Any]) -> list[float] | None:
@@ -184,7 +186,7 @@ def plot_field_run(run_dir: str | Path, grid_points: int = 60) -> Path:
     xmin, xmax, ymin, ymax = bounds
     params = header.get('parameters') or {}
     std = params.get('execution_noise_std') or [0.75, 0.75]
-    units = reading_label(params)
+
     obs = journal.observations
     summary_path = run_dir / 'summary.json'
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
@@ -203,14 +205,16 @@ def plot_field_run(run_dir: str | Path, grid_points: int = 60) -> Path:
         gx, gy = np.linspace(xmin, xmax, grid_points), np.linspace(ymin, ymax, grid_points)
         pts = np.stack(np.meshgrid(gx, gy), -1).reshape(-1, 2)
         mean, sd = planner.predict(torch.as_tensor(pts, dtype=DTYPE))
-        panels = ((axes[0], mean, f'GP mean of E[f(x̃)] {units}'.strip()), (axes[1], sd, f'GP std {units}'.strip()))
+        panels = ((axes[0], mean, reading_label('GP mean of E[f(x̃)]', params)),
+                  (axes[1], sd, reading_label('GP std', params)))
         for ax, values, label in panels:
             im = ax.imshow(values.detach().numpy().reshape(grid_points, grid_points), origin='lower',
                            extent=extent, cmap='viridis' if ax is axes[0] else 'magma', aspect='equal')
             fig.colorbar(im, ax=ax, shrink=0.8, label=label)
+    rovers = [r.get('rover') for r in obs]               # a team's: each measurement's rover (None: one rover)
     for ax in axes[:2]:
         if len(targets):
-            ax.scatter(targets[:, 0], targets[:, 1], marker='x', color='crimson', s=25, label='targets', zorder=4)
+            scatter_targets(ax, targets, rovers, size=25, label=ax is axes[0])
         for z in summary.get('keep_out_zones') or []:
             ax.add_patch(Circle(z['centre'], z['radius'], fill=False, color='orange', lw=1.2, ls='--'))
         if summary.get('keep_out_zones'):
@@ -227,18 +231,19 @@ def plot_field_run(run_dir: str | Path, grid_points: int = 60) -> Path:
     rec = summary.get('recommended_target')
     if rec:
         axes[0].scatter([rec[0]], [rec[1]], marker='*', s=260, color='gold', edgecolor='k',
-                        label='recommendation', zorder=5)
+                        label='recommendation', **{**MAP_MARKER, 'zorder': 5})
     axes[0].set_title('GP posterior mean (robust objective), search bounds')
     axes[1].set_title('GP posterior std')
-    axes[0].legend(loc='upper center', bbox_to_anchor=(0.5, -0.13), ncol=3, fontsize=7, frameon=False)
+    legend_outside(axes[0], 'below')
     ax = axes[2]
     if obs:
         ax.plot([r['index'] + 1 for r in obs], [r['y'] for r in obs], 'o-', ms=3, label='reading')
-        ax.set(xlabel='measurement', ylabel=f'reading {units}'.strip(), title='readings (no ground truth: no regret)')
+        ax.set(xlabel='measurement', ylabel=reading_label('reading', params),
+               title='readings (no ground truth: no regret)')
         ax.grid(alpha=0.3)
     fig.suptitle(f'{header.get("method", "")} run without ground truth: {len(obs)} measurements', fontsize=10)
     fig.tight_layout()
     out = run_dir / 'run.png'
-    fig.savefig(out, dpi=110)
+    fig.savefig(out, dpi=110, bbox_inches='tight')
     plt.close(fig)
     return out

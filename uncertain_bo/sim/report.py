@@ -30,6 +30,7 @@ import torch
 from ..distributions import DTYPE, GaussianExecutionNoise
 from ..journal import Journal, location_from_record
 from ..planner import Planner
+from ..plot_style import MAP_MARKER, legend_outside, scatter_targets, unit_label
 from ..run_report import measured_place, run_search_bounds, run_totals
 from ..units import ValueFormat
 from .field import Field
@@ -223,13 +224,13 @@ def plot_run(run_dir: str | Path, field: Field, execution_cov: np.ndarray, *,
     obs = journal.observations
     targets = np.array([r['target'] for r in obs]) if obs else np.zeros((0, 2))
     locs = [location_from_record(r['location']) for r in obs]
+    rovers = [r.get('rover') for r in obs]               # a team's: each measurement's rover (None: one rover)
     traj = read_trajectory(run_dir / 'trajectory.csv')
 
     fig, axes = plt.subplots(1, 3, figsize=(17, 6.0), gridspec_kw={'width_ratios': [1, 1, 0.8]})
     ax = axes[0]
     im = ax.imshow(z, origin='lower', extent=(xmin, xmax, ymin, ymax), cmap='terrain', aspect='equal')
-    unit = f' ({field.unit})' if field.unit else ''
-    fig.colorbar(im, ax=ax, shrink=0.8, label=f'field f{unit}')
+    fig.colorbar(im, ax=ax, shrink=0.8, label=unit_label('field f', field.unit))
     if traj is not None:
         ax.plot(traj[:, 1], traj[:, 2], '-', color='k', lw=0.8, alpha=0.7, label='true trajectory')
     if len(targets):
@@ -237,9 +238,8 @@ def plot_run(run_dir: str | Path, field: Field, execution_cov: np.ndarray, *,
             sd = np.median([np.sqrt(max(float(np.linalg.eigvalsh(loc.covariance[0].numpy()).max()), 0.0))
                             for loc in locs])
             ellipse_scale = max(1.0, round(0.05 * (xmax - xmin) / (2 * 2 * sd))) if sd > 0 else 1.0
-        ax.scatter(targets[:, 0], targets[:, 1], marker='x', color='crimson', s=30, label='targets', zorder=4)
-        for i, (t, loc) in enumerate(zip(targets, locs)):
-            ax.annotate(str(i + 1), t, textcoords='offset points', xytext=(3, 3), fontsize=7, color='crimson')
+        scatter_targets(ax, targets, rovers, numbers=True)
+        for loc in locs:
             mean, cov = loc.mean[0].numpy(), loc.covariance[0].numpy()
             evals, evecs = np.linalg.eigh(cov)
             angle = math.degrees(math.atan2(evecs[1, 1], evecs[0, 1]))
@@ -250,12 +250,12 @@ def plot_run(run_dir: str | Path, field: Field, execution_cov: np.ndarray, *,
     if summary and summary.get('recommended_target'):
         r = summary['recommended_target']
         ax.scatter([r[0]], [r[1]], marker='*', s=260, color='gold', edgecolor='k', label='recommendation',
-                   zorder=5)
+                   **{**MAP_MARKER, 'zorder': 5})
         o = summary['robust_optimum']['target']
         ax.scatter([o[0]], [o[1]], marker='P', s=120, color='white', edgecolor='k', label='robust optimum g*',
-                   zorder=5)
+                   **{**MAP_MARKER, 'zorder': 5})
     ax.set(xlim=(xmin, xmax), ylim=(ymin, ymax), xlabel='x (m)', ylabel='y (m)', title='field, path, samples')
-    ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.13), ncol=3, fontsize=7, frameon=False)
+    legend_outside(ax, 'below')
 
     ax = axes[1]
     if len(obs) >= 2:
@@ -270,8 +270,8 @@ def plot_run(run_dir: str | Path, field: Field, execution_cov: np.ndarray, *,
         mean, _ = planner.predict(torch.as_tensor(pts, dtype=DTYPE))
         im = ax.imshow(mean.numpy().reshape(grid_points, grid_points), origin='lower',
                        extent=(xmin, xmax, ymin, ymax), cmap='terrain', aspect='equal')
-        fig.colorbar(im, ax=ax, shrink=0.8, label=f'GP mean of E[f(x̃)]{unit}')
-        ax.scatter(targets[:, 0], targets[:, 1], marker='x', color='crimson', s=20)
+        fig.colorbar(im, ax=ax, shrink=0.8, label=unit_label('GP mean of E[f(x̃)]', field.unit))
+        scatter_targets(ax, targets, rovers, size=20, label=False)
     ax.set(xlim=(xmin, xmax), ylim=(ymin, ymax), xlabel='x (m)', title='GP posterior mean (robust objective)')
 
     ax = axes[2]
@@ -282,14 +282,14 @@ def plot_run(run_dir: str | Path, field: Field, execution_cov: np.ndarray, *,
         if 'recommendation_regret' in per[-1]:
             ax.plot(t, [p.get('recommendation_regret', np.nan) for p in per], 's-', ms=3,
                     label='recommendation regret')
-        ax.set(xlabel='measurement', ylabel=f'regret{unit}', title='uncertain-inputs regret')
+        ax.set(xlabel='measurement', ylabel=unit_label('regret', field.unit), title='uncertain-inputs regret')
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        legend_outside(ax, 'below', ncol=1, fontsize=8)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
     out = run_dir / 'run.png'
-    fig.savefig(out, dpi=110)
+    fig.savefig(out, dpi=110, bbox_inches='tight')
     plt.close(fig)
     return out
 
@@ -327,25 +327,28 @@ def plot_comparison(run_dirs: list[str | Path], field: Field, execution_cov: np.
         if per:
             t = np.array([p['target'] for p in per])
             loc = np.array([p['location_mean'] for p in per])
-            ax.scatter(t[:, 0], t[:, 1], marker='x', color=c, s=25, label='targets')
-            ax.scatter(loc[:, 0], loc[:, 1], marker='.', color='k', s=12, label='measured (location mean)')
+            ax.scatter(t[:, 0], t[:, 1], marker='x', color=c, s=25, label='targets', **MAP_MARKER)
+            ax.scatter(loc[:, 0], loc[:, 1], marker='.', color='k', s=12, label='measured (location mean)',
+                       **MAP_MARKER)
         if summ.get('recommended_target'):
             r = summ['recommended_target']
-            ax.scatter([r[0]], [r[1]], marker='*', s=240, color='gold', edgecolor='k', label='recommendation', zorder=5)
+            ax.scatter([r[0]], [r[1]], marker='*', s=240, color='gold', edgecolor='k', label='recommendation',
+                       **{**MAP_MARKER, 'zorder': 5})
         o = summ['robust_optimum']['target']
-        ax.scatter([o[0]], [o[1]], marker='P', s=110, color='white', edgecolor='k', label='robust optimum', zorder=5)
+        ax.scatter([o[0]], [o[1]], marker='P', s=110, color='white', edgecolor='k', label='robust optimum',
+                   **{**MAP_MARKER, 'zorder': 5})
         reg, dist = summ.get('final_normalised_regret'), summ.get('distance_driven_m')
-        ax.set_title(f'{summ.get("method") or Path(run_dir).name}: regret {_fmt(reg)}, '
+        ax.set_title(f'{_run_name(summ, run_dir)}: regret {_fmt(reg)}, '
                      f'{_fmt(dist, ".0f")} m driven', fontsize=9)
         ax.set(xlim=(xmin, xmax), ylim=(ymin, ymax), xlabel='x (m)', ylabel='y (m)')
-        ax.legend(fontsize=6, loc='lower right')
+        legend_outside(ax, 'below', ncol=2)
     ax = axes[-1]
     for run_dir, summ, c in zip(run_dirs, summaries, colors):
         per = summ['per_measurement']
         d = [p['distance_driven_m'] for p in per]
         if not per or any(v is None for v in d):
             continue
-        label = summ.get('method') or Path(run_dir).name
+        label = _run_name(summ, run_dir)
         ax.plot(d, [p.get('normalised_regret', np.nan) for p in per], '-o', ms=3, color=c,
                 label=f'{label}: recommendation')
         ax.plot(d, [p['highest_reading_normalised_regret'] for p in per], '--', color=c, alpha=0.7,
@@ -354,12 +357,18 @@ def plot_comparison(run_dirs: list[str | Path], field: Field, execution_cov: np.
            ylabel='normalised regret (g* − g(x)) / (g* − median g)',
            title='regret against distance driven')
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    legend_outside(ax, 'below', ncol=2)
     fig.tight_layout()
     out = Path(out)
-    fig.savefig(out, dpi=110)
+    fig.savefig(out, dpi=110, bbox_inches='tight')
     plt.close(fig)
     return out
+
+
+def _run_name(summary: dict[str, Any], run_dir: str | Path) -> str:
+    """A compared run's name: its method and its folder (two runs of one method are told apart)."""
+    method = summary.get('method')
+    return f'{method} ({Path(run_dir).name})' if method else Path(run_dir).name
 
 
 def _fmt(v: float | None, spec: str = '.2f') -> str:
