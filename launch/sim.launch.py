@@ -12,8 +12,8 @@ Starts the four nodes of the package's simulation (docs/architecture.md, "ROS 2 
 
 and optionally rviz2. Parameters come from the installed ``config/sim.yaml`` and
 ``config/explorer.yaml``, then ``params_file`` (if given), then the launch arguments below. The explorer's
-``search_bounds`` follow sim_rover's ``field_extent`` (as in ``uncertain-bo demo``) unless ``params_file``
-sets the explorer's ``search_bounds`` itself.
+``search_bounds`` follow sim_rover's ``field_extent`` and its ``reading_unit`` sim_rover's field (as in
+``uncertain-bo demo``) unless ``params_file`` sets them itself.
 
 When the explorer has made its last measurement (``exit_when_done:=true``) the whole launch shuts down, so
 ``ros2 launch`` ends with the exploration. When any node fails (e.g. an invalid parameter or field at
@@ -42,6 +42,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from uncertain_bo.parameters import node_parameters, unknown_sections
+from uncertain_bo.units import simulated_reading_unit
 from uncertain_bo.ros.launch_args import (LOCALISERS, bounds_outside, check_nodes, declare_arguments, exit_handler,
                                           params_file, rviz_actions, share_directory, simulation_overrides)
 
@@ -107,6 +108,9 @@ def graph_parameters(args, share):
                                 "sim_rover's field_extent")
         if reason:
             raise RuntimeError(reason)
+    if not (user_file and 'reading_unit' in node_parameters([user_file], 'explorer')):
+        # the simulated sensor carries any field in a Temperature message: the unit is the field's, not °C
+        over['explorer']['reading_unit'] = simulated_reading_unit(over['sim_rover'].get('field', extent.get('field')))
     params = {node: [*files, over[node]] for node in ('sim_rover', 'ekf', 'particle_filter', 'pure_pursuit',
                                                       'explorer')}
     started = ('sim_rover', localiser_node(params), 'pure_pursuit', 'explorer')

@@ -191,6 +191,30 @@ def test_sim_launch_selects_the_localiser_node(tmp_path):
         ns['graph_parameters']({'params_file': str(user)}, str(ROOT))
 
 
+def test_the_simulation_launch_gives_the_explorer_the_unit_of_its_field(tmp_path):
+    """Before: the explorer kept reading_type's °C for an elevation map (the simulated sensor publishes
+    sensor_msgs/Temperature), and `uncertain-bo report` labelled elevation °C."""
+    ns = _pure_functions('sim.launch.py', {'LOCALISERS', 'NODE_NAMES', 'graph_parameters'})
+    assert ns['graph_parameters']({}, str(ROOT))['explorer'][-1]['reading_unit'] == 'm (elevation)'
+    assert ns['graph_parameters']({'field': 'ozone-midwest'}, str(ROOT))['explorer'][-1]['reading_unit'] == \
+        'ppb (8-hour ozone)'
+    assert ns['graph_parameters']({'field': str(tmp_path / 'mine.csv')}, str(ROOT))['explorer'][-1][
+        'reading_unit'] == 'none'                                            # a file: no known unit, never °C
+    user = tmp_path / 'unit.yaml'
+    user.write_text("explorer:\n  ros__parameters:\n    reading_unit: 'kPa'\n")
+    assert 'reading_unit' not in ns['graph_parameters']({'params_file': str(user)}, str(ROOT))['explorer'][-1]
+
+
+def test_the_simulated_graphs_give_the_explorer_the_unit_of_their_field(tmp_path):
+    pytest.importorskip('rclpy')          # the values are validated against the nodes' parameter specs
+    from uncertain_bo.ros.graph import load_graph_parameters
+    assert load_graph_parameters()['explorer']['reading_unit'] == 'm (elevation)'
+    over = {'sim_rover': {'field': str(tmp_path / 'mine.csv')}}
+    assert load_graph_parameters(overrides=over)['explorer']['reading_unit'] == 'none'
+    over['explorer'] = {'reading_unit': 'm³/m³'}
+    assert load_graph_parameters(overrides=over)['explorer']['reading_unit'] == 'm³/m³'
+
+
 def test_team_launch_parameters_come_from_the_team_rule(tmp_path):
     pytest.importorskip('rclpy')          # the values are validated against the nodes' parameter specs
     ns = _pure_functions('team.launch.py', {'LOCALISERS', 'team_parameters'})
@@ -425,7 +449,8 @@ def test_sim_launch_parameters(launch_api, tmp_path):
     assert default['sim_rover'][-1] == {'use_sim_time': False}
     assert default['ekf'][-1] == default['pure_pursuit'][-1] == {'use_sim_time': True}
     extent = yaml.safe_load((CONFIG / 'sim.yaml').read_text())['sim_rover']['ros__parameters']['field_extent']
-    assert default['explorer'][-1] == {'use_sim_time': True, 'exit_when_done': True, 'search_bounds': extent}
+    assert default['explorer'][-1] == {'use_sim_time': True, 'exit_when_done': True, 'search_bounds': extent,
+                                       'reading_unit': 'm (elevation)'}
 
     user = tmp_path / 'mine.yaml'
     user.write_text('sim_rover:\n  ros__parameters:\n    field_extent: [0.0, 50.0, 0.0, 60.0]\n')
@@ -436,7 +461,8 @@ def test_sim_launch_parameters(launch_api, tmp_path):
     assert p['sim_rover'][-1] == {'use_sim_time': False, 'field': 'jacksboro-rough', 'seed': 7}
     assert p['ekf'][-1] == {'use_sim_time': False}
     assert p['explorer'][-1] == {'use_sim_time': False, 'exit_when_done': False, 'seed': 7, 'max_measurements': 3,
-                                 'run_dir': os.path.abspath('rel/run'), 'search_bounds': [0.0, 50.0, 0.0, 60.0]}
+                                 'run_dir': os.path.abspath('rel/run'), 'search_bounds': [0.0, 50.0, 0.0, 60.0],
+                                 'reading_unit': 'none'}
     # the user's own explorer search_bounds win over the field extent
     user.write_text('explorer:\n  ros__parameters:\n    search_bounds: [10.0, 20.0, 10.0, 20.0]\n')
     assert 'search_bounds' not in module.graph_parameters({'params_file': str(user)}, str(ROOT))['explorer'][-1]

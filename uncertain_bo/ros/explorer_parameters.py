@@ -30,6 +30,10 @@ EXPLORER_NODE_PARAMS = EXPLORER_PARAMS + [
           'illuminance, relative_humidity (stamped, with variance) or float64 (no header: stamped on arrival, '
           "which assumes the sensor's latency is small against dwell_time; prefer a stamped type for en-route "
           'readings from a moving rover)', choices=tuple(sorted(READING_TYPES)), read_only=True),
+    Param('reading_unit', '', "unit of the readings, for the journal and the reports (e.g. 'm³/m³' for a "
+          "soil-moisture probe on float64); empty = the unit reading_type's message defines (temperature °C, "
+          "fluid_pressure Pa, illuminance lx, relative_humidity 0-1; float64 none); 'none' = no known unit. The "
+          "simulated graphs set it from their field", read_only=True),
     Param('goal_interface', 'topic', "where goals go: 'topic' (goal_pose and plan: pure_pursuit, or Nav2's goal_pose), "
           "'nav2_action' (Nav2's NavigateToPose action: an aborted or rejected goal is skipped at once with Nav2's "
           "reason, feedback in /diagnostics) or 'auto' (the action where nav2_msgs is installed, else the topic). "
