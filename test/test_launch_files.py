@@ -198,7 +198,9 @@ def test_the_simulation_launch_gives_the_explorer_the_unit_of_its_field(tmp_path
     assert ns['graph_parameters']({}, str(ROOT))['explorer'][-1]['reading_unit'] == 'm (elevation)'
     assert ns['graph_parameters']({'field': 'ozone-midwest'}, str(ROOT))['explorer'][-1]['reading_unit'] == \
         'ppb (8-hour ozone)'
-    assert ns['graph_parameters']({'field': str(tmp_path / 'mine.csv')}, str(ROOT))['explorer'][-1][
+    mine = tmp_path / 'mine.csv'      # a user's field file (the launch loads it before any node starts)
+    mine.write_text('x,y,value\n' + ''.join(f'{x},{y},{x + 2 * y}\n' for x in (0, 100, 200) for y in (0, 100, 200)))
+    assert ns['graph_parameters']({'field': str(mine)}, str(ROOT))['explorer'][-1][
         'reading_unit'] == 'none'                                            # a file: no known unit, never °C
     user = tmp_path / 'unit.yaml'
     user.write_text("explorer:\n  ros__parameters:\n    reading_unit: 'kPa'\n")
