@@ -41,7 +41,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import IO, Any, Callable
 
 import torch
 
@@ -276,28 +276,38 @@ class Journal(DurableAppend):
         self.records = self.checked.records
 
     def export_csv(self, path: str | Path, en_route: bool = False) -> Path:
-        """Write the observations as CSV: index, target, location mean and covariance, reading, stamps; with
-        ``en_route``, the en-route readings instead (the same columns without the target).
+        """Write the observations as CSV (:meth:`write_csv`) to ``path``, atomically (a failure leaves no half-written
+        file: :func:`~uncertain_bo.output_files.replacing`).
 
         Returns:
             The CSV path.
+
+        Raises:
+            uncertain_bo.user_errors.UsageError: the file cannot be written (the OS error, one line).
         """
-        path = Path(path)
+        from .output_files import replacing
+
+        with replacing(path) as (tmp,):
+            with open(tmp, 'w', newline='', encoding='utf-8') as fh:
+                self.write_csv(fh, en_route)
+        return Path(path)
+
+    def write_csv(self, fh: IO[str], en_route: bool = False) -> None:
+        """Write the observations as CSV to ``fh``: index, target, location mean and covariance, reading, stamps and
+        any other field; with ``en_route``, the en-route readings instead (the same columns without the target)."""
         obs = self.en_route if en_route else self.observations
         extra = sorted({k for r in obs for k in r
                         if k not in ('type', 'index', 'target', 'location', 'y')})
-        with open(path, 'w', newline='', encoding='utf-8') as fh:
-            w = csv.writer(fh)
-            d = location_from_record(obs[0]['location']).dim if obs else 2
-            w.writerow(['index'] + ([] if en_route else [f'target_{i}' for i in range(d)])
-                       + [f'mean_{i}' for i in range(d)]
-                       + [f'cov_{i}{j}' for i in range(d) for j in range(d)] + ['kind', 'y'] + extra)
-            for r in obs:
-                loc = location_from_record(r['location'])
-                w.writerow([r['index'], *([] if en_route else r['target']), *loc.mean[0].tolist(),
-                            *loc.covariance[0].reshape(-1).tolist(), r['location']['kind'], r['y'],
-                            *[_csv_value(r.get(k)) for k in extra]])
-        return path
+        w = csv.writer(fh)
+        d = location_from_record(obs[0]['location']).dim if obs else 2
+        w.writerow(['index'] + ([] if en_route else [f'target_{i}' for i in range(d)])
+                   + [f'mean_{i}' for i in range(d)]
+                   + [f'cov_{i}{j}' for i in range(d) for j in range(d)] + ['kind', 'y'] + extra)
+        for r in obs:
+            loc = location_from_record(r['location'])
+            w.writerow([r['index'], *([] if en_route else r['target']), *loc.mean[0].tolist(),
+                        *loc.covariance[0].reshape(-1).tolist(), r['location']['kind'], r['y'],
+                        *[_csv_value(r.get(k)) for k in extra]])
 
 
 @dataclass

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from .output_files import save_figure, write_text
+
 __all__ = ['summarize_run', 'plot_field_run', 'run_search_bounds', 'READING_UNITS']
 
 #: reading_type -> unit of the readings (sensor_msgs definitions)
@@ -102,7 +104,7 @@ def summarize_run(run_dir: str | Path) -> dict[str, Any]:
         'execution_noise_model': result.get('execution_noise'),
         'per_measurement': per,
     }
-    (run_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
+    write_text(run_dir / 'summary.json', json.dumps(summary, indent=2))
     return summary
 
 
@@ -188,7 +190,6 @@ def plot_field_run(run_dir: str | Path, grid_points: int = 60) -> Path:
         ax.grid(alpha=0.3)
     fig.suptitle(f'{header.get("method", "")} run without ground truth: {len(obs)} measurements', fontsize=10)
     fig.tight_layout()
-    out = run_dir / 'run.png'
-    fig.savefig(out, dpi=110)
+    out = save_figure(fig, run_dir / 'run.png', dpi=110)
     plt.close(fig)
     return out

@@ -24,6 +24,7 @@ import torch
 
 from ..distributions import DTYPE, GaussianExecutionNoise
 from ..journal import Journal, location_from_record
+from ..output_files import replacing, save_figure, write_text
 from ..planner import Planner
 from ..run_report import run_search_bounds
 from .field import Field
@@ -36,7 +37,7 @@ __all__ = ['summarize', 'plot_run', 'plot_comparison', 'read_trajectory', 'write
 def write_trajectory(path: str | Path, rows: list[tuple[float, float, float, float, float]]) -> Path:
     """Write ``(t, true_x, true_y, est_x, est_y)`` rows (s, m) as CSV."""
     path = Path(path)
-    with open(path, 'w', newline='') as fh:
+    with replacing(path) as (tmp,), open(tmp, 'w', newline='') as fh:   # whole or not at all
         w = csv.writer(fh)
         w.writerow(['t', 'true_x', 'true_y', 'est_x', 'est_y'])
         w.writerows(rows)
@@ -140,7 +141,7 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
         **_explorer_result(run_dir),
         **(extra or {}),
     }
-    (run_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
+    write_text(run_dir / 'summary.json', json.dumps(summary, indent=2))
     return summary
 
 
@@ -249,8 +250,7 @@ def plot_run(run_dir: str | Path, field: Field, execution_cov: np.ndarray, *,
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    out = run_dir / 'run.png'
-    fig.savefig(out, dpi=110)
+    out = save_figure(fig, run_dir / 'run.png', dpi=110)
     plt.close(fig)
     return out
 
@@ -316,8 +316,7 @@ def plot_comparison(run_dirs: list[str | Path], field: Field, execution_cov: np.
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    out = Path(out)
-    fig.savefig(out, dpi=110)
+    out = save_figure(fig, Path(out), dpi=110)
     plt.close(fig)
     return out
 
