@@ -99,7 +99,8 @@ def summarize_run(run_dir: str | Path) -> dict[str, Any]:
         'mission_time_s': per[-1]['mission_time_s'] if per else None,
         'targets_skipped': len(zones),
         'keep_out_zones': [{k: z.get(k) for k in ('index', 'centre', 'radius', 'reason')} for z in zones],
-        'decision_seconds': [d['seconds'] for d in journal.records if d.get('type') == 'decision'],
+        'decision_seconds': [d['seconds'] for d in journal.records   # 'seconds' is optional in the journal
+                             if d.get('type') == 'decision' and 'seconds' in d],
         'stopped_because': result.get('stopped_because'),
         'execution_noise_model': result.get('execution_noise'),
         'per_measurement': per,

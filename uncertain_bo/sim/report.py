@@ -134,9 +134,9 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
         'mission_time_s': final.get('reading_stamp'),
         'method': journal.header.get('method'),
         'mean_uncertain_inputs_regret': float(np.mean(regrets)) if regrets else None,
-        'decision_seconds': [d['seconds'] for d in decisions],
+        'decision_seconds': [d['seconds'] for d in decisions if 'seconds' in d],   # optional in the journal
         'decision_seconds_median_acquisition': _median(
-            [d['seconds'] for d in decisions if d.get('phase') == 'acquisition']),
+            [d['seconds'] for d in decisions if d.get('phase') == 'acquisition' and 'seconds' in d]),
         'per_measurement': per,
         **_explorer_result(run_dir),
         **(extra or {}),
