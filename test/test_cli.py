@@ -100,7 +100,7 @@ def test_bench_lists_and_describes_problems(tmp_path, monkeypatch, capsys):
      r"'search_bounds' = \[60.0, 0.0, 0.0, 40.0\] is invalid: need xmax > xmin"),
     ('explorer:\n  ros__parameters:\n    reading_type: float64\nsim_rover:\n  ros__parameters:\n'
      '    reading_type: temperature\n', r"reading_type is 'temperature' for sim_rover but 'float64' for explorer"),
-    ('explorer:\n  ros__parameters:\n    serch_bounds: [0.0, 1.0, 0.0, 1.0]\n', r"did you mean search_bounds"),
+    ('explorer:\n  ros__parameters:\n    serch_bounds: [0.0, 1.0, 0.0, 1.0]\n', r"did you mean 'search_bounds'\?"),
 ], ids=['reversed bounds', 'reading type', 'unknown key'])
 def test_demo_checks_its_params_before_anything_starts_or_is_written(text, expect, tmp_path, monkeypatch, capsys):
     """A reversed search_bounds used to fail only once the simulation had started, leaving parameters.json; a

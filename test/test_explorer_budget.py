@@ -119,6 +119,22 @@ def test_a_detour_past_the_distance_budget_stops_the_rover_and_measures_there(tm
     assert ex.done_reason.startswith('max_distance = 30 m driven') and ex.goal_timeouts == 0
 
 
+def test_after_a_budget_stop_mid_drive_the_peak_is_reported_where_the_reading_was_taken(tmp_path):
+    # the shipped rule (highest_reading) used to report the commanded target, metres from the reading
+    ex, host = start(tmp_path, max_distance=30.0)
+    Rover(heading=lambda t: np.array([np.cos(t / 3.0), np.sin(t / 3.0)])).run(ex, host)
+    obs = records(tmp_path, 'observation')[0]
+    rec = records(tmp_path, 'recommendation')[0]
+    result = json.loads((tmp_path / 'explorer_result.json').read_text())
+    assert np.linalg.norm(np.subtract(obs['target'], obs['location']['mean'])) > 3.0    # the target was not reached
+    for place in (rec['target'], result['recommended_target'], rec['location_mean'],
+                  result['recommended_location']['mean']):
+        np.testing.assert_allclose(place, obs['location']['mean'])
+    for cov in (rec['location_covariance'], result['recommended_location']['covariance']):
+        np.testing.assert_allclose(cov, obs['location']['covariance'])
+    assert result['recommended_measurement'] == obs['index'] == 0
+
+
 def test_time_budget_ends_the_mission_before_a_target_it_cannot_measure_in_time(tmp_path):
     ex, host = start(tmp_path, max_mission_time=40.0)
     rover = Rover()

@@ -13,7 +13,7 @@ writer of the same version can add some)::
                     mission_time_s, wall_time, rover, seq
     en_route        index*, measurements*, location*, y*, reading_variance, distance_driven_m, mission_time_s,
                     wall_time
-    recommendation  index*, target*, mean*, std*
+    recommendation  index*, target*, mean*, std*, location_mean, location_covariance
     parameters      changed*, index, wall_time
     keep_out        index*, centre*, radius*, reason, wall_time
     resume          measurements*, lost_indices*, lost_en_route_indices*, records_skipped*, wall_time
@@ -34,7 +34,8 @@ Values:
   (target, context) space);
 - a location is a Dirac (``mean``), a Gaussian (``mean``, ``covariance``: finite, symmetric, positive
   semi-definite, :func:`~uncertain_bo.distributions.check_covariance`) or an empirical distribution
-  (``samples``, optional non-negative ``weights`` with a positive sum);
+  (``samples``, optional non-negative ``weights`` with a positive sum); a recommendation's ``location_covariance`` (the
+  covariance of the location distribution of the reading it names) is checked as a Gaussian location's;
 - indices and counts are integers >= 0 (a keep-out's ``index`` may be -1: no measurement); an integer too large
   for a float (a 400-digit number) is damage, not an overflow;
 - the header's ``format`` and ``version`` say which reader can read the file: a version that is not an integer
@@ -214,6 +215,15 @@ def _location(v: Any, what: str, dim: int | None) -> None:
         raise _Bad(f'{what} kind is {_describe(kind)}, not dirac, gaussian or empirical')
 
 
+def _covariance(v: Any, what: str, dim: int | None) -> None:
+    cov = _matrix(v, what, dim, dim, MAX_ABS_COORDINATE ** 2)
+    if len(cov) != len(cov[0]):
+        raise _Bad(f'{what} is not square')
+    reason = check_covariance(cov)
+    if reason:
+        raise _Bad(f'{what} is {reason}')
+
+
 def _location_dim(v: dict) -> int:
     return len(v['samples'][0]) if v.get('kind') == 'empirical' else len(v['mean'])
 
@@ -356,7 +366,8 @@ RECORD_TYPES: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
     'en_route': ({'index': _INDEX, 'measurements': _INDEX, 'location': _location, 'y': _READING},
                  {'reading_variance': _VARIANCE, 'distance_driven_m': _NON_NEGATIVE,
                   'mission_time_s': _NON_NEGATIVE, 'wall_time': _TIME, 'reading_stamp': _TIME}),
-    'recommendation': ({'index': _INDEX, 'target': _POINT, 'mean': _READING, 'std': _NON_NEGATIVE}, {}),
+    'recommendation': ({'index': _INDEX, 'target': _POINT, 'mean': _READING, 'std': _NON_NEGATIVE},
+                       {'location_mean': _COORDS, 'location_covariance': _covariance}),
     'parameters': ({'changed': _run_parameters}, {'index': _INDEX, 'wall_time': _TIME}),
     'keep_out': ({'index': lambda v, what, dim: _index(v, what, low=-1), 'centre': _POINT,
                   'radius': lambda v, what, dim: _number(v, what, MAX_ABS_COORDINATE, positive=True)},
@@ -426,7 +437,7 @@ def _plausible(kind: str, rec: dict, ctx: JournalContext) -> None:
     if rid is not None and rid != ctx.run_id:
         raise _Bad(f"is from another run (run_id {_describe(rid)}; this journal's is {_describe(ctx.run_id)})")
     points = {'start': ('position',), 'observation': ('target',), 'decision': ('target', 'kept_out_from'),
-              'recommendation': ('target',), 'keep_out': ('centre',)}.get(kind, ())
+              'recommendation': ('target', 'location_mean'), 'keep_out': ('centre',)}.get(kind, ())
     for name in points:
         if name in rec:
             ctx.implausible(rec[name], repr(name))

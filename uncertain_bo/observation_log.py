@@ -36,6 +36,7 @@ class ObservationLog:
         self._inputs: list[LocationDistributions] = []
         self._y: list[float] = []
         self._noise: list[float] = []  # reported reading variances (field units², 0 = not reported)
+        self._reached: list[bool] = []  # whether each measurement's rover reached its target
         # en-route readings (no target): location, reading, reported variance
         self.en_route: list[tuple[LocationDistributions, float, float]] = []
         #: every observation in arrival order (the GP's row order): (target or None, location, reading, variance)
@@ -65,6 +66,12 @@ class ObservationLog:
     def reading_variances(self) -> Tensor:
         """``(n,)`` variances the sensor reported with the measurements' readings (field units², 0 = none)."""
         return torch.tensor(self._noise, dtype=DTYPE)
+
+    @property
+    def reached(self) -> Tensor:
+        """``(n,)`` bool: whether each measurement was taken at its target (the rover arrived; False for a goal
+        that timed out or a stop on the way, e.g. by a budget)."""
+        return torch.tensor(self._reached, dtype=torch.bool)
 
     @property
     def locations(self) -> LocationDistributions | None:
@@ -121,8 +128,9 @@ class ObservationLog:
                 raise bad(f'location covariance {reason}')
 
     def add(self, target: Tensor | None, location: LocationDistributions, y: float,
-            reading_variance: float = 0.0) -> None:
-        """Store a validated observation: a measurement at ``target`` ``(d,)``, or an en-route reading (None)."""
+            reading_variance: float = 0.0, reached: bool = True) -> None:
+        """Store a validated observation: a measurement at ``target`` ``(d,)`` (``reached``: the rover arrived
+        there), or an en-route reading (None)."""
         self.rows.append((target, location, y, reading_variance))
         if target is None:
             self.en_route.append((location, y, reading_variance))
@@ -131,6 +139,7 @@ class ObservationLog:
         self._inputs.append(location)
         self._y.append(y)
         self._noise.append(reading_variance)
+        self._reached.append(bool(reached))
 
     def fit_subset(self, cap: int) -> Tensor | None:
         """Indices (row order) of at most ``cap`` observations, or None for all.

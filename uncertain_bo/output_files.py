@@ -21,7 +21,7 @@ import secrets
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .user_errors import UsageError
+from .user_errors import UsageError, check_run_dir
 
 __all__ = ['same_file', 'check_outputs', 'check_writable', 'replacing', 'write_text', 'save_figure']
 
@@ -70,8 +70,7 @@ def check_writable(path: str | Path, what: str) -> Path:
         raise UsageError(f'{what} {path}: the folder {folder} does not exist (create it first)')
     if not folder.is_dir():
         raise UsageError(f'{what} {path}: {folder} is not a folder')
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f'{what} {path}: the folder {folder} is not writable')
+    check_run_dir(folder, what)   # writable by this user, on a file system that holds files (not /proc, read-only)
     return path
 
 

@@ -227,6 +227,20 @@ class Planner(PlannerJournal, PlannerSettings):
         return self.observations.locations
 
     @property
+    def measured_places(self) -> Tensor:
+        """``(n, d)`` the place each measurement measured, as a target to send the rover to: its commanded target
+        where the rover reached it (the reading was taken there up to the execution noise, which the candidate
+        distribution :math:`\\hat P_{\\mathbf x}` models), else (a goal that timed out, a stop on the way by a budget)
+        where its reading was taken: the mean of its location distribution, clamped into the search bounds. The
+        recommendation rules over past measurements rank these (:mod:`~uncertain_bo.acquisition.recommendation`)."""
+        locations = self.locations
+        if locations is None:
+            return self.bounds.new_zeros(0, self.bounds.shape[1])
+        taken = locations.mean.to(self.bounds).clamp(self.bounds[0], self.bounds[1])
+        reached = self.observations.reached.to(self.bounds.device).unsqueeze(-1)
+        return torch.where(reached, self.targets.to(self.bounds), taken)
+
+    @property
     def method_object(self) -> Method:
         """The method deciding and recommending for this planner (:class:`~uncertain_bo.acquisition.Method`)."""
         return self._method
@@ -388,7 +402,10 @@ class Planner(PlannerJournal, PlannerSettings):
             reading_variance: the variance the sensor reports for this reading (field units²; 0 = not
                 reported). It is the floor of this reading's noise in the GP
                 (:class:`~uncertain_bo.models.DistributionGP`: reported variance + learned :math:`\\lambda`).
-            **meta: JSON-able extras for the journal (stamps, covariance source, ...).
+            **meta: JSON-able extras for the journal (stamps, covariance source, ...). ``goal_timed_out=True``
+                says the rover did not reach ``target`` (a goal that timed out, a stop on the way): the
+                measurement then feeds no learned execution noise, and the recommendation counts it where its
+                reading was taken, not at ``target`` (:attr:`measured_places`).
 
         Returns:
             Index of the stored measurement (of the en-route reading among the en-route readings when ``target``
@@ -452,7 +469,7 @@ class Planner(PlannerJournal, PlannerSettings):
 
     def _store(self, target: Tensor | None, location: LocationDistributions, y: float,
                reading_variance: float = 0.0, reached: bool = True) -> None:
-        self.observations.add(target, location, y, reading_variance)
+        self.observations.add(target, location, y, reading_variance, reached)
         self.schedule.add(self._gp_input(target, location), y, reading_variance, stop=target is not None)
         if target is None:  # en-route: in the GP only; no target, so nothing for the execution noise
             return

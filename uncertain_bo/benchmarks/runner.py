@@ -129,8 +129,9 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
         ``rec_value``, ``rec_regret`` (the robust regret of paper Eq. 17 for AIRBO's problems), the model's
         ``rec_predicted``, the Euclidean distance ``rec_distance`` to the robust optimiser), the decision's
         ``seconds`` and
-        ``fit_seconds``, ``beta_t`` and ``acquisition_value``; the rule "the target with the highest reading so
-        far" (``reading_regret``) and the best true measurement position so far (``best_visited_regret``,
+        ``fit_seconds``, ``beta_t`` and ``acquisition_value``; the rule "the place of the highest reading so
+        far" (``reading_regret``: its measurement's :attr:`~uncertain_bo.planner.Planner.measured_places` row, the
+        target where it was reached) and the best true measurement position so far (``best_visited_regret``,
         :math:`\\min_{i \\le t} g^* - g(\\tilde{\\mathbf x}_i)`); where the instance has a
         :attr:`~uncertain_bo.benchmarks.base.Instance.regret_scale` (the rover problems:
         :math:`g^* - \\operatorname{median} g`) the three regrets divided by it (``rec_nregret``,
@@ -162,12 +163,13 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
     def record(planner, target, m, decision, rec) -> None:
         nonlocal cum, best_y, best_visited
         t = len(records) + 1
-        g_t, g_rec, g_exe = (float(v) for v in inst.robust_value(
-            torch.stack([target.reshape(-1), rec.target.reshape(-1), m.executed.reshape(-1)]).to(x_star)))
+        place = planner.measured_places[-1]          # this measurement's place: its target, if it was reached
+        g_t, g_rec, g_exe, g_place = (float(v) for v in inst.robust_value(torch.stack(
+            [target.reshape(-1), rec.target.reshape(-1), m.executed.reshape(-1), place.reshape(-1)]).to(x_star)))
         regret = g_star - g_t
         cum += regret
         if best_y is None or m.y > best_y[0]:
-            best_y = (m.y, regret)
+            best_y = (m.y, g_star - g_place)
         best_visited = min(g_star - g_exe, best_visited if best_visited is not None else math.inf)
         extra = {k: float(v[0]) for k, v in inst.extra_values(rec.target.reshape(1, -1).to(x_star)).items()}
         extra_names.update(extra)

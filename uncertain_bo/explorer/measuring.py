@@ -122,8 +122,7 @@ class Measuring:
         index = m.index
         journal = self.planner.journal_file
         if journal is not None:
-            journal.append({'type': 'recommendation', 'index': index, 'target': rec.target.tolist(),
-                            'mean': rec.mean, 'std': rec.std})
+            journal.append(rec.record(index))
         self.outputs.measured(m, rec)
         if self.planner.n >= self.params['max_measurements']:
             self._end(f"max_measurements = {self.params['max_measurements']} reached")

@@ -89,8 +89,7 @@ class MissionEnd:
             rec = future.result()
             journal = self.planner.journal_file
             if journal is not None:
-                journal.append({'type': 'recommendation', 'index': m.index, 'target': rec.target.tolist(),
-                                'mean': rec.mean, 'std': rec.std})
+                journal.append(rec.record(m.index))
             self.outputs.measured(m, rec)
         if self.journal_fault is not None:
             log.error('mission ended (%s) but %s: the end is reported once they are written', self.done_reason,

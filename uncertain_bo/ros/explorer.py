@@ -71,7 +71,9 @@ from ..explorer import (Explorer, Measurement, State, planner_from_parameters,
 from ..operator_view import GridScale, StatusReporter, STATE_TEXT
 from ..parameters import ParameterError
 from ..planner import Recommendation
+from ..units import ValueFormat, reading_unit
 from .nav2_goals import Nav2Goals, resolve_goal_interface
+from .check import check_node_values
 from .conversions import make_path, make_pose_stamped
 from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, gp_maps, make_diagnostics, make_markers
 from .explorer_parameters import EXPLORER_NODE_PARAMS
@@ -119,9 +121,7 @@ class ExplorerNode(Node):
             self._log_handler = forward_library_logs_to(self)
         self.p = declare_parameters(self, EXPLORER_NODE_PARAMS, on_change=self._on_parameters,
                                     cross_check=check_explorer_parameters)
-        reason = check_explorer_parameters(self.p)
-        if reason:
-            raise ParameterError(reason)
+        check_node_values('explorer', self.p)   # what `uncertain-bo check` runs: before anything is written
         self.run_dir = run_folder(self.p)
         planner = planner_from_parameters(
             self.p, journal=self.run_dir / 'journal.jsonl',
@@ -276,19 +276,22 @@ class ExplorerNode(Node):
         self.recommendation = rec
         self._maps_dirty = True
         sd = math.sqrt(max(position_trace(m.pose.cov) / 2.0, 0.0))
+        fmt = ValueFormat.of(self.explorer.planner.y.tolist())    # the decimals the readings' spread asks for
         self.get_logger().info(
-            f"measurement {m.index + 1}/{self.p['max_measurements']}: reading {m.reading.value:.6g} at "
+            f"measurement {m.index + 1}/{self.p['max_measurements']}: reading {fmt(m.reading.value)} at "
             f"({m.pose.xy[0]:.2f}, {m.pose.xy[1]:.2f}) ± {sd:.2f} m (target ({m.target[0]:.2f}, "
             f"{m.target[1]:.2f}){', goal timed out' if m.timed_out else ''}); best so far "
-            f"({rec.target[0]:.2f}, {rec.target[1]:.2f}) μ̂ = {rec.mean:.2f} ± {rec.std:.2f}")
+            f"({rec.target[0]:.2f}, {rec.target[1]:.2f}) μ̂ = {fmt.pm(rec.mean, rec.std)}")
 
     def finished(self, rec: Recommendation) -> None:
         # the explorer has written explorer_result.json and the journal
         self.recommendation = rec
+        value = ValueFormat.of(self.explorer.planner.y.tolist()).pm(rec.mean, rec.std)
+        unit = reading_unit(self.p)
         self.get_logger().info(
             f'done ({self.explorer.done_reason}): robust peak believed at ({rec.target[0]:.2f}, '
             f'{rec.target[1]:.2f}) m, '
-            f'E[f] ≈ {rec.mean:.2f} ± {rec.std:.2f}; journal {self.run_dir / "journal.jsonl"}')
+            f'E[f] ≈ {value}{" " + unit if unit else ""}; journal {self.run_dir / "journal.jsonl"}')
         self._update_maps()
         self._publish_status()
         self._publish_markers()

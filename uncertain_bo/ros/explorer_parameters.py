@@ -11,20 +11,29 @@ from ..explorer import EXPLORER_PARAMS
 from ..parameters import Param
 from .conversions import READING_TYPES
 from .nav2_goals import GOAL_INTERFACES
-from .rover_inputs import POSE_SOURCES
+from .rover_inputs import PARTICLE_CLOUD_TYPES, POSE_SOURCES
 
 __all__ = ['EXPLORER_NODE_PARAMS', 'POSE_SOURCES']
 
 EXPLORER_NODE_PARAMS = EXPLORER_PARAMS + [
     Param('pose_source', 'odometry', "pose input: 'odometry' (nav_msgs/Odometry on odometry/filtered), "
           "'pose_with_covariance' (geometry_msgs/PoseWithCovarianceStamped on pose, e.g. remapped to amcl_pose) or "
-          "'particle_cloud' (geometry_msgs/PoseArray on particle_cloud: the particles themselves for sample-based "
-          'methods such as airbo, see method; their mean and covariance otherwise)',
+          "'particle_cloud' (the cloud on particle_cloud, of particle_cloud_type: the particles themselves for "
+          'sample-based methods such as airbo, see method; their mean and covariance otherwise)',
           choices=tuple(POSE_SOURCES), read_only=True),
+    Param('particle_cloud_type', 'geometry_msgs/msg/PoseArray', "message type of the particle cloud (pose_source "
+          "'particle_cloud'): 'geometry_msgs/msg/PoseArray' (equally weighted particles: the shipped particle_filter) "
+          "or 'nav2_msgs/msg/ParticleCloud' (what Nav2's AMCL publishes on particle_cloud: its weights become the "
+          'location distribution\'s weights; needs nav2_msgs installed)', choices=tuple(PARTICLE_CLOUD_TYPES),
+          read_only=True),
     Param('reading_type', 'temperature', 'message type on the reading topic: temperature, fluid_pressure, '
           'illuminance, relative_humidity (stamped, with variance) or float64 (no header: stamped on arrival, '
           "which assumes the sensor's latency is small against dwell_time; prefer a stamped type for en-route "
           'readings from a moving rover)', choices=tuple(sorted(READING_TYPES)), read_only=True),
+    Param('reading_unit', '', "unit of the readings, for the journal and the reports (e.g. 'm³/m³' for a "
+          "soil-moisture probe on float64); empty = the unit reading_type's message defines (temperature °C, "
+          "fluid_pressure Pa, illuminance lx, relative_humidity 0-1; float64 none); 'none' = no known unit. The "
+          "simulated graphs set it from their field", read_only=True),
     Param('goal_interface', 'topic', "where goals go: 'topic' (goal_pose and plan: pure_pursuit, or Nav2's goal_pose), "
           "'nav2_action' (Nav2's NavigateToPose action: an aborted or rejected goal is skipped at once with Nav2's "
           "reason, feedback in /diagnostics) or 'auto' (the action where nav2_msgs is installed, else the topic). "

@@ -28,8 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from ..param_files import declared_parameters
+from ..param_files import declared_parameters, unknown_parameters
 from ..parameters import ParameterError, config_path, node_parameters, unknown_sections, validate
+from ..units import simulated_reading_unit
 from ..user_errors import check_run_dir
 from .launch_args import LOCALISERS
 
@@ -146,7 +147,7 @@ def _cli(args) -> int:
     # every mistake in the command line and the parameter files ends here, before anything starts or is written
     if args.params:
         shipped = [config_path('sim.yaml'), config_path('explorer.yaml')]
-        for warning in check_parameter_files(args.params, base_files=shipped).warnings:
+        for warning in check_parameter_files(args.params, base_files=shipped).raise_errors().warnings:
             log.warning(warning)
     overrides: dict[str, dict[str, Any]] = {n: {} for n in NODES}
     if args.field is not None:
@@ -177,7 +178,9 @@ def _cli(args) -> int:
 
 def load_graph_parameters(extra_files: list[Path] | None = None,
                           overrides: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
-    """Validated parameters of every node: shipped YAML, then ``extra_files``, then ``overrides``.
+    """Validated parameters of every node: shipped YAML, then ``extra_files``, then ``overrides``; the explorer's
+    ``search_bounds`` and ``reading_unit`` follow the simulated field unless a file or override sets them
+    (:func:`~uncertain_bo.units.simulated_reading_unit`).
 
     Raises:
         ParameterError: a value is invalid or a file is malformed (before any node starts).
@@ -191,13 +194,20 @@ def load_graph_parameters(extra_files: list[Path] | None = None,
                              f"{', '.join(NODES)} (or '/**' for all)")
     user_bounds = 'search_bounds' in {**node_parameters(extra_files or [], 'explorer'),
                                       **(overrides or {}).get('explorer', {})}
+    specs = {name: getattr(importlib.import_module(module), spec_attr)
+             for name, (module, _, spec_attr, _) in NODES.items()}
+    unknown = [u for name in NODES for u in unknown_parameters(extra_files or [], name, [p.name for p in specs[name]])]
+    if unknown:   # every misspelt name, with its file and line, before any value is judged
+        raise ParameterError('; '.join(map(str, unknown)))
     out = {}
-    for name, (module, _, spec_attr, sim_time) in NODES.items():
-        specs = getattr(importlib.import_module(module), spec_attr)
-        values = {**declared_parameters(files, name, [p.name for p in specs]), **(overrides or {}).get(name, {})}
+    for name, (_, _, _, sim_time) in NODES.items():
+        values = {**declared_parameters(files, name, [p.name for p in specs[name]]), **(overrides or {}).get(name, {})}
         values['use_sim_time'] = sim_time
-        out[name] = validate(specs, values)
+        out[name] = validate(specs[name], values)
     _match_reading_types(out, extra_files or [], overrides or {})
+    user_explorer = {**node_parameters(extra_files or [], 'explorer'), **(overrides or {}).get('explorer', {})}
+    if 'reading_unit' not in user_explorer:
+        out['explorer']['reading_unit'] = simulated_reading_unit(out['sim_rover']['field'])   # the field's, not °C
     from ..sim.mission import search_whole_field
     return out if user_bounds else search_whole_field(out)
 
@@ -240,6 +250,7 @@ def prepare_graph(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
     from ..journal import Journal
     from ..output_files import check_outputs, write_text
     from ..sim.field import Field
+    from ..sim.world import start_outside
     from .launch_args import bounds_outside
 
     run_dir = check_run_dir(run_dir, 'run folder')
@@ -252,7 +263,7 @@ def prepare_graph(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
         log.warning(warning)
     sim = params['sim_rover']
     field = Field.load(sim['field'], extent=sim['field_extent'])   # before anything starts or is written
-    reason = bounds_outside(params['explorer']['search_bounds'], field.bounds)
+    reason = start_outside(sim, field) or bounds_outside(params['explorer']['search_bounds'], field.bounds)
     if reason:
         raise ParameterError(reason)
     if os.path.lexists(run_dir / 'journal.jsonl'):   # an unreadable journal (or a pipe) fails here, before any write
@@ -383,7 +394,7 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
     write_trajectory(run_dir / 'trajectory.csv', trajectory)
     cov = np.diag(np.square(params['explorer']['execution_noise_std']))
     extra = {'completed': completed, 'wall_time_s': wall, 'simulation': sim_stats,
-             'stopped_because': explorer.done_reason, 'distance_estimate_m': explorer.budget.distance,
+             'stopped_because': explorer.done_reason,
              'execution_noise_model': execution_noise_summary(explorer.planner),
              **_execution_scatter(explorer.planner.journal_file, truth_at)}
     summary = summarize(run_dir, field, cov, extra=extra)
@@ -416,17 +427,9 @@ def _execution_scatter(journal, truth_at) -> dict[str, Any]:
 
 
 def _print_result(summary: dict[str, Any], run_dir: Path, png: Path) -> None:
-    rec = summary.get('recommended_target')
-    opt = summary['robust_optimum']
-    lines = ['', '=' * 78]
-    if rec:
-        lines.append(f"robust peak believed at ({rec[0]:.1f}, {rec[1]:.1f}) m: predicted E[f] = "
-                     f"{summary['predicted_robust_value']:.1f}, true g = {summary['recommended_robust_value']:.1f}")
-    lines.append(f"field's robust optimum g* = {opt['value']:.1f} at ({opt['target'][0]:.1f}, "
-                 f"{opt['target'][1]:.1f}) m (median of g: {opt['field_median_of_g']:.1f})")
-    if summary.get('final_normalised_regret') is not None:
-        lines.append(f"regret g* - g(x_rec) = {summary['final_regret']:.1f}  (normalised "
-                     f"{summary['final_normalised_regret']:.3f})")
+    from ..sim.report import result_lines
+
+    lines = ['', '=' * 78, *result_lines(summary)]
     if summary.get('decision_seconds_median_acquisition') is not None:
         lines.append(f"median decision time {summary['decision_seconds_median_acquisition']:.3f} s; "
                      f"simulation {summary['simulation']['real_time_factor']:.0f}x real time; "

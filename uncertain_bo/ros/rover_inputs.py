@@ -6,6 +6,13 @@ Used by the explorer node (one rover, topics in the node's namespace) and by the
 The pose topic and type follow ``pose_source`` (:data:`POSE_SOURCES`), the reading's ``reading_type``. Poses are
 subscribed best effort (compatible with reliable and best-effort publishers, e.g. Gazebo bridges); particle clouds
 are read from the serialised message with NumPy and subsampled to ``cloud_receive_limit`` particles on receipt.
+
+A particle cloud is one of two message types (``particle_cloud_type``, :data:`PARTICLE_CLOUD_TYPES`), named as the
+stacks name them: ``geometry_msgs/msg/PoseArray`` (equally weighted particles: this package's ``particle_filter``,
+AMCL before Nav2) or ``nav2_msgs/msg/ParticleCloud`` (what Nav2's AMCL publishes on ``particle_cloud``: each particle
+a pose and a weight; the weights become the empirical location distribution's weights, checked by
+:func:`uncertain_bo.covariance.weights_problem` and normalised). ``nav2_msgs`` is imported only when that type is
+asked for.
 """
 from __future__ import annotations
 
@@ -18,10 +25,12 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 
 from ..explorer import Explorer, PoseEstimate, Reading
-from .conversions import (READING_TYPES, from_time_msg, pose_array_from_cdr, pose_array_to_particles,
-                          reading_from_msg, ros_covariance_to_xy)
+from ..parameters import ParameterError
+from .conversions import (READING_TYPES, from_time_msg, particle_cloud_from_cdr, particle_cloud_to_particles,
+                          pose_array_from_cdr, pose_array_to_particles, reading_from_msg, ros_covariance_to_xy)
 
-__all__ = ['RoverInputs', 'POSE_SOURCES', 'pose_estimate_from_msg', 'node_clock_now']
+__all__ = ['RoverInputs', 'POSE_SOURCES', 'PARTICLE_CLOUD_TYPES', 'pose_message_type', 'pose_estimate_from_msg',
+           'node_clock_now']
 
 #: pose_source -> (message type, topic)
 POSE_SOURCES = {
@@ -29,6 +38,37 @@ POSE_SOURCES = {
     'pose_with_covariance': (PoseWithCovarianceStamped, 'pose'),
     'particle_cloud': (PoseArray, 'particle_cloud'),
 }
+
+#: ``particle_cloud_type`` -> (message class or None when imported on demand, reader of the serialised message)
+PARTICLE_CLOUD_TYPES = {
+    'geometry_msgs/msg/PoseArray': (PoseArray, pose_array_from_cdr),
+    'nav2_msgs/msg/ParticleCloud': (None, particle_cloud_from_cdr),
+}
+
+
+def pose_message_type(pose_source: str, particle_cloud_type: str = 'geometry_msgs/msg/PoseArray'):
+    """The message class subscribed for ``pose_source`` (a particle cloud's: ``particle_cloud_type``).
+
+    Raises:
+        uncertain_bo.parameters.ParameterError: ``nav2_msgs/msg/ParticleCloud`` asked for but ``nav2_msgs`` is not
+            importable (the message says how to get it), or an unknown type.
+    """
+    if pose_source != 'particle_cloud':
+        return POSE_SOURCES[pose_source][0]
+    if particle_cloud_type not in PARTICLE_CLOUD_TYPES:
+        raise ParameterError(f"parameter 'particle_cloud_type' = {particle_cloud_type!r}: one of "
+                             f"{', '.join(PARTICLE_CLOUD_TYPES)}")
+    cls = PARTICLE_CLOUD_TYPES[particle_cloud_type][0]
+    if cls is not None:
+        return cls
+    try:
+        from nav2_msgs.msg import ParticleCloud
+    except ImportError:
+        raise ParameterError("parameter 'particle_cloud_type' = 'nav2_msgs/msg/ParticleCloud' needs nav2_msgs, which "
+                             'is not importable here (install it: apt install ros-$ROS_DISTRO-nav2-msgs, and source '
+                             "the ROS setup), or subscribe a geometry_msgs/msg/PoseArray cloud") from None
+    return ParticleCloud
+
 
 #: pose estimates: best effort (compatible with reliable and best-effort publishers), keep last 10
 _POSE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -47,7 +87,7 @@ def pose_estimate_from_msg(msg, pose_source: str) -> PoseEstimate:
         return PoseEstimate(from_time_msg(msg.header.stamp), msg.header.frame_id,
                             np.array([pos.x, pos.y], dtype=float), ros_covariance_to_xy(msg.pose.covariance))
     if pose_source == 'particle_cloud':
-        cloud = pose_array_to_particles(msg)
+        cloud = pose_array_to_particles(msg) if hasattr(msg, 'poses') else particle_cloud_to_particles(msg)
         return PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples, cloud.weights)
     raise ValueError(f'unknown pose_source {pose_source!r}')
 
@@ -64,8 +104,8 @@ class RoverInputs:
     Args:
         node: the node that owns the subscriptions (its clock times the arrivals).
         explorer: the rover's measurement cycle.
-        params: validated explorer node parameters (``pose_source``, ``reading_type``, ``cloud_receive_limit``,
-            ``seed``).
+        params: validated explorer node parameters (``pose_source``, ``particle_cloud_type``, ``reading_type``,
+            ``cloud_receive_limit``, ``seed``).
         namespace: prefix of the topics (``'rover0'`` -> ``rover0/odometry/filtered``, ``rover0/reading``); ''
             for the node's own topics.
         seed: extra entropy of the cloud subsampling's random stream (rovers of one node differ by it).
@@ -73,6 +113,10 @@ class RoverInputs:
     Attributes:
         last_pose, last_reading: node-clock time (s) of the latest pose message and reading message that
             arrived (valid or not), None before the first: a team drops a rover silent for too long.
+        pose_type: the message class subscribed for the pose.
+
+    Raises:
+        uncertain_bo.parameters.ParameterError: a ``nav2_msgs`` cloud type where ``nav2_msgs`` is not importable.
     """
 
     def __init__(self, node: Node, explorer: Explorer, params: dict[str, Any], namespace: str = '', seed: int = 0):
@@ -82,9 +126,12 @@ class RoverInputs:
         self._cloud_rng = np.random.default_rng(np.random.SeedSequence(entropy))
         self.last_pose: float | None = None
         self.last_reading: float | None = None
-        msg_type, topic = POSE_SOURCES[params['pose_source']]
+        topic = POSE_SOURCES[params['pose_source']][1]
+        cloud_type = params['particle_cloud_type']
+        self.pose_type = msg_type = pose_message_type(params['pose_source'], cloud_type)
         if params['pose_source'] == 'particle_cloud':
             # raw: read the serialised cloud with NumPy and subsample it before anything else
+            self._read_cloud = PARTICLE_CLOUD_TYPES[cloud_type][1]
             self.pose_sub = node.create_subscription(msg_type, prefix + topic, self.on_cloud_raw,
                                                      qos_profile_sensor_data, raw=True)
         else:
@@ -122,8 +169,8 @@ class RoverInputs:
     def on_cloud_raw(self, raw: bytes, info) -> None:
         self.last_pose = node_clock_now(self.node)
         try:
-            cloud = pose_array_from_cdr(raw, self.p['cloud_receive_limit'], self._cloud_rng)
-            pose = PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples)
+            cloud = self._read_cloud(raw, self.p['cloud_receive_limit'], self._cloud_rng)
+            pose = PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples, cloud.weights)
         except (ValueError, TypeError, IndexError) as exc:
             self.explorer.received['poses'] += 1
             self.explorer.reject('pose', 'malformed message', str(exc))

@@ -18,27 +18,41 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions, install_signal_handlers, uninstall_signal_handlers
 
 from ..parameters import Param, ParameterError
-from ..param_files import read_param_file, section_applies
+from ..param_files import parameter_rule_value, read_param_file, section_applies
 from ..user_errors import EXIT_USAGE, report, user_error_types
 from .nodes import exit_at_once
+from .params import set_command_line
 
-__all__ = ['run_node', 'params_files_in', 'user_arguments', 'node_help', 'request_exit']
+__all__ = ['run_node', 'params_files_in', 'parameter_rules_in', 'user_arguments', 'node_help', 'request_exit']
 
 
-def params_files_in(args: Sequence[str]) -> list[str]:
-    """The ``--params-file FILE`` arguments inside the ``--ros-args`` parts of a command line."""
-    files, in_ros = [], False
+def _ros_option_values(args: Sequence[str], options: tuple[str, ...]) -> list[str]:
+    """The values of the ``options`` (``--params-file FILE``, ``-p RULE``) inside the ``--ros-args`` parts of a
+    command line, in order."""
+    values, in_ros = [], False
     it = iter(args)
     for a in it:
         if a == '--ros-args':
             in_ros = True
         elif a == '--':
             in_ros = False
-        elif in_ros and a == '--params-file':
-            f = next(it, None)
-            if f is not None:
-                files.append(f)
-    return files
+        elif in_ros and a in options:
+            value = next(it, None)
+            if value is not None:
+                values.append(value)
+    return values
+
+
+def params_files_in(args: Sequence[str]) -> list[str]:
+    """The ``--params-file FILE`` arguments inside the ``--ros-args`` parts of a command line."""
+    return _ros_option_values(args, ('--params-file',))
+
+
+def parameter_rules_in(args: Sequence[str]) -> dict[str, str]:
+    """The ``-p`` / ``--param`` rules inside the ``--ros-args`` parts of a command line: parameter name (without a
+    ``node:`` prefix) -> the rule as given (``NAME:=VALUE``); the last rule of a name wins, as in rcl."""
+    return {rule.split(':=', 1)[0].rsplit(':', 1)[-1]: rule for rule in _ros_option_values(args, ('-p', '--param'))
+            if ':=' in rule}
 
 
 def user_arguments(args: Sequence[str]) -> list[str]:
@@ -91,6 +105,11 @@ def run_node(factory: Callable[[], Node], args=None, *, doc: str | None = None,
       back so that the error stays one line. Command-line arguments rcl refuses, an invalid parameter, a damaged
       journal or a field file that cannot be used end the same way
       (:func:`uncertain_bo.user_errors.user_error_types`).
+    - A parameter the node does not declare, set in a parameter-file section that names the node or by ``-p``
+      (a misspelling, ``max_measurement: 8``, which rclpy would ignore), ends it the same way before anything is
+      written: one line naming each such name, where it was given (file and line) and the closest declared name
+      (:func:`uncertain_bo.ros.params.undeclared_overrides`; this function records the command line for it). A
+      ``-p`` rule rcl cannot parse (``-p search_bounds:=[0, 60.0]``) is explained the same way.
     - A parameter-file section meant for this node that does not reach it (``explorerr:``, or a bare
       ``explorer:`` when the node runs in a namespace) is warned about: its values are not applied.
     - Ctrl-C at any moment ends the node quietly with status 0: while it is being built (Python's own
@@ -117,6 +136,7 @@ def run_node(factory: Callable[[], Node], args=None, *, doc: str | None = None,
         if not os.path.isfile(f) or not os.access(f, os.R_OK):
             sys.exit(report(f'cannot read parameter file {f}: ' + ('no such file' if not os.path.exists(f) else
                                                                    'not a readable file')))
+    set_command_line(argv)   # which overrides came from a file's own section, a wildcard or -p (ros/params.py)
     code = 0
     node = None
     initialised = interrupted = False
@@ -130,7 +150,7 @@ def run_node(factory: Callable[[], Node], args=None, *, doc: str | None = None,
             held.release()
             initialised = True
         except Exception as exc:  # noqa: BLE001 - rcl's RCLError (bad --ros-args or params file) has no public type
-            sys.exit(report(_init_problem(exc, files)))
+            sys.exit(report(_init_problem(exc, files, argv)))
         node = factory()
         _warn_unknown_sections(node, files)
         install_signal_handlers(SignalHandlerOptions.ALL)   # from here rclpy's handler wakes the executor
@@ -204,10 +224,17 @@ def _held_stderr() -> Iterator[_Held]:
             held.text = tmp.read().decode(errors='replace')
 
 
-def _init_problem(exc: BaseException, files: Sequence[str]) -> str:
+def _init_problem(exc: BaseException, files: Sequence[str], argv: Sequence[str] = ()) -> str:
     """One line for rcl's refusal to start: the parameter file and line it could not parse (explained by our
-    reader, which follows rcl's rules), else rcl's message without its source locations."""
+    reader, which follows rcl's rules) or the ``-p`` rule it could not parse (explained the same way), else rcl's
+    message without its source locations."""
     message = re.sub(r', at \S+:\d+', '', str(exc)).replace('failed to initialize rcl: ', '')
+    if 'parse parameter override rule' in message:   # rcl: "... Sequence should be of same type ..."
+        for rule in parameter_rules_in(argv).values():
+            try:
+                parameter_rule_value(rule)
+            except ParameterError as perr:
+                return str(perr)
     if "parse params file" in message:
         for f in files:
             try:

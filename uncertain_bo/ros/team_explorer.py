@@ -57,9 +57,11 @@ from visualization_msgs.msg import MarkerArray
 from ..explorer import Explorer, Measurement, State, TravelBudget, check_explorer_parameters, \
     planner_from_parameters, run_folder
 from ..operator_view import STATE_TEXT, StatusReporter
-from ..parameters import Param, ParameterError
+from ..parameters import Param
 from ..planner import Recommendation
 from ..team import TeamPlanner
+from .check import check_node_values
+from ..units import ValueFormat, reading_unit
 from .conversions import make_path, make_pose_stamped
 from .explorer import EXPLORER_NODE_PARAMS
 from .library_logs import forward_library_logs as forward_library_logs_to, stop_forwarding
@@ -200,9 +202,7 @@ class TeamExplorerNode(Node):
             self._log_handler = forward_library_logs_to(self)
         self.p = declare_parameters(self, TEAM_EXPLORER_PARAMS, on_change=self._on_parameters,
                                     cross_check=self._cross_check)
-        reason = check_explorer_parameters(self.p) or check_rovers(self.p['rovers'])
-        if reason:
-            raise ParameterError(reason)
+        check_node_values('team_explorer', self.p)   # what `uncertain-bo check` runs: before anything is written
         self.run_dir = run_folder(self.p)
         journal = self.run_dir / 'journal.jsonl'
         self.planner = planner_from_parameters(
@@ -272,10 +272,11 @@ class TeamExplorerNode(Node):
         self.recommendation = self.team.record(rover.name, rec)
         self._maps_dirty = True
         sd = math.sqrt(max(float(m.pose.cov[0][0] + m.pose.cov[1][1]) / 2.0, 0.0))
+        fmt = ValueFormat.of(self.planner.y.tolist())       # the decimals the readings' spread asks for
         self.get_logger().info(
             f"{rover.name}: measurement {self.planner.n}/{self.p['max_measurements']} of the team: reading "
-            f'{m.reading.value:.6g} at ({m.pose.xy[0]:.2f}, {m.pose.xy[1]:.2f}) ± {sd:.2f} m; best so far '
-            f'({rec.target[0]:.2f}, {rec.target[1]:.2f}) μ̂ = {rec.mean:.2f} ± {rec.std:.2f}')
+            f'{fmt(m.reading.value)} at ({m.pose.xy[0]:.2f}, {m.pose.xy[1]:.2f}) ± {sd:.2f} m; best so far '
+            f'({rec.target[0]:.2f}, {rec.target[1]:.2f}) μ̂ = {fmt.pm(rec.mean, rec.std)}')
 
     def _finish(self, completed: bool) -> None:
         self.done, self.completed = True, completed
@@ -296,8 +297,10 @@ class TeamExplorerNode(Node):
         result['duplicates'] = self.team.duplicates
         (self.run_dir / 'explorer_result.json').write_text(json.dumps(result, indent=2))
         # the team's end, logged once
-        best = (f'robust peak believed at ({rec.target[0]:.2f}, {rec.target[1]:.2f}) m, E[f] ≈ {rec.mean:.2f} ± '
-                f'{rec.std:.2f}' if rec is not None else 'no measurement, no recommendation')
+        unit = reading_unit(self.p)
+        best = (f'robust peak believed at ({rec.target[0]:.2f}, {rec.target[1]:.2f}) m, E[f] ≈ '
+                f'{ValueFormat.of(self.planner.y.tolist()).pm(rec.mean, rec.std)}{" " + unit if unit else ""}'
+                if rec is not None else 'no measurement, no recommendation')
         said = (f'{self.planner.n} of {self.p["max_measurements"]} measurements by {", ".join(self.rovers)} '
                 f'(dropped: {", ".join(self.team.dropped) or "none"}); {best}; '
                 f'journal {self.run_dir / "journal.jsonl"}')

@@ -149,7 +149,7 @@ def run_team_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
                       team.planner.n, params['explorer']['max_measurements'])
         per_rover = {name: {'measurements': r.measurements, 'dropped': r.dropped_reason,
                             'stopped_because': r.explorer.done_reason,
-                            'distance_estimate_m': r.explorer.budget.distance}
+                            'distance_driven_m': r.explorer.budget.distance}
                      for name, r in team.rovers.items()}
         dropped, duplicates = list(team.team.dropped), team.team.duplicates
         sim_stats = nodes['sim_rover'].stats()
@@ -164,19 +164,14 @@ def run_team_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
 
 
 def _print_team_result(summary: dict[str, Any], run_dir: Path) -> None:
+    from ..sim.report import result_lines
+
     lines = ['', '=' * 78, f"team of {len(summary['rovers'])}: {summary['measurements']} measurements"]
     for name, r in summary['rovers'].items():
-        lines.append(f"  {name}: {r['measurements']} measurements, {r['distance_estimate_m']:.0f} m driven (estimate)"
+        lines.append(f"  {name}: {r['measurements']} measurements, {r['distance_driven_m']:.0f} m driven (odometer)"
                      + (f"; dropped: {r['dropped']}" if r['dropped'] else
                         f"; ended: {r['stopped_because']}" if r['stopped_because'] else ''))
-    rec, opt = summary.get('recommended_target'), summary['robust_optimum']
-    if rec:
-        lines.append(f"robust peak believed at ({rec[0]:.1f}, {rec[1]:.1f}) m: predicted E[f] = "
-                     f"{summary['predicted_robust_value']:.1f}, true g = {summary['recommended_robust_value']:.1f}")
-    lines.append(f"field's robust optimum g* = {opt['value']:.1f} at ({opt['target'][0]:.1f}, "
-                 f"{opt['target'][1]:.1f}) m")
-    if summary.get('final_normalised_regret') is not None:
-        lines.append(f"team's regret g* - g(x_rec) = {summary['final_regret']:.1f}  (normalised "
-                     f"{summary['final_normalised_regret']:.3f}); wall time {summary['wall_time_s']:.0f} s")
+    lines += result_lines(summary, whose="team's ")
+    lines.append(f"wall time {summary['wall_time_s']:.0f} s")
     lines += [f'run folder: {run_dir}  (journal.jsonl: each measurement with its rover; summary.json)', '=' * 78]
     print('\n'.join(lines), flush=True)
