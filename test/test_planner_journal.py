@@ -33,11 +33,12 @@ def test_reading_records_carry_their_index_and_the_meta_in_order(tmp_path):
     assert p.observe(torch.tensor([0.4, 0.6]), loc, 1.5, reading_variance=0.2, reading_stamp=3.0) == 0
     assert p.observe(None, loc, 2.5, pose_stamp=4.0) == 0
     assert p.observe(torch.tensor([0.6, 0.4]), loc, 0.5, goal_timed_out=True) == 1
-    records = [json.loads(line) for line in path.read_text().splitlines()[1:]]
-    assert [list(r) for r in records] == [
-        ['type', 'index', 'target', 'location', 'y', 'reading_variance', 'wall_time', 'reading_stamp'],
-        ['type', 'index', 'measurements', 'location', 'y', 'reading_variance', 'wall_time', 'pose_stamp'],
-        ['type', 'index', 'target', 'location', 'y', 'reading_variance', 'wall_time', 'goal_timed_out']]
+    header, *records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [list(r) for r in records] == [   # the run each belongs to, last (journal_schema: run identity)
+        ['type', 'index', 'target', 'location', 'y', 'reading_variance', 'wall_time', 'reading_stamp', 'run_id'],
+        ['type', 'index', 'measurements', 'location', 'y', 'reading_variance', 'wall_time', 'pose_stamp', 'run_id'],
+        ['type', 'index', 'target', 'location', 'y', 'reading_variance', 'wall_time', 'goal_timed_out', 'run_id']]
+    assert {r['run_id'] for r in records} == {header['run_id']}
     assert [(r['type'], r['index']) for r in records] == [('observation', 0), ('en_route', 0), ('observation', 1)]
     assert records[0]['target'] == [0.4, 0.6] and records[0]['reading_variance'] == 0.2
     assert records[1]['measurements'] == 1 and records[1]['y'] == 2.5

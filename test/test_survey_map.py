@@ -313,3 +313,20 @@ def test_peak_region_probabilities_match_closed_form_argmax_probabilities():
                         planner, False)
     peak = robust_peak(pmap, samples=20_000, seed=2)
     assert peak.argmax_probability == pytest.approx(norm.cdf(0.3 / math.sqrt(2 * (1 - rho))), abs=0.01)
+
+
+def test_map_never_writes_onto_the_survey_it_reads(tmp_path, capsys):
+    """A map file at --out that links to the survey (issue 31: no command writes onto its inputs): refused in one
+    line before the fit, the survey untouched; and the map's files are written whole (no temporary file left)."""
+    utm_grid_csv(tmp_path / 'survey.csv', np.random.default_rng(0))
+    before = (tmp_path / 'survey.csv').read_bytes()
+    out = tmp_path / 'map'
+    out.mkdir()
+    (out / 'peak.json').symlink_to(tmp_path / 'survey.csv')
+    code, _, err = run(['map', tmp_path / 'survey.csv', '--value', 'v', '--out', out, *QUICK], capsys)
+    assert code == 2 and err.count('error: ') == 1 and 'is the survey' in err and 'would write over it' in err
+    assert (tmp_path / 'survey.csv').read_bytes() == before and (out / 'peak.json').is_symlink()
+    (out / 'peak.json').unlink()
+    code, _, err = run(['map', tmp_path / 'survey.csv', '--value', 'v', '--out', out, *QUICK], capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ['field.npz', 'map.png', 'map.tif', 'peak.json']

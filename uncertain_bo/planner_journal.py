@@ -40,8 +40,9 @@ class PlannerJournal:
 
     @property
     def journal_damage(self) -> dict[str, Any]:
-        """What resuming the journal skipped: ``records_skipped`` (damaged or duplicated records left out),
-        ``records_missing`` (index gaps) and ``problems`` (up to 20 lines ``'line 17: observation ...'``)."""
+        """What resuming the journal skipped: ``records_skipped`` (damaged or duplicated records and unreadable
+        lines left out), ``records_missing`` (index gaps) and ``problems`` (up to 20 lines ``'line 17: observation
+        ...'``; a damaged header field, ignored, among them)."""
         return {**self._journal_damage, 'problems': list(self._journal_damage['problems'])}
 
     @property

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .output_files import save_figure, write_text
 from .plot_style import MAP_MARKER, legend_outside, scatter_targets, unit_label
 from .units import reading_unit
 
@@ -149,12 +150,13 @@ def summarize_run(run_dir: str | Path) -> dict[str, Any]:
         **run_totals(run_dir, obs),
         'targets_skipped': len(zones),
         'keep_out_zones': [{k: z.get(k) for k in ('index', 'centre', 'radius', 'reason')} for z in zones],
-        'decision_seconds': [d['seconds'] for d in journal.records if d.get('type') == 'decision'],
+        'decision_seconds': [d['seconds'] for d in journal.records   # 'seconds' is optional in the journal
+                             if d.get('type') == 'decision' and 'seconds' in d],
         'stopped_because': result.get('stopped_because'),
         'execution_noise_model': result.get('execution_noise'),
         'per_measurement': per,
     }
-    (run_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
+    write_text(run_dir / 'summary.json', json.dumps(summary, indent=2))
     return summary
 
 
@@ -243,7 +245,6 @@ def plot_field_run(run_dir: str | Path, grid_points: int = 60) -> Path:
         ax.grid(alpha=0.3)
     fig.suptitle(f'{header.get("method", "")} run without ground truth: {len(obs)} measurements', fontsize=10)
     fig.tight_layout()
-    out = run_dir / 'run.png'
-    fig.savefig(out, dpi=110, bbox_inches='tight')
+    out = save_figure(fig, run_dir / 'run.png', dpi=110, bbox_inches='tight')
     plt.close(fig)
     return out

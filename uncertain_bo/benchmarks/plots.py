@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..output_files import save_figure
 from ..plot_style import legend_outside
 from .base import DEFAULT_UGP_NOISE
 from .metrics import curves, group_runs, quantile_curves
@@ -136,7 +137,7 @@ def plot_directory(results: Sequence[dict[str, Any]], out_dir: str | Path, std_m
                          f'shaded: mean ± {std_mult:g} std over seeds', fontsize=8)
             fig.tight_layout()
             path = out / f'{problem}_{fname}.png'
-            fig.savefig(path, dpi=120, bbox_inches='tight')
+            save_figure(fig, path, dpi=120, bbox_inches='tight')
             plt.close(fig)
             written.append(path)
         written += _sweep_plot(plt, runs, problem, out, 'mismatch', std_mult)
@@ -181,7 +182,7 @@ def _exploration_plots(plt, runs, problem: str, out: Path) -> list[Path]:
         ax.grid(alpha=0.3, axis='y')
         fig.tight_layout()
         path = out / f'{stem}_final_regret.png'
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path, dpi=120)
         plt.close(fig)
         written.append(path)
         # regret against distance driven
@@ -205,7 +206,7 @@ def _exploration_plots(plt, runs, problem: str, out: Path) -> list[Path]:
         legend_outside(ax, 'right')
         fig.tight_layout()
         path = out / f'{stem}_regret_vs_distance.png'
-        fig.savefig(path, dpi=120, bbox_inches='tight')
+        save_figure(fig, path, dpi=120, bbox_inches='tight')
         plt.close(fig)
         written.append(path)
     return written
@@ -277,6 +278,6 @@ def _sweep_plot(plt, runs, problem: str, out: Path, axis: str, std_mult: float) 
     legend_outside(ax, 'right', fontsize=8)
     fig.tight_layout()
     path = out / f'{problem}_{axis}.png'
-    fig.savefig(path, dpi=120, bbox_inches='tight')
+    save_figure(fig, path, dpi=120, bbox_inches='tight')
     plt.close(fig)
     return [path]

@@ -348,18 +348,25 @@ def load_runs(out_dir: str | Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted((Path(out_dir) / 'runs').glob('*.json'))]
 
 
+#: the files :func:`write_tables` (and a suite's report, :mod:`~uncertain_bo.benchmarks.suite_report`) write in
+#: a benchmark's output folder
+TABLES = ('records.csv', 'summary.json', 'summary.md', 'summary.csv', 'suite.json', 'suite.md')
+
+
 def write_tables(results: Sequence[dict[str, Any]], out_dir: str | Path,
                  command: dict[str, Any] | None = None) -> None:
     """``records.csv`` (every iteration), ``summary.json``, ``summary.csv`` (aggregates) and, for exploration
     problems, ``summary.md`` in ``out_dir``."""
     from .metrics import FINAL_STATS, markdown_tables, summarize
 
+    from ..output_files import replacing, write_text
+
     out = Path(out_dir)
     dims = {len(r['records'][0]['target']) for r in results if r['records']}
     d = max(dims) if dims else 0
     head = ['problem', 'method', 'variant', 'beta', 'mismatch', 'field', 'seed']
     cols = head + RECORD_FIELDS + [f'{v}_{i}' for v in VECTOR_FIELDS for i in range(d)]
-    with open(out / 'records.csv', 'w', newline='') as fh:
+    with replacing(out / 'records.csv') as (tmp,), open(tmp, 'w', newline='') as fh:
         w = csv.writer(fh)
         w.writerow(cols)
         for res in results:
@@ -373,16 +380,16 @@ def write_tables(results: Sequence[dict[str, Any]], out_dir: str | Path,
     summary = summarize(results)
     if command is not None:
         summary['command'] = command
-    (out / 'summary.json').write_text(json.dumps(summary, indent=1))
+    write_text(out / 'summary.json', json.dumps(summary, indent=1))
     md = markdown_tables(summary)
     if md:
-        (out / 'summary.md').write_text(md)
+        write_text(out / 'summary.md', md)
     keys = ['problem', 'method', 'variant', 'beta', 'mismatch', 'field', 'n_runs', 'iterations', 'mean_regret_mean',
             'mean_regret_std', 'rec_regret_mean', 'rec_regret_std', 'rec_distance_median', 'argmax_tolerance',
             'n_within_tolerance', 'median_decision_seconds', 'p90_decision_seconds', 'median_wall_seconds']
     stats = [k for k in FINAL_STATS if any(k in g for g in summary['groups'])]
     keys += [f'{k}_{s}' for k in stats for s in ('median', 'mean', 'std')]
-    with open(out / 'summary.csv', 'w', newline='') as fh:
+    with replacing(out / 'summary.csv') as (tmp,), open(tmp, 'w', newline='') as fh:
         w = csv.DictWriter(fh, keys, extrasaction='ignore')
         w.writeheader()
         for g in summary['groups']:

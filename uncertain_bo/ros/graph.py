@@ -20,6 +20,7 @@ import bisect
 import datetime as _dt
 import json
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -242,15 +243,21 @@ def prepare_graph(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
     ``parameters.json`` written.
 
     Raises:
-        ParameterError, FieldError, UsageError, JournalError: as :func:`run_demo` (nothing is started).
+        ParameterError, FieldError, UsageError, JournalError: as :func:`run_demo` (nothing is started); UsageError
+            also for an output of the run folder that is one of the demo's inputs (a parameter file, the field file,
+            the journal: :func:`~uncertain_bo.output_files.check_outputs`).
     """
     from ..journal import Journal
+    from ..output_files import check_outputs, write_text
     from ..sim.field import Field
     from ..sim.world import start_outside
     from .launch_args import bounds_outside
 
     run_dir = check_run_dir(run_dir, 'run folder')
     params = load_graph_parameters(extra_files, overrides)
+    check_outputs([(run_dir / name, 'the run folder\'s') for name in DEMO_OUTPUTS],
+                  [*((f, 'the parameter file') for f in extra_files or []),
+                   (params['sim_rover']['field'], 'the field file'), (run_dir / 'journal.jsonl', 'the journal')])
     from .check import check_graph
     for warning in check_graph(params):   # what `uncertain-bo check` finds across the nodes, before any start
         log.warning(warning)
@@ -259,7 +266,7 @@ def prepare_graph(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
     reason = start_outside(sim, field) or bounds_outside(params['explorer']['search_bounds'], field.bounds)
     if reason:
         raise ParameterError(reason)
-    if (run_dir / 'journal.jsonl').is_file():   # an unreadable journal fails here, before anything is written
+    if os.path.lexists(run_dir / 'journal.jsonl'):   # an unreadable journal (or a pipe) fails here, before any write
         Journal(run_dir / 'journal.jsonl', read_only=True, strict=False)   # damaged records: the resume skips them
     params['explorer']['run_dir'] = str(run_dir)
     if 'decide_in_background' not in {**node_parameters(extra_files or [], 'explorer'),
@@ -274,8 +281,12 @@ def prepare_graph(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
                  params['explorer']['goal_interface'])
         params['explorer']['goal_interface'] = 'topic'
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / 'parameters.json').write_text(json.dumps(params, indent=2))
+    write_text(run_dir / 'parameters.json', json.dumps(params, indent=2))
     return run_dir, params, field
+
+
+#: what a demo writes in its run folder besides the journal
+DEMO_OUTPUTS = ('parameters.json', 'trajectory.csv', 'explorer_result.json', 'summary.json', 'run.png')
 
 
 #: s the demo waits at exit for a decision still running on the executor thread

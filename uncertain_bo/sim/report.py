@@ -29,6 +29,7 @@ import torch
 
 from ..distributions import DTYPE, GaussianExecutionNoise
 from ..journal import Journal, location_from_record
+from ..output_files import replacing, save_figure, write_text
 from ..planner import Planner
 from ..plot_style import MAP_MARKER, legend_outside, scatter_targets, unit_label
 from ..run_report import measured_place, run_search_bounds, run_totals
@@ -43,7 +44,7 @@ __all__ = ['summarize', 'plot_run', 'plot_comparison', 'read_trajectory', 'write
 def write_trajectory(path: str | Path, rows: list[tuple[float, float, float, float, float]]) -> Path:
     """Write ``(t, true_x, true_y, est_x, est_y)`` rows (s, m) as CSV."""
     path = Path(path)
-    with open(path, 'w', newline='') as fh:
+    with replacing(path) as (tmp,), open(tmp, 'w', newline='') as fh:   # whole or not at all
         w = csv.writer(fh)
         w.writerow(['t', 'true_x', 'true_y', 'est_x', 'est_y'])
         w.writerows(rows)
@@ -147,14 +148,14 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
         'true_path_length_m': distance_at(trajectory, [math.inf])[0],
         'method': journal.header.get('method'),
         'mean_uncertain_inputs_regret': float(np.mean(regrets)) if regrets else None,
-        'decision_seconds': [d['seconds'] for d in decisions],
+        'decision_seconds': [d['seconds'] for d in decisions if 'seconds' in d],   # optional in the journal
         'decision_seconds_median_acquisition': _median(
-            [d['seconds'] for d in decisions if d.get('phase') == 'acquisition']),
+            [d['seconds'] for d in decisions if d.get('phase') == 'acquisition' and 'seconds' in d]),
         'per_measurement': per,
         **_explorer_result(run_dir),
         **(extra or {}),
     }
-    (run_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
+    write_text(run_dir / 'summary.json', json.dumps(summary, indent=2))
     return summary
 
 
@@ -288,8 +289,7 @@ def plot_run(run_dir: str | Path, field: Field, execution_cov: np.ndarray, *,
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    out = run_dir / 'run.png'
-    fig.savefig(out, dpi=110, bbox_inches='tight')
+    out = save_figure(fig, run_dir / 'run.png', dpi=110, bbox_inches='tight')
     plt.close(fig)
     return out
 
@@ -359,8 +359,7 @@ def plot_comparison(run_dirs: list[str | Path], field: Field, execution_cov: np.
     ax.grid(alpha=0.3)
     legend_outside(ax, 'below', ncol=2)
     fig.tight_layout()
-    out = Path(out)
-    fig.savefig(out, dpi=110, bbox_inches='tight')
+    out = save_figure(fig, Path(out), dpi=110, bbox_inches='tight')
     plt.close(fig)
     return out
 

@@ -114,14 +114,18 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from ..output_files import check_outputs
     from ..user_errors import check_run_dir
-    from .files import write_outputs
+    from .files import OUTPUT_FILES, write_outputs
     from .peak import robust_peak
     from .posterior import MapSettings, fit_map
     from .sources import SurveyError, read_survey
 
     t0 = time.perf_counter()
     out = check_run_dir(args.out, '--out')
+    source = Path(args.source)
+    check_outputs([(out / name, '--out') for name in OUTPUT_FILES],   # never onto the survey it reads
+                  [(source, 'the survey'), (source / 'journal.jsonl', "the run's journal")])
     if args.samples < 100:
         raise SurveyError(f'--samples must be at least 100 joint draws, got {args.samples}')
     survey = read_survey(args.source, args.value, args.location_std, args.coordinates,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..output_files import replacing
 from .peak import Peak, region_area
 from .posterior import PosteriorMap
 from .sources import Survey, survey_summary
@@ -32,15 +33,18 @@ OUTPUT_FILES = ('map.tif', 'map.png', 'peak.json', 'field.npz')
 
 def write_outputs(out: Path, survey: Survey, pmap: PosteriorMap, peak: Peak,
                   execution_std: tuple[float, float]) -> dict[str, Path]:
-    """Write every file of :data:`OUTPUT_FILES` into ``out`` (created); returns them by name."""
+    """Write every file of :data:`OUTPUT_FILES` into ``out`` (created), each whole or not at all
+    (:func:`~uncertain_bo.output_files.replacing`); returns them by name."""
     out.mkdir(parents=True, exist_ok=True)
     files = {name: out / name for name in OUTPUT_FILES}
-    write_geotiff(files['map.tif'], survey, pmap)
-    write_field_npz(files['field.npz'], pmap)
     record = peak_record(survey, pmap, peak, execution_std)
     record['files'] = {k: str(v) for k, v in files.items()}
-    files['peak.json'].write_text(json.dumps(record, indent=2, ensure_ascii=False) + '\n')
-    write_png(files['map.png'], survey, pmap, peak)
+    with replacing(*files.values()) as tmps:
+        tmp = dict(zip(files, tmps))
+        write_geotiff(tmp['map.tif'], survey, pmap)
+        write_field_npz(tmp['field.npz'], pmap)
+        tmp['peak.json'].write_text(json.dumps(record, indent=2, ensure_ascii=False) + '\n', encoding='utf-8')
+        write_png(tmp['map.png'], survey, pmap, peak)
     return files
 
 

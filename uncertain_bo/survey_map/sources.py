@@ -311,7 +311,7 @@ def read_journal_survey(path: str | Path, origin: tuple[float, float] | None = N
         SurveyError: fewer than 3 readings, or readings that span no area.
     """
     from ..journal import Journal, location_from_record
-    from ..run_report import READING_UNITS
+    from ..units import READING_UNITS
 
     path = Path(path)
     journal = Journal(path, read_only=True)
