@@ -11,10 +11,11 @@ import torch
 
 from uncertain_bo.distributions import GaussianExecutionNoise
 from uncertain_bo.explorer import EXPLORER_PARAMS, ODOMETER_STEP, Explorer, PoseEstimate, Reading, State, TravelBudget
+from uncertain_bo.explorer.pose_gate import REANCHOR_SECONDS
 from uncertain_bo.parameters import validate
 from uncertain_bo.planner import Planner
 
-from recording_host import RecordingHost
+from recording_host import DrivingHost
 
 
 def start(tmp_path, **overrides):
@@ -22,22 +23,8 @@ def start(tmp_path, **overrides):
                                         'max_measurements': 10, 'reading_timeout': 2.0, **overrides})
     planner = Planner(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
                       n_initial=5, journal=tmp_path / 'journal.jsonl')
-    host = Host()
+    host = DrivingHost()
     return Explorer(planner, host, params, result_file=tmp_path / 'explorer_result.json'), host
-
-
-class Host(RecordingHost):
-    """Also knows whether the rover may drive (a goal sent and not stopped since)."""
-
-    active = False
-
-    def send_goal(self, target):
-        super().send_goal(target)
-        self.active = True
-
-    def stop(self, position):
-        super().stop(position)
-        self.active = False
 
 
 class Rover:
@@ -45,7 +32,8 @@ class Rover:
     exact pose estimates at 10 Hz, readings at 5 Hz. ``path`` is the length it really drove, m."""
 
     def __init__(self, heading=None):
-        self.xy, self.t, self.path = np.array([3.0, 4.0]), 0.0, 0.0
+        # standing still from -REANCHOR_SECONDS: the pose gate confirms the first place at t = 0 (mission clock 0)
+        self.xy, self.t, self.path = np.array([3.0, 4.0]), -REANCHOR_SECONDS - 0.1, 0.0
         self.heading = heading
 
     def step(self, ex, host):

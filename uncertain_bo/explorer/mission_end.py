@@ -66,9 +66,8 @@ class MissionEnd:
         self._done_limits = self._limits()
 
     def _finish(self, reason: str, stop: bool) -> None:
-        pose = self.latest_pose
-        if stop and pose is not None and self.state in (State.DRIVING, State.DWELLING, State.MEASURING):
-            self.outputs.stop(pose.xy)
+        if stop and self.state in (State.DRIVING, State.DWELLING, State.MEASURING):
+            self._stop()
         self._end(reason)
         if self.log_end:
             log.info('mission ends: %s', reason)

@@ -140,7 +140,9 @@ EXPLORER_PARAMS = [
           'in time, s. A reading with no pose that close is held until one arrives, else dropped with a warning. '
           'Also the largest age of an arriving pose relative to the node clock: older poses are stale and rejected '
           '(localisation lagging; a bag replayed without use_sim_time), and a pose stamped this much before the '
-          'newest one (bag loop, simulation reset) clears the pose and reading buffers', range=(0.001, 60.0)),
+          'newest one while the node clock also jumped back this much (bag loop, simulation reset) clears the pose '
+          'and reading buffers (the place is then confirmed again: max_speed); without the clock jump it is out of '
+          'order and rejected', range=(0.001, 60.0)),
     Param('reading_timeout', 10.0, 'wait this long for a valid reading after dwelling, s; then retry, and skip the '
           'target after reading_retries retries (with a warning)', range=(0.1, 3600.0)),
     Param('reading_retries', 2, 'retries (each waiting reading_timeout) when no usable reading arrived, before '
@@ -164,13 +166,27 @@ EXPLORER_PARAMS = [
           'with a sample-based method): each cloud is resampled (systematic) to this many equally weighted '
           'particles on arrival. Bounds memory, journal size (about 6 kB per measurement at 160) and kernel cost. '
           'A resumed journal keeps its own count', range=(1, 100000), read_only=True),
-    Param('max_speed', 5.0, 'pose plausibility, m/s (0 = off): a pose estimate further from the last accepted one '
-          'than the rover can have driven at this speed since, given both covariances (a Mahalanobis/chi-square '
-          "gate like robot_localization's *_rejection_threshold, with the possible motion taken out), is a glitch: "
-          "rejected and counted in /diagnostics ('pose: implausible jump'), so it reaches no measurement, no "
-          'en-route reading and not the distance driven. When the estimates stay at the new place (5 consistent '
-          'poses over 2 s: set_pose, initialpose, the rover carried) the new place is accepted, with a warning. '
-          'Set it above the rover\'s top speed (docs/field_robots.md, "Pose glitches")', range=(0.0, 1000.0)),
+    Param('max_speed', 5.0, 'pose plausibility, m/s (0 = off): a pose estimate further from the accepted ones (the '
+          'last, and those 0.25 to 16 s before it) than the rover can have driven at this speed since, given both '
+          "covariances (a Mahalanobis/chi-square gate like robot_localization's *_rejection_threshold, with the "
+          "possible motion taken out), is a glitch or a drift: rejected and counted in /diagnostics ('pose: "
+          "implausible jump'), so it reaches no measurement, no en-route reading and not the distance driven. No pose "
+          'is used before 5 consistent poses over 2 s agree on a place (at the start, and after the clock and the '
+          'stamps jumped back); when the estimates stay at a new place (5 consistent poses over 2 s: set_pose, '
+          'initialpose, the rover carried) the new place is accepted, with a warning. Set it above the rover\'s top '
+          'speed (docs/field_robots.md, "Pose glitches")', range=(0.0, 1000.0)),
+    Param('area_margin', 50.0, 'how far outside search_bounds a pose estimate may lie, m, on every side: poses beyond '
+          "are rejected and counted ('pose: outside the area'), so no measurement, en-route reading, distance driven "
+          "or 'hold here' stop ever uses a place beyond it, and the rover must start within it. Goals always lie "
+          'inside search_bounds', range=(0.0, 1e7)),
+    Param('degenerate_pose_covariance', 'reject', "a pose estimate whose position standard deviation is below "
+          'min_position_std along some direction (an all-zero covariance: the publisher does not fill it in; a '
+          "singular one) is 'reject': rejected and counted ('pose: degenerate covariance'), or 'floor': used with "
+          "that standard deviation raised to min_position_std, with a warning, counted ('pose covariances floored' "
+          'in /diagnostics). Particle clouds: their moment-matched covariance', choices=('reject', 'floor')),
+    Param('min_position_std', 0.01, 'smallest credible position standard deviation of a pose estimate along any '
+          'direction, m (see degenerate_pose_covariance): below what the localisation can know (RTK GNSS: about '
+          '0.02 m)', range=(1e-6, 1000.0)),
     Param('max_covariance_trace', 25.0, 'localisation divergence: when the trace of the position covariance (var x '
           '+ var y) exceeds this the rover is stopped, the explorer pauses (diagnostics ERROR, no measurements) and '
           f'resumes towards the same target once the trace is below {RESUME_FRACTION:g} x this, m². 25 m² ≈ 3.5 m '

@@ -20,6 +20,9 @@ in the module named after it:
   estimates; a target that cannot be measured is skipped and becomes a keep-out zone.
 - **Pausing** (:mod:`~uncertain_bo.explorer.pausing`): on diverged localisation or a journal that cannot be
   written (storage faults) the rover stops and no measurement is taken; the same target again once recovered.
+- **Commands** (:mod:`~uncertain_bo.explorer.commands`): every goal and stop leaves through one place that keeps
+  the invariant: goals inside ``search_bounds``, "hold here" stops inside ``search_bounds`` + ``area_margin`` at
+  the trusted position (never a diverged or rejected estimate), whatever the inputs.
 - **The end** (:mod:`~uncertain_bo.explorer.mission_end`) comes with ``max_measurements`` or a budget
   (``max_distance``, ``max_mission_time``: :mod:`~uncertain_bo.explorer.budget`), whichever is first;
   :attr:`Explorer.done_reason` says which. Raising a limit at run time continues the mission.
@@ -48,6 +51,7 @@ import torch
 from ..distributions import DTYPE
 from ..planner import Planner
 from .budget import TravelBudget
+from .commands import Commands
 from .deciding import Deciding
 from .en_route import EnRoute
 from .goal_resend import GoalResend
@@ -68,7 +72,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile):
+class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Commands):
     """Measurement cycle around a :class:`~uncertain_bo.planner.Planner`.
 
     The ROS node (:mod:`uncertain_bo.ros.explorer`) and the in-process mission (:mod:`uncertain_bo.sim.mission`)
@@ -325,10 +329,11 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile):
             return
         if self.goal_resend.due(now, pose.xy if pose is not None else None, self.target):
             self.goal_reason = 'resent'      # the controller has not moved the rover yet: the goal may be lost
-            self.outputs.send_goal(self.target)
+            if not self._send_goal(self.target):
+                return                       # refused (search_bounds changed meanwhile): stopped, deciding anew
         spent = self.budget.distance_spent()
         if spent is not None or now - self._goal_time > self.params['goal_timeout']:
-            where = pose.xy if pose is not None else self.target
+            where = self._stop()
             if spent is not None:
                 log.warning('%s on the way to target (%.2f, %.2f): stopping and measuring where the rover is, '
                             '(%.2f, %.2f), then ending the mission', spent, *self.target, *where)
@@ -337,6 +342,5 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile):
                             'rover is, (%.2f, %.2f) (still a valid pair: the location distribution says where)',
                             *self.target, self.params['goal_timeout'], *where)
                 self.goal_timeouts += 1
-            self.outputs.stop(where)
             self._timed_out = True
             self._start_dwell(now)
