@@ -14,6 +14,8 @@ outside the repository (about 20 s once; reused while the definition and the whe
 with the reason (no compiler, generators missing) so that a test can skip with it. A process that uses the
 type must load the libraries first (:func:`load_libraries`, in-process) or have the library folder on
 ``LD_LIBRARY_PATH`` from its start (a subprocess): rosidl's type-support dispatch opens them by name.
+:func:`navigate_to_pose` does all of it for a test: the action type in this process and the environment a
+subprocess needs.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ import sys
 import sysconfig
 import tempfile
 
-__all__ = ['build', 'load_libraries', 'Unavailable', 'NAVIGATE_TO_POSE_IDL']
+__all__ = ['build', 'load_libraries', 'navigate_to_pose', 'Unavailable', 'NAVIGATE_TO_POSE_IDL']
 
 NAVIGATE_TO_POSE_IDL = '''\
 #include "builtin_interfaces/msg/Duration.idl"
@@ -118,6 +120,25 @@ def load_libraries(lib: pathlib.Path) -> None:
     for name in ('generator_c', 'typesupport_introspection_c', 'typesupport_fastrtps_c', 'typesupport_c',
                  'generator_py'):
         ctypes.CDLL(str(lib / f'libnav2_msgs__rosidl_{name}.so'), mode=ctypes.RTLD_GLOBAL)
+
+
+def navigate_to_pose() -> tuple[type, dict[str, str]]:
+    """``(NavigateToPose, env)``: the stand-in's action type, importable in this process, and the environment
+    variables (``PYTHONPATH``, ``LD_LIBRARY_PATH``) a subprocess needs to use it.
+
+    Raises:
+        Unavailable: as :func:`build`.
+    """
+    python_dir, lib_dir = build()
+    load_libraries(lib_dir)
+    sys.path.insert(0, str(python_dir))
+    try:
+        from nav2_msgs.action import NavigateToPose
+    finally:
+        sys.path.remove(str(python_dir))
+    env = {'PYTHONPATH': os.pathsep.join([str(python_dir), os.environ.get('PYTHONPATH', '')]),
+           'LD_LIBRARY_PATH': os.pathsep.join([str(lib_dir), os.environ.get('LD_LIBRARY_PATH', '')])}
+    return NavigateToPose, env
 
 
 def _generate_and_compile(prefix: pathlib.Path, work: pathlib.Path) -> None:

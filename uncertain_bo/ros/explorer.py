@@ -44,6 +44,9 @@ reloaded, and a target that was decided but not yet measured is sent again (not 
 changes made at run time (``ros2 param set``) are journaled but not persisted: a restarted node uses its
 start-up configuration.
 
+**Ctrl-C or SIGTERM:** the rover is stopped first (:meth:`ExplorerNode.stop_safely`: Nav2's goal cancelled, or a
+goal at the pose estimate), then the node ends with status 0 (:func:`~uncertain_bo.ros.spin.run_node`).
+
 **Storage faults.** When the journal cannot be written (full disk, I/O error, read-only or vanished ``run_dir``)
 the node stays up: the explorer stops the rover and pauses, /diagnostics is ERROR with the reason and the number
 of records held in memory (``journal records pending``, ``journal faults``, ``journal write failures``), and the
@@ -56,13 +59,14 @@ import math
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid, Path as PathMsg
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.clock import Clock, ClockType
+from rclpy.duration import Duration
 from rclpy.node import Node
 from visualization_msgs.msg import MarkerArray
 
@@ -267,10 +271,36 @@ class ExplorerNode(Node):
         stamp = self._now()
         if self.nav2 is not None:
             self.nav2.cancel()
-        else:
-            self.goal_pub.publish(make_pose_stamped(stamp, self.p['frame_id'], position))
+        else:   # facing where the rover faces: a controller that checks the goal's heading (Nav2's) does not turn
+            self.goal_pub.publish(make_pose_stamped(stamp, self.p['frame_id'], position, self.inputs.heading or 0.0))
         # the latched plan must not keep an old target for a controller that (re)joins later
         self.plan_pub.publish(make_path(stamp, self.p['frame_id'], [position]))
+
+    def stop_safely(self) -> Callable[[], bool]:
+        """The node is being shut down (SIGINT, SIGTERM: :func:`~uncertain_bo.ros.spin.run_node` calls this before
+        it destroys the node): no further target is decided or sent, and the rover does not drive on to the current
+        one. Through Nav2's action its goal is cancelled (:meth:`~uncertain_bo.ros.nav2_goals.Nav2Goals.stop`); on
+        topics, as at a budget's end (:meth:`stop`), ``goal_pose`` becomes the current pose estimate with the
+        rover's heading (Nav2's bt_navigator takes it as a new goal that is already reached; ``pure_pursuit``
+        arrives at once and sends zero velocities) and ``plan`` a single point there. Nothing is sent before the
+        first goal.
+
+        Returns:
+            a predicate, true once that was delivered (Nav2 answered; every subscriber acknowledged).
+        """
+        for timer in (self.timer, self.status_timer):
+            timer.cancel()
+        if self._decider is not None:
+            self._decider.shutdown(wait=False, cancel_futures=True)   # a decision running there is not sent
+        if self.nav2 is not None:
+            return self.nav2.stop()
+        pose = self.explorer.latest_pose
+        if self.explorer.target is None or pose is None:
+            return lambda: True
+        self.get_logger().info(f'stopping the rover where it is, ({pose.xy[0]:.2f}, {pose.xy[1]:.2f}): goal on '
+                               f'{self.goal_pub.topic_name} and {self.plan_pub.topic_name}')
+        self.stop(pose.xy)
+        return lambda: all(pub.wait_for_all_acked(Duration()) for pub in (self.goal_pub, self.plan_pub))
 
     def measured(self, m: Measurement, rec: Recommendation) -> None:
         self.recommendation = rec

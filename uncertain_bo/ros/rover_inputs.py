@@ -19,7 +19,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 
 from ..explorer import Explorer, PoseEstimate, Reading
 from .conversions import (READING_TYPES, from_time_msg, pose_array_from_cdr, pose_array_to_particles,
-                          reading_from_msg, ros_covariance_to_xy)
+                          quaternion_to_yaw, reading_from_msg, ros_covariance_to_xy)
 
 __all__ = ['RoverInputs', 'POSE_SOURCES', 'pose_estimate_from_msg', 'node_clock_now']
 
@@ -73,6 +73,8 @@ class RoverInputs:
     Attributes:
         last_pose, last_reading: node-clock time (s) of the latest pose message and reading message that
             arrived (valid or not), None before the first: a team drops a rover silent for too long.
+        heading: yaw (rad) of the latest pose message with an orientation (odometry, pose with covariance),
+            None before one (and for particle clouds): the explorer's stop goal faces where the rover does.
     """
 
     def __init__(self, node: Node, explorer: Explorer, params: dict[str, Any], namespace: str = '', seed: int = 0):
@@ -82,6 +84,7 @@ class RoverInputs:
         self._cloud_rng = np.random.default_rng(np.random.SeedSequence(entropy))
         self.last_pose: float | None = None
         self.last_reading: float | None = None
+        self.heading: float | None = None
         msg_type, topic = POSE_SOURCES[params['pose_source']]
         if params['pose_source'] == 'particle_cloud':
             # raw: read the serialised cloud with NumPy and subsample it before anything else
@@ -111,6 +114,10 @@ class RoverInputs:
 
     def on_pose_msg(self, msg, info) -> None:
         self.last_pose = node_clock_now(self.node)
+        try:
+            self.heading = quaternion_to_yaw(msg.pose.pose.orientation)
+        except (ValueError, AttributeError):
+            pass                 # no orientation (hand-written publishers leave it all-zero): the last one stays
         try:
             pose = pose_estimate_from_msg(msg, self.p['pose_source'])
         except (ValueError, TypeError, IndexError) as exc:

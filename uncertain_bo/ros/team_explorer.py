@@ -22,7 +22,8 @@ seen, it gets no more targets, its diagnostics say so (WARN); what it measured s
 rovers go on. The mission ends when every rover not dropped has ended (``max_measurements`` is the team's
 budget), or when every rover is dropped (not completed: with ``exit_when_done`` the node then exits with status 1);
 then ``explorer_result.json`` is written with the team's recommendation and, per rover, its measurements, why it
-ended or was dropped.
+ended or was dropped. Ctrl-C or SIGTERM stops every rover that is driving where it is before the node ends
+(:meth:`TeamExplorerNode.stop_safely`).
 
 Decisions run inline (in the tick), one rover at a time: the rovers share one planner, which must not be used from
 two threads (a rover's measurement is stored while another's decision would run).
@@ -44,13 +45,14 @@ import json
 import math
 import re
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid, Path as PathMsg
 from rclpy.clock import Clock, ClockType
+from rclpy.duration import Duration
 from rclpy.node import Node
 from visualization_msgs.msg import MarkerArray
 
@@ -150,8 +152,19 @@ class _Rover:
 
     def stop(self, position: np.ndarray) -> None:
         stamp, frame = self.node.now_s(), self.node.p['frame_id']
-        self.goal_pub.publish(make_pose_stamped(stamp, frame, position))
+        self.goal_pub.publish(make_pose_stamped(stamp, frame, position, self.inputs.heading or 0.0))
         self.plan_pub.publish(make_path(stamp, frame, [position]))
+
+    def stop_safely(self) -> Callable[[], bool]:
+        """The node is shut down: this rover stops where it is, as the explorer node's does
+        (:meth:`~uncertain_bo.ros.explorer.ExplorerNode.stop_safely`), if it was sent a goal and is not dropped
+        (a dropped rover was stopped then). Returns a predicate, true once every subscriber acknowledged."""
+        pose = self.explorer.latest_pose
+        if self.explorer.target is None or pose is None or not self.active:
+            return lambda: True
+        self.node.get_logger().info(f'{self.name}: stopping where it is, ({pose.xy[0]:.2f}, {pose.xy[1]:.2f})')
+        self.stop(pose.xy)
+        return lambda: all(pub.wait_for_all_acked(Duration()) for pub in (self.goal_pub, self.plan_pub))
 
     def measured(self, m: Measurement, rec: Recommendation) -> None:
         self.measurements += 1
@@ -233,6 +246,15 @@ class TeamExplorerNode(Node):
         stop_forwarding(self._log_handler)
         self._log_handler = None
         super().destroy_node()
+
+    def stop_safely(self) -> Callable[[], bool]:
+        """The node is being shut down (SIGINT, SIGTERM: :func:`~uncertain_bo.ros.spin.run_node` calls this): no
+        further target, and every rover that is driving stops where it is (:meth:`_Rover.stop_safely`). Returns a
+        predicate, true once that was delivered."""
+        for timer in (self.timer, self.status_timer):
+            timer.cancel()
+        delivered = [rover.stop_safely() for rover in self.rovers.values()]
+        return lambda: all(d() for d in delivered)
 
     def now_s(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
