@@ -10,6 +10,7 @@ signals.
   long decision. The seconds each took are printed (run with ``-s``); the bound in the assertions, :data:`HANG`, is
   only a hang check (``ros2 launch`` escalates to SIGTERM after 5 s; the numbers measured are in the report of the
   change, not asserted).
+- A node waiting for its inputs says so within 10 s, naming each topic, its type and what publishes there.
 
 A stand-in robot in this process (its own rclpy context, ROS domain 219) publishes the pose estimate and the
 readings and takes the goals.
@@ -37,6 +38,7 @@ from nav_msgs.msg import Odometry, Path  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import Temperature  # noqa: E402
+from std_msgs.msg import Float64  # noqa: E402
 
 from uncertain_bo.parameters import config_path  # noqa: E402
 from uncertain_bo.ros import conversions as cv  # noqa: E402
@@ -252,7 +254,7 @@ def test_every_node_ends_at_the_first_ctrl_c_in_a_running_mission(tmp_path):
     """The simulated mission's graph (sim_rover in lockstep, ekf, pure_pursuit, explorer) mid-mission, beside the
     other node executables idle in a namespace of their own (particle_filter, field_sensor, sensor_covariance,
     team_explorer): SIGINT twice to each, as ``ros2 launch`` and the terminal send it. Every one ends with status 0
-    well before launch would escalate."""
+    well before launch would escalate; the idle team explorer had said what it waits for."""
     sim, explorer_yaml = str(config_path('sim.yaml')), str(config_path('explorer.yaml'))
     sim_time = ['-p', 'use_sim_time:=true']
     spare = ['-r', '__ns:=/spare']
@@ -270,7 +272,10 @@ def test_every_node_ends_at_the_first_ctrl_c_in_a_running_mission(tmp_path):
     ]
     try:
         nodes[3].wait_for(r'measurement 2/200')
-        nodes[7].wait_for(r'exploring')
+        waiting = nodes[7].wait_for(r'waiting: /spare/r1/odometry/filtered \(nav_msgs/msg/Odometry\): no pose for '
+                                    r'(\d+) s, no publisher.*/spare/r1/reading \(sensor_msgs/msg/Temperature\): no '
+                                    r'reading for \d+ s')
+        assert int(waiting.group(1)) <= 10
         for n in nodes:
             n.send(signal.SIGINT, twice=True)
         codes = {n.label: n.wait_exit() for n in nodes}
@@ -308,6 +313,29 @@ def test_ctrl_c_while_the_explorer_decides_on_its_worker_thread(context, tmp_pat
     decisions = [json.loads(s) for s in (tmp_path / 'run' / 'journal.jsonl').read_text().splitlines()
                  if '"decision"' in s]
     assert decisions == []
+
+
+def test_the_explorer_says_what_it_waits_for_within_10_s(context, tmp_path):
+    """Simulated time with no /clock, no pose publisher, and a sensor publishing std_msgs/Float64 where the explorer
+    expects sensor_msgs/Temperature: one warning names the three topics, their types and what publishes there, at
+    most 10 s after start (before: nothing was logged, ever)."""
+    probe = rclpy.create_node('probe', context=context)
+    pub = probe.create_publisher(Float64, 'reading', 10)
+    probe.create_timer(0.1, lambda: pub.publish(Float64(data=1.0)))
+    with NodeProcess('explorer', explorer_args(tmp_path, 'use_sim_time:=true'), tmp_path) as explorer:
+        with spinning(probe):
+            line = explorer.wait_for(r'waiting: .*').group(0)
+        code = explorer.stop(signal.SIGINT)
+    log = explorer.log()
+    assert code == 0, log
+    assert 'clock on /clock (rosgraph_msgs/msg/Clock)' in log        # the start-up line
+    assert re.search(r'/clock \(rosgraph_msgs/msg/Clock\): no simulated time \(use_sim_time is true\) for (\d+) s, '
+                     r'no publisher', line), line
+    assert '/odometry/filtered (nav_msgs/msg/Odometry): no pose for' in line and 'no publisher' in line
+    assert re.search(r'/reading \(sensor_msgs/msg/Temperature\): no reading for \d+ s, (/probe|1 publisher\(s\)) '
+                     r'publishes std_msgs/msg/Float64, not sensor_msgs/msg/Temperature \(parameter reading_type\)',
+                     line), line
+    assert max(int(s) for s in re.findall(r'for (\d+) s', line)) <= 10, line
 
 
 def test_team_explorer_and_pure_pursuit_stop_the_rovers_when_shut_down(context, tmp_path):
