@@ -53,19 +53,22 @@ HOME, HEADING = np.array([5.0, 5.0]), 0.7
 
 
 class NodeProcess:
-    """A node's console script started as a terminal starts it, output to ``folder / f'{label}.log'``."""
+    """A node's console script started as a terminal starts it (or ``command``), output to
+    ``folder / f'{label}.log'``."""
 
-    def __init__(self, name, args, folder, label=None, env=None):
-        script = _installed_script(name)
-        if not script.exists():
-            pytest.skip(f'the {name} console script is installed neither next to {sys.executable} nor in the '
-                        'ament prefix')
+    def __init__(self, name, args, folder, label=None, env=None, command=None):
+        if command is None:
+            script = _installed_script(name)
+            if not script.exists():
+                pytest.skip(f'the {name} console script is installed neither next to {sys.executable} nor in the '
+                            'ament prefix')
+            command = [sys.executable, '-c', _AS_FROM_A_TERMINAL, str(script)]
         self.label = label or name
         self.path = folder / f'{self.label}.log'
         full_env = {**os.environ, 'ROS_DOMAIN_ID': str(DOMAIN_ID), 'OMP_NUM_THREADS': '1', **(env or {})}
         with open(self.path, 'w') as out:
-            self.proc = subprocess.Popen([sys.executable, '-c', _AS_FROM_A_TERMINAL, str(script), *args],
-                                         stdout=out, stderr=subprocess.STDOUT, env=full_env, cwd=folder)
+            self.proc = subprocess.Popen([*command, *args], stdout=out, stderr=subprocess.STDOUT, env=full_env,
+                                         cwd=folder)
         self.signalled = self.seconds = None
 
     def log(self):
@@ -316,6 +319,49 @@ def test_ctrl_c_while_the_explorer_decides_on_its_worker_thread(context, tmp_pat
     decisions = [json.loads(s) for s in (tmp_path / 'run' / 'journal.jsonl').read_text().splitlines()
                  if '"decision"' in s]
     assert decisions == []
+
+
+HANGING_NODE = """
+import time
+from rclpy.node import Node
+from uncertain_bo.ros.spin import run_node
+
+
+class HangingNode(Node):
+    \"\"\"Its clean-up never ends (as rcl_node_fini once did, blocked in Fast DDS, under ros2 launch).\"\"\"
+
+    def __init__(self):
+        super().__init__('hanging_node')
+        self.get_logger().info('built')
+
+    def destroy_node(self):
+        time.sleep(120)
+
+
+SPECS = []
+
+
+def main():
+    run_node(HangingNode, ['hanging_node'])
+"""
+
+
+def test_a_console_script_whose_clean_up_hangs_ends_all_the_same(tmp_path):
+    """The console script's body (``nodes._main``) around a node whose clean-up hangs: after SIGINT the process
+    ends TEARDOWN_LIMIT s after its run ended, status 1, with the stack of the hang on stderr (before: it hung until
+    launch's SIGTERM, and SIGKILL while rclpy's handler still caught SIGTERM)."""
+    from uncertain_bo.ros.nodes import TEARDOWN_LIMIT
+    (tmp_path / 'hanging_node.py').write_text(HANGING_NODE)
+    script = ('import sys; sys.path.insert(0, sys.argv[1]); from uncertain_bo.ros import nodes; '
+              "nodes.NODES['hanging_node'] = nodes.NodeEntry('hanging_node', 'hanging_node', 'HangingNode', 'SPECS'); "
+              "nodes._main('hanging_node')")
+    with NodeProcess('hanging_node', [str(tmp_path)], tmp_path, command=[sys.executable, '-c', script]) as node:
+        node.wait_for('built')
+        code = node.stop(signal.SIGINT)
+    log = node.log()
+    assert code == 1, log
+    assert TEARDOWN_LIMIT <= node.seconds < HANG
+    assert 'Timeout' in log and 'in destroy_node' in log, log      # faulthandler's dump: where it hung
 
 
 def test_the_explorer_says_what_it_waits_for_within_10_s(context, tmp_path):

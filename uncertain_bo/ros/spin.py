@@ -24,13 +24,17 @@ from ..param_files import read_param_file, section_applies
 from ..user_errors import EXIT_USAGE, report, user_error_types
 from .nodes import exit_at_once
 
-__all__ = ['run_node', 'params_files_in', 'user_arguments', 'node_help', 'request_exit', 'STOP_TIMEOUT']
+__all__ = ['run_node', 'params_files_in', 'user_arguments', 'node_help', 'request_exit', 'STOP_TIMEOUT',
+           'ending_hooks']
 
 #: wall seconds a node has after SIGINT / SIGTERM to deliver its last messages (``stop_safely``: a Nav2 goal
 #: cancelled, a stop goal acknowledged) before it is destroyed
 STOP_TIMEOUT = 1.0
 #: longest wait of the spin loop for work, s: how late a signal can be noticed while the node is idle
 _SPIN_PERIOD = 0.1
+#: called once when a node's run ends (a signal, :func:`request_exit`, an error), before its last word and its
+#: clean-up: the console scripts arm a hard exit here (:func:`uncertain_bo.ros.nodes.arm_hard_exit`)
+ending_hooks: list[Callable[[], None]] = []
 
 
 def params_files_in(args: Sequence[str]) -> list[str]:
@@ -149,6 +153,7 @@ def run_node(factory: Callable[[], Node], args=None, *, doc: str | None = None,
         _warn_unknown_sections(node, files)
         stop.install()
         _spin(node, lambda: stop.signum is not None or getattr(node, 'exit_code', None) is not None, _SPIN_PERIOD)
+        _ending()
         if stop.signum is not None:
             interrupted = True
             _quiet_signals()
@@ -165,6 +170,7 @@ def run_node(factory: Callable[[], Node], args=None, *, doc: str | None = None,
         if rclpy.ok():
             raise
     finally:
+        _ending()
         _quiet_signals()   # the clean-up below is not to be interrupted by a Ctrl-C (a SIGTERM ends it)
         if node is not None:
             node.destroy_node()
@@ -192,6 +198,12 @@ class _StopRequest:
     def __call__(self, signum, frame) -> None:
         if self.signum is None:
             self.signum = signum
+
+
+def _ending() -> None:
+    """Call the :data:`ending_hooks` (once per process)."""
+    while ending_hooks:
+        ending_hooks.pop(0)()
 
 
 def _quiet_signals() -> None:
