@@ -17,6 +17,8 @@ outside the repository (about 20 s once; reused while the definition and the whe
 with the reason (no compiler, generators missing) so that a test can skip with it. A process that uses the
 type must load the libraries first (:func:`load_libraries`, in-process) or have the library folder on
 ``LD_LIBRARY_PATH`` from its start (a subprocess): rosidl's type-support dispatch opens them by name.
+:func:`navigate_to_pose` does all of it for a test: the action type in this process and the environment a
+subprocess needs.
 """
 from __future__ import annotations
 
@@ -30,8 +32,8 @@ import sys
 import sysconfig
 import tempfile
 
-__all__ = ['build', 'load', 'load_libraries', 'Unavailable', 'NAVIGATE_TO_POSE_IDL', 'PARTICLE_IDL',
-           'PARTICLE_CLOUD_IDL']
+__all__ = ['build', 'load', 'load_libraries', 'navigate_to_pose', 'Unavailable', 'NAVIGATE_TO_POSE_IDL',
+           'PARTICLE_IDL', 'PARTICLE_CLOUD_IDL']
 
 NAVIGATE_TO_POSE_IDL = '''\
 #include "builtin_interfaces/msg/Duration.idl"
@@ -171,6 +173,20 @@ def load_libraries(lib: pathlib.Path) -> None:
     for name in ('generator_c', 'typesupport_introspection_c', 'typesupport_fastrtps_c', 'typesupport_c',
                  'generator_py'):
         ctypes.CDLL(str(lib / f'libnav2_msgs__rosidl_{name}.so'), mode=ctypes.RTLD_GLOBAL)
+
+
+def navigate_to_pose() -> tuple[type, dict[str, str]]:
+    """``(NavigateToPose, env)``: the stand-in's action type, importable in this process (:func:`load`), and the
+    environment variables (``PYTHONPATH``, ``LD_LIBRARY_PATH``) a subprocess needs to use it.
+
+    Raises:
+        Unavailable: as :func:`build`.
+    """
+    action = load('action')
+    python_dir, lib_dir = build()     # built once: the paths of the build load() used
+    env = {'PYTHONPATH': os.pathsep.join([str(python_dir), os.environ.get('PYTHONPATH', '')]),
+           'LD_LIBRARY_PATH': os.pathsep.join([str(lib_dir), os.environ.get('LD_LIBRARY_PATH', '')])}
+    return action.NavigateToPose, env
 
 
 def _generate_and_compile(prefix: pathlib.Path, work: pathlib.Path) -> None:

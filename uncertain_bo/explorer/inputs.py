@@ -200,6 +200,9 @@ class InputStreams:
         window_received: readings handed in during the current measuring window.
         window_rejects: why readings of the current measuring window were not used, by category.
         latest_reading: the newest valid reading handed in, in any stage (en-route readings use it), or None.
+        sources: where the host takes each input from, ``'pose'`` / ``'reading'`` -> e.g.
+            ``'/odometry/filtered (nav_msgs/msg/Odometry)'`` (set by the ROS nodes; empty in-process): warnings
+            name it (:meth:`named`).
     """
 
     def __init__(self, params: dict[str, Any], collecting: Callable[[], bool]):
@@ -221,6 +224,12 @@ class InputStreams:
         self._newest_arrival: float | None = None   # the host clock when the newest buffered pose arrived
         self._located = False         # a pose estimate was accepted (readings before it cannot be located)
         self._warned: dict[str, tuple[float, int]] = {}
+        self.sources: dict[str, str] = {}
+
+    def named(self, what: str) -> str:
+        """``what`` (``'pose'``, ``'reading'``) with the topic and type it comes from, where the host said
+        (:attr:`sources`): ``'reading on /probe (std_msgs/msg/Float64)'``."""
+        return f'{what} on {self.sources[what]}' if what in self.sources else what
 
     @property
     def latest_pose(self) -> PoseEstimate | None:
@@ -571,7 +580,7 @@ class InputStreams:
         self.last_reason = f'{what} rejected: {detail}'
         n = self.rejected[key]
         if n <= 3 or n % 100 == 0:  # throttle floods of the same problem
-            log.warning('%s rejected (%s, %d so far): %s', what, category, n, detail)
+            log.warning('%s rejected (%s, %d so far): %s', self.named(what), category, n, detail)
 
     def throttled_warning(self, kind: str, fmt: str, *args) -> None:
         """Log a warning at most once per :data:`WARN_PERIOD` wall seconds per ``kind`` (with the count of

@@ -22,7 +22,9 @@ seen, it gets no more targets, its diagnostics say so (WARN); what it measured s
 rovers go on. The mission ends when every rover not dropped has ended (``max_measurements`` is the team's
 budget), or when every rover is dropped (not completed: with ``exit_when_done`` the node then exits with status 1);
 then ``explorer_result.json`` is written with the team's recommendation and, per rover, its measurements, why it
-ended or was dropped.
+ended or was dropped (naming the silent input's topic and type). A mission that ends with no measurement is not
+completed either (exit status 1 with ``exit_when_done``). Ctrl-C or SIGTERM stops every rover that is driving
+where it is before the node ends (:meth:`TeamExplorerNode.stop_safely`).
 
 Decisions run inline (in the tick), one rover at a time: the rovers share one planner, which must not be used from
 two threads (a rover's measurement is stored while another's decision would run).
@@ -44,13 +46,14 @@ import json
 import math
 import re
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid, Path as PathMsg
 from rclpy.clock import Clock, ClockType
+from rclpy.duration import Duration
 from rclpy.node import Node
 from visualization_msgs.msg import MarkerArray
 
@@ -63,13 +66,13 @@ from ..team import TeamPlanner
 from .check import check_node_values
 from ..units import ValueFormat, reading_unit
 from .conversions import make_path, make_pose_stamped
-from .explorer import EXPLORER_NODE_PARAMS
+from .explorer import EXIT_NOT_COMPLETED, EXPLORER_NODE_PARAMS
 from .library_logs import forward_library_logs as forward_library_logs_to, stop_forwarding
 from .qos import LATCHED, RELIABLE_10
 from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, gp_maps, make_diagnostics, make_markers, \
     rover_markers
 from .params import declare_parameters
-from .rover_inputs import RoverInputs, node_clock_now
+from .rover_inputs import CLOCK_TOPIC, CLOCK_TYPE, InputWatch, RoverInputs, node_clock_now, sim_time
 from .spin import request_exit, run_node
 
 __all__ = ['TeamExplorerNode', 'TEAM_EXPLORER_PARAMS', 'main']
@@ -130,9 +133,9 @@ class _Rover:
 
     def silence(self, now: float, since: float) -> str | None:
         """Why this rover counts as silent at ``now`` (node clock, s; ``since``: when the node started listening),
-        or None."""
+        or None; it names the topics and types."""
         timeout = self.node.p['silence_timeout']
-        quiet = [f'no {what} for {now - (last if last is not None else since):.1f} s'
+        quiet = [f'no {self.explorer.inputs.named(what)} for {now - (last if last is not None else since):.1f} s'
                  for what, last in (('pose', self.inputs.last_pose), ('reading', self.inputs.last_reading))
                  if now - (last if last is not None else since) > timeout]
         return f"{' and '.join(quiet)} (silence_timeout = {timeout:g} s)" if quiet else None
@@ -152,8 +155,19 @@ class _Rover:
 
     def stop(self, position: np.ndarray) -> None:
         stamp, frame = self.node.now_s(), self.node.p['frame_id']
-        self.goal_pub.publish(make_pose_stamped(stamp, frame, position))
+        self.goal_pub.publish(make_pose_stamped(stamp, frame, position, self.inputs.heading or 0.0))
         self.plan_pub.publish(make_path(stamp, frame, [position]))
+
+    def stop_safely(self) -> Callable[[], bool]:
+        """The node is shut down: this rover stops where it is, as the explorer node's does
+        (:meth:`~uncertain_bo.ros.explorer.ExplorerNode.stop_safely`), if it was sent a goal and is not dropped
+        (a dropped rover was stopped then). Returns a predicate, true once every subscriber acknowledged."""
+        pose = self.explorer.latest_pose
+        if self.explorer.target is None or pose is None or not self.active:
+            return lambda: True
+        self.node.get_logger().info(f'{self.name}: stopping where it is, ({pose.xy[0]:.2f}, {pose.xy[1]:.2f})')
+        self.stop(pose.xy)
+        return lambda: all(pub.wait_for_all_acked(Duration()) for pub in (self.goal_pub, self.plan_pub))
 
     def measured(self, m: Measurement, rec: Recommendation) -> None:
         self.measurements += 1
@@ -224,15 +238,27 @@ class TeamExplorerNode(Node):
         self.timer = self.create_timer(1.0 / self.p['tick_rate'], self._tick)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic, clock=self._steady)
+        self.watch = InputWatch(self, lambda: [r.inputs for r in self.rovers.values() if r.active and not self.done])
+        clock = f'; clock on {CLOCK_TOPIC} ({CLOCK_TYPE})' if sim_time(self) else ''
         self.get_logger().info(
             f"exploring {self.p['search_bounds']} m with {self.p['method']} for {len(self.rovers)} rovers "
-            f"({', '.join(self.rovers)}), {self.p['max_measurements']} measurements in all; journal in "
-            f'{self.run_dir}')
+            f"({', '.join(self.rovers)}), {self.p['max_measurements']} measurements in all; inputs: "
+            + '; '.join(f'{r.name}: {r.inputs.describe()}' for r in self.rovers.values())
+            + f'{clock}; journal in {self.run_dir}')
 
     def destroy_node(self) -> None:
         stop_forwarding(self._log_handler)
         self._log_handler = None
         super().destroy_node()
+
+    def stop_safely(self) -> Callable[[], bool]:
+        """The node is being shut down (SIGINT, SIGTERM: :func:`~uncertain_bo.ros.spin.run_node` calls this): no
+        further target, and every rover that is driving stops where it is (:meth:`_Rover.stop_safely`). Returns a
+        predicate, true once that was delivered."""
+        for timer in (self.timer, self.status_timer, self.watch.timer):
+            timer.cancel()
+        delivered = [rover.stop_safely() for rover in self.rovers.values()]
+        return lambda: all(d() for d in delivered)
 
     def now_s(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -284,8 +310,11 @@ class TeamExplorerNode(Node):
         first = next((r for r in self.rovers.values() if r.name not in self.team.dropped),
                      next(iter(self.rovers.values())))
         result = first.explorer.result(rec)
-        if not completed:
+        every_dropped = not completed
+        if every_dropped:
             result['stopped_because'] = 'every rover was dropped'
+        elif not self.planner.n:
+            completed = self.completed = False   # a mission with no measurement did not do its job
         for key in ('distance_driven_m', 'mission_time_s', 'rejected', 'targets_skipped'):
             result.pop(key, None)               # per rover, below
         now = self.now_s()
@@ -307,14 +336,15 @@ class TeamExplorerNode(Node):
         if completed:
             self.get_logger().info(f'team done: {said}')
         else:
-            self.get_logger().error('team done, not completed: every rover was dropped (silent for '
-                                    f'silence_timeout): {said}')
+            why = ('every rover was dropped (silent for silence_timeout)' if every_dropped else
+                   f"no measurement ({result['stopped_because']})")
+            self.get_logger().error(f'team done, not completed: {why}: {said}')
         self._update_maps()
         self.publish_status()
         self.publish_markers()
         if self.p['exit_when_done']:
             self.timer.cancel()
-            request_exit(self, 0 if completed else 1)
+            request_exit(self, 0 if completed else EXIT_NOT_COMPLETED)
 
     def _cross_check(self, values: dict[str, Any]) -> str | None:
         """A run-time change's cross-parameter checks: the explorer's, and ``rovers`` only growing while the
