@@ -246,3 +246,34 @@ def test_export_writes_the_revised_location_beside_the_one_taken(tmp_path):
         assert float(row['revised_cov_00']) == float(revised.covariance[0, 0, 0])
     en_route = list(csv.DictReader(open(run / 'observations_en_route.csv')))
     assert [float(en_route[0]['revised_mean_0']), float(en_route[0]['revised_mean_1'])] == want[('en_route', 0)]
+
+
+def test_report_places_each_reading_where_its_last_revision_does_and_draws_where_it_was_taken(tmp_path, monkeypatch):
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import LineCollection
+
+    from uncertain_bo import run_report
+
+    run = tmp_path / 'run'
+    write_run(run / 'journal.jsonl', n=3)
+    records = [json.loads(s) for s in (run / 'journal.jsonl').read_text().splitlines()[1:]]
+    want = expected_locations(records)
+    drawn = []
+    original = run_report.draw_revisions
+    monkeypatch.setattr(run_report, 'draw_revisions', lambda ax, journal, **kw: drawn.append(ax) or original(
+        ax, journal, **kw))
+    assert main(['report', str(run)]) == 0
+    summary = json.loads((run / 'summary.json').read_text())
+    assert summary['readings_revised'] == 6 and summary['revisions'] == 8
+    for row in summary['per_measurement']:
+        taken = next(r for r in records if r['type'] == 'observation' and r['index'] == row['index'])
+        assert row['location_mean'] == want[('observation', row['index'])]
+        assert row['location_mean_as_taken'] == taken['location']['mean']
+    assert (run / 'run.png').is_file() and len(drawn) == 1
+    segments = [c for c in drawn[0].collections if isinstance(c, LineCollection)][0].get_segments()
+    taken = {(r['type'], r['index']): r['location']['mean'] for r in records if r['type'] in ('observation',
+                                                                                              'en_route')}
+    assert sorted(map(lambda s: s.tolist(), segments)) == sorted([taken[k], want[k]] for k in taken)
+    plt.close('all')
