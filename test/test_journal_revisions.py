@@ -277,3 +277,21 @@ def test_report_places_each_reading_where_its_last_revision_does_and_draws_where
                                                                                               'en_route')}
     assert sorted(map(lambda s: s.tolist(), segments)) == sorted([taken[k], want[k]] for k in taken)
     plt.close('all')
+
+
+def test_a_batch_of_revisions_is_one_write_held_whole_on_a_full_disk_and_written_once(tmp_path, monkeypatch):
+    from faulty_disk import FaultyDisk
+
+    path = tmp_path / 'run' / 'journal.jsonl'
+    p = write_run(path, n=3)
+    disk = FaultyDisk(monkeypatch, tmp_path / 'run')
+    disk.free = 300                                       # a line or so fits: the batch is cut back, held whole
+    revs = [LocationRevision(r.key, loc(10.0, 10.0 + i, 0.01), 500.0) for i, r in enumerate(p.readings)]
+    assert len(p.revise(revs).applied) == 6               # applied while the journal holds them
+    assert p.journal_file.fault and p.journal_file.held == 6
+    assert Journal(path, read_only=True).revisions.get(('observation', 0))[-1]['stamp'] < 500.0
+    disk.free = None
+    assert p.journal_file.retry() and p.journal_file.held == 0
+    resumed = planner(path)
+    assert held(resumed) == held(p) and resumed.journal_damage['records_skipped'] == 0
+    assert sum(r['type'] == 'revision' and r['stamp'] == 500.0 for r in resumed.journal_file.records) == 6

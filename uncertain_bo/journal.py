@@ -320,17 +320,33 @@ class Journal(DurableAppend):
             ValueError: the record has no ``type`` or holds values JSON cannot represent exactly
                 (NaN/inf); nothing is kept.
         """
+        return self.append_many([record])
+
+    def append_many(self, records: list[dict[str, Any]]) -> bool:
+        """Keep several records in :attr:`records` and write them durably with one write and one fsync (a batch of
+        revisions: :mod:`uncertain_bo.planner_revisions`): on disk all of them or, after a storage fault, none (held in
+        memory, as :meth:`append`'s). A crash during the write may leave a prefix of them, the last line torn, which
+        the loader treats as any torn last record.
+
+        Returns, raises:
+            as :meth:`append`; a record that cannot be encoded keeps the whole batch out.
+        """
         if self.read_only:
             raise JournalError(f'journal {self.path} was opened read-only')
-        if 'type' not in record:
-            raise ValueError('journal records need a "type"')
         run_id = self.header.get('run_id')
-        if isinstance(run_id, str) and 'run_id' not in record:   # the run it belongs to (journal_schema)
-            record = {**record, 'run_id': run_id}
-        line = _encode(record)
+        batch, lines = [], []
+        for record in records:
+            if 'type' not in record:
+                raise ValueError('journal records need a "type"')
+            if isinstance(run_id, str) and 'run_id' not in record:   # the run it belongs to (journal_schema)
+                record = {**record, 'run_id': run_id}
+            batch.append(record)
+            lines.append(_encode(record))
+        if not batch:
+            return self.retry()
         with self._lock:
-            self.records.append(record)
-            self._held.append(line)
+            self.records.extend(batch)
+            self._held.append(b''.join(lines))
             return self._flush()
 
     def _load(self, raw: bytes) -> None:

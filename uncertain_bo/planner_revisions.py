@@ -22,7 +22,8 @@ location distribution than the one it was stored with. :meth:`PlannerRevisions.r
      (:mod:`uncertain_bo.explorer.revisions`: in a run of particles, draws of the revised Gaussian);
 
 2. **journals** it (an append-only ``revision`` record: nothing is rewritten; resume, ``report`` and ``export``
-   replay it, :mod:`uncertain_bo.journal_schema`);
+   replay it, :mod:`uncertain_bo.journal_schema`): the accepted revisions of one call with one write and one fsync
+   (a loop closure revising every reading costs one fsync, not one per reading);
 3. **replaces** the reading's location in the observation log (its reading, target and place in the GP's row order
    stay), in the GP (queued like a new reading, :meth:`~uncertain_bo.model_schedule.ModelSchedule.revise`; at the
    next decision one refactorisation of the cached posterior from the first revised row on,
@@ -131,24 +132,28 @@ class PlannerRevisions:
         return None if row is None else self._revision_stamps.get(row)
 
     def revise(self, revisions: Iterable[LocationRevision]) -> RevisionOutcome:
-        """Re-place stored readings at revised location distributions (module docstring): each revision is checked,
-        journaled and applied in turn; a rejected one changes nothing and is counted
-        (:attr:`revisions_rejected`). Nothing is raised for a bad revision (a batch from a smoother is applied as
-        far as it is valid); the GP takes the revisions at the next decision, prediction or recommendation.
+        """Re-place stored readings at revised location distributions (module docstring): each revision is checked in
+        turn (a later one of the same reading against the earlier one), the accepted ones are journaled together (one
+        write and one fsync, :meth:`~uncertain_bo.journal.Journal.append_many`) and applied; a rejected one changes
+        nothing and is counted (:attr:`revisions_rejected`). Nothing is raised for a bad revision (a batch from a
+        smoother is applied as far as it is valid); the GP takes the revisions at the next decision, prediction or
+        recommendation.
 
         Args:
-            revisions: :class:`LocationRevision` s, applied in order (a later one of the same reading must be newer).
+            revisions: :class:`LocationRevision` s, in order (a later one of the same reading must be newer).
 
         Returns:
             What was applied and rejected (:class:`RevisionOutcome`).
         """
         outcome = RevisionOutcome()
-        for rev in revisions:
-            self._revise_one(rev, outcome, journal=True)
+        accepted = self._check_revisions(revisions, outcome)
+        if accepted and self._journal is not None:
+            self._journal.append_many([revision_record(self.observations.readings[row], rev) for row, rev in accepted])
+        self._apply_revisions(accepted, outcome)
         for reason, count in outcome.rejected.items():
             self.revisions_rejected[reason] += count
-        if outcome.problems:
-            log.warning('%d revision(s) rejected (%s); first: %s', len(outcome.problems),
+        if outcome.rejections:
+            log.warning('%d revision(s) rejected (%s); first: %s', len(outcome.rejections),
                         ', '.join(f'{n} {r}' for r, n in outcome.rejected.items()), outcome.problems[0])
         return outcome
 
@@ -157,34 +162,48 @@ class PlannerRevisions:
         self.revisions_rejected[reason] += 1
         log.warning('revision of %s rejected: %s: %s', what, reason, detail)
 
-    def _revise_one(self, rev: LocationRevision, outcome: RevisionOutcome, journal: bool) -> bool:
-        """Check, journal (when ``journal``) and apply one revision; False (counted in ``outcome``) if rejected."""
-        what = _describe(rev.reading)
-        row = self._revision_row(rev.reading)
-        if row is None:
-            outcome.reject(what, 'unknown reading', 'no stored reading has it (not taken yet, or lost)')
-            return False
-        stamp = rev.stamp
-        if isinstance(stamp, bool) or not isinstance(stamp, (int, float)) or not math.isfinite(stamp):
-            outcome.reject(what, 'out of order', f'its stamp {stamp!r} is not a finite number of seconds')
-            return False
-        reading = self.observations.readings[row]
-        problem = revision_order_problem(float(stamp), self._revision_stamps.get(row), reading.pose_stamp)
-        if problem:
-            outcome.reject(what, 'out of order', problem)
-            return False
-        target, current, _, _ = self.observations.rows[row]
-        problem = self.observations.location_problem(rev.location) or _kind_problem(current, rev.location)
-        if problem:
-            outcome.reject(what, 'invalid location', problem)
-            return False
-        if journal and self._journal is not None:
-            self._journal.append(revision_record(reading, rev))
-        self._apply_revision(row, target, rev.location)
-        self._revision_stamps[row] = float(stamp)
-        self.revisions_applied += 1
-        outcome.applied.append(reading.key)
-        return True
+    def _check_revisions(self, revisions: Iterable[LocationRevision],
+                         outcome: RevisionOutcome) -> list[tuple[int, LocationRevision]]:
+        """``(row, revision)`` of the revisions that pass the checks (module docstring), in order; the others are
+        rejected into ``outcome``. Nothing changes."""
+        accepted = []
+        stamps = dict(self._revision_stamps)       # as if the accepted ones were applied in turn
+        for rev in revisions:
+            what = _describe(rev.reading)
+            row = self._revision_row(rev.reading)
+            if row is None:
+                outcome.reject(what, 'unknown reading', 'no stored reading has it (not taken yet, or lost)')
+                continue
+            stamp = rev.stamp
+            if isinstance(stamp, bool) or not isinstance(stamp, (int, float)) or not math.isfinite(stamp):
+                outcome.reject(what, 'out of order', f'its stamp {stamp!r} is not a finite number of seconds')
+                continue
+            problem = revision_order_problem(float(stamp), stamps.get(row), self.observations.readings[row].pose_stamp)
+            if problem:
+                outcome.reject(what, 'out of order', problem)
+                continue
+            problem = (self.observations.location_problem(rev.location)
+                       or _kind_problem(self.observations.rows[row][1], rev.location))
+            if problem:
+                outcome.reject(what, 'invalid location', problem)
+                continue
+            stamps[row] = float(stamp)
+            accepted.append((row, rev))
+        return accepted
+
+    def _apply_revisions(self, accepted: list[tuple[int, LocationRevision]], outcome: RevisionOutcome) -> None:
+        for row, rev in accepted:
+            target = self.observations.rows[row][0]
+            old = self.observations.replace_location(row, rev.location)
+            if target is None or self._method.inputs != 'target':   # a target-trained measurement's input: its target
+                self.schedule.revise(row, self._gp_input(target, rev.location))
+            if self.observations.reached_at(row) and self.execution_estimator is not None:
+                self.execution_estimator.revise(target, old, rev.location)
+            self._revision_stamps[row] = float(rev.stamp)
+            self.revisions_applied += 1
+            outcome.applied.append(self.observations.readings[row].key)
+        if accepted and self.execution_estimator is not None:
+            self.execution_noise = self.execution_estimator.noise()
 
     def _revision_row(self, key: Any) -> int | None:
         if not (isinstance(key, tuple) and len(key) == 2 and key[0] in READING_KINDS
@@ -192,28 +211,22 @@ class PlannerRevisions:
             return None
         return self.observations.row_of(*key)
 
-    def _apply_revision(self, row: int, target: Any, location: LocationDistributions) -> None:
-        old = self.observations.replace_location(row, location)
-        if target is None or self._method.inputs != 'target':   # a target-trained measurement's input is its target
-            self.schedule.revise(row, self._gp_input(target, location))
-        if self.observations.reached_at(row) and self.execution_estimator is not None:
-            self.execution_estimator.revise(target, old, location)
-            self.execution_noise = self.execution_estimator.noise()
-
     def _replay_revisions(self, records: list[dict[str, Any]]) -> int:
         """Apply a resumed journal's ``revision`` records (already checked by the schema), without journaling them
         again. Returns how many this planner refused (counted with the journal's damage)."""
         from .journal import location_from_record
 
         outcome = RevisionOutcome()
+        revisions = []
         for rec in records:
             try:
                 location = location_from_record(rec['location'])
             except (KeyError, TypeError, ValueError) as exc:
                 outcome.reject(_describe((rec.get('revises'), rec.get('index'))), 'invalid location', str(exc))
                 continue
-            self._revise_one(LocationRevision((rec['revises'], rec['index']), location, rec['stamp'],
-                                              rec.get('source', '')), outcome, journal=False)
+            revisions.append(LocationRevision((rec['revises'], rec['index']), location, rec['stamp'],
+                                              rec.get('source', '')))
+        self._apply_revisions(self._check_revisions(revisions, outcome), outcome)
         for problem in outcome.problems:
             log.warning('journal %s: skipping revision: %s', self._journal.path, problem)
         return len(outcome.problems)
