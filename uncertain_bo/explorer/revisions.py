@@ -79,13 +79,15 @@ class Revising:
     explorer's parameters, inputs and location policy and revises its planner's readings)."""
 
     def on_revised_trajectory(self, poses: Sequence[PoseEstimate], stamp: float,
-                              source: str = 'revised_trajectory') -> RevisionOutcome:
+                              source: str = 'revised_trajectory', keep_covariance: bool = False) -> RevisionOutcome:
         """Re-place the stored readings a revised trajectory covers (module docstring).
 
         Args:
             poses: the revised poses (any order; ``frame_id`` the explorer's, stamps on the clock of the readings).
             stamp: when the localiser made the revision (s; e.g. the message's header stamp).
             source: where it came from, for the journal.
+            keep_covariance: the poses carry no covariance of their own (a ``nav_msgs/Path``): each reading keeps
+                its stored location's covariance and only its mean moves (the poses' ``cov`` is not read).
 
         Returns:
             What the planner applied and rejected (:class:`~uncertain_bo.planner_revisions.RevisionOutcome`); poses
@@ -94,7 +96,7 @@ class Revising:
             the decision: the outcome is then empty.
         """
         if not self._background_idle():
-            self._held_trajectories.append((list(poses), stamp, source))
+            self._held_trajectories.append((list(poses), stamp, source, keep_covariance))
             return RevisionOutcome()
         valid = []
         for pose in poses:
@@ -121,6 +123,8 @@ class Revising:
                 continue
             xy, cov = revised
             old = current[reading.key]
+            if keep_covariance:
+                cov = old.covariance[0].cpu().numpy()
             moved = float(np.linalg.norm(xy - old.mean[0].cpu().numpy()))
             spread = abs(math.sqrt(max(position_trace(cov), 0.0))
                          - math.sqrt(max(float(old.covariance[0].trace()), 0.0)))
