@@ -91,3 +91,37 @@ def test_the_node_re_places_stored_readings_from_a_revised_path(context, tmp_pat
         ex.shutdown()
         node.destroy_node()
         probe.destroy_node()
+
+
+def test_the_team_node_re_places_a_rovers_own_readings_from_its_revised_path(context, tmp_path):
+    import torch
+
+    import team_probe
+    from uncertain_bo.distributions import DTYPE, Gaussian
+
+    node = team_probe.make_team(context, tmp_path, rovers=['rover0', 'rover1'], max_measurements=10,
+                                revised_path_topic='smoother/path', revised_path_std=0.1)
+    probe = rclpy.create_node('probe', context=context)
+    pub = probe.create_publisher(Path, 'rover0/smoother/path', 1)
+    ex = SingleThreadedExecutor(context=context)
+    ex.add_node(node)
+    ex.add_node(probe)
+    try:
+        assert node.rovers['rover0'].revised_path_sub.topic_name == '/rover0/smoother/path'
+        loc = Gaussian(torch.tensor([[5.0, 5.0]], dtype=DTYPE), torch.eye(2, dtype=DTYPE)[None])
+        for seq in range(2):                          # each rover's two readings, merged as the node merges them
+            for rover in ('rover0', 'rover1'):
+                node.team.merge(rover, seq, None, loc, 1.0, reading_stamp=10.0 + seq, pose_stamp=10.0 + seq)
+        msg = path_msg([10.0, 11.0], lambda s: (s, 1.0), 50.0)
+        assert spin_until(ex, lambda: node.planner.revisions_applied >= 2, every=lambda: pub.publish(msg),
+                          timeout=20.0)
+        means = {(r.rover, r.seq): row[1].mean[0].tolist()
+                 for r, row in zip(node.planner.readings, node.planner.observations.rows)}
+        assert means == {('rover0', 0): [10.0, 1.0], ('rover0', 1): [11.0, 1.0],
+                         ('rover1', 0): [5.0, 5.0], ('rover1', 1): [5.0, 5.0]}
+    finally:
+        ex.shutdown()
+        node.destroy_node()
+        probe.destroy_node()
+    recs = [json.loads(s) for s in (tmp_path / 'journal.jsonl').read_text().splitlines()]
+    assert sorted((r['rover'], r['seq']) for r in recs if r['type'] == 'revision') == [('rover0', 0), ('rover0', 1)]
