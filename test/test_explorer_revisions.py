@@ -147,3 +147,12 @@ def test_a_run_of_particles_takes_draws_of_the_revised_pose(tmp_path):
     assert locs.samples.shape[1] == ex.params['max_particles']
     want = np.stack([revised(s)[0] for s in stamps])
     assert np.allclose(locs.mean.numpy(), want, atol=0.05)          # 64 draws of a 0.1-0.15 m spread
+
+
+def test_the_result_file_counts_revisions_applied_and_rejected(tmp_path):
+    ex = make(tmp_path)
+    run(ex)
+    stamps = [r.stamp for r in ex.planner.readings]
+    ex.on_revised_trajectory(trajectory(stamps), stamp=1000.0)
+    ex.on_revised_trajectory([PoseEstimate(p.stamp, 'map', p.xy + 1.0, p.cov) for p in trajectory(stamps)], 900.0)
+    assert ex.result(None)['revisions'] == {'applied': len(stamps), 'rejected': {'out of order': len(stamps)}}
