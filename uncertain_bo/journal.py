@@ -20,9 +20,12 @@ Layout::
     {"type": "observation", "index": 0, "target": [x, y], "location": {...}, "y": 412.3, ...}
     {"type": "en_route", "index": 0, "measurements": 1, "location": {...}, "y": 410.9, ...}
     {"type": "decision", "index": 1, "target": [...], "seconds": 0.21, ...}
+    {"type": "revision", "revises": "observation", "index": 0, "stamp": 1712.4, "location": {...}, ...}
 
 ``en_route`` records are readings taken while driving (no target; ``measurements`` = measurements stored
-before it); ``keep_out`` records (``index``, ``centre``, ``radius``, ``reason``) are targets that could not be
+before it); ``revision`` records are revised locations of earlier readings, append-only (the reading's own record
+keeps where it was taken; :attr:`Journal.revisions`, :meth:`Journal.location`; :mod:`uncertain_bo.planner_revisions`);
+``keep_out`` records (``index``, ``centre``, ``radius``, ``reason``) are targets that could not be
 measured and are never proposed again (:mod:`uncertain_bo.keep_out`); a ``resume`` record declares the indices a
 resumed run lost to damage (:mod:`uncertain_bo.journal_schema`). A reader that does not know a record type
 skips it, so the version stays 1.
