@@ -85,8 +85,9 @@ EXPLORER_LAYOUT = YamlLayout(
             'num_restarts', 'raw_samples', 'seed')),
         ('measurement cycle', (
             'arrival_tolerance', 'goal_timeout', 'goal_resend_period', 'dwell_time', 'max_pose_age',
-            'revision_min_shift', 'reading_timeout', 'reading_retries', 'keep_out_radius', 'max_consecutive_skips', 'future_stamp_tolerance',
-            'reading_range', 'pose_buffer_size', 'max_particles', 'max_speed', 'max_covariance_trace', 'run_dir')),
+            'revision_min_shift', 'reading_timeout', 'reading_retries', 'keep_out_radius', 'max_consecutive_skips',
+            'future_stamp_tolerance', 'reading_range', 'pose_buffer_size', 'max_particles', 'max_speed',
+            'max_covariance_trace', 'run_dir')),
         ('ROS interface (read-only)', (
             'pose_source', 'particle_cloud_type', 'reading_type', 'reading_unit', 'revised_path_topic',
             'revised_path_std', 'goal_interface', 'nav2_action_name', 'nav2_behavior_tree', 'tick_rate',
