@@ -1,6 +1,7 @@
 """The explorer node's revised_path_topic over real rclpy topics: a nav_msgs/Path of a smoother's corrected past
 (the message fuse's Path2DPublisher and LIO-SAM publish; here a stand-in publisher of the same message) re-places
 the stored readings; an invalid pose in it is counted."""
+import contextlib
 import json
 import os
 
@@ -37,6 +38,21 @@ def path_msg(stamps, xy_of, header_stamp, frame='map'):
     return msg
 
 
+@contextlib.contextmanager
+def with_probe(context, node):
+    """``(probe node, executor)`` spinning ``node`` and a probe; both destroyed on exit."""
+    probe = rclpy.create_node('probe', context=context)
+    ex = SingleThreadedExecutor(context=context)
+    for n in (node, probe):
+        ex.add_node(n)
+    try:
+        yield probe, ex
+    finally:
+        ex.shutdown()
+        node.destroy_node()
+        probe.destroy_node()
+
+
 def test_a_path_message_becomes_stamped_poses_and_the_revision_stamp():
     msg = path_msg([1.0, 2.0], lambda s: (s, 2 * s), 5.0)
     msg.poses[1].header.frame_id = 'odom'
@@ -54,17 +70,14 @@ def test_the_node_re_places_stored_readings_from_a_revised_path(context, tmp_pat
         'search_bounds': [0.0, 20.0, 0.0, 20.0], 'max_measurements': 3, 'dwell_time': 0.2, 'run_dir': str(tmp_path),
         'n_initial': 5, 'tick_rate': 50.0, 'max_speed': 0.0, 'revised_path_topic': 'smoother/path',
         'revised_path_std': std}))
-    probe = rclpy.create_node('probe', context=context)
-    odom = probe.create_publisher(Odometry, 'odometry/filtered', 10)
-    reading = probe.create_publisher(Temperature, 'reading', 10)
-    path_pub = probe.create_publisher(Path, 'smoother/path', 1)
-    goals = []
-    probe.create_subscription(PoseStamped, 'goal_pose', lambda m: goals.append(m), 10)
-    ex = SingleThreadedExecutor(context=context)
-    ex.add_node(node)
-    ex.add_node(probe)
-    now = lambda: probe.get_clock().now().nanoseconds * 1e-9   # noqa: E731
-    try:
+    with with_probe(context, node) as (probe, ex):
+        odom = probe.create_publisher(Odometry, 'odometry/filtered', 10)
+        reading = probe.create_publisher(Temperature, 'reading', 10)
+        path_pub = probe.create_publisher(Path, 'smoother/path', 1)
+        goals = []
+        probe.create_subscription(PoseStamped, 'goal_pose', lambda m: goals.append(m), 10)
+        now = lambda: probe.get_clock().now().nanoseconds * 1e-9   # noqa: E731
+
         def at_goal():
             target = [goals[-1].pose.position.x, goals[-1].pose.position.y] if goals else [10.0, 10.0]
             cov6 = np.zeros((6, 6))
@@ -87,10 +100,6 @@ def test_the_node_re_places_stored_readings_from_a_revised_path(context, tmp_pat
         assert node.explorer.rejected['revision: non-finite position'] >= 1
         recs = [json.loads(s) for s in (tmp_path / 'journal.jsonl').read_text().splitlines()]
         assert {r['source'] for r in recs if r['type'] == 'revision'} == {'revised_path'}
-    finally:
-        ex.shutdown()
-        node.destroy_node()
-        probe.destroy_node()
 
 
 def test_the_team_node_re_places_a_rovers_own_readings_from_its_revised_path(context, tmp_path):
@@ -101,12 +110,8 @@ def test_the_team_node_re_places_a_rovers_own_readings_from_its_revised_path(con
 
     node = team_probe.make_team(context, tmp_path, rovers=['rover0', 'rover1'], max_measurements=10,
                                 revised_path_topic='smoother/path', revised_path_std=0.1)
-    probe = rclpy.create_node('probe', context=context)
-    pub = probe.create_publisher(Path, 'rover0/smoother/path', 1)
-    ex = SingleThreadedExecutor(context=context)
-    ex.add_node(node)
-    ex.add_node(probe)
-    try:
+    with with_probe(context, node) as (probe, ex):
+        pub = probe.create_publisher(Path, 'rover0/smoother/path', 1)
         assert node.rovers['rover0'].revised_path_sub.topic_name == '/rover0/smoother/path'
         loc = Gaussian(torch.tensor([[5.0, 5.0]], dtype=DTYPE), torch.eye(2, dtype=DTYPE)[None])
         for seq in range(2):                          # each rover's two readings, merged as the node merges them
@@ -119,9 +124,5 @@ def test_the_team_node_re_places_a_rovers_own_readings_from_its_revised_path(con
                  for r, row in zip(node.planner.readings, node.planner.observations.rows)}
         assert means == {('rover0', 0): [10.0, 1.0], ('rover0', 1): [11.0, 1.0],
                          ('rover1', 0): [5.0, 5.0], ('rover1', 1): [5.0, 5.0]}
-    finally:
-        ex.shutdown()
-        node.destroy_node()
-        probe.destroy_node()
     recs = [json.loads(s) for s in (tmp_path / 'journal.jsonl').read_text().splitlines()]
     assert sorted((r['rover'], r['seq']) for r in recs if r['type'] == 'revision') == [('rover0', 0), ('rover0', 1)]
