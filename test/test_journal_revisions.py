@@ -295,3 +295,15 @@ def test_a_batch_of_revisions_is_one_write_held_whole_on_a_full_disk_and_written
     resumed = planner(path)
     assert held(resumed) == held(p) and resumed.journal_damage['records_skipped'] == 0
     assert sum(r['type'] == 'revision' and r['stamp'] == 500.0 for r in resumed.journal_file.records) == 6
+
+
+def test_a_survey_map_of_the_journal_places_each_reading_at_its_last_revision(tmp_path):
+    from uncertain_bo.survey_map.sources import read_journal_survey
+
+    path = tmp_path / 'journal.jsonl'
+    write_run(path, n=3)
+    records = [json.loads(s) for s in path.read_text().splitlines()[1:]]
+    want = expected_locations(records)
+    order = [(r['type'], r['index']) for r in records if r['type'] in ('observation', 'en_route')]
+    survey = read_journal_survey(path)
+    assert survey.xy.tolist() == [want[k] for k in order]
