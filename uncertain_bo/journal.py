@@ -20,9 +20,12 @@ Layout::
     {"type": "observation", "index": 0, "target": [x, y], "location": {...}, "y": 412.3, ...}
     {"type": "en_route", "index": 0, "measurements": 1, "location": {...}, "y": 410.9, ...}
     {"type": "decision", "index": 1, "target": [...], "seconds": 0.21, ...}
+    {"type": "revision", "revises": "observation", "index": 0, "stamp": 1712.4, "location": {...}, ...}
 
 ``en_route`` records are readings taken while driving (no target; ``measurements`` = measurements stored
-before it); ``keep_out`` records (``index``, ``centre``, ``radius``, ``reason``) are targets that could not be
+before it); ``revision`` records are revised locations of earlier readings, append-only (the reading's own record
+keeps where it was taken; :attr:`Journal.revisions`, :meth:`Journal.location`; :mod:`uncertain_bo.planner_revisions`);
+``keep_out`` records (``index``, ``centre``, ``radius``, ``reason``) are targets that could not be
 measured and are never proposed again (:mod:`uncertain_bo.keep_out`); a ``resume`` record declares the indices a
 resumed run lost to damage (:mod:`uncertain_bo.journal_schema`). A reader that does not know a record type
 skips it, so the version stays 1.
@@ -62,6 +65,7 @@ import torch
 from .distributions import DTYPE, Dirac, Empirical, Gaussian, InvalidDistributionError, LocationDistributions
 from .journal_schema import INDEXED, Checked, Damage, check_journal, header_problem, version_problem
 from .journal_storage_faults import DurableAppend, _encode
+from .observation_log import StoredReading
 
 __all__ = ['Journal', 'JournalError', 'Replay', 'replay', 'location_to_record', 'location_from_record', 'FORMAT',
            'VERSION', 'MAX_DEPTH', 'parse_line']
@@ -288,6 +292,24 @@ class Journal(DurableAppend):
         """En-route reading records (taken while driving, no target) in order."""
         return [r for r in self.records if r.get('type') == 'en_route']
 
+    @property
+    def revisions(self) -> dict[tuple[str, int], list[dict[str, Any]]]:
+        """``(kind, index)`` -> the ``revision`` records of that reading (``'observation'`` or ``'en_route'``), in
+        order: the last is its location now (:mod:`uncertain_bo.planner_revisions`; the schema kept only revisions in
+        order, of readings it kept)."""
+        out: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for r in self.records:
+            if r.get('type') == 'revision':
+                out.setdefault((r['revises'], r['index']), []).append(r)
+        return out
+
+    def location(self, record: dict[str, Any],
+                 revisions: dict[tuple[str, int], list[dict[str, Any]]] | None = None) -> LocationDistributions:
+        """The location distribution of an ``observation`` or ``en_route`` record now: its last revision's, else its
+        own (as taken). ``revisions``: :attr:`revisions`, when the caller has it already."""
+        revs = (self.revisions if revisions is None else revisions).get((record['type'], record['index']))
+        return location_from_record(revs[-1]['location'] if revs else record['location'])
+
     def append(self, record: dict[str, Any]) -> bool:
         """Keep one record in :attr:`records` and write it durably (flush + fsync), after any records still held
         from a storage fault (:mod:`~uncertain_bo.journal_storage_faults`).
@@ -301,17 +323,33 @@ class Journal(DurableAppend):
             ValueError: the record has no ``type`` or holds values JSON cannot represent exactly
                 (NaN/inf); nothing is kept.
         """
+        return self.append_many([record])
+
+    def append_many(self, records: list[dict[str, Any]]) -> bool:
+        """Keep several records in :attr:`records` and write them durably with one write and one fsync (a batch of
+        revisions: :mod:`uncertain_bo.planner_revisions`): on disk all of them or, after a storage fault, none (held in
+        memory, as :meth:`append`'s). A crash during the write may leave a prefix of them, the last line torn, which
+        the loader treats as any torn last record.
+
+        Returns, raises:
+            as :meth:`append`; a record that cannot be encoded keeps the whole batch out.
+        """
         if self.read_only:
             raise JournalError(f'journal {self.path} was opened read-only')
-        if 'type' not in record:
-            raise ValueError('journal records need a "type"')
         run_id = self.header.get('run_id')
-        if isinstance(run_id, str) and 'run_id' not in record:   # the run it belongs to (journal_schema)
-            record = {**record, 'run_id': run_id}
-        line = _encode(record)
+        batch, lines = [], []
+        for record in records:
+            if 'type' not in record:
+                raise ValueError('journal records need a "type"')
+            if isinstance(run_id, str) and 'run_id' not in record:   # the run it belongs to (journal_schema)
+                record = {**record, 'run_id': run_id}
+            batch.append(record)
+            lines.append(_encode(record))
+        if not batch:
+            return self.retry()
         with self._lock:
-            self.records.append(record)
-            self._held.append(line)
+            self.records.extend(batch)
+            self._held.append(b''.join(lines))
             return self._flush()
 
     def _load(self, raw: bytes) -> None:
@@ -401,21 +439,31 @@ class Journal(DurableAppend):
         return Path(path)
 
     def write_csv(self, fh: IO[str], en_route: bool = False) -> None:
-        """Write the observations as CSV to ``fh``: index, target, location mean and covariance, reading, stamps and
-        any other field; with ``en_route``, the en-route readings instead (the same columns without the target)."""
+        """Write the observations as CSV to ``fh``: index, target, location mean and covariance as taken, reading,
+        stamps and any other field; with ``en_route``, the en-route readings instead (the same columns without the
+        target). A journal with ``revision`` records adds, after ``y``, each reading's location now (its last
+        revision's, else as taken: ``revised_mean_*``, ``revised_cov_*``), its number of ``revisions`` and the
+        ``revision_stamp`` of the last one (empty where none)."""
         obs = self.en_route if en_route else self.observations
+        revisions = self.revisions
         extra = sorted({k for r in obs for k in r
                         if k not in ('type', 'index', 'target', 'location', 'y', 'run_id')})
         w = csv.writer(fh)
         d = location_from_record(obs[0]['location']).dim if obs else 2
-        w.writerow(['index'] + ([] if en_route else [f'target_{i}' for i in range(d)])
-                   + [f'mean_{i}' for i in range(d)]
-                   + [f'cov_{i}{j}' for i in range(d) for j in range(d)] + ['kind', 'y'] + extra)
+        moments = [f'mean_{i}' for i in range(d)] + [f'cov_{i}{j}' for i in range(d) for j in range(d)]
+        revised = ([f'revised_{c}' for c in moments] + ['revisions', 'revision_stamp']) if revisions else []
+        w.writerow(['index'] + ([] if en_route else [f'target_{i}' for i in range(d)]) + moments + ['kind', 'y']
+                   + revised + extra)
         for r in obs:
             loc = location_from_record(r['location'])
-            w.writerow([r['index'], *([] if en_route else r['target']), *loc.mean[0].tolist(),
-                        *loc.covariance[0].reshape(-1).tolist(), r['location']['kind'], r['y'],
-                        *[_csv_value(r.get(k)) for k in extra]])
+            row = [r['index'], *([] if en_route else r['target']), *loc.mean[0].tolist(),
+                   *loc.covariance[0].reshape(-1).tolist(), r['location']['kind'], r['y']]
+            if revisions:
+                revs = revisions.get((r['type'], r['index']), [])
+                now = self.location(r, revisions)
+                row += [*now.mean[0].tolist(), *now.covariance[0].reshape(-1).tolist(), len(revs),
+                        revs[-1]['stamp'] if revs else '']
+            w.writerow(row + [_csv_value(r.get(k)) for k in extra])
 
 
 @dataclass
@@ -424,17 +472,22 @@ class Replay:
 
     Attributes:
         start: ``(d,)`` the last start position recorded, or None.
-        observations: ``(target (d,), location, reading, reading variance, goal_reached)`` in journal order
-            (the variance is 0 where the journal has none); en-route readings (``'en_route'`` records) are among
-            them, in their place, with target None and goal_reached False.
+        observations: ``(target (d,), location, reading, reading variance, goal_reached, reading)`` in journal
+            order (the variance is 0 where the journal has none; ``reading`` says which it is: its index, stamps and
+            team keys, :class:`~uncertain_bo.observation_log.StoredReading`); en-route readings (``'en_route'``
+            records) are among them, in their place, with target None and goal_reached False. Each has the location
+            it was stored with: its revisions are in ``revisions``.
+        revisions: the ``revision`` records the schema kept, in journal order
+            (:mod:`uncertain_bo.planner_revisions` applies them).
         decisions: decision records with ``index``, ``target`` ``(d,)``, ``phase``, ``seconds``,
             ``acquisition_value``, ``beta`` (NaN where absent), ``fit_seconds`` and ``rover`` (None where absent).
     """
 
     start: torch.Tensor | None = None
-    observations: list[tuple[torch.Tensor | None, LocationDistributions, float, float, bool]] = field(
+    observations: list[tuple[torch.Tensor | None, LocationDistributions, float, float, bool, StoredReading]] = field(
         default_factory=list)
     decisions: list[dict[str, Any]] = field(default_factory=list)
+    revisions: list[dict[str, Any]] = field(default_factory=list)
 
 
 def replay(journal: Journal, dim: int,
@@ -468,7 +521,9 @@ def replay(journal: Journal, dim: int,
                         'observation' if kind == 'observation' else 'en-route reading', rec.get('index'), exc)
             continue
         out.observations.append((target, loc, float(rec['y']), float(variance),
-                                 kind == 'observation' and not rec.get('goal_timed_out', False)))
+                                 kind == 'observation' and not rec.get('goal_timed_out', False),
+                                 StoredReading.of(kind, rec['index'], rec)))
+    out.revisions = [r for r in journal.records if r.get('type') == 'revision']
     for rec in journal.records:
         if rec.get('type') != 'decision':
             continue

@@ -10,13 +10,14 @@ writer of the same version can add some)::
     decision        index*, target*, phase, seconds, fit_seconds, acquisition_value, beta, wall_time,
                     kept_out_from, batch {size*, position*}, rover
     observation     index*, target*, location*, y*, reading_variance, goal_timed_out, distance_driven_m,
-                    mission_time_s, wall_time, rover, seq
+                    mission_time_s, wall_time, rover, seq, reading_stamp, pose_stamp
     en_route        index*, measurements*, location*, y*, reading_variance, distance_driven_m, mission_time_s,
-                    wall_time
+                    wall_time, reading_stamp, pose_stamp
     recommendation  index*, target*, mean*, std*, location_mean, location_covariance
     parameters      changed*, index, wall_time
     keep_out        index*, centre*, radius*, reason, wall_time
     resume          measurements*, lost_indices*, lost_en_route_indices*, records_skipped*, wall_time
+    revision        revises*, index*, stamp*, location*, source, wall_time, rover, seq
 
 Values:
 
@@ -70,6 +71,16 @@ numbering 0, 1, 2, ... (the index among the en-route readings), and each one's `
 the next observation (the observations stored before it). Decisions, recommendations and the rest repeat
 indices legitimately (a decision is made again after a restart or a change of bounds) and are not ordered.
 
+A ``revision`` record is a revised location distribution of a stored reading (:mod:`uncertain_bo.planner_revisions`):
+``revises`` (``observation`` or ``en_route``) and ``index`` name the reading, ``stamp`` is the localiser's stamp of
+the revision (s), ``location`` the revised distribution (checked as a reading's location is: finite, a valid
+covariance, within the search area plus the margin). Revisions are append-only: the reading's own record keeps the
+location it was stored with, and a reader applies each reading's revisions in file order (the last one kept is its
+location). A revision is damage, skipped and counted (:func:`revision_order_problem`, the rule a running planner
+applies too) when no kept record before it holds the reading it revises (not stored yet, lost, or skipped as
+damaged), or when it is **out of order**: its stamp is not after the stamp of the last revision of that reading kept
+before it, or is before the ``pose_stamp`` of the reading's own record (the estimate it would revise is newer).
+
 A ``resume`` record is what a planner appends when it resumed a journal that had lost records (skipped as damaged,
 or missing): the indices it lost are then declared (``lost_indices``, ``lost_en_route_indices``), later
 records number on after the highest index the journal ever held (so no index is used twice), and a gap at a
@@ -104,7 +115,7 @@ from .distributions import check_covariance
 
 __all__ = ['RECORD_TYPES', 'INDEXED', 'MAX_ABS_READING', 'MAX_ABS_COORDINATE', 'PLAUSIBLE_MARGIN', 'Damage', 'Checked',
            'JournalContext', 'record_problem', 'header_problem', 'version_problem', 'check_journal',
-           'journal_context', 'journal_dimension', 'journal_run_id']
+           'journal_context', 'journal_dimension', 'journal_run_id', 'revision_order_problem']
 
 #: readings and predicted means beyond ± this are damage (the explorer's outermost ``reading_range``)
 MAX_ABS_READING = 1e12
@@ -347,6 +358,14 @@ _TEXT: _Check = lambda v, what, dim: _str(v, what)   # noqa: E731
 _FLAG: _Check = lambda v, what, dim: _bool(v, what)   # noqa: E731
 _OBJECT: _Check = lambda v, what, dim: _dict(v, what)   # noqa: E731
 
+
+def _revises(v: Any, what: str, dim: int | None) -> None:
+    if v not in ('observation', 'en_route'):
+        raise _Bad(f"{what} is {_describe(v)}, not 'observation' or 'en_route'")
+
+
+_REVISES: _Check = _revises
+
 #: record type -> (required fields, optional fields), each field -> its check ``(value, what, dim)``
 RECORD_TYPES: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
     'header': ({'format': _TEXT, 'version': lambda v, what, dim: _index(v, what, low=1)},
@@ -362,10 +381,10 @@ RECORD_TYPES: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
     'observation': ({'index': _INDEX, 'target': _COORDS, 'location': _location, 'y': _READING},
                     {'reading_variance': _VARIANCE, 'goal_timed_out': _FLAG, 'distance_driven_m': _NON_NEGATIVE,
                      'mission_time_s': _NON_NEGATIVE, 'wall_time': _TIME, 'rover': _TEXT, 'seq': _INDEX,
-                     'reading_stamp': _TIME}),
+                     'reading_stamp': _TIME, 'pose_stamp': _TIME}),
     'en_route': ({'index': _INDEX, 'measurements': _INDEX, 'location': _location, 'y': _READING},
                  {'reading_variance': _VARIANCE, 'distance_driven_m': _NON_NEGATIVE,
-                  'mission_time_s': _NON_NEGATIVE, 'wall_time': _TIME, 'reading_stamp': _TIME}),
+                  'mission_time_s': _NON_NEGATIVE, 'wall_time': _TIME, 'reading_stamp': _TIME, 'pose_stamp': _TIME}),
     'recommendation': ({'index': _INDEX, 'target': _POINT, 'mean': _READING, 'std': _NON_NEGATIVE},
                        {'location_mean': _COORDS, 'location_covariance': _covariance}),
     'parameters': ({'changed': _run_parameters}, {'index': _INDEX, 'wall_time': _TIME}),
@@ -374,6 +393,8 @@ RECORD_TYPES: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
                  {'reason': _TEXT, 'wall_time': _TIME}),
     'resume': ({'measurements': _INDEX, 'lost_indices': _index_list, 'lost_en_route_indices': _index_list,
                 'records_skipped': _INDEX}, {'wall_time': _TIME}),
+    'revision': ({'revises': _REVISES, 'index': _INDEX, 'stamp': _TIME, 'location': _location},
+                 {'source': _TEXT, 'wall_time': _TIME, 'rover': _TEXT, 'seq': _INDEX}),
 }
 
 for _kind, (_, _optional_fields) in RECORD_TYPES.items():   # the run a record belongs to (module docstring)
@@ -441,7 +462,7 @@ def _plausible(kind: str, rec: dict, ctx: JournalContext) -> None:
     for name in points:
         if name in rec:
             ctx.implausible(rec[name], repr(name))
-    if kind in ('observation', 'en_route'):
+    if kind in ('observation', 'en_route', 'revision'):
         ctx.implausible(_location_mean(rec['location']), "'location' mean")
     if kind == 'keep_out' and ctx.covers_area(rec['centre'], rec['radius']):
         raise _Bad(f"zone (radius {rec['radius']:g} m) covers the whole search area {_box(ctx.area)}: no target "
@@ -558,6 +579,18 @@ def journal_run_id(header: dict[str, Any], records: Sequence[Any]) -> str | None
             return own
         first = first or rid
     return first or own
+
+
+def revision_order_problem(stamp: float, last: float | None, taken: float | None) -> str | None:
+    """Why a revision of a reading stamped ``stamp`` (s, the localiser's clock) is out of order, or None: it must be
+    later than the reading's last accepted revision (``last``, None if it has none) and, its first, not earlier than the
+    pose estimate the reading was stored with (``taken``: the reading's ``pose_stamp``, None when unknown). The one rule
+    of a running planner (:mod:`uncertain_bo.planner_revisions`) and of the journal's check (module docstring)."""
+    if last is not None and not stamp > last:
+        return f'stamped {stamp:.3f} s, not after the reading\'s last revision ({last:.3f} s)'
+    if last is None and taken is not None and stamp < taken:
+        return f'stamped {stamp:.3f} s, before the pose estimate it would revise ({taken:.3f} s)'
+    return None
 
 
 @dataclass(frozen=True)
@@ -704,6 +737,7 @@ def check_journal(header: dict[str, Any], lines: Sequence[tuple[int, Any]],
         lost['observation'].update(rec['lost_indices'])
         lost['en_route'].update(rec['lost_en_route_indices'])
     seqs = {name: _Sequence(name, lost[name], cap) for name in lost}
+    revised: dict[tuple[str, int], float] = {}   # (revises, index) -> stamp of its last kept revision
     out = Checked()
     unread = [(line, seen, f'line is not a journal record ({why})') for line, why, seen in unreadable]
     for line, rec, problem in sorted([*((line, rec, None) for line, rec in lines), *unread], key=lambda e: e[0]):
@@ -718,6 +752,11 @@ def check_journal(header: dict[str, Any], lines: Sequence[tuple[int, Any]],
             if kind in seqs:
                 seqs[kind].note_skipped(rec)
             continue
+        if kind == 'revision':
+            problem = _revision_problem(rec, seqs, revised)
+            if problem is not None:
+                out.damage.append(Damage(line, problem, skipped=True, kind=kind))
+                continue
         if kind in seqs:
             if not seqs[kind].add(line, rec, out.damage):
                 continue
@@ -734,6 +773,24 @@ def check_journal(header: dict[str, Any], lines: Sequence[tuple[int, Any]],
     out.missing_indices = seqs['observation'].missing_indices()
     out.missing_en_route_indices = seqs['en_route'].missing_indices()
     return out
+
+
+def _revision_problem(rec: dict[str, Any], seqs: dict[str, '_Sequence'],
+                      revised: dict[tuple[str, int], float]) -> str | None:
+    """Why a valid ``revision`` record cannot be applied where it stands in the file (module docstring), or None (it
+    is then the reading's last revision so far: noted in ``revised``)."""
+    key = (rec['revises'], rec['index'])
+    reading = seqs[key[0]].kept.get(key[1])
+    if reading is None:
+        return (f'revision of {key[0]} {key[1]}: no such reading before it (not stored, or lost): nothing to '
+                'revise')
+    taken = reading[1].get('pose_stamp')
+    taken = float(taken) if isinstance(taken, (int, float)) and not isinstance(taken, bool) else None
+    problem = revision_order_problem(float(rec['stamp']), revised.get(key), taken)
+    if problem is not None:
+        return f'revision of {key[0]} {key[1]} out of order: {problem}'
+    revised[key] = float(rec['stamp'])
+    return None
 
 
 def _declared_lost(lines: Sequence[tuple[int, Any]], context: JournalContext,

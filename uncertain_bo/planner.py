@@ -28,6 +28,12 @@ position (:mod:`uncertain_bo.route`), or with ``route_horizon`` > 1 the first st
 every call. One rover of a team sharing the planner (:mod:`uncertain_bo.team`) asks with ``suggest(pending=<the
 others' targets>, position=<where it is>, rover=<its name>)``: travel cost and initial-design tour from its position.
 
+**Revised locations** (``revise([LocationRevision((kind, index), location, stamp), ...])``): when the localiser
+revises the past (a smoother after a fix, a loop closure), stored readings are re-placed at their revised location
+distributions: checked (unknown readings, revisions out of stamp order and invalid locations are rejected and
+counted), journaled (append-only ``revision`` records, replayed on resume) and brought into the GP and the learned
+execution noise (:mod:`uncertain_bo.planner_revisions`).
+
 **En-route readings** (``observe(None, location, y)``): readings a streaming sensor took while the rover drove, each
 with the location distribution of its own stamp. They join the shared GP but are not measurements (:attr:`n`,
 :attr:`targets`, :attr:`y`, :attr:`locations` and the decision index count the stops only), never feed the learned
@@ -56,17 +62,18 @@ from .kernels import SampleDistributionKernel
 from .model_schedule import ModelSchedule
 from .route import shortest_open_tour
 from .models import DistributionGP
-from .observation_log import InvalidObservationError, ObservationLog
+from .observation_log import InvalidObservationError, ObservationLog, StoredReading
 from .optim import OptimizerSettings
 from .planner_journal import PlannerJournal
+from .planner_revisions import LocationRevision, PlannerRevisions, RevisionOutcome
 from .planner_settings import PlannerSettings
 
 __all__ = ['Planner', 'Decision', 'Recommendation', 'InvalidObservationError', 'NoAdmissibleTargetError',
-           'RECOMMENDATION_RULES', 'EXECUTION_FEEDBACK']
+           'RECOMMENDATION_RULES', 'EXECUTION_FEEDBACK', 'LocationRevision', 'RevisionOutcome']
 
 
 @dataclass
-class Planner(PlannerJournal, PlannerSettings):
+class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
     """Bayesian optimisation under uncertain inputs, one target at a time.
 
     Args:
@@ -180,6 +187,7 @@ class Planner(PlannerJournal, PlannerSettings):
         self._en_route_offset = 0
         self._journal_damage = {'records_skipped': 0, 'records_missing': 0, 'problems': []}
         self.keep_out = KeepOut()   # targets that could not be measured: never proposed again (keep_out.py)
+        self._init_revisions()      # revised locations of stored readings (planner_revisions.py)
         self._journal: Journal | None = None
         if self.journal is not None:
             self._journal = Journal(Path(self.journal), metadata={
@@ -402,7 +410,9 @@ class Planner(PlannerJournal, PlannerSettings):
             reading_variance: the variance the sensor reports for this reading (field units²; 0 = not
                 reported). It is the floor of this reading's noise in the GP
                 (:class:`~uncertain_bo.models.DistributionGP`: reported variance + learned :math:`\\lambda`).
-            **meta: JSON-able extras for the journal (stamps, covariance source, ...). ``goal_timed_out=True``
+            **meta: JSON-able extras for the journal (stamps, covariance source, ...); ``reading_stamp`` and
+                ``pose_stamp`` (s) are also kept with the reading (a revised trajectory is matched against them,
+                :meth:`revise`), as are a team's ``rover`` and ``seq``. ``goal_timed_out=True``
                 says the rover did not reach ``target`` (a goal that timed out, a stop on the way): the
                 measurement then feeds no learned execution noise, and the recommendation counts it where its
                 reading was taken, not at ``target`` (:attr:`measured_places`).
@@ -425,7 +435,8 @@ class Planner(PlannerJournal, PlannerSettings):
         self._validate(target, location, y, reading_variance)
         index = self._journal_reading(target, location, y, reading_variance, meta)
         self._store(target, location, float(y), float(reading_variance),
-                    reached=target is not None and not meta.get('goal_timed_out', False))
+                    reached=target is not None and not meta.get('goal_timed_out', False),
+                    reading=StoredReading.of('en_route' if target is None else 'observation', index, meta))
         return index
 
     def recommend(self, rule: str | None = None) -> Recommendation:
@@ -468,8 +479,8 @@ class Planner(PlannerJournal, PlannerSettings):
         self.observations.validate(target, location, y, reading_variance)
 
     def _store(self, target: Tensor | None, location: LocationDistributions, y: float,
-               reading_variance: float = 0.0, reached: bool = True) -> None:
-        self.observations.add(target, location, y, reading_variance, reached)
+               reading_variance: float = 0.0, reached: bool = True, reading: StoredReading | None = None) -> None:
+        self.observations.add(target, location, y, reading_variance, reached, reading)
         self.schedule.add(self._gp_input(target, location), y, reading_variance, stop=target is not None)
         if target is None:  # en-route: in the GP only; no target, so nothing for the execution noise
             return

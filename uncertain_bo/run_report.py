@@ -26,7 +26,8 @@ from .output_files import save_figure, write_text
 from .plot_style import MAP_MARKER, legend_outside, scatter_targets, unit_label
 from .units import reading_unit
 
-__all__ = ['summarize_run', 'plot_field_run', 'run_search_bounds', 'measured_place', 'run_totals', 'reading_label']
+__all__ = ['summarize_run', 'plot_field_run', 'run_search_bounds', 'measured_place', 'run_totals', 'reading_label',
+           'draw_revisions']
 
 
 def reading_label(what: str, params: dict[str, Any]) -> str:
@@ -66,6 +67,24 @@ def measured_place(record: dict[str, Any], search_bounds: list[float] | None) ->
         return mean
     lo, hi = search_bounds[0::2], search_bounds[1::2]
     return [min(max(v, a), b) for v, a, b in zip(mean, lo, hi)]
+
+
+def draw_revisions(ax: Any, journal: Any, color: str = 'red') -> int:
+    """Draw a thin line from where each reading (measurement or en-route) of ``journal`` was placed when it was taken
+    to where its last revision places it (:mod:`uncertain_bo.planner_revisions`), and a dot there; returns how many
+    readings were revised (nothing drawn for none)."""
+    from matplotlib.collections import LineCollection
+
+    from .journal import location_from_record
+
+    revisions = journal.revisions
+    pairs = [(location_from_record(r['location']).mean[0].tolist(), journal.location(r, revisions).mean[0].tolist())
+             for r in journal.records if (r.get('type'), r.get('index')) in revisions]
+    if pairs:
+        ax.add_collection(LineCollection(pairs, colors=color, linewidths=0.8, zorder=4))
+        ax.scatter([b[0] for _, b in pairs], [b[1] for _, b in pairs], s=6, color=color, zorder=4,
+                   label=f'revised location ({len(pairs)} readings; line from where it was taken)')
+    return len(pairs)
 
 
 def _result(run_dir: Path) -> dict[str, Any]:
@@ -124,11 +143,14 @@ def summarize_run(run_dir: str | Path) -> dict[str, Any]:
     recs = {r['index']: r for r in journal.records if r.get('type') == 'recommendation'}
     zones = [r for r in journal.records if r.get('type') == 'keep_out']
     per = []
+    revisions = journal.revisions
     for r in obs:
         row = {'index': r['index'], 'target': r['target'], 'y': r['y'],
-               'location_mean': location_from_record(r['location']).mean[0].tolist(),
+               'location_mean': journal.location(r, revisions).mean[0].tolist(),   # revised, where it was
                'distance_driven_m': r.get('distance_driven_m'), 'mission_time_s': r.get('mission_time_s'),
                'goal_timed_out': bool(r.get('goal_timed_out', False))}
+        if ('observation', r['index']) in revisions:
+            row['location_mean_as_taken'] = location_from_record(r['location']).mean[0].tolist()
         if r['index'] in recs:
             row.update(recommendation=recs[r['index']]['target'], predicted_robust_value=recs[r['index']]['mean'])
         per.append(row)
@@ -148,6 +170,8 @@ def summarize_run(run_dir: str | Path) -> dict[str, Any]:
         'predicted_std': last['std'] if last else None,
         'readings': ({'min': min(ys), 'max': max(ys), 'mean': float(np.mean(ys))} if ys else None),
         **run_totals(run_dir, obs),
+        'readings_revised': len(revisions),
+        'revisions': sum(len(v) for v in revisions.values()),
         'targets_skipped': len(zones),
         'keep_out_zones': [{k: z.get(k) for k in ('index', 'centre', 'radius', 'reason')} for z in zones],
         'decision_seconds': [d['seconds'] for d in journal.records   # 'seconds' is optional in the journal
@@ -176,7 +200,7 @@ def plot_field_run(run_dir: str | Path, grid_points: int = 60) -> Path:
     from matplotlib.patches import Circle, Ellipse
 
     from .distributions import DTYPE, GaussianExecutionNoise
-    from .journal import Journal, location_from_record
+    from .journal import Journal
     from .planner import Planner
 
     run_dir = Path(run_dir)
@@ -193,7 +217,8 @@ def plot_field_run(run_dir: str | Path, grid_points: int = 60) -> Path:
     summary_path = run_dir / 'summary.json'
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     targets = np.array([r['target'] for r in obs]) if obs else np.zeros((0, 2))
-    locs = [location_from_record(r['location']) for r in obs]
+    revisions = journal.revisions
+    locs = [journal.location(r, revisions) for r in obs]          # revised, where they were
 
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.6), gridspec_kw={'width_ratios': [1, 1, 0.8]})
     extent = (xmin, xmax, ymin, ymax)
@@ -230,6 +255,7 @@ def plot_field_run(run_dir: str | Path, grid_points: int = 60) -> Path:
         axes[0].add_patch(Ellipse(mean_xy, w, h, angle=angle, fill=False, color='white', lw=0.8))
     if locs:
         axes[0].plot([], [], color='white', lw=0.8, label='location 2σ')
+    draw_revisions(axes[0], journal)
     rec = summary.get('recommended_target')
     if rec:
         axes[0].scatter([rec[0]], [rec[1]], marker='*', s=260, color='gold', edgecolor='k',

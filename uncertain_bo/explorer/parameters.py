@@ -143,6 +143,9 @@ EXPLORER_PARAMS = [
           'newest one while the node clock also jumped back this much (bag loop, simulation reset) clears the pose '
           'and reading buffers (the place is then confirmed again: max_speed); without the clock jump it is out of '
           'order and rejected', range=(0.001, 60.0)),
+    Param('revision_min_shift', 0.05, 'a revised trajectory (a smoother after a fix, a loop closure) re-places a '
+          'stored reading only when it moves its location mean, or its position standard deviation, by more than '
+          'this, m: a back end republishing an unchanged path journals nothing new', range=(0.0, 1000.0)),
     Param('reading_timeout', 10.0, 'wait this long for a valid reading after dwelling, s; then retry, and skip the '
           'target after reading_retries retries (with a warning)', range=(0.1, 3600.0)),
     Param('reading_retries', 2, 'retries (each waiting reading_timeout) when no usable reading arrived, before '

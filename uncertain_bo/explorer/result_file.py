@@ -44,7 +44,8 @@ class ResultFile:
         covariance, m², of its location distribution; None for a place that was not measured), which measurement
         that is ``recommended_measurement`` (-1: an en-route reading or a place not measured), the predicted robust
         value and std), counts (measurements, en-route readings, rejected inputs), why it ended, distance driven (m),
-        mission time (s), the execution-noise model (:func:`execution_noise_summary`) and ``journal_damage``: what
+        mission time (s), the execution-noise model (:func:`execution_noise_summary`), ``revisions``: revised
+        locations applied and rejected by reason (:mod:`uncertain_bo.planner_revisions`), and ``journal_damage``: what
         resuming the journal skipped (:attr:`~uncertain_bo.planner.Planner.journal_damage`: records skipped, records
         missing, the problems by line)."""
         now = self._last_now if self._last_now is not None else 0.0
@@ -58,6 +59,8 @@ class ResultFile:
                 'keep_out_zones': [z.record() for z in self.planner.keep_out.zones],
                 'stopped_because': self.done_reason, **self.budget.totals(now),
                 'execution_noise': execution_noise_summary(self.planner),
+                'revisions': {'applied': self.planner.revisions_applied,
+                              'rejected': dict(self.planner.revisions_rejected)},
                 'journal_damage': self.planner.journal_damage}
 
     def _write_result(self, rec: Recommendation | None) -> None:

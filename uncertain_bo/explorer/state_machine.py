@@ -26,6 +26,9 @@ in the module named after it:
 - **The end** (:mod:`~uncertain_bo.explorer.mission_end`) comes with ``max_measurements`` or a budget
   (``max_distance``, ``max_mission_time``: :mod:`~uncertain_bo.explorer.budget`), whichever is first;
   :attr:`Explorer.done_reason` says which. Raising a limit at run time continues the mission.
+- **Revised trajectories** (:mod:`~uncertain_bo.explorer.revisions`): :meth:`Explorer.on_revised_trajectory`
+  re-places stored readings at the localiser's revised past poses (a smoother after a fix, a loop closure), in any
+  stage.
 - **Restarts:** a planner resumed from a journal whose last decision has no observation yet hands that
   target back (:meth:`~uncertain_bo.planner.Planner.take_resumed_target`); the explorer re-sends it as the
   goal instead of deciding again, so a crash mid-drive costs neither a measurement nor a decision.
@@ -40,6 +43,7 @@ have their own modules and are importable from here too.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +67,7 @@ from .outputs import ExplorerOutputs, Measurement
 from .parameters import RESUME_CHECKED
 from .pausing import JOURNAL_RETRY_PERIOD, Pausing
 from .result_file import ResultFile, execution_noise_summary
+from .revisions import HELD_TRAJECTORIES, Revising
 from .states import State
 
 __all__ = ['Explorer', 'ExplorerOutputs', 'State', 'Measurement', 'execution_noise_summary', 'LIMITS',
@@ -72,7 +77,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Commands):
+class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Commands, Revising):
     """Measurement cycle around a :class:`~uncertain_bo.planner.Planner`.
 
     The ROS node (:mod:`uncertain_bo.ros.explorer`) and the in-process mission (:mod:`uncertain_bo.sim.mission`)
@@ -147,6 +152,7 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Co
         self._finish_reported = False
         self._en_route_from: np.ndarray | None = None   # where the last reading was stored (en-route spacing)
         self._en_route_due: float | None = None        # stamp from which an en-route reading is due
+        self._held_trajectories: deque = deque(maxlen=HELD_TRAJECTORIES)   # revisions waiting for the decider
         self._log_resume()
         if self.planner.n >= self.params['max_measurements']:
             self._end(f"max_measurements = {self.params['max_measurements']} reached")
@@ -299,6 +305,7 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Co
             return
         if self._check_pause(now):
             return
+        self._apply_held_revisions()
         if self.state is State.WAITING_FOR_POSE:
             if self.inputs.poses:
                 if self.planner.start is None and self.planner.n == 0:

@@ -7,7 +7,9 @@ Subscribes (the ROS contract of docs/architecture.md; every topic remappable):
     distribution (``max_particles`` particles) when the method's kernel takes sample sets (``airbo``,
     ``airbo_empirical``, ``ugp_kme``), else moment-matched to a Gaussian (the GP kernel follows the input
     type; see :mod:`uncertain_bo.explorer`); ``reading`` (sensor_msgs Temperature / FluidPressure /
-    Illuminance / RelativeHumidity or std_msgs/Float64, by parameter ``reading_type``).
+    Illuminance / RelativeHumidity or std_msgs/Float64, by parameter ``reading_type``); with
+    ``revised_path_topic`` set, that topic (nav_msgs/Path: a smoother's or SLAM back end's corrected past
+    trajectory, which re-places the stored readings: :mod:`uncertain_bo.ros.revised_path`).
 Publishes:
     ``goal_pose`` (geometry_msgs/PoseStamped) and ``plan`` (nav_msgs/Path, current estimate -> target), both
     latched (transient local) and re-sent until the controller acts (:mod:`uncertain_bo.explorer.goal_resend`);
@@ -90,6 +92,7 @@ from .explorer_parameters import EXPLORER_NODE_PARAMS
 from .library_logs import forward_library_logs as forward_library_logs_to, stop_forwarding
 from .params import declare_parameters
 from .qos import LATCHED, RELIABLE_10
+from .revised_path import subscribe_revised_path
 from .rover_inputs import (CLOCK_TOPIC, CLOCK_TYPE, POSE_SOURCES, InputWatch, RoverInputs, node_clock_now,
                            pose_estimate_from_msg, sim_time)
 from .spin import request_exit, run_node
@@ -172,6 +175,7 @@ class ExplorerNode(Node):
         self.inputs = RoverInputs(self, self.explorer, self.p)   # pose_source's topic and reading
         # says what it still waits for, until the mission ends
         self.watch = InputWatch(self, lambda: [self.inputs] if self.explorer.state is not State.DONE else [])
+        self.revised_path_sub = subscribe_revised_path(self, self.explorer, self.p)   # revised_path_topic, or None
 
         self._reporter = StatusReporter()
         self._map_scales: tuple[GridScale, GridScale] | None = None

@@ -44,6 +44,13 @@ EXPLORER_NODE_PARAMS = EXPLORER_PARAMS + [
           "bt_navigator's navigate_to_pose: prefix it when Nav2 runs in a namespace)", read_only=True),
     Param('nav2_behavior_tree', '', 'the behavior_tree of each NavigateToPose goal (a BT XML file path); empty = '
           "Nav2's default", read_only=True),
+    Param('revised_path_topic', '', "the localiser's corrected past trajectory, nav_msgs/Path (a smoother or SLAM "
+          "back end that revises the past: fuse's Path2DPublisher, LIO-SAM's lio_sam/mapping/path): each stored "
+          'reading is re-placed at the revised pose at its stamp (docs/ros2.md, "Revised trajectories"); empty = '
+          'off', read_only=True),
+    Param('revised_path_std', 0.0, 'position standard deviation of the poses of revised_path_topic, m (a '
+          "nav_msgs/Path has no covariance: the back end's accuracy after optimisation); 0 = each reading keeps its "
+          'stored covariance and only its mean moves', range=(0.0, 1000.0), read_only=True),
     Param('tick_rate', 10.0, 'rate of the measurement-cycle timer on the node clock (simulated time under '
           'use_sim_time), Hz', range=(0.1, 1000.0), read_only=True),
     Param('exit_when_done', False, 'shut the node down after the last measurement (for launch files that end '

@@ -8,7 +8,8 @@ number) and its own inputs (:class:`~uncertain_bo.ros.rover_inputs.RoverInputs`)
 for its one rover. For each namespace ``NS`` of parameter ``rovers``:
 
 Subscribes ``NS/odometry/filtered`` (or ``NS/pose`` / ``NS/particle_cloud``, by ``pose_source``) and ``NS/reading``
-(``reading_type``).
+(``reading_type``); with ``revised_path_topic`` set, ``NS/<revised_path_topic>`` (nav_msgs/Path: the rover's
+corrected past, which re-places its own readings in the shared planner by ``(rover, seq)``).
 Publishes ``NS/goal_pose`` (geometry_msgs/PoseStamped) and ``NS/plan`` (nav_msgs/Path), latched, as the explorer
 node does; ``/diagnostics`` (one DiagnosticStatus per rover, named ``<node>: NS exploration``, with the team's
 values); ``~/markers`` (the shared scene of :mod:`uncertain_bo.ros.operator_view`: every measurement, the team's
@@ -72,6 +73,7 @@ from .qos import LATCHED, RELIABLE_10
 from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, gp_maps, make_diagnostics, make_markers, \
     rover_markers
 from .params import declare_parameters
+from .revised_path import subscribe_revised_path
 from .rover_inputs import CLOCK_TOPIC, CLOCK_TYPE, InputWatch, RoverInputs, node_clock_now, sim_time
 from .spin import request_exit, run_node
 
@@ -116,6 +118,8 @@ class _Rover:
         self.explorer.budget = TravelBudget.resumed(node.p, records)    # its own totals, not the last rover's
         resumed = [r for r in records if r.get('type') == 'observation']
         self.inputs = RoverInputs(node, self.explorer, node.p, namespace=name, seed=index)
+        topic = node.p['revised_path_topic'].lstrip('/')    # its revised path, under its namespace (or off)
+        self.revised_path_sub = subscribe_revised_path(node, self.explorer, node.p, f'{name}/{topic}' if topic else '')
         self.goal_pub = node.create_publisher(PoseStamped, f'{name}/goal_pose', LATCHED)
         self.plan_pub = node.create_publisher(PathMsg, f'{name}/plan', LATCHED)
         self.reporter = StatusReporter()

@@ -28,11 +28,11 @@ import numpy as np
 import torch
 
 from ..distributions import DTYPE, GaussianExecutionNoise
-from ..journal import Journal, location_from_record
+from ..journal import Journal
 from ..output_files import replacing, save_figure, write_text
 from ..planner import Planner
 from ..plot_style import MAP_MARKER, legend_outside, scatter_targets, unit_label
-from ..run_report import measured_place, run_search_bounds, run_totals
+from ..run_report import draw_revisions, measured_place, run_search_bounds, run_totals
 from ..units import ValueFormat
 from .field import Field
 from .robust_optimum import robust_optimum
@@ -105,13 +105,14 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
     trajectory = read_trajectory(run_dir / 'trajectory.csv')
     true_path = distance_at(trajectory, [r.get('reading_stamp') for r in obs])
     best = None  # (highest reading so far, the regret of its measurement's place)
+    revisions = journal.revisions
     for r, d in zip(obs, true_path):
         target = np.asarray(r['target'])
         g_t, g_place = (float(v) for v in robust.value(np.array([target, measured_place(r, search_bounds)])))
         if best is None or r['y'] > best[0]:
             best = (r['y'], g_star - g_place)
         row = {'index': r['index'], 'target': target.tolist(), 'y': r['y'],
-               'location_mean': location_from_record(r['location']).mean[0].tolist(),
+               'location_mean': journal.location(r, revisions).mean[0].tolist(),     # revised, where it was
                'target_robust_value': g_t, 'uncertain_inputs_regret': g_star - g_t,
                'highest_reading_normalised_regret': best[1] / span if span > 0 else math.nan,
                'distance_driven_m': r.get('distance_driven_m'), 'true_path_length_m': d,
@@ -224,7 +225,8 @@ def plot_run(run_dir: str | Path, field: Field, execution_cov: np.ndarray, *,
     xmin, xmax, ymin, ymax = field.bounds
     obs = journal.observations
     targets = np.array([r['target'] for r in obs]) if obs else np.zeros((0, 2))
-    locs = [location_from_record(r['location']) for r in obs]
+    revisions = journal.revisions
+    locs = [journal.location(r, revisions) for r in obs]            # revised, where they were
     rovers = [r.get('rover') for r in obs]               # a team's: each measurement's rover (None: one rover)
     traj = read_trajectory(run_dir / 'trajectory.csv')
 
@@ -248,6 +250,7 @@ def plot_run(run_dir: str | Path, field: Field, execution_cov: np.ndarray, *,
             ax.add_patch(Ellipse(mean, w, h, angle=angle, fill=False, color='blue', lw=0.9))
         scale_txt = f' ×{ellipse_scale:g}' if ellipse_scale != 1 else ''
         ax.plot([], [], color='blue', lw=0.9, label=f'location 2σ{scale_txt} (localiser)')
+    draw_revisions(ax, journal)
     if summary and summary.get('recommended_target'):
         r = summary['recommended_target']
         ax.scatter([r[0]], [r[1]], marker='*', s=260, color='gold', edgecolor='k', label='recommendation',

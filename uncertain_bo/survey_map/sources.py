@@ -22,7 +22,8 @@ there (the message lists the columns), fewer than 3 usable rows, or points that 
 
 **Journal** (:func:`read_journal_survey`): a run folder (its ``journal.jsonl``) or a journal file, read
 read-only (a damaged journal is refused by :class:`~uncertain_bo.journal.Journal`): every measurement and en-route
-reading with the location distribution it was stored with (a Gaussian's covariance; a particle cloud
+reading with its location distribution (the one it was stored with, or its last revision's: a smoother or loop
+closure that re-placed it, :mod:`uncertain_bo.planner_revisions`; a Gaussian's covariance; a particle cloud
 moment-matched; an exact position zero) and its reported reading variance, in the run's map frame (an engineering
 CRS, or the local tangent plane at ``origin``). The robust peak's execution noise defaults to the run's
 ``execution_noise_std``.
@@ -310,7 +311,7 @@ def read_journal_survey(path: str | Path, origin: tuple[float, float] | None = N
         uncertain_bo.journal.JournalError: no journal, or a damaged one.
         SurveyError: fewer than 3 readings, or readings that span no area.
     """
-    from ..journal import Journal, location_from_record
+    from ..journal import Journal
     from ..units import READING_UNITS
 
     path = Path(path)
@@ -319,7 +320,8 @@ def read_journal_survey(path: str | Path, origin: tuple[float, float] | None = N
     if len(records) < 3:
         raise SurveyError(f'{path} holds {len(records)} readings (measurements and en-route readings); a map needs '
                           'at least 3')
-    locations = [location_from_record(r['location']) for r in records]
+    revisions = journal.revisions
+    locations = [journal.location(r, revisions) for r in records]     # a revised reading where it was revised to
     xy = np.array([loc.mean[0].tolist() for loc in locations], dtype=float)
     if xy.shape[1] != 2:
         raise SurveyError(f'{path}: the run is {xy.shape[1]}-dimensional; a map needs x/y locations')
