@@ -74,6 +74,19 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
+def _port(text: str) -> int:
+    """argparse type of ``--foxglove``: a TCP port from 1 to 65535."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a TCP port from 1 to 65535')
+    return value
+
+
 def _rover_count(text: str) -> int:
     """argparse type of ``--rovers``: an integer from 1 to 16."""
     import argparse
@@ -138,6 +151,12 @@ def add_parser(sub) -> None:
         p.add_argument('--silence', default=None, metavar='ROVER:K',
                        help="failure drill (with --rovers): stop ROVER's localiser after the team's K-th measurement; "
                             'the team_explorer drops it after silence_timeout and the others finish the mission')
+        p.add_argument('--record', action='store_true',
+                       help="record the explorer's inputs, cycle, decisions, journal and GP maps to a rosbag2 folder "
+                            '(MCAP) OUT/recording: `ros2 bag info`, Foxglove and `uncertain-bo replay` open it')
+        p.add_argument('--foxglove', type=_port, default=None, metavar='PORT',
+                       help='serve the same topics live to Foxglove on ws://127.0.0.1:PORT (foxglove-sdk); import '
+                            'config/foxglove_layout.json there')
         p.set_defaults(func=_cli)
 
 
@@ -159,6 +178,10 @@ def _cli(args) -> int:
         overrides['explorer']['max_measurements'] = args.measurements
     if args.method is not None:
         overrides['explorer']['method'] = args.method
+    if args.record:
+        overrides['explorer']['record'] = True
+    if args.foxglove is not None:
+        overrides['explorer']['foxglove_port'] = args.foxglove
     if args.localiser is not None:
         overrides['sim_rover']['localiser'] = args.localiser
         if args.localiser == 'pf':
