@@ -1,0 +1,127 @@
+"""Recording on the nodes themselves (``record: true``), over real rclpy topics on the wall clock: a run of the
+explorer node with its decisions on the background thread (a robot's defaults: arrival times from the middleware,
+not monotonic with the cycles) replays to the same measurements and targets; a disk that fails stops the recording,
+not the mission, and says so on /diagnostics; a team explorer records every rover's inputs and goals.
+
+Own rclpy context on ROS domain 170 + pid % 30, apart from the other ROS test modules.
+"""
+import errno
+import json
+import os
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+pytest.importorskip('rosbags')
+pytestmark = pytest.mark.ros
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+
+from ros_spin import spin_until  # noqa: E402
+from test_explorer_node import Probe, make_explorer  # noqa: E402
+
+DOMAIN_ID = 170 + os.getpid() % 30
+
+
+def journal(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def run_mission(context, tmp_path, measurements=2, during=None):
+    """The explorer node (recording) and a probe rover that jumps to each goal and reads there; ``during(node)``
+    is called once the first goal is out. Returns what the probe saw on /diagnostics."""
+    node = make_explorer(context, tmp_path, record=True, max_measurements=measurements)
+    probe = Probe(context)
+    diagnostics = []
+    probe.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
+    ex = SingleThreadedExecutor(context=context)
+    ex.add_node(node)
+    ex.add_node(probe.node)
+    try:
+        assert spin_until(ex, lambda: bool(probe.goals), every=lambda: probe.publish_pose([10.0, 10.0]))
+        if during is not None:
+            during(node)
+        for k in range(measurements):
+            def at_target():
+                goal = probe.goals[-1].pose.position
+                probe.publish_pose(np.array([goal.x, goal.y]) + 0.1)
+                probe.publish_reading(40.0 + k + 0.01 * len(probe.goals))
+            assert spin_until(ex, lambda: node.explorer.planner.n > k, every=at_target, timeout=30)
+        spin_until(ex, lambda: False, timeout=1.5)          # the next diagnostics go out
+    finally:
+        ex.shutdown()
+        node.destroy_node()                                   # closes the recording
+        probe.node.destroy_node()
+    return diagnostics
+
+
+def test_a_wall_clock_run_with_background_decisions_replays_identically(context, tmp_path, capsys):
+    from uncertain_bo.cli import main
+
+    run_mission(context, tmp_path / 'run', measurements=3)
+    live = journal(tmp_path / 'run' / 'journal.jsonl')
+    assert live[0]['parameters']['decide_in_background']
+    assert main(['replay', str(tmp_path / 'run' / 'recording'), '--out', str(tmp_path / 'replay')]) == 0
+    replayed = journal(tmp_path / 'replay' / 'journal.jsonl')
+    for kind, fields in (('observation', ('y', 'target', 'location', 'reading_stamp', 'pose_stamp')),
+                         ('decision', ('index', 'target'))):
+        a = [{k: r[k] for k in fields} for r in live if r['type'] == kind]
+        b = [{k: r[k] for k in fields} for r in replayed if r['type'] == kind]
+        assert len(a) == 3 and a == b, kind
+    report = json.loads((tmp_path / 'replay' / 'replay.json').read_text())
+    assert report['background_decisions']['recorded'] >= 5 and report['background_decisions']['without_record'] == 0
+
+
+def test_a_failing_disk_stops_the_recording_not_the_mission(context, tmp_path):
+    def disk_full(node):
+        bag = node.recording.sinks[0]
+
+        def full(*args):
+            raise OSError(errno.ENOSPC, 'No space left on device')
+        bag._writer.write = full
+
+    diagnostics = run_mission(context, tmp_path / 'run', measurements=2, during=disk_full)
+    assert sum(r['type'] == 'observation' for r in journal(tmp_path / 'run' / 'journal.jsonl')) == 2
+    values = [{kv.key: kv.value for kv in s.values} for d in diagnostics for s in d.status
+              if s.name == 'explorer: exploration']
+    stopped = [v['recording stopped'] for v in values if 'recording stopped' in v]
+    assert stopped and 'No space left on device' in stopped[-1]
+    assert int(values[-1]['recording messages dropped']) > 0
+
+
+def test_a_team_recording_holds_every_rovers_inputs_and_goals(context, tmp_path, capsys):
+    from rosbags.rosbag2 import Reader
+
+    from team_probe import TeamProbe, make_team
+    from uncertain_bo.cli import main
+    from uncertain_bo.recording.contents import CUSTOM_DATA_KEY
+
+    rovers = ['rover0', 'rover1']
+    node = make_team(context, tmp_path / 'run', rovers=rovers, record=True, max_measurements=4)
+    probe = TeamProbe(context, rovers)
+    ex = SingleThreadedExecutor(context=context)
+    ex.add_node(node)
+    ex.add_node(probe.node)
+    try:
+        start = {'rover0': np.array([5.0, 5.0]), 'rover1': np.array([15.0, 15.0])}
+        assert spin_until(ex, lambda: all(probe.goals[r] for r in rovers),
+                          every=lambda: [probe.report(r, start[r], 1.0) for r in rovers], timeout=20)
+    finally:
+        ex.shutdown()
+        node.destroy_node()
+        probe.node.destroy_node()
+    with Reader(tmp_path / 'run' / 'recording') as reader:
+        topics = {c.topic: c.msgtype for c in reader.connections}
+        custom = json.loads(reader.storage.metadata.custom[CUSTOM_DATA_KEY])
+    for r in rovers:
+        assert topics[f'/{r}/odometry/filtered'] == 'nav_msgs/msg/Odometry'
+        assert topics[f'/{r}/reading'] == 'sensor_msgs/msg/Temperature'
+        assert topics[f'/{r}/goal_pose'] == 'geometry_msgs/msg/PoseStamped'
+    assert topics['/team_explorer/cycle'] == 'std_msgs/msg/Float64'
+    assert custom['team'] and set(custom['inputs']) == set(rovers)
+    assert main(['replay', str(tmp_path / 'run' / 'recording'), '--out', str(tmp_path / 'replay')]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and 'team explorer' in err and '\n' not in err
+    assert not (tmp_path / 'replay').exists()
