@@ -74,30 +74,24 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
-def _port(text: str) -> int:
-    """argparse type of ``--foxglove``: a TCP port from 1 to 65535."""
+def _integer_from(low: int, high: int, what: str):
+    """argparse type: an integer from ``low`` to ``high`` (``what`` names it in the error)."""
     import argparse
 
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f'{text!r} is not a TCP port from 1 to 65535')
-    return value
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f'{text!r} is not {what} from {low} to {high}')
+        return value
+    return parse
 
 
-def _rover_count(text: str) -> int:
-    """argparse type of ``--rovers``: an integer from 1 to 16."""
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 16:
-        raise argparse.ArgumentTypeError(f'{text!r} is not a number of rovers from 1 to 16')
-    return value
+#: ``--rovers``, ``--foxglove``
+_rover_count = _integer_from(1, 16, 'a number of rovers')
+_port = _integer_from(1, 65535, 'a TCP port')
 
 
 def _shipped_defaults() -> dict[str, Any]:
