@@ -29,10 +29,11 @@ def journal(path):
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def run_mission(context, tmp_path, measurements=2, during=None):
-    """The explorer node (recording) and a probe rover that jumps to each goal and reads there; ``during(node)``
-    is called once the first goal is out. Returns what the probe saw on /diagnostics."""
-    node = make_explorer(context, tmp_path, record=True, max_measurements=measurements)
+def run_mission(context, tmp_path, measurements=2, during=None, limit=None):
+    """The explorer node (recording, ``limit`` measurements in all) and a probe rover that jumps to each goal and reads
+    there for ``measurements`` more; ``during(node)`` is called once the first goal is out. Returns what the probe saw
+    on /diagnostics."""
+    node = make_explorer(context, tmp_path, record=True, max_measurements=limit or measurements)
     probe = Probe(context)
     diagnostics = []
     probe.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
@@ -43,7 +44,8 @@ def run_mission(context, tmp_path, measurements=2, during=None):
         assert spin_until(ex, lambda: bool(probe.goals), every=lambda: probe.publish_pose([10.0, 10.0]))
         if during is not None:
             during(node)
-        for k in range(measurements):
+        done = node.explorer.planner.n
+        for k in range(done, done + measurements):
             def at_target():
                 goal = probe.goals[-1].pose.position
                 probe.publish_pose(np.array([goal.x, goal.y]) + 0.1)
@@ -89,6 +91,29 @@ def test_a_failing_disk_stops_the_recording_not_the_mission(context, tmp_path):
     stopped = [v['recording stopped'] for v in values if 'recording stopped' in v]
     assert stopped and 'No space left on device' in stopped[-1]
     assert int(values[-1]['recording messages dropped']) > 0
+
+
+def test_a_restart_records_anew_and_its_replay_says_what_it_lacks(context, tmp_path, capsys):
+    from rosbags.rosbag2 import Reader
+
+    from uncertain_bo.cli import main
+    from uncertain_bo.recording.contents import CUSTOM_DATA_KEY
+
+    run_mission(context, tmp_path / 'run', measurements=1)
+    run_mission(context, tmp_path / 'run', measurements=1, limit=2)          # resumes the journal
+    assert (tmp_path / 'run' / 'recording').is_dir() and (tmp_path / 'run' / 'recording-2').is_dir()
+    with Reader(tmp_path / 'run' / 'recording-2') as reader:
+        custom = json.loads(reader.storage.metadata.custom[CUSTOM_DATA_KEY])
+        journal_topic = [c for c in reader.connections if c.topic == '/explorer/journal']
+        texts = [raw for _, _, raw in reader.messages(connections=journal_topic)]
+    assert custom['resumed_records'] >= 3                  # start, decision, observation, recommendation, ...
+    assert main(['replay', str(tmp_path / 'run' / 'recording-2'), '--out', str(tmp_path / 'replay')]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith('warning: the recorded run began by resuming a journal of') and '\n' in out
+    report = json.loads((tmp_path / 'replay' / 'replay.json').read_text())
+    assert report['compared_with_recording']['observation']['recorded'] == 1   # only what this run measured
+    assert len(texts) == 1 + sum(1 for r in journal(tmp_path / 'run' / 'journal.jsonl')[custom['resumed_records']
+                                                                                        + 1:])
 
 
 def test_a_team_recording_holds_every_rovers_inputs_and_goals(context, tmp_path, capsys):

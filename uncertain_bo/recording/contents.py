@@ -7,12 +7,14 @@ Three topics of the explorer's own namespace make a recording replayable exactly
   as the log time, in that order: the MCAP file keeps the order in which the explorer saw inputs and cycles.
 - :data:`DECIDER_TOPIC` (``std_msgs/msg/String``, JSON ``{"job": i, "polls": k}``): with ``decide_in_background``,
   at which cycle the explorer took each background job's result (:mod:`uncertain_bo.recording.decider`).
-- :data:`JOURNAL_TOPIC` (``std_msgs/msg/String``): every record of the run's journal as JSON, the header first, as
-  the cycle after it was written (decisions with their metadata, measurements, recommendations, keep-out zones,
-  revisions, run-time parameter changes). A replay compares its own journal with it.
+- :data:`JOURNAL_TOPIC` (``std_msgs/msg/String``): every record the run's journal gets while it records, as JSON, the
+  journal's header first (the records a restart resumed are not repeated), with the cycle after it was written
+  (decisions with their metadata, measurements, recommendations, keep-out zones, revisions, run-time parameter
+  changes). A replay compares its own journal with it.
 
 ``metadata.yaml``'s ``custom_data`` holds :data:`CUSTOM_DATA_KEY`: JSON with the node, whether it is a team, the
-explorer's parameters, each input's topic and type, and the three topics above (:func:`describe`).
+explorer's parameters, each input's topic and type, the three topics above, and how many records a restart had
+resumed (:func:`describe`).
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ FORMAT_VERSION = 1
 
 
 def describe(node: str, team: bool, parameters: dict[str, Any], inputs: dict[str, dict[str, dict[str, str]]],
-             topics: dict[str, str]) -> str:
+             topics: dict[str, str], resumed: int = 0) -> str:
     """The ``custom_data`` value (JSON) of a recording.
 
     Args:
@@ -44,9 +46,11 @@ def describe(node: str, team: bool, parameters: dict[str, Any], inputs: dict[str
         inputs: rover (``''`` for the explorer's one rover) -> input (``'pose'``, ``'reading'``, ``'revised_path'``)
             -> ``{'topic': resolved name, 'type': 'pkg/msg/Type'}``.
         topics: ``'cycle'``, ``'decider'``, ``'journal'`` -> resolved topic name.
+        resumed: records the run's journal held when the recording started (a restart resumed them; they are not
+            on the journal topic, and a replay, which starts a new journal, does not have them).
     """
     return json.dumps({'format': FORMAT_VERSION, 'node': node, 'team': team, 'parameters': parameters,
-                       'inputs': inputs, 'topics': topics})
+                       'inputs': inputs, 'topics': topics, 'resumed_records': resumed})
 
 
 def described(custom_data: dict[str, str] | None) -> dict[str, Any] | None:

@@ -126,7 +126,7 @@ class Recording:
     def __init__(self, node: Node, params: dict[str, Any], sinks: list, journal, team: bool = False):
         self.node, self.params, self.sinks, self.team = node, params, sinks, team
         self._journal = journal
-        self._mirrored = 0
+        self._mirrored = self._resumed = len(journal.records) if journal is not None else 0   # a restart's records
         self.topics = {what: node.resolve_topic_name(name) for what, name in
                        (('cycle', CYCLE_TOPIC), ('decider', DECIDER_TOPIC), ('journal', JOURNAL_TOPIC))}
         self.inputs: dict[str, dict[str, dict[str, str]]] = {}
@@ -184,7 +184,7 @@ class Recording:
         self._mirror_journal()
         self._closed = True
         custom = describe(self.node.get_fully_qualified_name(), self.team, _plain(self.params), self.inputs,
-                          self.topics)
+                          self.topics, self._resumed)
         for sink in self.sinks:
             if hasattr(sink, 'custom_data'):
                 sink.custom_data[CUSTOM_DATA_KEY] = custom

@@ -292,11 +292,17 @@ def replay(recording, params: dict[str, Any], topics: dict[str, tuple[str, str, 
                                  if decider is not None else None),
         **counts, 'measurements': planner.n, 'completed': explorer.state is State.DONE,
         'stopped_because': explorer.done_reason,
-        'targets': [g.tolist() for g in host.goals],
+        'decisions': [{k: r.get(k) for k in ('index', 'target', 'phase')} for r in replayed
+                      if r.get('type') == 'decision'],
+        'goals_sent': len(host.goals),
         'recording_messages_dropped': int(recording.custom_data.get('uncertain_bo.messages_dropped', 0) or 0),
     }
     if recorded:
         result['compared_with_recording'] = compare(recorded, replayed)
+    resumed = int((recording.description or {}).get('resumed_records') or 0)
+    if resumed:
+        result['warning'] = (f'the recorded run began by resuming a journal of {resumed} records (a restart): the '
+                             'replay starts a new one without them, so its decisions may differ')
     return result
 
 
@@ -346,9 +352,11 @@ def _report(out: Path, result: dict[str, Any]) -> None:
     """The replay's summary and map (``uncertain-bo report``'s, for a run without ground truth) and what it printed."""
     from ..run_report import plot_field_run, summarize_run
 
-    lines = [f"replayed {result['messages']} messages and {result['cycles']} cycles of {result['recording']} "
-             f"({result['cycles_from']}): {result['measurements']} measurements, {len(result['targets'])} goals"
-             + (f", ended: {result['stopped_because']}" if result['stopped_because'] else ', not ended')]
+    lines = [f"warning: {result['warning']}"] if result.get('warning') else []
+    lines.append(f"replayed {result['messages']} messages and {result['cycles']} cycles of {result['recording']} "
+                 f"({result['cycles_from']}): {result['measurements']} measurements, "
+                 f"{len(result['decisions'])} decisions"
+                 + (f", ended: {result['stopped_because']}" if result['stopped_because'] else ', not ended'))
     compared = result.get('compared_with_recording')
     if compared:
         lines.append('compared with the journal the recording holds: ' + '; '.join(
