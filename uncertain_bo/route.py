@@ -4,8 +4,9 @@ A rover sent to several targets at once (a batch decided together) need not visi
 chosen: every order measures the same places, so the planner drives them along the shortest open path (no return)
 from the rover's position, straight lines between targets: a batch method's batch, or with the planner's
 ``route_horizon`` the first stop of the route through the next few targets, decided again after each measurement
-(receding horizon). The initial design and the random survey keep a nearest-neighbour tour
-(:func:`nearest_neighbour_tour`; docs/field_suite.md, "Less driving"). This is the travelling-salesman
+(receding horizon), once the initial design is done. The initial design and the random survey keep a
+nearest-neighbour tour (:func:`nearest_neighbour_tour`; docs/field_suite.md, "Less driving"), which no route
+horizon reorders. This is the travelling-salesman
 path problem; for the handful of targets a rover is given at once (up to :data:`EXACT_UP_TO`) every order is
 tried, beyond that the greedy nearest-neighbour tour is used (each next target the nearest to the one before).
 Route-aware batch order as in Folch et al., "SnAKe: Bayesian optimization with pathwise exploration" (NeurIPS
