@@ -257,6 +257,7 @@ def prepare_graph(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
         # get the GIL only between its callbacks (decisions of 0.05 s took 5-40 s, while simulated time ran
         # on). Deciding inline pauses the simulated world during a decision, as a lockstep clock should.
         params['explorer']['decide_in_background'] = False
+    _stamp_commands(params, extra_files or [], overrides or {})
     if params['explorer'].get('goal_interface', 'topic') != 'topic':
         # a robot's params file may name Nav2's action; the simulated graph's controller is pure_pursuit
         log.info("goal_interface %r -> 'topic': the simulation drives with pure_pursuit, not Nav2",
@@ -265,6 +266,18 @@ def prepare_graph(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / 'parameters.json').write_text(json.dumps(params, indent=2))
     return run_dir, params, field
+
+
+def _stamp_commands(params: dict[str, dict[str, Any]], extra_files: list[Path],
+                    overrides: dict[str, dict[str, Any]]) -> None:
+    """``sim_rover`` and ``pure_pursuit`` exchange ``TwistStamped`` commands (``stamped_cmd_vel``), so the lockstep
+    tells a late command from the answer to its last step (:mod:`uncertain_bo.ros.sim_rover`), unless a file or
+    an override sets ``stamped_cmd_vel`` for either node: then both take that value (one topic, one type)."""
+    nodes = ('sim_rover', 'pure_pursuit')
+    chosen = [n for n in nodes if 'stamped_cmd_vel' in {**node_parameters(extra_files, n), **overrides.get(n, {})}]
+    stamped = params[chosen[0]]['stamped_cmd_vel'] if chosen else True
+    for n in nodes:
+        params[n]['stamped_cmd_vel'] = stamped
 
 
 #: s the demo waits at exit for a decision still running on the executor thread
