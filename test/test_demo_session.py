@@ -1,0 +1,122 @@
+"""``uncertain-bo demo`` and the world outside its process (uncertain_bo/ros/graph_session.py): its DDS graph is
+private unless asked, and SIGINT stops it with the report written. The end-to-end cases run the real command in a
+subprocess and send it a real SIGINT."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+pytestmark = pytest.mark.ros
+
+DOMAIN_ID = 90 + os.getpid() % 10      # 90..99: apart from the other modules' domains (conftest.py)
+
+SMALL = """\
+sim_rover:
+  ros__parameters:
+    field_extent: [0.0, 60.0, 0.0, 60.0]
+    initial_x: 30.0
+    initial_y: 30.0
+    status_period: 0.0
+ekf:
+  ros__parameters:
+    initial_x: 30.0
+    initial_y: 30.0
+explorer:
+  ros__parameters:
+    n_initial: 4
+"""
+
+
+def test_a_signal_only_asks_the_graph_to_stop_and_the_session_leaves_nothing_behind(monkeypatch):
+    """In a session SIGINT sets the stop request (no KeyboardInterrupt in whatever the main thread runs); rclpy's own
+    handlers are not installed; the discovery settings are the context's only, the handlers are back afterwards."""
+    from uncertain_bo.ros.graph_session import graph_session
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'SUBNET')
+    monkeypatch.setenv('ROS_LOCALHOST_ONLY', '1')
+    before = signal.getsignal(signal.SIGINT)
+    with graph_session('off', DOMAIN_ID) as stop:
+        try:
+            assert not stop
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)          # a second one changes nothing
+            time.sleep(0.05)
+            assert stop.signal == 'SIGINT'
+        finally:
+            rclpy.shutdown()
+    assert signal.getsignal(signal.SIGINT) is before
+    assert os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] == 'SUBNET' and os.environ['ROS_LOCALHOST_ONLY'] == '1'
+    with pytest.raises(ValueError, match='discovery must be one of off, localhost, subnet'):
+        with graph_session('wan', DOMAIN_ID):
+            pass
+
+
+def _seen_by_a_spy(proc, out, seconds):
+    """Node names a node of this process on ``DOMAIN_ID`` (discovery on this machine) sees while the demo
+    subprocess ``proc`` runs, once its log ``out`` shows the first measurement."""
+    ctx = rclpy.Context()
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    try:
+        rclpy.init(context=ctx, domain_id=DOMAIN_ID)
+    finally:
+        del os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']
+    spy = rclpy.create_node('spy', context=ctx)
+    seen: set[str] = set()
+    try:
+        deadline = time.monotonic() + 240
+        while 'measurement 1/' not in out.read_text() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert proc.poll() is None, out.read_text()[-3000:]
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            time.sleep(0.1)
+            seen |= set(spy.get_node_names())
+    finally:
+        spy.destroy_node()
+        rclpy.shutdown(context=ctx)
+    return seen - {'spy'}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('discovery, visible', [(None, False), ('localhost', True)])
+def test_the_demo_is_private_unless_asked_and_ctrl_c_writes_its_report(tmp_path, discovery, visible):
+    """By default nothing outside the demo's process sees its nodes (it publishes /clock and goal_pose, Nav2's goal
+    topic), on the same domain as a spy on this machine; with ``--discovery localhost`` the spy sees them. A real
+    SIGINT then stops the demo: exit status 130, summary.json and run.png written, the run marked interrupted."""
+    params = tmp_path / 'small.yaml'
+    params.write_text(SMALL)
+    out = tmp_path / 'demo.log'
+    cmd = [sys.executable, '-m', 'uncertain_bo.cli', 'demo', '--params', str(params), '--out', str(tmp_path / 'run'),
+           '--domain-id', str(DOMAIN_ID)] + (['--discovery', discovery] if discovery else [])
+    with open(out, 'w') as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        seen = _seen_by_a_spy(proc, out, 3.0)
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = out.read_text()
+    assert ('explorer' in seen) is visible, (seen, text[-2000:])
+    assert ('DDS: discovery off' in text) is (discovery is None)
+    assert rc == 130, text[-3000:]
+    summary = json.loads((tmp_path / 'run' / 'summary.json').read_text())
+    assert summary['interrupted'] == 'SIGINT' and not summary['completed'] and summary['measurements'] >= 1
+    assert (tmp_path / 'run' / 'run.png').is_file()
+
+
+def test_the_demo_graph_exchanges_stamped_commands_unless_a_file_says_otherwise(tmp_path):
+    """sim_rover and pure_pursuit in the demo: TwistStamped, so the lockstep tells a late command from an answer; a
+    params file's choice for either node is both nodes' (one topic, one type)."""
+    from uncertain_bo.ros.graph import prepare_graph
+    _, params, _ = prepare_graph(tmp_path / 'a')
+    assert params['sim_rover']['stamped_cmd_vel'] is True and params['pure_pursuit']['stamped_cmd_vel'] is True
+    robot = tmp_path / 'robot.yaml'
+    robot.write_text('pure_pursuit:\n  ros__parameters:\n    stamped_cmd_vel: false\n')
+    _, params, _ = prepare_graph(tmp_path / 'b', extra_files=[robot])
+    assert params['sim_rover']['stamped_cmd_vel'] is False and params['pure_pursuit']['stamped_cmd_vel'] is False
