@@ -120,3 +120,13 @@ def test_the_demo_graph_exchanges_stamped_commands_unless_a_file_says_otherwise(
     robot.write_text('pure_pursuit:\n  ros__parameters:\n    stamped_cmd_vel: false\n')
     _, params, _ = prepare_graph(tmp_path / 'b', extra_files=[robot])
     assert params['sim_rover']['stamped_cmd_vel'] is False and params['pure_pursuit']['stamped_cmd_vel'] is False
+
+
+def test_a_ros_domain_id_that_is_no_domain_id_is_one_line_and_nothing_is_written(tmp_path, monkeypatch, capsys):
+    from uncertain_bo.cli import main
+    monkeypatch.setenv('ROS_DOMAIN_ID', 'abc')
+    assert main(['demo', '--out', str(tmp_path / 'run')]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("error: ROS_DOMAIN_ID: 'abc' is not a ROS domain id from 0 to 232 (fix it, unset it or give "
+                   '--domain-id)')
+    assert not (tmp_path / 'run').exists()

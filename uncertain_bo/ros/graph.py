@@ -30,7 +30,8 @@ import numpy as np
 from ..param_files import declared_parameters
 from ..parameters import ParameterError, config_path, node_parameters, unknown_sections, validate
 from ..user_errors import check_run_dir
-from .graph_session import StopRequest, add_arguments as add_session_arguments, graph_session, stop_on_signals
+from .graph_session import (StopRequest, add_arguments as add_session_arguments, graph_session, resolve_domain_id,
+                            stop_on_signals)
 from .launch_args import LOCALISERS
 
 __all__ = ['add_parser', 'run_demo', 'spin_in_background',
@@ -165,6 +166,7 @@ def _cli(args) -> int:
             overrides['explorer']['pose_source'] = 'particle_cloud'
     out = args.out or Path('runs') / ('demo-' + _dt.datetime.now().strftime('%Y%m%d-%H%M%S'))
     check_run_dir(out, '--out')
+    args.domain_id = resolve_domain_id(args.domain_id)
     # a Ctrl-C from here on stops the graph (at once if it comes before the graph runs) and the report is written
     with stop_on_signals() as stop:
         session = {'discovery': args.discovery, 'domain_id': args.domain_id, 'stop': stop}
@@ -355,6 +357,7 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
     from ..sim.report import plot_run, summarize, write_trajectory
     from .params import parameter_overrides
 
+    domain_id = resolve_domain_id(domain_id)   # a bad ROS_DOMAIN_ID is found before anything is written
     run_dir, params, field = prepare_graph(run_dir, overrides, extra_files)
     sim = params['sim_rover']
 

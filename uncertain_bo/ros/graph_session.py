@@ -26,7 +26,8 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-__all__ = ['DISCOVERY', 'StopRequest', 'add_arguments', 'dds_line', 'graph_session', 'stop_on_signals']
+__all__ = ['DISCOVERY', 'StopRequest', 'add_arguments', 'dds_line', 'graph_session', 'resolve_domain_id',
+           'stop_on_signals']
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,22 @@ def _domain_id(text: str) -> int:
     if not 0 <= value <= MAX_DOMAIN_ID:
         raise argparse.ArgumentTypeError(f'{text!r} is not a ROS domain id from 0 to {MAX_DOMAIN_ID}')
     return value
+
+
+def resolve_domain_id(domain_id: int | None) -> int:
+    """``domain_id``, or when None ``ROS_DOMAIN_ID`` (else 0).
+
+    Raises:
+        UsageError: ``ROS_DOMAIN_ID`` is set to something that is no domain id (before anything starts).
+    """
+    if domain_id is not None:
+        return int(domain_id)
+    text = os.environ.get('ROS_DOMAIN_ID') or '0'
+    try:
+        return _domain_id(text)
+    except argparse.ArgumentTypeError as exc:
+        from ..user_errors import UsageError
+        raise UsageError(f'ROS_DOMAIN_ID: {exc} (fix it, unset it or give --domain-id)') from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -138,14 +155,14 @@ def graph_session(discovery: str = 'off', domain_id: int | None = None,
 
     Raises:
         ValueError: an unknown ``discovery``.
+        UsageError: ``ROS_DOMAIN_ID`` is no domain id.
     """
     import rclpy
     from rclpy.signals import SignalHandlerOptions
 
     if discovery not in DISCOVERY:
         raise ValueError(f'discovery must be one of {", ".join(DISCOVERY)}, got {discovery!r}')
-    if domain_id is None:
-        domain_id = _domain_id(os.environ.get('ROS_DOMAIN_ID') or '0')
+    domain_id = resolve_domain_id(domain_id)
     private = discovery != 'subnet'
     with stop_on_signals(stop) as stop:
         # rcl reads the discovery settings from the environment when the context starts: set them for that moment

@@ -31,7 +31,7 @@ import numpy as np
 from ..parameters import ParameterError
 from ..user_errors import UsageError
 from .graph import LOCALISER_NODES, NODES, prepare_graph, spin_in_background, stop_graph
-from .graph_session import StopRequest, graph_session
+from .graph_session import StopRequest, graph_session, resolve_domain_id
 
 __all__ = ['run_team_demo', 'team_node_parameters', 'parse_silence']
 
@@ -116,6 +116,7 @@ def run_team_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
     if (Path(run_dir) / 'journal.jsonl').is_file():
         raise ParameterError(f'{run_dir} holds a journal: demo --rovers starts a new mission (give a new --out; '
                              'a team_explorer restarted on a run_dir resumes its journal)')
+    domain_id = resolve_domain_id(domain_id)   # a bad ROS_DOMAIN_ID is found before anything is written
     run_dir, params, field = prepare_graph(run_dir, overrides, extra_files)
     team_params = team_node_parameters(params, rovers, silence_timeout=silence_timeout)
     localiser = LOCALISER_NODES[params['sim_rover']['localiser']]
