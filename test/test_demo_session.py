@@ -13,23 +13,9 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 pytestmark = pytest.mark.ros
 
-DOMAIN_ID = 90 + os.getpid() % 10      # 90..99: apart from the other modules' domains (conftest.py)
+from test_team_graph import SMALL  # noqa: E402  (a 60 m x 60 m patch of the field: short drives)
 
-SMALL = """\
-sim_rover:
-  ros__parameters:
-    field_extent: [0.0, 60.0, 0.0, 60.0]
-    initial_x: 30.0
-    initial_y: 30.0
-    status_period: 0.0
-ekf:
-  ros__parameters:
-    initial_x: 30.0
-    initial_y: 30.0
-explorer:
-  ros__parameters:
-    n_initial: 4
-"""
+DOMAIN_ID = 90 + os.getpid() % 10      # 90..99: apart from the other modules' domains (conftest.py)
 
 
 def test_a_signal_only_asks_the_graph_to_stop_and_the_session_leaves_nothing_behind(monkeypatch):

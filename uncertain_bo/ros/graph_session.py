@@ -110,20 +110,18 @@ class StopRequest:
 @contextmanager
 def _environment(values: dict[str, str | None]) -> Iterator[None]:
     """``os.environ`` with ``values`` set (None: unset) inside the block, as it was after it."""
+    def apply(settings: dict[str, str | None]) -> None:
+        for k, v in settings.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     saved = {k: os.environ.get(k) for k in values}
     try:
-        for k, v in values.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        apply(values)
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        apply(saved)
 
 
 @contextmanager
