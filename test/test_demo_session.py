@@ -67,17 +67,23 @@ def _seen_by_a_spy(proc, out, seconds):
     return seen - {'spy'}
 
 
+#: a ROS 2 process on this machine that discovery on this machine should see: the spy's control
+CONTROL = ('import rclpy, sys, time; rclpy.init(domain_id=int(sys.argv[1])); n = rclpy.create_node("control"); '
+           'time.sleep(600)')
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize('discovery, visible', [(None, False), ('localhost', True)])
-def test_the_demo_is_private_unless_asked_and_ctrl_c_writes_its_report(tmp_path, discovery, visible):
-    """By default nothing outside the demo's process sees its nodes (it publishes /clock and goal_pose, Nav2's goal
-    topic), on the same domain as a spy on this machine; with ``--discovery localhost`` the spy sees them. A real
-    SIGINT then stops the demo: exit status 130, summary.json and run.png written, the run marked interrupted."""
+def test_the_demo_is_private_by_default_and_ctrl_c_writes_its_report(tmp_path):
+    """Nothing outside the demo's process sees its nodes (it publishes /clock and goal_pose, Nav2's goal topic): a
+    spy on the same domain on this machine sees another process's node there but none of the demo's. A real SIGINT
+    then stops the demo: exit status 130, summary.json and run.png written, the run marked interrupted."""
     params = tmp_path / 'small.yaml'
     params.write_text(SMALL)
     out = tmp_path / 'demo.log'
     cmd = [sys.executable, '-m', 'uncertain_bo.cli', 'demo', '--params', str(params), '--out', str(tmp_path / 'run'),
-           '--domain-id', str(DOMAIN_ID)] + (['--discovery', discovery] if discovery else [])
+           '--domain-id', str(DOMAIN_ID)]
+    control = subprocess.Popen([sys.executable, '-c', CONTROL, str(DOMAIN_ID)],
+                               env={**os.environ, 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'})
     with open(out, 'w') as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -85,11 +91,12 @@ def test_the_demo_is_private_unless_asked_and_ctrl_c_writes_its_report(tmp_path,
         proc.send_signal(signal.SIGINT)
         rc = proc.wait(timeout=180)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        for p in (proc, control):
+            if p.poll() is None:
+                p.kill()
     text = out.read_text()
-    assert ('explorer' in seen) is visible, (seen, text[-2000:])
-    assert ('DDS: discovery off' in text) is (discovery is None)
+    assert 'control' in seen and not seen & {'explorer', 'sim_rover', 'ekf', 'pure_pursuit'}, (seen, text[-2000:])
+    assert 'DDS: discovery off' in text
     assert rc == 130, text[-3000:]
     summary = json.loads((tmp_path / 'run' / 'summary.json').read_text())
     assert summary['interrupted'] == 'SIGINT' and not summary['completed'] and summary['measurements'] >= 1
