@@ -78,3 +78,11 @@ def test_the_route_horizon_reaches_the_planner():
     assert planner_from_parameters({**defaults, 'route_horizon': 1}).route_horizon == 1
     with pytest.raises(ParameterError, match='route_horizon'):
         validate(EXPLORER_PARAMS, {'route_horizon': 0})
+
+
+def test_the_initial_design_is_at_most_as_large_as_its_tour_is_cheap_to_compute():
+    """n_initial is at most 1000: the tour is computed when the first pose arrives (its cost grows with the square;
+    10000 kept a node's loop busy for minutes). check and the node validate with the same spec."""
+    assert validate(EXPLORER_PARAMS, {'n_initial': 1000})['n_initial'] == 1000
+    with pytest.raises(ParameterError, match=r"n_initial.*1000"):
+        validate(EXPLORER_PARAMS, {'n_initial': 10000})

@@ -283,25 +283,29 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         (:meth:`~uncertain_bo.acquisition.Method.decide`; by default the initial design, then the acquisition
         maximiser; a batch greedily, each pick with the earlier ones pending).
 
-        Without any argument (a lone rover) a batch method (:attr:`~uncertain_bo.acquisition.Method.batch_size` > 1)
-        decides a whole batch when none is left, orders it as the shortest open tour from :attr:`position`
-        (:func:`~uncertain_bo.route.shortest_open_tour`) and hands it out one target per call in that order (the
-        measurements in between do not change it); with :attr:`route_horizon` ``h > 1`` any other method but a
-        survey decides ``h`` targets as a batch and returns the first stop of their shortest tour, journaling that
-        decision only. With ``q`` the caller gets the batch at once, as decided; queued targets count as pending.
+        Without any argument (a lone rover) the initial design comes first, one target per call in its visiting
+        order (:attr:`initial_design`), each target once. After it, a batch method
+        (:attr:`~uncertain_bo.acquisition.Method.batch_size` > 1) decides a whole batch when none is left, orders it
+        as the shortest open tour from :attr:`position` (:func:`~uncertain_bo.route.shortest_open_tour`) and hands
+        it out one target per call in that order (the measurements in between do not change it); with
+        :attr:`route_horizon` ``h > 1`` any other method but a survey decides ``h`` targets as a batch and returns
+        the first stop of their shortest tour, journaling that decision only. One rover of a team (``position``)
+        gets one target per call. With ``q`` the caller gets the batch at once, as decided; queued targets count as
+        pending.
 
         Every target's decision (wall time of its pick, acquisition value, :math:`\\beta_t`) is appended to
         :attr:`decisions` and to the journal, with index ``n``, ``n + 1``, ... in visiting order.
 
         Args:
-            q: number of targets to decide (None: one, or the method's batch).
+            q: number of targets to decide (None: one, or a lone rover's batch past the initial design).
             pending: ``(p, D)`` targets decided elsewhere and not yet measured (e.g. other rovers'), which the
                 decision should not duplicate (BoTorch's ``X_pending``).
             position: ``(d,)`` where the rover this decision is for believes it is (m), for one rover of a team
                 sharing this planner (:mod:`uncertain_bo.team`); None = :attr:`position` (a lone rover). With it,
                 the travel cost is counted from there, the decision's index numbers on after the ``pending``
                 targets (index ``n + p``), and an initial-design pick is the design target nearest to ``position``
-                among those neither measured nor pending, so rovers share the design.
+                among those neither measured nor pending (nor, when a keep-out zone moved it, measured or pending
+                where it was moved to), so rovers share the design.
             rover: the rover's name, recorded with the decision (the journal's ``rover``); None for a lone rover.
 
         Raises:
@@ -309,23 +313,22 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         lone = q is None and pending is None and position is None
         if lone and self._queue:
             return self._queue.pop(0)
-        horizon = self.route_horizon if lone and self._method.batch_size == 1 and not self._method.plans_route else 1
-        batch = max(self._method.batch_size, horizon) if q is None else int(q)
-        batch = batch if q is not None or self.n else min(batch, self.n_initial)   # no GP yet: the design only
-        if batch < 1:
+        if q is not None and int(q) < 1:
             raise ValueError(f'q must be >= 1, got {q}')
         pending, position = team_request(pending, position, self.bounds)
         external = 0 if pending is None or position is None else len(pending)
+        index = self.n + len(self._queue) + external
+        batch, horizon = (int(q), 1) if q is not None else self._lone_batch(index) if lone else (1, 1)
         queued = [t.reshape(1, -1) for t in self._queue]
         if queued:
             pending = torch.cat(queued + ([] if pending is None else [pending]))
         t0 = time.perf_counter()
-        index = self.n + len(self._queue) + external
         billed, self._fit_seconds_unbilled = self._fit_seconds_unbilled, 0.0
         ctx = DecisionContext(self, index, q=batch, pending=pending)
         if position is not None:
             ctx.position = position
-            ctx.initial_design = rover_design(self._design, index, position, self.targets, pending, self.bounds)
+            ctx.initial_design = rover_design(self._design, index, position, self.targets, pending, self.bounds,
+                                              self.keep_out)
         proposal = self._method.decide(ctx)
         total = time.perf_counter() - t0
         picks = proposal.split()
@@ -356,6 +359,23 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
             return torch.stack(targets)
         self._queue = targets[1:]
         return targets[0]
+
+    def _lone_batch(self, index: int) -> tuple[int, int]:
+        """``(batch, horizon)`` for a lone rover's :meth:`suggest` deciding measurement ``index``: how many targets
+        to decide and the route horizon (> 1: only the first stop of their route is kept).
+
+        The initial design is a tour of its own (:attr:`initial_design`, in visiting order): while it lasts, one
+        design target per call, in that order, whatever the batch size or route horizon, so no design target is
+        sent twice or left out (its targets are chosen by index, :meth:`~uncertain_bo.acquisition.Method.
+        decide_one`, which a reordering route would no longer match). After it, a batch method's batch, or with
+        :attr:`route_horizon` ``h > 1`` (a method without a route of its own) ``h`` targets of which the route's
+        first stop is kept."""
+        method = self._method
+        if index < self.n_initial:
+            return 1, 1
+        if method.batch_size > 1 or method.plans_route:
+            return method.batch_size, 1
+        return self.route_horizon, self.route_horizon
 
     @property
     def queued(self) -> Tensor:

@@ -32,6 +32,8 @@ from ..param_files import declared_parameters, unknown_parameters
 from ..parameters import ParameterError, config_path, node_parameters, unknown_sections, validate
 from ..units import simulated_reading_unit
 from ..user_errors import check_run_dir
+from .graph_session import (StopRequest, add_arguments as add_session_arguments, bounded_integer, graph_session,
+                            resolve_domain_id, stop_on_signals)
 from .launch_args import LOCALISERS
 
 __all__ = ['add_parser', 'run_demo', 'spin_in_background',
@@ -74,24 +76,9 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
-def _integer_from(low: int, high: int, what: str):
-    """argparse type: an integer from ``low`` to ``high`` (``what`` names it in the error)."""
-    import argparse
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = low - 1
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f'{text!r} is not {what} from {low} to {high}')
-        return value
-    return parse
-
-
 #: ``--rovers``, ``--foxglove``
-_rover_count = _integer_from(1, 16, 'a number of rovers')
-_port = _integer_from(1, 65535, 'a TCP port')
+_rover_count = bounded_integer(1, 16, 'a number of rovers')
+_port = bounded_integer(1, 65535, 'a TCP port')
 
 
 def _shipped_defaults() -> dict[str, Any]:
@@ -151,6 +138,7 @@ def add_parser(sub) -> None:
         p.add_argument('--foxglove', type=_port, default=None, metavar='PORT',
                        help='serve the same topics live to Foxglove on ws://127.0.0.1:PORT (foxglove-sdk); import '
                             'config/foxglove_layout.json there')
+        add_session_arguments(p)
         p.set_defaults(func=_cli)
 
 
@@ -182,15 +170,18 @@ def _cli(args) -> int:
             overrides['explorer']['pose_source'] = 'particle_cloud'
     out = args.out or Path('runs') / ('demo-' + _dt.datetime.now().strftime('%Y%m%d-%H%M%S'))
     check_run_dir(out, '--out')
-    if args.rovers > 1 or args.silence is not None:
-        from .team_graph import parse_silence, run_team_demo
-        silence = parse_silence(args.silence, args.rovers)
-        summary = run_team_demo(out, overrides, rovers=args.rovers, extra_files=args.params, timeout=args.timeout,
-                                silence=silence)
-        return 0 if summary.get('completed') else 1
-    # user mistakes (ParameterError, FieldError, JournalError, UsageError) end in one line: cli.main
-    summary = run_demo(out, overrides, extra_files=args.params, timeout=args.timeout)
-    return 0 if summary.get('completed') else 1
+    args.domain_id = resolve_domain_id(args.domain_id)
+    # a Ctrl-C from here on stops the graph (at once if it comes before the graph runs) and the report is written
+    with stop_on_signals() as stop:
+        session = {'discovery': args.discovery, 'domain_id': args.domain_id, 'stop': stop}
+        if args.rovers > 1 or args.silence is not None:
+            from .team_graph import parse_silence, run_team_demo
+            silence = parse_silence(args.silence, args.rovers)
+            summary = run_team_demo(out, overrides, rovers=args.rovers, extra_files=args.params,
+                                    timeout=args.timeout, silence=silence, **session)
+        else:   # user mistakes (ParameterError, FieldError, JournalError, UsageError) end in one line: cli.main
+            summary = run_demo(out, overrides, extra_files=args.params, timeout=args.timeout, **session)
+    return 130 if summary.get('interrupted') else 0 if summary.get('completed') else 1
 
 
 def load_graph_parameters(extra_files: list[Path] | None = None,
@@ -292,6 +283,7 @@ def prepare_graph(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
         # get the GIL only between its callbacks (decisions of 0.05 s took 5-40 s, while simulated time ran
         # on). Deciding inline pauses the simulated world during a decision, as a lockstep clock should.
         params['explorer']['decide_in_background'] = False
+    _stamp_commands(params, extra_files or [], overrides or {})
     if params['explorer'].get('goal_interface', 'topic') != 'topic':
         # a robot's params file may name Nav2's action; the simulated graph's controller is pure_pursuit
         log.info("goal_interface %r -> 'topic': the simulation drives with pure_pursuit, not Nav2",
@@ -304,6 +296,18 @@ def prepare_graph(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
 
 #: what a demo writes in its run folder besides the journal
 DEMO_OUTPUTS = ('parameters.json', 'trajectory.csv', 'explorer_result.json', 'summary.json', 'run.png')
+
+
+def _stamp_commands(params: dict[str, dict[str, Any]], extra_files: list[Path],
+                    overrides: dict[str, dict[str, Any]]) -> None:
+    """``sim_rover`` and ``pure_pursuit`` exchange ``TwistStamped`` commands (``stamped_cmd_vel``), so the lockstep
+    tells a late command from the answer to its last step (:mod:`uncertain_bo.ros.sim_rover`), unless a file or
+    an override sets ``stamped_cmd_vel`` for either node: then both take that value (one topic, one type)."""
+    nodes = ('sim_rover', 'pure_pursuit')
+    chosen = [n for n in nodes if 'stamped_cmd_vel' in {**node_parameters(extra_files, n), **overrides.get(n, {})}]
+    stamped = params[chosen[0]]['stamped_cmd_vel'] if chosen else True
+    for n in nodes:
+        params[n]['stamped_cmd_vel'] = stamped
 
 
 #: s the demo waits at exit for a decision still running on the executor thread
@@ -343,17 +347,25 @@ def stop_graph(executor, thread, nodes) -> None:
 
 
 def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, *,
-             extra_files: list[Path] | None = None, timeout: float = 1800.0) -> dict[str, Any]:
-    """Run the simulated exploration graph until the explorer is done; write the report.
+             extra_files: list[Path] | None = None, timeout: float = 1800.0, discovery: str = 'off',
+             domain_id: int | None = None, stop: StopRequest | None = None) -> dict[str, Any]:
+    """Run the simulated exploration graph until the explorer is done, SIGINT or SIGTERM asks it to stop, or
+    ``timeout``; write the report.
 
     Args:
         run_dir: output folder (journal, trajectory, summary.json, run.png).
         overrides: node name -> parameter values applied last.
         extra_files: extra parameter files.
         timeout: wall-clock limit, s.
+        discovery: who sees the graph's DDS traffic (:data:`~uncertain_bo.ros.graph_session.DISCOVERY`; default
+            nothing outside this process).
+        domain_id: ROS domain id (None: ``ROS_DOMAIN_ID``, else 0).
+        stop: the caller's request to stop, already taking SIGINT and SIGTERM
+            (:func:`~uncertain_bo.ros.graph_session.stop_on_signals`); None: the graph's own.
 
     Returns:
-        The summary dict (``completed`` False if the run timed out).
+        The summary dict (``completed`` False if the run timed out or was stopped; ``interrupted`` the signal's
+        name when a signal stopped it).
 
     Raises:
         ParameterError: invalid parameters, or ``search_bounds`` not inside the field (nothing is started).
@@ -363,62 +375,63 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
     """
     import importlib
 
-    import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
     from ..explorer import State, execution_noise_summary
     from ..sim.report import plot_run, summarize, write_trajectory
     from .params import parameter_overrides
 
+    domain_id = resolve_domain_id(domain_id)   # a bad ROS_DOMAIN_ID is found before anything is written
     run_dir, params, field = prepare_graph(run_dir, overrides, extra_files)
     sim = params['sim_rover']
 
-    rclpy.init()
-    nodes = {}
-    executor = thread = None
-    wall0 = time.monotonic()
-    try:
-        for name in graph_nodes(params):
-            module, cls_name, spec_attr, _ = NODES[name]
-            cls = getattr(importlib.import_module(module), cls_name)
-            specs = getattr(importlib.import_module(module), spec_attr)
-            nodes[name] = cls(parameter_overrides=parameter_overrides(params[name], specs))
-        recorder = _recorder_node()
-        executor = SingleThreadedExecutor()
-        for n in [*nodes.values(), recorder]:
-            executor.add_node(n)
-        thread, errors = spin_in_background(executor)
-        explorer = nodes['explorer'].explorer
-        completed = False
-        while thread.is_alive() and time.monotonic() - wall0 < timeout:
-            if nodes['explorer'].explorer.state is State.DONE:
-                completed = True
-                break
-            time.sleep(0.1)
-        if errors:
-            raise errors[0]
-        if not completed:
-            log.error('demo stopped after %.0f s wall time with %d/%d measurements (state: %s)',
-                      time.monotonic() - wall0, explorer.planner.n, params['explorer']['max_measurements'],
-                      explorer.state.value)
-        sim_stats = nodes['sim_rover'].stats()
-        trajectory = recorder.rows()
-        truth_at = recorder.truth_at
-    finally:
-        stop_graph(executor, thread, nodes.values())
-    wall = time.monotonic() - wall0
+    with graph_session(discovery, domain_id, stop) as stop:   # a Ctrl-C stops the graph, the report is written
+        nodes = {}
+        executor = thread = None
+        wall0 = time.monotonic()
+        try:
+            for name in graph_nodes(params):
+                module, cls_name, spec_attr, _ = NODES[name]
+                cls = getattr(importlib.import_module(module), cls_name)
+                specs = getattr(importlib.import_module(module), spec_attr)
+                nodes[name] = cls(parameter_overrides=parameter_overrides(params[name], specs))
+            recorder = _recorder_node()
+            executor = SingleThreadedExecutor()
+            for n in [*nodes.values(), recorder]:
+                executor.add_node(n)
+            thread, errors = spin_in_background(executor)
+            explorer = nodes['explorer'].explorer
+            completed = False
+            while thread.is_alive() and time.monotonic() - wall0 < timeout and not stop:
+                if nodes['explorer'].explorer.state is State.DONE:
+                    completed = True
+                    break
+                time.sleep(0.1)
+            if errors:
+                raise errors[0]
+            if not completed:
+                log.error('demo stopped after %.0f s wall time with %d/%d measurements (state: %s)%s',
+                          time.monotonic() - wall0, explorer.planner.n, params['explorer']['max_measurements'],
+                          explorer.state.value, f' by {stop.signal}' if stop else '')
+            sim_stats = nodes['sim_rover'].stats()
+            trajectory = recorder.rows()
+            truth_at = recorder.truth_at
+        finally:
+            stop_graph(executor, thread, nodes.values())
+        wall = time.monotonic() - wall0
 
-    write_trajectory(run_dir / 'trajectory.csv', trajectory)
-    cov = np.diag(np.square(params['explorer']['execution_noise_std']))
-    extra = {'completed': completed, 'wall_time_s': wall, 'simulation': sim_stats,
-             'stopped_because': explorer.done_reason,
-             'execution_noise_model': execution_noise_summary(explorer.planner),
-             **_execution_scatter(explorer.planner.journal_file, truth_at)}
-    summary = summarize(run_dir, field, cov, extra=extra)
-    ex = params['explorer']
-    png = plot_run(run_dir, field, cov, title=f'{ex["method"]} exploration ({sim["localiser"]} localiser), '
-                                              f'{summary["measurements"]} measurements')
-    _print_result(summary, run_dir, png)
+        write_trajectory(run_dir / 'trajectory.csv', trajectory)
+        cov = np.diag(np.square(params['explorer']['execution_noise_std']))
+        interrupted = stop.signal if stop and not completed else None
+        extra = {'completed': completed, 'interrupted': interrupted, 'wall_time_s': wall, 'simulation': sim_stats,
+                 'stopped_because': explorer.done_reason or (f'interrupted ({interrupted})' if interrupted else None),
+                 'execution_noise_model': execution_noise_summary(explorer.planner),
+                 **_execution_scatter(explorer.planner.journal_file, truth_at)}
+        summary = summarize(run_dir, field, cov, extra=extra)
+        ex = params['explorer']
+        png = plot_run(run_dir, field, cov, title=f'{ex["method"]} exploration ({sim["localiser"]} localiser), '
+                                                  f'{summary["measurements"]} measurements')
+        _print_result(summary, run_dir, png)
     return summary
 
 
