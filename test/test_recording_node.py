@@ -20,6 +20,7 @@ from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 
 from ros_spin import spin_until  # noqa: E402
+from uncertain_bo.explorer.states import State  # noqa: E402
 from test_explorer_node import Probe, make_explorer  # noqa: E402
 
 DOMAIN_ID = 170 + os.getpid() % 30
@@ -33,7 +34,7 @@ def run_mission(context, tmp_path, measurements=2, during=None, limit=None):
     """The explorer node (recording, ``limit`` measurements in all) and a probe rover that jumps to each goal and reads
     there for ``measurements`` more; ``during(node)`` is called once the first goal is out. Returns what the probe saw
     on /diagnostics."""
-    node = make_explorer(context, tmp_path, record=True, max_measurements=limit or measurements)
+    node = make_explorer(context, tmp_path, record=True, max_measurements=limit or measurements, gp_map_cells=10)
     probe = Probe(context)
     diagnostics = []
     probe.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
@@ -51,7 +52,10 @@ def run_mission(context, tmp_path, measurements=2, during=None, limit=None):
                 probe.publish_pose(np.array([goal.x, goal.y]) + 0.1)
                 probe.publish_reading(40.0 + k + 0.01 * len(probe.goals))
             assert spin_until(ex, lambda: node.explorer.planner.n > k, every=at_target, timeout=30)
-        spin_until(ex, lambda: False, timeout=1.5)          # the next diagnostics go out
+        # done: the recommendation after the last measurement (a background job) has been taken on a cycle
+        assert spin_until(ex, lambda: node.explorer.state is State.DONE, timeout=30)
+        seen = len(diagnostics)
+        assert spin_until(ex, lambda: len(diagnostics) > seen, timeout=10)     # the next diagnostics go out
     finally:
         ex.shutdown()
         node.destroy_node()                                   # closes the recording
@@ -116,6 +120,23 @@ def test_a_restart_records_anew_and_its_replay_says_what_it_lacks(context, tmp_p
                                                                                         + 1:])
 
 
+class TopicSpy:
+    """A recording sink (``write``, ``values``, ``close``) that keeps the topics written to it."""
+
+    def __init__(self):
+        self.topics = set()
+
+    def write(self, topic, msgtype, data, log_time):
+        self.topics.add(topic)
+        return True
+
+    def values(self):
+        return {}
+
+    def close(self):
+        return True
+
+
 def test_a_team_recording_holds_every_rovers_inputs_and_goals(context, tmp_path, capsys):
     from rosbags.rosbag2 import Reader
 
@@ -125,13 +146,16 @@ def test_a_team_recording_holds_every_rovers_inputs_and_goals(context, tmp_path,
 
     rovers = ['rover0', 'rover1']
     node = make_team(context, tmp_path / 'run', rovers=rovers, record=True, max_measurements=4)
+    spy = TopicSpy()
+    node.recording.sinks.append(spy)                       # what reaches the recording's sinks, by topic
     probe = TeamProbe(context, rovers)
     ex = SingleThreadedExecutor(context=context)
     ex.add_node(node)
     ex.add_node(probe.node)
     try:
         start = {'rover0': np.array([5.0, 5.0]), 'rover1': np.array([15.0, 15.0])}
-        assert spin_until(ex, lambda: all(probe.goals[r] for r in rovers),
+        goals = {f'/{r}/goal_pose' for r in rovers}
+        assert spin_until(ex, lambda: all(probe.goals[r] for r in rovers) and goals <= spy.topics,
                           every=lambda: [probe.report(r, start[r], 1.0) for r in rovers], timeout=20)
     finally:
         ex.shutdown()
