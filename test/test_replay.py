@@ -33,21 +33,53 @@ DOCUMENTED = {
 }
 
 
+#: a 60 m x 60 m patch, 4 measurements, decisions on the background thread (the explorer node's default on a robot;
+#: the demo decides inline unless told)
+SMALL_RECORDED = """sim_rover:
+  ros__parameters:
+    field_extent: [0.0, 60.0, 0.0, 60.0]
+    initial_x: 30.0
+    initial_y: 30.0
+    status_period: 0.0
+ekf:
+  ros__parameters:
+    initial_x: 30.0
+    initial_y: 30.0
+explorer:
+  ros__parameters:
+    max_measurements: 4
+    n_initial: 2
+    decide_in_background: true
+"""
+
+
 @pytest.fixture(scope='module')
 def run(tmp_path_factory):
-    """``demo --record`` on a 60 m x 60 m patch, 4 measurements, decisions on the background thread (the explorer
-    node's default on a robot; the demo decides inline unless told)."""
-    from uncertain_bo.ros.graph import run_demo
+    """``uncertain-bo demo --record`` of :data:`SMALL_RECORDED`, in this process."""
+    from uncertain_bo.cli import main
 
-    out = tmp_path_factory.mktemp('recorded') / 'run'
-    start = {'initial_x': 30.0, 'initial_y': 30.0}
-    summary = run_demo(out, {
-        'sim_rover': {'field_extent': [0.0, 60.0, 0.0, 60.0], 'status_period': 0.0, **start},
-        'ekf': start,
-        'explorer': {'max_measurements': 4, 'n_initial': 2, 'record': True, 'decide_in_background': True},
-    }, timeout=300)
-    assert summary['completed'] and summary['measurements'] == 4
+    tmp = tmp_path_factory.mktemp('recorded')
+    (tmp / 'small.yaml').write_text(SMALL_RECORDED)
+    out = tmp / 'run'
+    assert main(['demo', '--record', '--params', str(tmp / 'small.yaml'), '--out', str(out), '--timeout', '300']) == 0
+    assert json.loads((out / 'summary.json').read_text())['measurements'] == 4
     return out
+
+
+def test_record_and_foxglove_reach_the_explorer_of_the_demo_and_of_the_team_demo(tmp_path, monkeypatch):
+    """``demo --record --foxglove PORT`` sets the explorer's ``record`` and ``foxglove_port``; with ``--rovers`` the
+    team explorer's."""
+    from uncertain_bo.cli import main
+    from uncertain_bo.ros import graph, team_graph
+
+    seen = {}
+    monkeypatch.setattr(graph, 'run_demo', lambda out, overrides, **kw: seen.update(one=overrides) or {})
+    monkeypatch.setattr(team_graph, 'run_team_demo', lambda out, overrides, **kw: seen.update(team=overrides) or {})
+    for extra in ([], ['--rovers', '2']):
+        main(['demo', '--record', '--foxglove', '8765', '--out', str(tmp_path / f'run{len(extra)}'), *extra])
+    assert seen['one']['explorer']['record'] is True and seen['one']['explorer']['foxglove_port'] == 8765
+    team = team_graph.team_node_parameters(graph.load_graph_parameters(overrides=seen['team']), 2)['team_explorer']
+    assert team['record'] is True and team['foxglove_port'] == 8765
 
 
 def journal(path):
@@ -169,6 +201,9 @@ def _out_with_run(run, tmp_path):
 
 
 MISTAKES = {
+    'missing file': (lambda run, tmp: tmp / 'nowhere.mcap', [], r'nowhere.mcap: no such file or folder'),
+    'a csv, not a bag': (lambda run, tmp: (tmp / 'survey.csv', (tmp / 'survey.csv').write_text('x,y\n1,2\n'))[0], [],
+                         r'survey.csv is not a recording'),
     'no pose topic': (lambda run, tmp: _inputs_only(run, tmp, {'/reading'}), [],
                       r'has no pose topic /odometry/filtered \(nav_msgs/msg/Odometry\): its topics are /reading '
                       r'\(sensor_msgs/msg/Temperature\); set parameter pose_source'),
