@@ -150,6 +150,16 @@ def _panels(tree):
     return _panels(tree['first']) + _panels(tree['second'])
 
 
+def layout_topics(layout):
+    """The topics a Foxglove layout's panels show (3D panels' topics, a panel's topic, plot paths)."""
+    shown = set()
+    for config in layout['configById'].values():
+        shown |= set(config.get('topics', {}))
+        shown |= {config[k] for k in ('topicToRender', 'topicPath') if k in config}
+        shown |= {p['value'].split('.')[0] for p in config.get('paths', [])}
+    return shown
+
+
 def test_the_shipped_foxglove_layout_shows_recorded_topics_and_is_generated():
     from uncertain_bo.recording.layout import LAYOUT_TOPICS, render
 
@@ -161,11 +171,7 @@ def test_the_shipped_foxglove_layout_shows_recorded_topics_and_is_generated():
     assert sorted(panels) == sorted(layout['configById'])           # every panel placed once
     assert {p.split('!')[0] for p in panels} <= {'3D', 'DiagnosticSummary', 'DiagnosticStatusPanel', 'Plot',
                                                  'RawMessages'}
-    shown = set()
-    for pid, config in layout['configById'].items():
-        shown |= set(config.get('topics', {}))
-        shown |= {config[k] for k in ('topicToRender', 'topicPath') if k in config}
-        shown |= {p['value'].split('.')[0] for p in config.get('paths', [])}
+    shown = layout_topics(layout)
     assert shown == set(LAYOUT_TOPICS) and shown <= RECORDED
     three_d = layout['configById']['3D!gp_mean']
     assert three_d['followTf'] == 'map' and three_d['topics']['/explorer/gp_mean']['visible']

@@ -112,6 +112,19 @@ def test_the_recording_opens_with_rosbags_and_mcap_and_holds_the_documented_topi
         assert topic.split('/')[-1] in section and msgtype in section
 
 
+def test_the_shipped_foxglove_layout_shows_topics_the_recording_holds(run):
+    """config/foxglove_layout.json opened on a recording of ``demo --record`` shows what is there, in those types."""
+    from rosbags.highlevel import AnyReader
+
+    from test_live_view import layout_topics
+    from uncertain_bo.recording.layout import LAYOUT_TOPICS
+
+    shown = layout_topics(json.loads((ROOT / 'config' / 'foxglove_layout.json').read_text()))
+    with AnyReader([run / 'recording']) as reader:
+        recorded = {c.topic: c.msgtype for c in reader.connections}
+    assert shown and {t: recorded.get(t) for t in shown} == {t: LAYOUT_TOPICS[t] for t in shown}
+
+
 def test_its_own_recording_replays_to_the_same_measurements_and_targets(run, tmp_path, capsys):
     from uncertain_bo.cli import main
 
