@@ -33,21 +33,11 @@ DOCUMENTED = {
 }
 
 
-#: a 60 m x 60 m patch, 4 measurements, decisions on the background thread (the explorer node's default on a robot;
-#: the demo decides inline unless told)
-SMALL_RECORDED = """sim_rover:
+#: after test_team_graph.SMALL (a 60 m x 60 m patch): 3 measurements, decisions on the background thread (the
+#: explorer node's default on a robot; the demo decides inline unless told)
+RECORDED_RUN = """explorer:
   ros__parameters:
-    field_extent: [0.0, 60.0, 0.0, 60.0]
-    initial_x: 30.0
-    initial_y: 30.0
-    status_period: 0.0
-ekf:
-  ros__parameters:
-    initial_x: 30.0
-    initial_y: 30.0
-explorer:
-  ros__parameters:
-    max_measurements: 4
+    max_measurements: 3
     n_initial: 2
     decide_in_background: true
 """
@@ -55,14 +45,17 @@ explorer:
 
 @pytest.fixture(scope='module')
 def run(tmp_path_factory):
-    """``uncertain-bo demo --record`` of :data:`SMALL_RECORDED`, in this process."""
+    """``uncertain-bo demo --record`` on test_team_graph's small patch with :data:`RECORDED_RUN`, in this process."""
+    from test_team_graph import SMALL
     from uncertain_bo.cli import main
 
     tmp = tmp_path_factory.mktemp('recorded')
-    (tmp / 'small.yaml').write_text(SMALL_RECORDED)
+    (tmp / 'small.yaml').write_text(SMALL)
+    (tmp / 'run.yaml').write_text(RECORDED_RUN)
     out = tmp / 'run'
-    assert main(['demo', '--record', '--params', str(tmp / 'small.yaml'), '--out', str(out), '--timeout', '300']) == 0
-    assert json.loads((out / 'summary.json').read_text())['measurements'] == 4
+    assert main(['demo', '--record', '--params', str(tmp / 'small.yaml'), '--params', str(tmp / 'run.yaml'),
+                 '--out', str(out), '--timeout', '300']) == 0
+    assert json.loads((out / 'summary.json').read_text())['measurements'] == 3
     return out
 
 
@@ -134,12 +127,12 @@ def test_its_own_recording_replays_to_the_same_measurements_and_targets(run, tmp
                          ('decision', ('index', 'target', 'phase'))):
         a = [{k: r[k] for k in fields} for r in live if r['type'] == kind]
         b = [{k: r[k] for k in fields} for r in replayed if r['type'] == kind]
-        assert len(a) == 4 and a == b, kind            # equal numbers, not close ones
+        assert len(a) == 3 and a == b, kind            # equal numbers, not close ones
     report = json.loads((tmp_path / 'replay' / 'replay.json').read_text())
     assert report['cycles_from'] == 'the recording' and report['background_decisions']['without_record'] == 0
     assert report['compared_with_recording']['observation']['all_identical']
     assert (tmp_path / 'replay' / 'summary.json').is_file() and (tmp_path / 'replay' / 'run.png').is_file()
-    assert 'observations 4/4 identical; decisions 4/4 identical' in capsys.readouterr().out
+    assert 'observations 3/3 identical; decisions 3/3 identical' in capsys.readouterr().out
 
 
 def copy_topics(src, dst, topics, storage='sqlite3'):
@@ -165,14 +158,14 @@ def test_a_ros2_bag_record_of_the_inputs_replays_on_its_own_clock(run, tmp_path)
     copy_topics(run / 'recording', bag, {'/odometry/filtered', '/reading'})
     params = tmp_path / 'robot.yaml'
     params.write_text('explorer:\n  ros__parameters:\n    search_bounds: [0.0, 60.0, 0.0, 60.0]\n'
-                      '    max_measurements: 3\n    n_initial: 2\n')
+                      '    max_measurements: 2\n    n_initial: 2\n')
     assert main(['replay', str(bag), '--out', str(tmp_path / 'replay'), '--params', str(params)]) == 0
     with AnyReader([bag]) as reader:
         msgs = [(c.topic, reader.deserialize(raw, c.msgtype)) for c, _, raw in reader.messages()]
     readings = {m.temperature for t, m in msgs if t == '/reading'}
     poses = {(m.pose.pose.position.x, m.pose.pose.position.y) for t, m in msgs if t == '/odometry/filtered'}
     obs = [r for r in journal(tmp_path / 'replay' / 'journal.jsonl') if r['type'] == 'observation']
-    assert len(obs) == 3
+    assert len(obs) == 2
     for r in obs:
         assert r['y'] in readings and tuple(r['location']['mean']) in poses
     report = json.loads((tmp_path / 'replay' / 'replay.json').read_text())
