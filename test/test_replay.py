@@ -8,6 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip('rclpy')
@@ -170,6 +171,24 @@ def test_a_ros2_bag_record_of_the_inputs_replays_on_its_own_clock(run, tmp_path)
         assert r['y'] in readings and tuple(r['location']['mean']) in poses
     report = json.loads((tmp_path / 'replay' / 'replay.json').read_text())
     assert report['cycles_from'].startswith('every 1/tick_rate') and 'compared_with_recording' not in report
+
+
+def test_map_reads_a_recordings_readings_as_the_runs_journal_has_them(run, tmp_path, capsys):
+    """``uncertain-bo map RECORDING``: the readings, location means and covariances of the run folder's journal; a
+    recording without the explorer's journal (``ros2 bag record``) is one line, exit 2, nothing written."""
+    from uncertain_bo.cli import main
+    from uncertain_bo.survey_map.sources import read_survey
+
+    recorded, journaled = read_survey(run / 'recording'), read_survey(run)
+    for name in ('xy', 'covariance', 'value', 'variance'):
+        assert np.array_equal(getattr(recorded, name), getattr(journaled, name)), name
+    assert recorded.n == 3 and recorded.source == run / 'recording'
+    bag = tmp_path / 'inputs'
+    copy_topics(run / 'recording', bag, {'/odometry/filtered', '/reading'}, storage='mcap')
+    assert main(['map', str(bag), '--out', str(tmp_path / 'map')]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith('error: ') and '\n' not in err and f'uncertain-bo replay {bag} --out DIR' in err, err
+    assert not (tmp_path / 'map').exists()
 
 
 # ------------------------------------------------------------------------- mistakes: one line, exit 2, nothing written

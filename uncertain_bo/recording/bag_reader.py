@@ -23,7 +23,7 @@ from typing import Iterable, Iterator
 from ..user_errors import UsageError
 from .contents import described
 
-__all__ = ['Recording', 'open_recording', 'RecordingError']
+__all__ = ['Recording', 'open_recording', 'RecordingError', 'is_recording']
 
 _SUFFIXES = ('.mcap', '.db3')
 #: what a damaged recording's error line advises
@@ -90,6 +90,23 @@ class Recording:
             counts[topic] = counts.get(topic, 0) + 1
         return counts
 
+    def journal_records(self) -> list[dict] | None:
+        """The journal the explorer mirrored into its own recording (``~/journal``: its header first, then every record
+        written while it recorded), decoded without ROS; None for a recording without one (``ros2 bag record``).
+
+        Raises:
+            RecordingError: a damaged file.
+        """
+        import json
+
+        from rosbags.typesys import Stores, get_typestore
+
+        topic = ((self.description or {}).get('topics') or {}).get('journal')
+        if topic not in self.topics:
+            return None
+        store = get_typestore(Stores.LATEST)
+        return [json.loads(store.deserialize_cdr(raw, self.topics[topic]).data) for _, _, raw in self.messages([topic])]
+
     def _mcap_messages(self, wanted: set[str]) -> Iterator[tuple[str, int, bytes]]:
         from mcap.reader import make_reader
 
@@ -136,6 +153,13 @@ def open_recording(path: str | Path) -> Recording:
     except Exception as exc:  # noqa: BLE001 - rosbags' ReaderError, a YAML or I/O error: the same user problem
         raise RecordingError(f'cannot read the recording {path}: {_reason(exc)} ({_DAMAGED})') from None
     return Recording(path, kind, files, topics, counts, custom, described(custom))
+
+
+def is_recording(path: str | Path) -> bool:
+    """Whether ``path`` looks like a rosbag2 recording: a folder with ``metadata.yaml``, or a ``.mcap`` / ``.db3``
+    file (nothing is read)."""
+    path = Path(path)
+    return (path / 'metadata.yaml').is_file() if path.is_dir() else path.suffix in _SUFFIXES
 
 
 def _check_kind(path: Path) -> None:
