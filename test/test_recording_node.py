@@ -1,7 +1,8 @@
 """Recording on the nodes themselves (``record: true``), over real rclpy topics on the wall clock: a run of the
 explorer node with its decisions on the background thread (a robot's defaults: arrival times from the middleware,
-not monotonic with the cycles) replays to the same measurements and targets; a disk that fails stops the recording,
-not the mission, and says so on /diagnostics; a team explorer records every rover's inputs and goals.
+not monotonic with the cycles) and particle clouds for poses replays to the same measurements and targets; a restart
+records anew and its replay says what it lacks; a disk that fails stops the recording, not the mission, and says so
+on /diagnostics; a team explorer records every rover's inputs and goals.
 
 Own rclpy context on ROS domain 170 + pid % 30, apart from the other ROS test modules.
 """
@@ -17,9 +18,11 @@ pytest.importorskip('rosbags')
 pytestmark = pytest.mark.ros
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from geometry_msgs.msg import Point, Pose, PoseArray  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 
 from ros_spin import spin_until  # noqa: E402
+from uncertain_bo.ros import conversions as cv  # noqa: E402
 from uncertain_bo.explorer.states import State  # noqa: E402
 from test_explorer_node import Probe, make_explorer  # noqa: E402
 
@@ -30,12 +33,26 @@ def journal(path):
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def run_mission(context, tmp_path, measurements=2, during=None, limit=None):
+#: a particle cloud's offsets from its centre (m): five particles
+CLOUD = np.array([[0.0, 0.0], [0.3, 0.0], [-0.3, 0.1], [0.1, 0.3], [0.0, -0.3]])
+
+
+def run_mission(context, tmp_path, measurements=2, during=None, limit=None, cloud=False):
     """The explorer node (recording, ``limit`` measurements in all) and a probe rover that jumps to each goal and reads
-    there for ``measurements`` more; ``during(node)`` is called once the first goal is out. Returns what the probe saw
-    on /diagnostics."""
-    node = make_explorer(context, tmp_path, record=True, max_measurements=limit or measurements, gp_map_cells=10)
+    there for ``measurements`` more; its pose an Odometry, or with ``cloud`` a PoseArray particle cloud (AMCL's
+    ``particle_cloud``); ``during(node)`` is called once the first goal is out. Returns what the probe saw on
+    /diagnostics."""
+    node = make_explorer(context, tmp_path, record=True, max_measurements=limit or measurements, gp_map_cells=10,
+                         **({'pose_source': 'particle_cloud'} if cloud else {}))
     probe = Probe(context)
+    if cloud:
+        particles = probe.node.create_publisher(PoseArray, 'particle_cloud', 10)
+
+        def publish_cloud(xy):
+            msg = PoseArray(header=cv.make_header(probe.now(), 'map'))
+            msg.poses = [Pose(position=Point(x=float(x), y=float(y))) for x, y in np.asarray(xy) + CLOUD]
+            particles.publish(msg)
+        probe.publish_pose = publish_cloud
     diagnostics = []
     probe.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
     ex = SingleThreadedExecutor(context=context)
@@ -64,9 +81,10 @@ def run_mission(context, tmp_path, measurements=2, during=None, limit=None):
 
 
 def test_a_wall_clock_run_with_background_decisions_replays_identically(context, tmp_path, capsys):
+    """Poses as particle clouds (PoseArray): the recording keeps each cloud's bytes, the replay reads them again."""
     from uncertain_bo.cli import main
 
-    run_mission(context, tmp_path / 'run', measurements=2)
+    run_mission(context, tmp_path / 'run', measurements=2, cloud=True)
     live = journal(tmp_path / 'run' / 'journal.jsonl')
     assert live[0]['parameters']['decide_in_background']
     assert main(['replay', str(tmp_path / 'run' / 'recording'), '--out', str(tmp_path / 'replay')]) == 0
@@ -76,6 +94,10 @@ def test_a_wall_clock_run_with_background_decisions_replays_identically(context,
         a = [{k: r[k] for k in fields} for r in live if r['type'] == kind]
         b = [{k: r[k] for k in fields} for r in replayed if r['type'] == kind]
         assert len(a) == 2 and a == b, kind
+    for r in live:                 # each location the recorded cloud's moments (the explorer's default policy)
+        if r['type'] == 'observation':
+            assert np.allclose(r['location']['mean'], np.array(r['target']) + 0.1 + CLOUD.mean(axis=0))
+            assert np.allclose(r['location']['covariance'], np.cov(CLOUD.T, bias=True))
     report = json.loads((tmp_path / 'replay' / 'replay.json').read_text())
     assert report['background_decisions']['recorded'] >= 3 and report['background_decisions']['without_record'] == 0
 
