@@ -73,6 +73,21 @@ def test_a_rover_is_never_sent_to_a_target_another_rover_is_driving_to():
     assert len(initial) == 4 and torch.cdist(design, initial).min(-1).values.max() < 1e-9
 
 
+def test_a_team_with_more_rovers_than_n_initial_starts_each_rover_on_a_design_target_of_its_own():
+    """Four rovers, ``n_initial: 3``: the fourth asks before any reading is stored, with every design target pending
+    (the GP has no data for an acquisition). It gets the next point of the design's Sobol sequence: the four first
+    targets are the 4-point design of the seed, each sent once, and the mission completes."""
+    team = Team(small_field(n_initial=3), rovers=4)
+    result = team.run(max_sim_time=3000.0)
+    planner = team.planners[0]
+    assert result.completed and planner.n == 8
+    initial = torch.stack([d.target for d in planner.decisions if d.phase == 'initial'])
+    unit = torch.quasirandom.SobolEngine(2, scramble=True, seed=planner.seed).draw(4, dtype=torch.float64)
+    sobol = planner.bounds[0] + unit * (planner.bounds[1] - planner.bounds[0])
+    assert len(initial) == 4 and torch.cdist(sobol, initial).min(-1).values.max() < 1e-9
+    assert [d.phase for d in planner.decisions[:4]] == ['initial'] * 4
+
+
 def test_a_silent_rover_is_dropped_its_target_released_and_the_other_completes_the_mission():
     team = Team(small_field(), rovers=2, silence_timeout=20.0)
     calls = record_suggestions(team)

@@ -22,11 +22,13 @@ existing journal resumes from it, numbering on after the highest index the journ
 decision and its journal record: :mod:`uncertain_bo.decision`.
 
 **Batches** (``suggest(q=..., pending=...)``): ``q`` targets at once, none duplicating ``pending`` ones (other rovers'
-targets), each its own journaled decision (:meth:`~uncertain_bo.acquisition.Method.decide`). A lone rover asking
-``suggest()`` gets a batch method's (``ugp_bucb``) batch one target per call along the shortest route from its
-position (:mod:`uncertain_bo.route`), or with ``route_horizon`` > 1 the first stop of such a route, decided again at
-every call. One rover of a team sharing the planner (:mod:`uncertain_bo.team`) asks with ``suggest(pending=<the
-others' targets>, position=<where it is>, rover=<its name>)``: travel cost and initial-design tour from its position.
+targets), each its own journaled decision (:meth:`~uncertain_bo.acquisition.Method.decide`). Before the first
+measurement every target is a design target: a team with more rovers than ``n_initial`` grows the design by the next
+points of its Sobol sequence, one target per rover. A lone rover asking ``suggest()`` gets a batch method's
+(``ugp_bucb``) batch one target per call along the shortest route from its position (:mod:`uncertain_bo.route`), or with
+``route_horizon`` > 1 the first stop of such a route, decided again at every call. One rover of a team sharing the
+planner (:mod:`uncertain_bo.team`) asks with ``suggest(pending=<the others' targets>, position=<where it is>, rover=<its
+name>)``: travel cost and initial-design tour from its position.
 
 **Revised locations** (``revise([LocationRevision((kind, index), location, stamp), ...])``): when the localiser
 revises the past (a smoother after a fix, a loop closure), stored readings are re-placed at their revised location
@@ -57,7 +59,7 @@ from .execution_noise_estimator import EXECUTION_FEEDBACK, ExecutionNoiseEstimat
 from .decision import Decision, decision_record, team_request
 from .journal import Journal
 from .keep_out import KeepOut, KeepOutZone, NoAdmissibleTargetError
-from .initial_design import initial_design, rover_design
+from .initial_design import extend_design, initial_design, rover_design
 from .kernels import SampleDistributionKernel
 from .model_schedule import ModelSchedule
 from .route import shortest_open_tour
@@ -85,7 +87,8 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
             ``uei``); None = its defaults.
         beta: :math:`\\beta_t` — a number (fixed) or a schedule (:class:`~uncertain_bo.acquisition.beta.
             TheoryBeta`).
-        n_initial: number of space-filling initial targets (>= 1).
+        n_initial: number of space-filling initial targets (>= 1); more when more targets are decided before the
+            first measurement (:attr:`initial_design`).
         refit_every: refit GP hyperparameters by marginal likelihood every this many observations
             (1 = every step, as in the paper's robot experiment; 0 = never: fixed hyperparameters with
             cheap rank-one updates).
@@ -270,7 +273,10 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
 
     @property
     def initial_design(self) -> Tensor:
-        """``(n_initial, d)`` the space-filling initial targets in visiting order."""
+        """``(m, d)`` the space-filling initial targets in visiting order: ``m = n_initial``, or more when more targets
+        were decided before the first measurement (a team with more rovers than ``n_initial``, a batch larger than
+        it): the design then grows by the next points of its Sobol sequence
+        (:func:`~uncertain_bo.initial_design.extend_design`), since no acquisition can be computed without data."""
         return self._design
 
     def candidates(self, targets: Tensor) -> LocationDistributions:
@@ -291,7 +297,8 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         :attr:`route_horizon` ``h > 1`` any other method but a survey decides ``h`` targets as a batch and returns
         the first stop of their shortest tour, journaling that decision only. One rover of a team (``position``)
         gets one target per call. With ``q`` the caller gets the batch at once, as decided; queued targets count as
-        pending.
+        pending. Before the first measurement every target comes from the initial design, grown by the next Sobol
+        points when more are decided than it holds (:attr:`initial_design`).
 
         Every target's decision (wall time of its pick, acquisition value, :math:`\\beta_t`) is appended to
         :attr:`decisions` and to the journal, with index ``n``, ``n + 1``, ... in visiting order.
@@ -319,6 +326,8 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         external = 0 if pending is None or position is None else len(pending)
         index = self.n + len(self._queue) + external
         batch, horizon = (int(q), 1) if q is not None else self._lone_batch(index) if lone else (1, 1)
+        if self.n == 0:   # before the first measurement every target is a design target: no data for an acquisition
+            self._design = extend_design(self._design, self.bounds, index + batch, self.seed)
         queued = [t.reshape(1, -1) for t in self._queue]
         if queued:
             pending = torch.cat(queued + ([] if pending is None else [pending]))
@@ -371,7 +380,7 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         :attr:`route_horizon` ``h > 1`` (a method without a route of its own) ``h`` targets of which the route's
         first stop is kept."""
         method = self._method
-        if index < self.n_initial:
+        if index < len(self._design):
             return 1, 1
         if method.batch_size > 1 or method.plans_route:
             return method.batch_size, 1
