@@ -54,10 +54,10 @@ def test_two_rovers_store_every_measurement_once_in_the_shared_planner_with_its_
     assert {d['rover'] for d in decisions} == {'rover0', 'rover1'}
 
 
-@pytest.mark.xfail(strict=False, reason='planner.suggest can propose a target within 3 mm of a pending one (GP-BUCB '
-                   'keeps a high mean there): the unchanged main fails this assertion with field seed 8; the pose gate '
-                   'starts the run 2 s later (first place confirmed), which gives seed 1 that realisation')
 def test_a_rover_is_never_sent_to_a_target_another_rover_is_driving_to():
+    """GP-BUCB alone proposes a target 3 mm from a pending one here (its fantasised reading keeps the high mean
+    there); the pending targets' zones (uncertain_bo/keep_out.py) send the rover at least 2 execution-noise std
+    (1.5 m) away."""
     team = Team(small_field(max_measurements=10), rovers=3)
     calls = record_suggestions(team)
     result = team.run(max_sim_time=3000.0)
