@@ -1,12 +1,15 @@
 """Keep-out zones: the nearest admissible target against a brute-force grid, and the planner hook for every kind
-of decision (initial design, survey, acquisition maximiser), the journal and resume."""
+of decision (initial design, survey, acquisition maximiser), the journal and resume; pending targets as temporary
+zones of the same hook."""
 import math
 
 import pytest
 import torch
 
 from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
-from uncertain_bo.keep_out import KeepOut, NoAdmissibleTargetError, default_radius
+from uncertain_bo.acquisition import Proposal
+from uncertain_bo.keep_out import KeepOut, NoAdmissibleTargetError, default_radius, noise_radius
+from uncertain_bo.optim import OptimizerSettings
 from uncertain_bo.planner import Planner
 
 BOX = torch.tensor([[0.0, 0.0], [20.0, 10.0]], dtype=torch.float64)
@@ -113,3 +116,79 @@ def test_no_admissible_target_is_an_error_the_explorer_can_report():
     planner.add_keep_out(torch.tensor([10.0, 5.0], dtype=torch.float64), 50.0)
     with pytest.raises(NoAdmissibleTargetError, match='keep-out zones cover'):
         planner.suggest()
+
+
+# ----------------------------------------------------------------------------------------- pending targets
+def _fed(pending_radius=None, **kwargs):
+    """A planner past its design: four measurements of a smooth field (exploitation only with ``beta=0``)."""
+    planner = Planner(BOX, GaussianExecutionNoise.isotropic(0.5, 2), n_initial=4, seed=3, refit_every=0,
+                      pending_radius=pending_radius, optimizer=OptimizerSettings(num_restarts=4, raw_samples=64),
+                      **kwargs)
+    for _ in range(4):
+        t = planner.suggest()
+        _observe_at(planner, t, float(-(t - torch.tensor([12.0, 6.0], dtype=torch.float64)).pow(2).sum() / 20))
+    return planner
+
+
+def test_a_team_rover_is_not_sent_next_to_the_target_another_rover_is_driving_to(tmp_path):
+    """With beta = 0 the acquisition is the posterior mean, which GP-BUCB's fantasised reading keeps: the second
+    rover's maximiser is the first rover's target again. It is sent to the nearest point 2 sigma (the execution
+    noise's, 1 m) away instead, and the journal's record says where the method wanted it."""
+    planner = _fed(beta=0.0, journal=tmp_path / 'j.jsonl')
+    first = planner.suggest(position=torch.tensor([0.0, 0.0]), rover='rover0')
+    second = planner.suggest(pending=first, position=torch.tensor([20.0, 10.0]), rover='rover1')
+    assert planner.decisions[-1].phase == 'acquisition'
+    assert float((second - first).norm()) == pytest.approx(1.0, rel=1e-5)
+    record = planner.journal_file.records[-1]
+    assert record['rover'] == 'rover1' and float((torch.tensor(record['kept_out_from']) - first).norm()) < 1e-3
+
+
+def test_whatever_a_method_proposes_no_target_lands_near_a_pending_one_or_another_pick_of_its_batch():
+    """The rule is the planner's, after any method's decision: a method proposing the pending target itself, three
+    times, gets three targets at least the radius from it and from each other (an explicit ``pending_radius``)."""
+    planner = _fed(pending_radius=3.0)
+    pending = torch.tensor([[10.0, 5.0], [14.0, 5.0]], dtype=torch.float64)
+
+    def decide(ctx):
+        return Proposal(ctx.pending[:1].expand(ctx.q, -1).clone(), ('acquisition',) * ctx.q,
+                        (0.0,) * ctx.q, (0.0,) * ctx.q)
+    planner.method_object.decide = decide
+    batch = planner.suggest(q=3, pending=pending)
+    assert float(torch.cdist(batch, pending).min()) >= 3.0 - 1e-9
+    assert float(torch.pdist(batch).min()) >= 3.0 - 1e-9
+    assert bool(((batch >= BOX[0]) & (batch <= BOX[1])).all())
+
+
+def test_pending_zones_that_leave_no_room_give_way_to_the_keep_out_rule():
+    """In a box the pending zones cover, the method's target is sent (nothing to gain by failing); the keep-out zones
+    still apply."""
+    planner = _fed(pending_radius=50.0)
+    planner.add_keep_out(torch.tensor([12.0, 6.0], dtype=torch.float64), 2.0, 'sensor silent')
+    target = planner.suggest(pending=torch.tensor([10.0, 5.0], dtype=torch.float64),
+                             position=torch.tensor([0.0, 0.0]), rover='rover1')
+    assert float((target - torch.tensor([12.0, 6.0], dtype=torch.float64)).norm()) >= 2.0 - 1e-9
+
+
+def test_the_pending_radius_is_twice_the_largest_execution_noise_std_there():
+    noise = GaussianExecutionNoise(torch.diag(torch.tensor([0.3, 0.8], dtype=torch.float64) ** 2))
+    points = torch.tensor([[1.0, 2.0], [5.0, 5.0]], dtype=torch.float64)
+    assert noise_radius(noise, points).tolist() == pytest.approx([1.6, 1.6], rel=1e-12)
+    assert Planner(BOX, noise).pending_radii(points).tolist() == pytest.approx([1.6, 1.6], rel=1e-12)
+    assert Planner(BOX, noise, pending_radius=0.5).pending_radii(points).tolist() == [0.5, 0.5]
+    for bad in (-1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match='pending_radius'):
+            Planner(BOX, noise, pending_radius=bad)
+
+
+def test_a_route_horizons_look_ahead_picks_are_not_kept_apart():
+    """Only the first stop of a lone rover's route is sent: its look-ahead picks are not pending targets and do not
+    repel each other, so the rover decides as before. A method proposing one point three times gets that point,
+    though the pick a zone would move 3 m towards the rover would be the route's first stop."""
+    planner = _fed(pending_radius=3.0, route_horizon=3)
+    point = planner.position - torch.tensor([6.0, 0.0], dtype=torch.float64)
+    assert bool(((point >= BOX[0]) & (point <= BOX[1])).all())
+
+    def decide(ctx):
+        return Proposal(point.expand(ctx.q, -1).clone(), ('acquisition',) * ctx.q, (0.0,) * ctx.q, (0.0,) * ctx.q)
+    planner.method_object.decide = decide
+    assert torch.equal(planner.suggest(), point) and len(planner.decisions) == 5

@@ -224,6 +224,40 @@ def test_a_team_rover_is_not_sent_again_to_a_design_target_moved_out_of_a_keep_o
     assert torch.cdist(others, sent[1:]).min(-1).values.max() < 1e-9       # the other four, each once
 
 
+def sobol_points(bounds, n, seed):
+    """``n`` scrambled Sobol points of ``seed`` in ``bounds`` (torch's engine: the oracle of the grown design)."""
+    unit = torch.quasirandom.SobolEngine(bounds.shape[1], scramble=True, seed=seed).draw(n, dtype=torch.float64)
+    return bounds[0] + unit * (bounds[1] - bounds[0])
+
+
+def test_a_team_with_more_rovers_than_the_design_gets_a_design_target_each_before_the_first_reading():
+    """Three rovers, ``n_initial=2``: before any measurement no acquisition can be computed (the GP has no data), so
+    the design grows by the next point of its Sobol sequence: the three rovers get the 3-point design of the seed,
+    one target each; once a reading is in, the next decision is the acquisition's."""
+    p = Planner(PADDOCK, GaussianExecutionNoise.isotropic(1.0, 2), n_initial=2, seed=4)
+    sent = []
+    for i, where in enumerate(([0.0, 0.0], [30.0, 20.0], [60.0, 40.0])):
+        sent.append(p.suggest(pending=torch.stack(sent) if sent else None,
+                              position=torch.tensor(where, dtype=torch.float64), rover=f'rover{i}'))
+    sent = torch.stack(sent)
+    assert [d.phase for d in p.decisions] == ['initial'] * 3 and [d.index for d in p.decisions] == [0, 1, 2]
+    assert torch.cdist(sobol_points(PADDOCK, 3, 4), sent).min(-1).values.max() < 1e-9   # each Sobol point once
+    p.observe(sent[0], Gaussian(sent[0].reshape(1, 2), 0.04 * torch.eye(2, dtype=torch.float64)[None]), 0.5)
+    fourth = p.suggest(pending=sent[1:], position=sent[0], rover='rover0')
+    assert p.decisions[-1].phase == 'acquisition' and torch.cdist(fourth.reshape(1, 2), sent).min() > 1.0
+
+
+def test_a_batch_larger_than_the_design_before_the_first_reading_is_the_grown_design():
+    """``suggest(q=4)`` with ``n_initial=2`` and no data: the 4-point design of the seed, the first two in the
+    design's visiting order."""
+    p = Planner(PADDOCK, GaussianExecutionNoise.isotropic(1.0, 2), n_initial=2, seed=4,
+                start=torch.tensor([0.0, 0.0], dtype=torch.float64))
+    design = p.initial_design.clone()
+    batch = p.suggest(q=4)
+    assert torch.equal(batch[:2], design) and [d.phase for d in p.decisions] == ['initial'] * 4
+    assert torch.cdist(sobol_points(PADDOCK, 4, 4), batch).min(-1).values.max() < 1e-9
+
+
 def test_a_team_rover_gets_one_target_per_call_with_a_batch_method():
     """A team rover's ``suggest(position=...)`` decides one target even for a batch method: nothing queued that no
     rover would be sent to (nor counted as pending), and a second rover is given a design target of its own."""

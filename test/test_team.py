@@ -54,10 +54,10 @@ def test_two_rovers_store_every_measurement_once_in_the_shared_planner_with_its_
     assert {d['rover'] for d in decisions} == {'rover0', 'rover1'}
 
 
-@pytest.mark.xfail(strict=False, reason='planner.suggest can propose a target within 3 mm of a pending one (GP-BUCB '
-                   'keeps a high mean there): the unchanged main fails this assertion with field seed 8; the pose gate '
-                   'starts the run 2 s later (first place confirmed), which gives seed 1 that realisation')
 def test_a_rover_is_never_sent_to_a_target_another_rover_is_driving_to():
+    """GP-BUCB alone proposes a target 3 mm from a pending one here (its fantasised reading keeps the high mean
+    there); the pending targets' zones (uncertain_bo/keep_out.py) send the rover at least 2 execution-noise std
+    (1.5 m) away."""
     team = Team(small_field(max_measurements=10), rovers=3)
     calls = record_suggestions(team)
     result = team.run(max_sim_time=3000.0)
@@ -71,6 +71,21 @@ def test_a_rover_is_never_sent_to_a_target_another_rover_is_driving_to():
     design = team.planners[0].initial_design
     initial = torch.stack([d.target for d in team.planners[0].decisions if d.phase == 'initial'])
     assert len(initial) == 4 and torch.cdist(design, initial).min(-1).values.max() < 1e-9
+
+
+def test_a_team_with_more_rovers_than_n_initial_starts_each_rover_on_a_design_target_of_its_own():
+    """Four rovers, ``n_initial: 3``: the fourth asks before any reading is stored, with every design target pending
+    (the GP has no data for an acquisition). It gets the next point of the design's Sobol sequence: the four first
+    targets are the 4-point design of the seed, each sent once, and the mission completes."""
+    team = Team(small_field(n_initial=3), rovers=4)
+    result = team.run(max_sim_time=3000.0)
+    planner = team.planners[0]
+    assert result.completed and planner.n == 8
+    initial = torch.stack([d.target for d in planner.decisions if d.phase == 'initial'])
+    unit = torch.quasirandom.SobolEngine(2, scramble=True, seed=planner.seed).draw(4, dtype=torch.float64)
+    sobol = planner.bounds[0] + unit * (planner.bounds[1] - planner.bounds[0])
+    assert len(initial) == 4 and torch.cdist(sobol, initial).min(-1).values.max() < 1e-9
+    assert [d.phase for d in planner.decisions[:4]] == ['initial'] * 4
 
 
 def test_a_silent_rover_is_dropped_its_target_released_and_the_other_completes_the_mission():

@@ -2,7 +2,9 @@
 
 The first ``n_initial`` targets of every method that starts from a design (:class:`~uncertain_bo.planner.Planner`);
 ordered as a greedy nearest-neighbour tour from the rover's start so that it does not zig-zag across the area
-(:func:`initial_design_tour`; a rover of a team tours what the others have not taken from where it is). Not the
+(:func:`initial_design_tour`; a rover of a team tours what the others have not taken from where it is). A team with
+more rovers than ``n_initial`` decides more targets before the first measurement than the design holds: the design
+then grows by the next points of the same Sobol sequence (:func:`extend_design`), one design target per rover. Not the
 shortest open tour (:func:`~uncertain_bo.route.shortest_open_tour`): on the field suite's tuning set it shortened
 the design's legs by 5 % but not the missions (docs/field_suite.md, "Less driving").
 """
@@ -19,7 +21,7 @@ from .route import nearest_neighbour_tour
 if TYPE_CHECKING:
     from .keep_out import KeepOut
 
-__all__ = ['initial_design', 'initial_design_tour', 'rover_design']
+__all__ = ['initial_design', 'initial_design_tour', 'extend_design', 'rover_design']
 
 # torch.quasirandom.SobolEngine computes its first point in the global default dtype at construction: the design
 # sets it for that moment, and the lock keeps two threads (e.g. a background decider) from interleaving the change
@@ -51,6 +53,17 @@ def initial_design(bounds: Tensor, n: int, seed: int, start: Tensor | None = Non
     if start is None:
         return pts
     return initial_design_tour(pts, start)
+
+
+def extend_design(design: Tensor, bounds: Tensor, n: int, seed: int) -> Tensor:
+    """``design`` ``(k, d)`` (:func:`initial_design` of ``bounds`` and ``seed``) grown to ``n`` targets ``(n, d)``: the
+    next ``n - k`` points of the same scrambled Sobol sequence, after it and toured on from its last target, so the
+    grown design is, as a set, the ``n``-point design of that seed (as space-filling); ``design`` itself when
+    ``n <= k``."""
+    if n <= len(design):
+        return design
+    more = initial_design(bounds, n, seed)[len(design):].to(design)
+    return torch.cat([design, initial_design_tour(more, design[-1])])
 
 
 def initial_design_tour(points: Tensor, start: Tensor) -> Tensor:

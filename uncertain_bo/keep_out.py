@@ -17,6 +17,14 @@ The default radius (:func:`default_radius`) is tied to the execution noise: twic
 execution-noise standard deviation (a rover sent within :math:`2\sigma` of the failed target would likely stop
 on the same spot), at least the arrival tolerance.
 
+**Pending targets** (decided, not yet measured: another rover's, or an earlier target of the same batch) are
+temporary zones of the same hook, for one decision and not journaled (:meth:`KeepOut.around`): a rover is never
+sent within :math:`r` of a place another rover is driving to, whatever the method proposed (GP-BUCB's fantasised
+reading keeps the posterior mean there, so where the mean is high UCB can pick next to it). The radius is the
+planner's ``pending_radius``, by default :func:`noise_radius`: twice the largest standard deviation of the
+execution-noise model at the pending target (the keep-out default without the arrival tolerance; with the
+explorer's defaults 1.5 m). Where those zones leave no admissible point, only the keep-out zones apply.
+
 Zones are journaled (``{'type': 'keep_out', 'index', 'centre', 'radius', 'reason', 'wall_time'}`` records) and
 rebuilt from the journal on resume (:meth:`KeepOut.from_records`), so a restarted mission keeps them and does not
 re-send a pending target that lies in one.
@@ -25,12 +33,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import torch
 from torch import Tensor
 
-__all__ = ['KeepOut', 'KeepOutZone', 'NoAdmissibleTargetError', 'default_radius', 'RING_POINTS']
+if TYPE_CHECKING:
+    from .distributions import ExecutionNoise
+
+__all__ = ['KeepOut', 'KeepOutZone', 'NoAdmissibleTargetError', 'default_radius', 'noise_radius', 'RING_POINTS']
 
 #: candidate points per zone boundary when searching for the nearest admissible point (2-D: spacing
 #: 2 pi r / RING_POINTS, 2.6 cm for r = 1.5 m); higher dimensions use ``RING_POINTS * d`` directions
@@ -70,6 +81,14 @@ def default_radius(execution_noise_std: Sequence[float], arrival_tolerance: floa
     return max(2.0 * max(float(s) for s in execution_noise_std), float(arrival_tolerance))
 
 
+def noise_radius(execution_noise: 'ExecutionNoise', points: Tensor) -> Tensor:
+    """``(k,)`` twice the largest standard deviation of ``execution_noise`` at each of ``points`` ``(k, d)``
+    (:func:`default_radius` of the model there; the covariance of its location distributions, moment-matched for a
+    sampled model), in the points' unit; 0 where the model has no noise."""
+    cov = execution_noise(points).covariance.to(points)
+    return 2.0 * torch.linalg.eigvalsh(cov).amax(-1).clamp_min(0.0).sqrt()
+
+
 class KeepOut:
     """The keep-out zones of one planner, and the nearest admissible target.
 
@@ -97,6 +116,20 @@ class KeepOut:
         zone = KeepOutZone(centre, float(radius), int(index), reason)
         self.zones.append(zone)
         return zone
+
+    def around(self, centres: Tensor, radii: Tensor, reason: str = 'pending') -> 'KeepOut':
+        """A new :class:`KeepOut`: these zones and a ball of radius ``radii[i]`` around each of ``centres`` ``(k, d)``
+        (the radii ``(k,)``; a ball of radius 0 is left out). Temporary zones (pending targets): nothing is journaled
+        and this object is unchanged.
+
+        Raises:
+            ValueError: a non-finite centre or radius.
+        """
+        out = KeepOut(self.zones)
+        for centre, radius in zip(torch.as_tensor(centres).reshape(len(radii), -1), radii.tolist()):
+            if radius != 0.0:
+                out.add(centre, radius, reason=reason)
+        return out
 
     @classmethod
     def from_records(cls, records: Iterable[dict[str, Any]], dim: int) -> 'KeepOut':

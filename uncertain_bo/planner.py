@@ -22,11 +22,14 @@ existing journal resumes from it, numbering on after the highest index the journ
 decision and its journal record: :mod:`uncertain_bo.decision`.
 
 **Batches** (``suggest(q=..., pending=...)``): ``q`` targets at once, none duplicating ``pending`` ones (other rovers'
-targets), each its own journaled decision (:meth:`~uncertain_bo.acquisition.Method.decide`). A lone rover asking
-``suggest()`` gets a batch method's (``ugp_bucb``) batch one target per call along the shortest route from its
+targets), each its own journaled decision (:meth:`~uncertain_bo.acquisition.Method.decide`). No target is sent within
+``pending_radius`` of a pending target or of another target of its batch, whatever the method proposed (the keep-out
+hook, :mod:`uncertain_bo.keep_out`). Before the first measurement every target is a design target: a team with more
+rovers than ``n_initial`` grows the design by the next points of its Sobol sequence, one target per rover. A lone rover
+asking ``suggest()`` gets a batch method's (``ugp_bucb``) batch one target per call along the shortest route from its
 position (:mod:`uncertain_bo.route`), or with ``route_horizon`` > 1 the first stop of such a route, decided again at
-every call. One rover of a team sharing the planner (:mod:`uncertain_bo.team`) asks with ``suggest(pending=<the
-others' targets>, position=<where it is>, rover=<its name>)``: travel cost and initial-design tour from its position.
+every call. One rover of a team sharing the planner (:mod:`uncertain_bo.team`) asks with ``suggest(pending=<the others'
+targets>, position=<where it is>, rover=<its name>)``: travel cost and initial-design tour from its position.
 
 **Revised locations** (``revise([LocationRevision((kind, index), location, stamp), ...])``): when the localiser
 revises the past (a smoother after a fix, a loop closure), stored readings are re-placed at their revised location
@@ -56,8 +59,8 @@ from .distributions import DTYPE, Dirac, ExecutionNoise, LocationDistributions
 from .execution_noise_estimator import EXECUTION_FEEDBACK, ExecutionNoiseEstimator
 from .decision import Decision, decision_record, team_request
 from .journal import Journal
-from .keep_out import KeepOut, KeepOutZone, NoAdmissibleTargetError
-from .initial_design import initial_design, rover_design
+from .keep_out import KeepOut, KeepOutZone, NoAdmissibleTargetError, noise_radius
+from .initial_design import extend_design, initial_design, rover_design
 from .kernels import SampleDistributionKernel
 from .model_schedule import ModelSchedule
 from .route import shortest_open_tour
@@ -85,7 +88,8 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
             ``uei``); None = its defaults.
         beta: :math:`\\beta_t` — a number (fixed) or a schedule (:class:`~uncertain_bo.acquisition.beta.
             TheoryBeta`).
-        n_initial: number of space-filling initial targets (>= 1).
+        n_initial: number of space-filling initial targets (>= 1); more when more targets are decided before the
+            first measurement (:attr:`initial_design`).
         refit_every: refit GP hyperparameters by marginal likelihood every this many observations
             (1 = every step, as in the paper's robot experiment; 0 = never: fixed hyperparameters with
             cheap rank-one updates).
@@ -101,6 +105,11 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         route_horizon: a lone rover's receding-horizon route: :meth:`suggest` decides this many targets as a
             batch, returns the first stop of their shortest route (:mod:`uncertain_bo.route`) and decides again at
             the next call; 1 = the method's single target. Not for batch methods or own-route methods (surveys).
+        pending_radius: no target is sent within this distance (target units, m on a rover) of a pending one
+            (another rover's, or an earlier target of the same batch; not of a route horizon's look-ahead picks,
+            which are not sent): a proposal inside is moved to the nearest point outside
+            (:mod:`uncertain_bo.keep_out`, every method). None = twice the largest standard deviation of the
+            execution-noise model at the pending target (1.5 m with the explorer's defaults); 0 = off.
         in_box_exploration: weight UCB's exploration term by the share of the kernel footprint inside the
             bounds (:func:`~uncertain_bo.acquisition.ugp_ucb.in_box_fraction`), against boundary piling; applies
             to methods whose acquisition is a UCB (uGP-UCB, GP-UCB, IGP-UCB, AIRBO, ...), others are unaffected.
@@ -131,7 +140,8 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
 
     Raises:
         ValueError: invalid bounds, ``n_initial < 1``, dimension mismatch between bounds and noise model,
-            settings the method does not take, an unknown ``execution_feedback``.
+            settings the method does not take, an unknown ``execution_feedback``, a negative or non-finite
+            ``pending_radius``.
         KeyError: unknown method.
     """
 
@@ -149,6 +159,7 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
     recommendation: str = 'past_mean'
     travel_weight: float = 0.0
     route_horizon: int = 1
+    pending_radius: float | None = None
     in_box_exploration: bool = False
     execution_noise_prior_weight: float | None = None
     execution_feedback: str = 'closed_loop'
@@ -270,7 +281,10 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
 
     @property
     def initial_design(self) -> Tensor:
-        """``(n_initial, d)`` the space-filling initial targets in visiting order."""
+        """``(m, d)`` the space-filling initial targets in visiting order: ``m = n_initial``, or more when more targets
+        were decided before the first measurement (a team with more rovers than ``n_initial``, a batch larger than
+        it): the design then grows by the next points of its Sobol sequence
+        (:func:`~uncertain_bo.initial_design.extend_design`), since no acquisition can be computed without data."""
         return self._design
 
     def candidates(self, targets: Tensor) -> LocationDistributions:
@@ -291,7 +305,9 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         :attr:`route_horizon` ``h > 1`` any other method but a survey decides ``h`` targets as a batch and returns
         the first stop of their shortest tour, journaling that decision only. One rover of a team (``position``)
         gets one target per call. With ``q`` the caller gets the batch at once, as decided; queued targets count as
-        pending.
+        pending. Before the first measurement every target comes from the initial design, grown by the next Sobol
+        points when more are decided than it holds (:attr:`initial_design`). No target is sent within
+        :meth:`pending_radii` of a pending one or of an earlier target of its batch (:mod:`uncertain_bo.keep_out`).
 
         Every target's decision (wall time of its pick, acquisition value, :math:`\\beta_t`) is appended to
         :attr:`decisions` and to the journal, with index ``n``, ``n + 1``, ... in visiting order.
@@ -299,7 +315,8 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         Args:
             q: number of targets to decide (None: one, or a lone rover's batch past the initial design).
             pending: ``(p, D)`` targets decided elsewhere and not yet measured (e.g. other rovers'), which the
-                decision should not duplicate (BoTorch's ``X_pending``).
+                decision should not duplicate (BoTorch's ``X_pending``): no target is sent within
+                :meth:`pending_radii` of one (nor of an earlier target of the same batch).
             position: ``(d,)`` where the rover this decision is for believes it is (m), for one rover of a team
                 sharing this planner (:mod:`uncertain_bo.team`); None = :attr:`position` (a lone rover). With it,
                 the travel cost is counted from there, the decision's index numbers on after the ``pending``
@@ -319,6 +336,8 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         external = 0 if pending is None or position is None else len(pending)
         index = self.n + len(self._queue) + external
         batch, horizon = (int(q), 1) if q is not None else self._lone_batch(index) if lone else (1, 1)
+        if self.n == 0:   # before the first measurement every target is a design target: no data for an acquisition
+            self._design = extend_design(self._design, self.bounds, index + batch, self.seed)
         queued = [t.reshape(1, -1) for t in self._queue]
         if queued:
             pending = torch.cat(queued + ([] if pending is None else [pending]))
@@ -335,10 +354,7 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         if len(picks) != batch:
             raise RuntimeError(f'method {self.method!r} decided {len(picks)} targets, {batch} asked for')
         proposed = [pick.target.to(self.bounds).reshape(-1) for pick in picks]
-        admissible = [self.keep_out.admissible(p, ctx.bounds) for p in proposed]   # every method's choice, one rule
-        if any(target is None for target in admissible):
-            raise NoAdmissibleTargetError(f'no target left: the {len(self.keep_out)} keep-out zones cover the '
-                                          f'search bounds {self.bounds.tolist()}')
+        admissible = self._admissible(proposed, pending, ctx.bounds, apart=horizon == 1)   # every method's, one rule
         order = list(range(batch))
         if q is None and batch > 1:   # a batch the rover drives itself: along the shortest route from where it is
             order = shortest_open_tour(torch.stack(admissible), ctx.position).tolist()[:1 if horizon > 1 else batch]
@@ -360,6 +376,44 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         self._queue = targets[1:]
         return targets[0]
 
+    def _admissible(self, proposed: list[Tensor], pending: Tensor | None, bounds: Tensor,
+                    apart: bool = True) -> list[Tensor]:
+        """The targets sent for the method's ``proposed`` ones ``(D,)`` in decision order (:mod:`uncertain_bo.keep_out`,
+        one rule for every method): each outside the keep-out zones and the :meth:`pending_radii` of the ``pending``
+        targets ``(p, D)`` and, with ``apart`` (every pick is sent), of the picks before it, or the nearest point of
+        ``bounds`` ``(2, D)`` that is (only the keep-out zones where those discs leave none); a target not moved is the
+        proposed object itself. Without ``apart`` (a route horizon's look-ahead: only the route's first stop is sent)
+        the picks are not kept apart from each other.
+
+        Raises:
+            NoAdmissibleTargetError: the keep-out zones cover the search bounds.
+        """
+        d = self.dim
+        exclusion = self.keep_out
+        if pending is not None:
+            exclusion = exclusion.around(pending[:, :d], self.pending_radii(pending[:, :d]))
+        out = []
+        for j, target in enumerate(proposed):
+            moved = exclusion.admissible(target, bounds)
+            if moved is None:
+                moved = self.keep_out.admissible(target, bounds)
+            if moved is None:
+                raise NoAdmissibleTargetError(f'no target left: the {len(self.keep_out)} keep-out zones cover the '
+                                              f'search bounds {self.bounds.tolist()}')
+            out.append(moved)
+            if apart and j + 1 < len(proposed):     # the next picks keep away from this one, which is sent too
+                place = moved[:d].reshape(1, d)
+                exclusion = exclusion.around(place, self.pending_radii(place))
+        return out
+
+    def pending_radii(self, targets: Tensor) -> Tensor:
+        """``(k,)`` how far from each pending target ``(k, d)`` no other target is sent (target units, m on a rover):
+        :attr:`pending_radius`, or when it is None twice the largest standard deviation of the current (possibly
+        learned) execution-noise model there (:func:`~uncertain_bo.keep_out.noise_radius`)."""
+        if self.pending_radius is not None:
+            return targets.new_full(targets.shape[:1], float(self.pending_radius))
+        return noise_radius(self.execution_noise, targets)
+
     def _lone_batch(self, index: int) -> tuple[int, int]:
         """``(batch, horizon)`` for a lone rover's :meth:`suggest` deciding measurement ``index``: how many targets
         to decide and the route horizon (> 1: only the first stop of their route is kept).
@@ -371,7 +425,7 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         :attr:`route_horizon` ``h > 1`` (a method without a route of its own) ``h`` targets of which the route's
         first stop is kept."""
         method = self._method
-        if index < self.n_initial:
+        if index < len(self._design):
             return 1, 1
         if method.batch_size > 1 or method.plans_route:
             return method.batch_size, 1

@@ -5,6 +5,7 @@ the next decision on.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any
 
@@ -46,6 +47,8 @@ class PlannerSettings:
             raise ValueError(f'travel_weight must be >= 0, got {self.travel_weight}')
         if isinstance(self.route_horizon, bool) or not isinstance(self.route_horizon, int) or self.route_horizon < 1:
             raise ValueError(f'route_horizon must be an integer >= 1, got {self.route_horizon!r}')
+        if self.pending_radius is not None and not 0.0 <= self.pending_radius < math.inf:
+            raise ValueError(f'pending_radius must be None or a finite number >= 0, got {self.pending_radius!r}')
         if self.execution_feedback not in EXECUTION_FEEDBACK:
             raise ValueError(f'execution_feedback must be one of {", ".join(EXECUTION_FEEDBACK)}, '
                              f'got {self.execution_feedback!r}')

@@ -7,7 +7,8 @@ clock. What they share is the :class:`~uncertain_bo.planner.Planner`: every rove
 distribution with its own pose covariance, and its reading) enters one GP and one journal, and a rover that finishes
 a measurement gets its next target decided by that planner with the other rovers' current targets as pending ones
 (``suggest(pending=..., position=..., rover=...)``: GP-BUCB's hallucinated readings at the pending targets for a UCB
-method, the travel cost and the initial design's tour from *its* position).
+method, no target within ``pending_radius`` of a pending one, the travel cost and the initial design's tour from *its*
+position; before the first measurement one design target per rover, the design grown when the rovers outnumber it).
 
 **Architecture: one explorer (planner) serving N rovers**, not one explorer per rover exchanging observations.
 Over a field radio link that drops and delays messages,

@@ -176,7 +176,9 @@ class DecisionContext:
         optimizer: acquisition maximiser settings.
         position: ``(d,)`` where the rover believes it is.
         start: ``(d,)`` start position or None; ``budget``: measurement budget or None.
-        n_initial: size of the initial design; ``initial_design``: its ``(n_initial, D)`` targets.
+        n_initial: size of the initial design (the planner's ``n_initial``, or more when more targets are decided
+            before the first measurement: :attr:`~uncertain_bo.planner.Planner.initial_design`); ``initial_design``:
+            its ``(n_initial, D)`` targets.
         in_box_exploration, travel_weight: the planner's options (see :class:`~uncertain_bo.planner.Planner`).
         q: the number of targets to decide (1 but for a batch).
         pending: ``(p, D)`` targets decided but not yet measured (other rovers', earlier picks of this batch), or
@@ -200,7 +202,7 @@ class DecisionContext:
         self.position = planner.position
         self.start = planner.start
         self.budget = planner.budget
-        self.n_initial = planner.n_initial
+        self.n_initial = len(planner.initial_design)
         self.initial_design = planner.initial_design
         self.in_box_exploration = planner.in_box_exploration
         self.travel_weight = planner.travel_weight
