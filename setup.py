@@ -20,7 +20,7 @@ setup(
         ('share/' + package_name, ['package.xml']),
         (os.path.join('share', package_name, 'launch'), glob('launch/*.launch.py')),
         (os.path.join('share', package_name, 'config'), glob('config/*.yaml') + glob('config/*.rviz')
-         + glob('config/*.sdf')),
+         + glob('config/*.sdf') + glob('config/*.json')),
         (os.path.join('share', package_name, 'config', 'examples'), glob('config/examples/*.yaml')),
     ],
     install_requires=['setuptools'],

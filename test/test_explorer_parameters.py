@@ -13,7 +13,8 @@ def test_explorer_yaml_matches_specs():
     values = node_parameters([config_path('explorer.yaml')], 'explorer')
     node_only = {'pose_source', 'reading_type', 'reading_unit', 'tick_rate', 'exit_when_done', 'diagnostics_period',
                  'gp_map_cells', 'decide_in_background', 'cloud_receive_limit', 'goal_interface', 'nav2_action_name',
-                 'nav2_behavior_tree', 'particle_cloud_type', 'revised_path_topic', 'revised_path_std'}
+                 'nav2_behavior_tree', 'particle_cloud_type', 'revised_path_topic', 'revised_path_std',
+                 'record', 'record_path', 'foxglove_port'}
     core = {k: v for k, v in values.items() if k not in node_only}
     checked = validate(EXPLORER_PARAMS, core)
     for p in EXPLORER_PARAMS:

@@ -22,6 +22,7 @@ COMMANDS = [
     'uncertain_bo.ros.check',       # check: validate a robot's ROS 2 parameter file, starting nothing
     'uncertain_bo.param_yaml',      # params: a node's parameter file, generated from its parameter specs
     'uncertain_bo.survey_map.cli',  # map: a survey's posterior map (GeoTIFF, PNG, peak.json)
+    'uncertain_bo.ros.replay',      # replay: a rosbag2 recording through the explorer's measurement cycle
 ]
 
 
@@ -39,8 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = OneLineParser(
         prog='uncertain-bo',
-        description='Bayesian optimisation under uncertain inputs: simulated exploration, benchmarks, reports, and '
-                    "a check of a robot's ROS 2 parameter file.")
+        description='Bayesian optimisation under uncertain inputs: simulated exploration, benchmarks, reports, '
+                    "survey maps, replays of recordings, and a check of a robot's ROS 2 parameter file.")
     parser.add_argument('-v', '--verbose', action='store_true', help='debug logging')
     parser.add_argument('--version', action='version', version=f'uncertain-bo {__version__}')
     sub = parser.add_subparsers(dest='command', metavar='COMMAND')

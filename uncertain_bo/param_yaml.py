@@ -94,6 +94,8 @@ EXPLORER_LAYOUT = YamlLayout(
             'exit_when_done')),
         ('operator view (RViz: config/explorer.rviz)', (
             'diagnostics_period', 'gp_map_cells', 'decide_in_background', 'cloud_receive_limit')),
+        ('recording and live view (uncertain-bo replay, Foxglove)', (
+            'record', 'record_path', 'foxglove_port')),
     ))
 
 #: node -> the layout of its shipped parameter file (config/sim.yaml's nodes are not generated yet)

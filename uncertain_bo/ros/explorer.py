@@ -55,6 +55,10 @@ measurement (an ``[ERROR]`` line says why; ``explorer_result.json``'s ``stopped_
 the rover is stopped first (:meth:`ExplorerNode.stop_safely`: Nav2's goal cancelled, or a goal at the pose
 estimate), then the node ends with status 0 (:func:`~uncertain_bo.ros.spin.run_node`).
 
+**Recording.** With ``record`` (and ``record_path``) the run is recorded to a rosbag2 folder with MCAP storage beside
+the journal, and with ``foxglove_port`` shown live to Foxglove: :mod:`uncertain_bo.ros.recording`; ``uncertain-bo
+replay`` replays such a recording through the same measurement cycle (:mod:`uncertain_bo.ros.replay`).
+
 **Storage faults.** When the journal cannot be written (full disk, I/O error, read-only or vanished ``run_dir``)
 the node stays up: the explorer stops the rover and pauses, /diagnostics is ERROR with the reason and the number
 of records held in memory (``journal records pending``, ``journal faults``, ``journal write failures``), and the
@@ -92,6 +96,7 @@ from .explorer_parameters import EXPLORER_NODE_PARAMS
 from .library_logs import forward_library_logs as forward_library_logs_to, stop_forwarding
 from .params import declare_parameters
 from .qos import LATCHED, RELIABLE_10
+from .recording import start_recording
 from .revised_path import subscribe_revised_path
 from .rover_inputs import (CLOCK_TOPIC, CLOCK_TYPE, POSE_SOURCES, InputWatch, RoverInputs, node_clock_now,
                            pose_estimate_from_msg, sim_time)
@@ -151,6 +156,9 @@ class ExplorerNode(Node):
             sys.setswitchinterval(min(sys.getswitchinterval(), DECIDER_SWITCH_INTERVAL))
         self._decider = (ThreadPoolExecutor(max_workers=1, thread_name_prefix='explorer-decide')
                          if self.p['decide_in_background'] else None)
+        self.recording = start_recording(self, self.p, self.run_dir, planner.journal_file)   # record, foxglove_port
+        if self.recording is not None:
+            self._decider = self.recording.decider(self._decider)   # each background job's cycle recorded
         self.explorer = Explorer(planner, self, self.p, decider=self._decider,
                                  result_file=self.run_dir / 'explorer_result.json')
         self.recommendation: Recommendation | None = planner.recommend() if planner.n else None
@@ -175,7 +183,10 @@ class ExplorerNode(Node):
         self.inputs = RoverInputs(self, self.explorer, self.p)   # pose_source's topic and reading
         # says what it still waits for, until the mission ends
         self.watch = InputWatch(self, lambda: [self.inputs] if self.explorer.state is not State.DONE else [])
-        self.revised_path_sub = subscribe_revised_path(self, self.explorer, self.p)   # revised_path_topic, or None
+        self.revised_path_sub = subscribe_revised_path(self, self.explorer, self.p,   # revised_path_topic, or None
+                                                       tap=self.recording.path_tap() if self.recording else None)
+        if self.recording is not None:
+            self.recording.add_rover(self.inputs, revised_path_sub=self.revised_path_sub)
 
         self._reporter = StatusReporter()
         self._map_scales: tuple[GridScale, GridScale] | None = None
@@ -207,6 +218,8 @@ class ExplorerNode(Node):
         journal = explorer.planner.journal_file if explorer is not None else None
         if journal is not None and not journal.retry():   # a last try: records held after a storage fault
             self.get_logger().error(f'{explorer.journal_fault}: they are lost with this process')
+        if getattr(self, 'recording', None) is not None:
+            self.recording.close()
         stop_forwarding(self._log_handler)
         self._log_handler = None
         super().destroy_node()
@@ -224,6 +237,8 @@ class ExplorerNode(Node):
         if now is None:
             return
         ex = self.explorer
+        if self.recording is not None:
+            self.recording.cycle(now)
         ex.tick(now)   # when done: reports a resumed journal that was already complete, else returns at once
         if ex.state is State.DONE and not ex.planner.n and ex.journal_fault is None:   # no finished() then
             if not self._ended_empty:
@@ -383,6 +398,8 @@ class ExplorerNode(Node):
         if self._map_seconds is not None:
             extra['gp map seconds'] = self._map_seconds
         extra['goal interface'] = self.goal_interface
+        if self.recording is not None:
+            extra.update(self.recording.values())
         if self.nav2 is not None:
             extra.update(self.nav2.values())
         report = self._reporter.report(ex, self._clock_now(), extra)

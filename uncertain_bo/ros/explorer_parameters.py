@@ -1,6 +1,6 @@
 """The explorer node's parameters: :data:`~uncertain_bo.explorer.EXPLORER_PARAMS` (shared with the in-process
 mission) plus the ones only the ROS node has (:data:`EXPLORER_NODE_PARAMS`: pose and reading inputs, the goal
-interface, timers and the operator view).
+interface, timers, the operator view and the recording, :data:`~uncertain_bo.ros.recording.RECORDING_PARAMS`).
 
 Each spec's description is the parameter's whole documentation: ``config/explorer.yaml`` is generated from these
 specs (:mod:`uncertain_bo.param_yaml`), and ``explorer --help`` and ``ros2 param describe`` show the same text.
@@ -11,6 +11,7 @@ from ..explorer import EXPLORER_PARAMS
 from ..parameters import Param
 from .conversions import READING_TYPES
 from .nav2_goals import GOAL_INTERFACES
+from .recording import RECORDING_PARAMS
 from .rover_inputs import PARTICLE_CLOUD_TYPES, POSE_SOURCES
 
 __all__ = ['EXPLORER_NODE_PARAMS', 'POSE_SOURCES']
@@ -68,4 +69,4 @@ EXPLORER_NODE_PARAMS = EXPLORER_PARAMS + [
           'this are subsampled uniformly at random as they are received, before any other work: a 10^5-particle '
           'PoseArray is read in milliseconds instead of seconds (and is not stale by the time it is used)',
           range=(1, 10000000), read_only=True),
-]
+] + RECORDING_PARAMS

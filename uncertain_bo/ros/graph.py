@@ -32,8 +32,8 @@ from ..param_files import declared_parameters, unknown_parameters
 from ..parameters import ParameterError, config_path, node_parameters, unknown_sections, validate
 from ..units import simulated_reading_unit
 from ..user_errors import check_run_dir
-from .graph_session import (StopRequest, add_arguments as add_session_arguments, graph_session, resolve_domain_id,
-                            stop_on_signals)
+from .graph_session import (StopRequest, add_arguments as add_session_arguments, bounded_integer, graph_session,
+                            resolve_domain_id, stop_on_signals)
 from .launch_args import LOCALISERS
 
 __all__ = ['add_parser', 'run_demo', 'spin_in_background',
@@ -76,17 +76,9 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
-def _rover_count(text: str) -> int:
-    """argparse type of ``--rovers``: an integer from 1 to 16."""
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 16:
-        raise argparse.ArgumentTypeError(f'{text!r} is not a number of rovers from 1 to 16')
-    return value
+#: ``--rovers``, ``--foxglove``
+_rover_count = bounded_integer(1, 16, 'a number of rovers')
+_port = bounded_integer(1, 65535, 'a TCP port')
 
 
 def _shipped_defaults() -> dict[str, Any]:
@@ -140,6 +132,12 @@ def add_parser(sub) -> None:
         p.add_argument('--silence', default=None, metavar='ROVER:K',
                        help="failure drill (with --rovers): stop ROVER's localiser after the team's K-th measurement; "
                             'the team_explorer drops it after silence_timeout and the others finish the mission')
+        p.add_argument('--record', action='store_true',
+                       help="record the explorer's inputs, cycle, decisions, journal and GP maps to a rosbag2 folder "
+                            '(MCAP) OUT/recording: `ros2 bag info`, Foxglove and `uncertain-bo replay` open it')
+        p.add_argument('--foxglove', type=_port, default=None, metavar='PORT',
+                       help='serve the same topics live to Foxglove on ws://127.0.0.1:PORT (foxglove-sdk); import '
+                            'config/foxglove_layout.json there')
         add_session_arguments(p)
         p.set_defaults(func=_cli)
 
@@ -162,6 +160,10 @@ def _cli(args) -> int:
         overrides['explorer']['max_measurements'] = args.measurements
     if args.method is not None:
         overrides['explorer']['method'] = args.method
+    if args.record:
+        overrides['explorer']['record'] = True
+    if args.foxglove is not None:
+        overrides['explorer']['foxglove_port'] = args.foxglove
     if args.localiser is not None:
         overrides['sim_rover']['localiser'] = args.localiser
         if args.localiser == 'pf':

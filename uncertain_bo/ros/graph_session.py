@@ -26,8 +26,8 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-__all__ = ['DISCOVERY', 'StopRequest', 'add_arguments', 'dds_line', 'graph_session', 'resolve_domain_id',
-           'stop_on_signals']
+__all__ = ['DISCOVERY', 'StopRequest', 'add_arguments', 'bounded_integer', 'dds_line', 'graph_session',
+           'resolve_domain_id', 'stop_on_signals']
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +37,22 @@ DISCOVERY = {'off': 'OFF', 'localhost': 'LOCALHOST', 'subnet': 'SUBNET'}
 MAX_DOMAIN_ID = 232
 
 
-def _domain_id(text: str) -> int:
-    """argparse type of ``--domain-id``: an integer from 0 to :data:`MAX_DOMAIN_ID`."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= MAX_DOMAIN_ID:
-        raise argparse.ArgumentTypeError(f'{text!r} is not a ROS domain id from 0 to {MAX_DOMAIN_ID}')
-    return value
+def bounded_integer(low: int, high: int, what: str):
+    """An argparse type: an integer from ``low`` to ``high``; anything else raises ``ArgumentTypeError`` naming
+    ``what`` (``'x' is not a ROS domain id from 0 to 232``)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f'{text!r} is not {what} from {low} to {high}')
+        return value
+    return parse
+
+
+#: argparse type of ``--domain-id``
+_domain_id = bounded_integer(0, MAX_DOMAIN_ID, 'a ROS domain id')
 
 
 def resolve_domain_id(domain_id: int | None) -> int:

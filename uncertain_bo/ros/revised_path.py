@@ -16,7 +16,7 @@ Which stacks provide which signal, and what was checked only on paper: docs/ros2
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from nav_msgs.msg import Path
@@ -26,7 +26,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from ..explorer import Explorer, PoseEstimate
 from .conversions import from_time_msg
 
-__all__ = ['poses_from_path', 'subscribe_revised_path', 'SOURCE']
+__all__ = ['poses_from_path', 'subscribe_revised_path', 'revise', 'SOURCE']
 
 #: the journal's ``source`` of these revisions
 SOURCE = 'revised_path'
@@ -50,16 +50,27 @@ def poses_from_path(msg: Path, std: float) -> tuple[list[PoseEstimate], float]:
     return poses, stamp
 
 
-def subscribe_revised_path(node: Node, explorer: Explorer, params: dict[str, Any], topic: str | None = None):
+def subscribe_revised_path(node: Node, explorer: Explorer, params: dict[str, Any], topic: str | None = None,
+                           tap: Callable[[str, Path], None] | None = None):
     """Subscribe ``params['revised_path_topic']`` (or ``topic``) on ``node`` and hand each path to ``explorer``
-    (:meth:`~uncertain_bo.explorer.Explorer.on_revised_trajectory`); None when the topic is empty (off)."""
+    (:func:`revise`); None when the topic is empty (off). ``tap(resolved topic, msg)`` gets each path first (a
+    recording: :mod:`uncertain_bo.ros.recording`)."""
     topic = params['revised_path_topic'] if topic is None else topic
     if not topic:
         return None
-    std = float(params['revised_path_std'])
 
     def on_path(msg: Path) -> None:
-        poses, stamp = poses_from_path(msg, std)
-        explorer.on_revised_trajectory(poses, stamp, SOURCE, keep_covariance=std == 0.0)
+        if tap is not None:
+            tap(sub.topic_name, msg)
+        revise(explorer, params, msg)
 
-    return node.create_subscription(Path, topic, on_path, _PATH_QOS)
+    sub = node.create_subscription(Path, topic, on_path, _PATH_QOS)
+    return sub
+
+
+def revise(explorer: Explorer, params: dict[str, Any], msg: Path) -> None:
+    """Hand a revised path to ``explorer`` (:meth:`~uncertain_bo.explorer.Explorer.on_revised_trajectory`): the
+    subscription's callback, and a replay's."""
+    std = float(params['revised_path_std'])
+    poses, stamp = poses_from_path(msg, std)
+    explorer.on_revised_trajectory(poses, stamp, SOURCE, keep_covariance=std == 0.0)

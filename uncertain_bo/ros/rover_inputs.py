@@ -3,7 +3,8 @@
 
 Used by the explorer node (one rover, topics in the node's namespace) and by the team explorer node (one
 :class:`RoverInputs` per rover, topics under the rover's namespace: ``<ns>/odometry/filtered``, ``<ns>/reading``).
-The pose topic and type follow ``pose_source`` (:data:`POSE_SOURCES`), the reading's ``reading_type``. Poses are
+The pose topic and type follow ``pose_source`` (:data:`POSE_SOURCES`), the reading's ``reading_type``. What a
+message becomes in the explorer is :class:`RoverMessages`, which a replay of a recording uses as well. Poses are
 subscribed best effort (compatible with reliable and best-effort publishers, e.g. Gazebo bridges); particle clouds
 are read from the serialised message with NumPy and subsampled to ``cloud_receive_limit`` particles on receipt.
 
@@ -39,9 +40,9 @@ from .conversions import (READING_TYPES, from_time_msg, particle_cloud_from_cdr,
                           pose_array_from_cdr, pose_array_to_particles, quaternion_to_yaw, reading_from_msg,
                           ros_covariance_to_xy)
 
-__all__ = ['RoverInputs', 'InputWatch', 'POSE_SOURCES', 'PARTICLE_CLOUD_TYPES', 'pose_message_type',
-           'pose_estimate_from_msg', 'node_clock_now', 'sim_time', 'type_name', 'CLOCK_TOPIC', 'CLOCK_TYPE',
-           'WAIT_FIRST_REPORT', 'WAIT_REPORT_PERIOD']
+__all__ = ['RoverInputs', 'RoverMessages', 'InputWatch', 'POSE_SOURCES', 'PARTICLE_CLOUD_TYPES', 'pose_message_type',
+           'pose_estimate_from_msg', 'node_clock_now', 'node_clock_ns', 'seconds', 'sim_time', 'type_name',
+           'CLOCK_TOPIC', 'CLOCK_TYPE', 'WAIT_FIRST_REPORT', 'WAIT_REPORT_PERIOD']
 
 #: wall seconds after subscribing before an input from which nothing arrived is reported (then every
 #: WAIT_REPORT_PERIOD s until it arrives)
@@ -121,14 +122,89 @@ def sim_time(node: Node) -> bool:
     return bool(node.get_parameter('use_sim_time').value)
 
 
+def node_clock_ns(node: Node) -> int | None:
+    """``node``'s clock in integer ns, or None while it is not running yet (simulated time before the first /clock)."""
+    ns = node.get_clock().now().nanoseconds
+    return ns if ns > 0 else None
+
+
+def seconds(ns: int | None) -> float | None:
+    """A clock reading in integer ns as the explorer takes it, in s (None stays None): every arrival time the
+    explorer is given is computed so, live and in a replay (a recording keeps the integer)."""
+    return ns * 1e-9 if ns is not None else None
+
+
 def node_clock_now(node: Node) -> float | None:
     """``node``'s clock in s, or None while it is not running yet (simulated time before the first /clock)."""
-    now = node.get_clock().now().nanoseconds * 1e-9
-    return now if now > 0.0 else None
+    return seconds(node_clock_ns(node))
 
 
-class RoverInputs:
-    """Subscribes one rover's pose estimate and reading on ``node`` and feeds them to ``explorer``.
+class RoverMessages:
+    """One rover's pose-estimate and reading messages into its ``explorer``, without a node: each message is converted
+    (a particle cloud read from its serialised bytes and subsampled to ``cloud_receive_limit``), refused and counted
+    when it cannot be read, and handed in with ``now``, the time it arrived in s (None: no clock yet). The explorer
+    node's subscriptions (:class:`RoverInputs`) and the replay of a recording
+    (:mod:`uncertain_bo.ros.replay`) both hand their messages in here, so a replayed message reaches the explorer
+    exactly as the live one did.
+
+    Args:
+        explorer: the rover's measurement cycle.
+        params: validated explorer node parameters (``pose_source``, ``particle_cloud_type``, ``reading_type``,
+            ``cloud_receive_limit``, ``seed``).
+        seed: extra entropy of the cloud subsampling's random stream (rovers of one node differ by it).
+
+    Attributes:
+        heading: yaw (rad) of the latest pose message with an orientation (odometry, pose with covariance),
+            None before one (and for particle clouds): the explorer's stop goal faces where the rover does.
+    """
+
+    def __init__(self, explorer: Explorer, params: dict[str, Any], seed: int = 0):
+        self.explorer, self.p = explorer, params
+        entropy = [int(params['seed']), 0xC10D] + ([int(seed)] if seed else [])
+        self._cloud_rng = np.random.default_rng(np.random.SeedSequence(entropy))
+        self._read_cloud = PARTICLE_CLOUD_TYPES[params['particle_cloud_type']][1]
+        self.heading: float | None = None
+
+    def pose(self, msg, now: float | None) -> None:
+        """A deserialised pose message (``odometry``, ``pose_with_covariance``; a PoseArray or ParticleCloud object
+        too) that arrived at ``now``."""
+        try:
+            self.heading = quaternion_to_yaw(msg.pose.pose.orientation)
+        except (ValueError, AttributeError):
+            pass                 # no orientation (hand-written publishers leave it all-zero): the last one stays
+        try:
+            pose = pose_estimate_from_msg(msg, self.p['pose_source'])
+        except (ValueError, TypeError, IndexError) as exc:
+            self.explorer.received['poses'] += 1
+            self.explorer.reject('pose', 'malformed message', str(exc))
+            return
+        self.explorer.on_pose(pose, now)
+
+    def cloud(self, raw: bytes, now: float | None) -> None:
+        """A serialised particle cloud (of ``particle_cloud_type``) that arrived at ``now``."""
+        try:
+            cloud = self._read_cloud(raw, self.p['cloud_receive_limit'], self._cloud_rng)
+            pose = PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples, cloud.weights)
+        except (ValueError, TypeError, IndexError) as exc:
+            self.explorer.received['poses'] += 1
+            self.explorer.reject('pose', 'malformed message', str(exc))
+            return
+        self.explorer.on_pose(pose, now)
+
+    def reading(self, msg, now: float | None) -> None:
+        """A deserialised reading message (of ``reading_type``) that arrived at ``now``."""
+        try:
+            stamp, value, variance = reading_from_msg(msg, self.p['reading_type'])
+        except (ValueError, TypeError) as exc:
+            self.explorer.received['readings'] += 1
+            self.explorer.reject('reading', 'malformed message', str(exc))
+            return
+        self.explorer.on_reading(Reading(stamp, value, variance), now)
+
+
+class RoverInputs(RoverMessages):
+    """Subscribes one rover's pose estimate and reading on ``node`` and feeds them to ``explorer``
+    (:class:`RoverMessages`).
 
     Args:
         node: the node that owns the subscriptions (its clock times the arrivals).
@@ -142,33 +218,32 @@ class RoverInputs:
     Attributes:
         last_pose, last_reading: node-clock time (s) of the latest pose message and reading message that
             arrived (valid or not), None before the first: a team drops a rover silent for too long.
-        heading: yaw (rad) of the latest pose message with an orientation (odometry, pose with covariance),
-            None before one (and for particle clouds): the explorer's stop goal faces where the rover does.
+        heading: as :class:`RoverMessages`.
         types: ``'pose'`` / ``'reading'`` -> the message class subscribed.
         subscribed: ``time.monotonic()`` when the subscriptions were made (:class:`InputWatch` counts from it).
+        tap: None, or ``tap(what, message, ns)`` called with every message (``'pose'``, ``'reading'``; a cloud as
+            its serialised bytes) and its arrival time in integer ns (None: no clock yet) before it is handed in:
+            a recording (:mod:`uncertain_bo.ros.recording`) keeps them in the order the explorer got them.
 
     Raises:
         uncertain_bo.parameters.ParameterError: a ``nav2_msgs`` cloud type where ``nav2_msgs`` is not importable.
     """
 
     def __init__(self, node: Node, explorer: Explorer, params: dict[str, Any], namespace: str = '', seed: int = 0):
-        self.node, self.explorer, self.p = node, explorer, params
+        super().__init__(explorer, params, seed)
+        self.node = node
         prefix = f'{namespace}/' if namespace else ''
-        entropy = [int(params['seed']), 0xC10D] + ([int(seed)] if seed else [])
-        self._cloud_rng = np.random.default_rng(np.random.SeedSequence(entropy))
         self.last_pose: float | None = None
         self.last_reading: float | None = None
-        self.heading: float | None = None
+        self.tap: Callable[[str, Any, int | None], None] | None = None
         topic = POSE_SOURCES[params['pose_source']][1]
-        cloud_type = params['particle_cloud_type']
-        msg_type = pose_message_type(params['pose_source'], cloud_type)
+        msg_type = pose_message_type(params['pose_source'], params['particle_cloud_type'])
         self.types = {'pose': msg_type, 'reading': READING_TYPES[params['reading_type']][0]}
         #: input -> the parameter that chose its message type (named when nothing arrives on it)
         self.type_parameters = {'pose': 'particle_cloud_type' if params['pose_source'] == 'particle_cloud'
                                 else 'pose_source', 'reading': 'reading_type'}
         if params['pose_source'] == 'particle_cloud':
             # raw: read the serialised cloud with NumPy and subsample it before anything else
-            self._read_cloud = PARTICLE_CLOUD_TYPES[cloud_type][1]
             self.pose_sub = node.create_subscription(msg_type, prefix + topic, self.on_cloud_raw,
                                                      qos_profile_sensor_data, raw=True)
         else:
@@ -196,8 +271,8 @@ class RoverInputs:
         """True once a message (valid or not) arrived on input ``what``."""
         return self.explorer.received['poses' if what == 'pose' else 'readings'] > 0
 
-    def arrival(self, info) -> float | None:
-        """When a message arrived, s on the node clock (None before the clock runs).
+    def arrival_ns(self, info) -> int | None:
+        """When a message arrived, integer ns on the node clock (None before the clock runs).
 
         On a wall clock: the middleware's reception stamp, so that a message that waited in the node's
         subscription queue (the executor was busy) is judged by when it arrived, not by when its callback ran:
@@ -207,43 +282,27 @@ class RoverInputs:
         if not self.node.get_clock().ros_time_is_active:
             ns = info.get('received_timestamp', 0) if info else 0
             if ns > 0:
-                return ns * 1e-9
-        return node_clock_now(self.node)
+                return int(ns)
+        return node_clock_ns(self.node)
+
+    def _arrived(self, what: str, msg, info) -> float | None:
+        """The arrival time in s of input ``what``'s ``msg`` (:meth:`arrival_ns`), after the :attr:`tap` has it."""
+        ns = self.arrival_ns(info)
+        if self.tap is not None:
+            self.tap(what, msg, ns)
+        return seconds(ns)
 
     def on_pose_msg(self, msg, info) -> None:
         self.last_pose = node_clock_now(self.node)
-        try:
-            self.heading = quaternion_to_yaw(msg.pose.pose.orientation)
-        except (ValueError, AttributeError):
-            pass                 # no orientation (hand-written publishers leave it all-zero): the last one stays
-        try:
-            pose = pose_estimate_from_msg(msg, self.p['pose_source'])
-        except (ValueError, TypeError, IndexError) as exc:
-            self.explorer.received['poses'] += 1
-            self.explorer.reject('pose', 'malformed message', str(exc))
-            return
-        self.explorer.on_pose(pose, self.arrival(info))
+        self.pose(msg, self._arrived('pose', msg, info))
 
     def on_cloud_raw(self, raw: bytes, info) -> None:
         self.last_pose = node_clock_now(self.node)
-        try:
-            cloud = self._read_cloud(raw, self.p['cloud_receive_limit'], self._cloud_rng)
-            pose = PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples, cloud.weights)
-        except (ValueError, TypeError, IndexError) as exc:
-            self.explorer.received['poses'] += 1
-            self.explorer.reject('pose', 'malformed message', str(exc))
-            return
-        self.explorer.on_pose(pose, self.arrival(info))
+        self.cloud(raw, self._arrived('pose', raw, info))
 
     def on_reading(self, msg, info) -> None:
         self.last_reading = node_clock_now(self.node)
-        try:
-            stamp, value, variance = reading_from_msg(msg, self.p['reading_type'])
-        except (ValueError, TypeError) as exc:
-            self.explorer.received['readings'] += 1
-            self.explorer.reject('reading', 'malformed message', str(exc))
-            return
-        self.explorer.on_reading(Reading(stamp, value, variance), self.arrival(info))
+        self.reading(msg, self._arrived('reading', msg, info))
 
 
 class InputWatch:

@@ -70,6 +70,7 @@ from .conversions import make_path, make_pose_stamped
 from .explorer import EXIT_NOT_COMPLETED, EXPLORER_NODE_PARAMS
 from .library_logs import forward_library_logs as forward_library_logs_to, stop_forwarding
 from .qos import LATCHED, RELIABLE_10
+from .recording import start_recording
 from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, gp_maps, make_diagnostics, make_markers, \
     rover_markers
 from .params import declare_parameters
@@ -119,7 +120,10 @@ class _Rover:
         resumed = [r for r in records if r.get('type') == 'observation']
         self.inputs = RoverInputs(node, self.explorer, node.p, namespace=name, seed=index)
         topic = node.p['revised_path_topic'].lstrip('/')    # its revised path, under its namespace (or off)
-        self.revised_path_sub = subscribe_revised_path(node, self.explorer, node.p, f'{name}/{topic}' if topic else '')
+        self.revised_path_sub = subscribe_revised_path(node, self.explorer, node.p, f'{name}/{topic}' if topic else '',
+                                                       tap=node.recording.path_tap() if node.recording else None)
+        if node.recording is not None:
+            node.recording.add_rover(self.inputs, name, self.revised_path_sub)
         self.goal_pub = node.create_publisher(PoseStamped, f'{name}/goal_pose', LATCHED)
         self.plan_pub = node.create_publisher(PathMsg, f'{name}/plan', LATCHED)
         self.reporter = StatusReporter()
@@ -227,6 +231,7 @@ class TeamExplorerNode(Node):
             self.p, journal=journal, metadata={'node': self.get_fully_qualified_name(), 'parameters': self.p,
                                                'rovers': list(self.p['rovers'])})
         self.team = TeamPlanner()
+        self.recording = start_recording(self, self.p, self.run_dir, self.planner.journal_file, team=True)
         self.rovers: dict[str, _Rover] = {}
         for name in self.p['rovers']:
             self.rovers[name] = _Rover(self, name, len(self.rovers))
@@ -251,6 +256,8 @@ class TeamExplorerNode(Node):
             + f'{clock}; journal in {self.run_dir}')
 
     def destroy_node(self) -> None:
+        if getattr(self, 'recording', None) is not None:
+            self.recording.close()
         stop_forwarding(self._log_handler)
         self._log_handler = None
         super().destroy_node()
@@ -272,6 +279,8 @@ class TeamExplorerNode(Node):
         now = node_clock_now(self)
         if now is None or self.done:
             return
+        if self.recording is not None:
+            self.recording.cycle(now)
         for rover in list(self.rovers.values()):
             if not rover.active:
                 continue
@@ -415,7 +424,8 @@ class TeamExplorerNode(Node):
         for rover in self.rovers.values():
             extra = {'rover': rover.name, 'rover measurements': rover.measurements,
                      'team measurements': self.planner.n, 'journal': str(self.run_dir / 'journal.jsonl'),
-                     'pending targets of other rovers': len(self.team.pending(exclude=rover.name))}
+                     'pending targets of other rovers': len(self.team.pending(exclude=rover.name)),
+                     **(self.recording.values() if self.recording is not None else {})}
             report = rover.reporter.report(rover.explorer, now, extra)
             one = make_diagnostics(report, f'{self.get_name()}: {rover.name} exploration',
                                    f'{self.get_fully_qualified_name()}/{rover.name}', clean_stamp(self.now_s()))

@@ -70,10 +70,12 @@ def add_parser(sub) -> None:
     from .sources import COORDINATES, DEFAULT_LOCATION_STD
 
     p = sub.add_parser(
-        'map', help="a survey's posterior map (GeoTIFF, PNG, peak.json) from a CSV of points or a run's journal",
+        'map', help="a survey's posterior map (GeoTIFF, PNG, peak.json) from a CSV of points, a run's journal or "
+                    'its recording',
         formatter_class=argparse.RawDescriptionHelpFormatter, description=_paragraphs(DESCRIPTION),
         epilog=_paragraphs(EPILOG))
-    p.add_argument('source', type=Path, help='a CSV of points, a journal.jsonl, or a run folder with one')
+    p.add_argument('source', type=Path, help='a CSV of points, a journal.jsonl, a run folder with one, or an '
+                   "explorer's own recording (rosbag2 folder or .mcap: the journal it holds)")
     p.add_argument('--out', type=Path, required=True, help='folder for map.tif, map.png, peak.json, field.npz')
     p.add_argument('--value', default=None, metavar='COLUMN', help='CSV column of the readings (a CSV needs it)')
     p.add_argument('--location-std', type=_metres, default=None, metavar='M',

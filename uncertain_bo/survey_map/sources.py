@@ -1,4 +1,5 @@
-"""The readings of a survey, from a CSV of points or a run's journal, in metres on a plane (:class:`Survey`).
+"""The readings of a survey, from a CSV of points, a run's journal or its recording, in metres on a plane
+(:class:`Survey`).
 
 **CSV** (:func:`read_csv_survey`): a header row names the columns (matched case-insensitively, surrounding spaces
 ignored); comma, semicolon or tab separated; lines starting with ``#`` and blank lines are skipped. The position
@@ -27,6 +28,9 @@ closure that re-placed it, :mod:`uncertain_bo.planner_revisions`; a Gaussian's c
 moment-matched; an exact position zero) and its reported reading variance, in the run's map frame (an engineering
 CRS, or the local tangent plane at ``origin``). The robust peak's execution noise defaults to the run's
 ``execution_noise_std``.
+
+**Recording** (:func:`read_recording_survey`): an explorer's own rosbag2 recording (``record: true``), read as the
+journal it holds on ``~/journal``; a recording without one (``ros2 bag record``) is an error that says to replay it.
 """
 from __future__ import annotations
 
@@ -101,7 +105,7 @@ def read_survey(source: str | Path, value: str | None = None, location_std: floa
     """The survey at ``source``: a run folder or ``.jsonl`` journal, else a CSV (module docstring).
 
     Args:
-        source: a run folder (with ``journal.jsonl``), a journal file, or a CSV file.
+        source: a run folder (with ``journal.jsonl``), a journal file, an explorer's recording, or a CSV file.
         value: the CSV column of the readings (required for a CSV; not for a journal).
         location_std: the CSV's GNSS horizontal error, m (default :data:`DEFAULT_LOCATION_STD`); not for a journal,
             whose readings carry their own covariances.
@@ -114,7 +118,11 @@ def read_survey(source: str | Path, value: str | None = None, location_std: floa
     """
     path = Path(source)
     if not path.exists():
-        raise SurveyError(f'{path} does not exist; give a CSV of points, a journal.jsonl or a run folder')
+        raise SurveyError(f'{path} does not exist; give a CSV of points, a journal.jsonl, a run folder or a recording')
+    from ..recording.bag_reader import is_recording
+    if is_recording(path):
+        _journal_only(value, location_std, coordinates)
+        return read_recording_survey(path, origin)
     if path.is_dir():
         if not (path / 'journal.jsonl').is_file():
             raise SurveyError(f'{path} is a folder without journal.jsonl; give a CSV file, a journal or a run folder')
@@ -123,15 +131,20 @@ def read_survey(source: str | Path, value: str | None = None, location_std: floa
         raise SurveyError(f'{path} is not a regular file (a device or a pipe?); give a CSV file, a journal or a '
                           'run folder')
     if _is_journal(path):
-        for flag, given in (('--value', value), ('--location-std', location_std), ('--coordinates', coordinates)):
-            if given is not None:
-                raise SurveyError(f'{flag} is for CSV surveys: a journal has one reading per record, with the '
-                                  "location covariance it was stored with; leave out " + flag)
+        _journal_only(value, location_std, coordinates)
         return read_journal_survey(path, origin)
     if value is None:
         raise SurveyError(f'{path}: give --value COLUMN, the column of the readings to map')
     return read_csv_survey(path, value, DEFAULT_LOCATION_STD if location_std is None else location_std,
                            coordinates, origin)
+
+
+def _journal_only(value, location_std, coordinates) -> None:
+    """Raises SurveyError when a CSV's option is given for a journal or a recording."""
+    for flag, given in (('--value', value), ('--location-std', location_std), ('--coordinates', coordinates)):
+        if given is not None:
+            raise SurveyError(f'{flag} is for CSV surveys: a journal has one reading per record, with the '
+                              "location covariance it was stored with; leave out " + flag)
 
 
 def _is_journal(path: Path) -> bool:
@@ -336,6 +349,34 @@ def read_journal_survey(path: str | Path, origin: tuple[float, float] | None = N
     reading_type = params.get('reading_type')
     return Survey(xy, cov, value, variance, _plane(origin, frame), path, 'reading',
                   READING_UNITS.get(reading_type) if reading_type else None, (std[0], std[-1]), {}, len(records))
+
+
+def read_recording_survey(path: str | Path, origin: tuple[float, float] | None = None) -> Survey:
+    """The readings of the journal an explorer's own recording holds (``record: true``, ``demo --record``; its
+    ``~/journal`` topic), as :func:`read_journal_survey` reads a run's. A restart's recording holds only what that run
+    wrote: map the run folder for the whole mission.
+
+    Raises:
+        uncertain_bo.recording.bag_reader.RecordingError: no recording, or a damaged one.
+        SurveyError: a recording without the explorer's journal (``ros2 bag record``: replay it, then map the
+            replay), or too few readings.
+    """
+    import dataclasses
+    import json
+    import tempfile
+
+    from ..recording.bag_reader import open_recording
+
+    path = Path(path)
+    records = open_recording(path).journal_records()
+    if not records:
+        raise SurveyError(f"{path} is a recording without the explorer's journal (a ros2 bag record?): replay it "
+                          f'first, uncertain-bo replay {path} --out DIR, then map DIR')
+    with tempfile.TemporaryDirectory(prefix='uncertain-bo-map-') as tmp:
+        journal = Path(tmp) / 'journal.jsonl'
+        journal.write_text(''.join(json.dumps(r) + '\n' for r in records))
+        survey = read_journal_survey(journal, origin)
+    return dataclasses.replace(survey, source=path)
 
 
 def survey_summary(survey: Survey) -> dict:
