@@ -34,6 +34,13 @@ Field, robust objective and everything else are those of ``rover``. Any other lo
 noisier or lost, so the EKF's covariance — each reading's location distribution — differs strongly between
 readings, on a field whose features are as narrow as the localisation error there).
 
+**``rover-denied``**: the GNSS-denied scenario family, ``rover`` with ``config/gnss_denied.yaml`` applied over
+the defaults (dead-reckoning drift of a calibrated source, :mod:`uncertain_bo.sim.drift`; absolute fixes only
+within reach of a few known sources, ``fix_beacons``, or from the surfacing action, ``surface_every``), the
+localisers starting from a draw of their own initial distribution around the true start (consistent from the
+first step). ``--suite denied`` runs its scenario family (docs/gnss_denied.md); any other ``--field`` takes the
+file's defaults, and ``--sim-param`` changes any of them. Regret and distance are measured as for ``rover``.
+
 **Fields.** ``BenchSettings.field`` (``uncertain-bo bench --field``) replaces ``sim_rover.field`` for every
 seed: a named field (:meth:`~uncertain_bo.sim.field.Field.load`) or a ``.npz`` / ``.csv`` path.
 
@@ -56,14 +63,15 @@ from ..distributions import DTYPE, Gaussian, GaussianExecutionNoise
 from ..planner import Planner
 from .base import BenchSettings, Instance, Measurement, Problem, World, register_problem
 
-__all__ = ['Rover', 'RoverInstance']
+__all__ = ['Rover', 'RoverDenied', 'RoverInstance']
 
 
 class RoverInstance(Instance):
     """The demo's field and simulated rover for one seed."""
 
     def __init__(self, seed: int, overrides: dict[str, dict[str, Any]] | None = None,
-                 files: list | None = None):
+                 files: list | None = None, draw_start: bool = False):
+        from ..sim.drift import initial_estimate
         from ..sim.field import Field
         from ..sim.mission import mission_parameters
 
@@ -72,6 +80,8 @@ class RoverInstance(Instance):
         over.setdefault('explorer', {}).setdefault('seed', seed)
         self.seed = seed
         self.params = mission_parameters(over, files=files)
+        if draw_start:      # the localiser starts from a draw of its own initial distribution around the truth
+            self.params = initial_estimate(self.params, seed)
         sim, ex = self.params['sim_rover'], self.params['explorer']
         self.field = Field.load(sim['field'], extent=sim['field_extent'])
         xmin, xmax, ymin, ymax = ex['search_bounds']
@@ -164,6 +174,9 @@ class Rover(Problem):
     overrides: dict[str, dict[str, Any]] = {}
     #: shipped parameter files (names in ``config/``) applied over the defaults, before :attr:`overrides`
     param_files: tuple[str, ...] = ()
+    #: the localisers start from a draw of their initial distribution around the true start
+    #: (:func:`~uncertain_bo.sim.drift.initial_estimate`) instead of at it
+    draw_start = False
     default_methods = 'ugp_ucb,gp_ucb,lawnmower,random,botorch_robust'
 
     def overrides_for(self, seed: int, field: str | None = None, explorer: tuple[tuple[str, Any], ...] = (),
@@ -182,11 +195,9 @@ class Rover(Problem):
             over.setdefault('sim_rover', {})['field'] = field
             suite = suite_of(field)
             if suite is not None:
-                over['sim_rover'].update(load_suite(suite).sim_overrides(suite_field_name(field)))
+                _route(over, load_suite(suite).sim_overrides(suite_field_name(field)).items())
         over.setdefault('explorer', {}).update(dict(explorer))
-        for name, value in sim:
-            node, _, param = name.rpartition('.')
-            over.setdefault(node or 'sim_rover', {})[param] = value
+        _route(over, sim)
         return over
 
     def instance(self, seed: int, field: str | None = None, explorer: tuple[tuple[str, Any], ...] = (),
@@ -194,7 +205,7 @@ class Rover(Problem):
         from ..parameters import config_path
 
         over = self.overrides_for(seed, field, explorer, sim)
-        return RoverInstance(seed, over or None, [config_path(f) for f in self.param_files])
+        return RoverInstance(seed, over or None, [config_path(f) for f in self.param_files], self.draw_start)
 
     def check(self, settings: BenchSettings) -> None:
         """Validate ``settings``' field name and node parameters without building the field.
@@ -216,6 +227,13 @@ class Rover(Problem):
 
     def instance_for(self, seed: int, settings: BenchSettings) -> RoverInstance:
         return self.instance(seed, settings.field, settings.explorer, settings.sim)
+
+
+def _route(over: dict[str, dict[str, Any]], pairs) -> None:
+    """Set ``(name, value)`` pairs into ``over``: ``NAME`` for ``sim_rover``, ``NODE.NAME`` for another node."""
+    for name, value in pairs:
+        node, _, param = name.rpartition('.')
+        over.setdefault(node or 'sim_rover', {})[param] = value
 
 
 def suite_field_name(field: str) -> str:
@@ -245,6 +263,21 @@ class RoverDegraded(Rover):
     param_files = ('gnss_degraded.yaml',)
 
 
+class RoverDenied(Rover):
+    """``rover`` without GNSS: dead-reckoning drift, fixes only near known places or by surfacing
+    (``config/gnss_denied.yaml``; docs/gnss_denied.md)."""
+
+    name = 'rover-denied'
+    description = ('simulated rover + EKF + pure pursuit without GNSS: odometry drift calibrated to published rates '
+                   '(default: wheel odometry with slip and a MEMS gyro, 3 %DT), fixes only within 10 m of five '
+                   'beacons (config/gnss_denied.yaml); the localiser starts from a draw of its own uncertainty. Any '
+                   '--field, --suite denied for the scenario family, --sim-param for the drift, fix sources and '
+                   'surfacing (drift presets: docs/gnss_denied.md)')
+    param_files = ('gnss_denied.yaml',)
+    draw_start = True
+
+
 register_problem('rover', Rover)
 register_problem('rover-pf', RoverPF)
 register_problem('rover-degraded', RoverDegraded)
+register_problem('rover-denied', RoverDenied)
