@@ -13,13 +13,16 @@ variances
 
 .. math::
 
-    \sigma_\parallel^2(D) = \sigma_e^2 D^2 + q_v D, \qquad \sigma_\perp^2(D) = \sigma_\psi^2 D^2 + q_\psi D^3 / 3,
+    \sigma_\parallel^2(D) = \sigma_e^2 D^2 + q_v D, \qquad
+    \sigma_\perp^2(D) = \sigma_\psi^2 D^2 + q_y D + q_\psi D^3 / 3,
 
 where :math:`\sigma_e` is the std of the odometry's constant scale-factor error (``odom_scale_error_std``, one
 draw per run), :math:`\sigma_\psi` the std of the heading error at the start (``ekf.initial_yaw_std``; the true
 heading is drawn from it, :func:`initial_estimate`), and the white parts are per metre: :math:`q_v = \sigma_v^2
 \Delta t / v` with :math:`\sigma_v^2` the variance of the speed error per step of :math:`\Delta t` s (the slip a
-wheel source cannot see, :math:`\sigma_\mathrm{slip}^2 v^2 / 2`, plus ``odom_linear_vel_std²``) and :math:`q_\psi =
+wheel source cannot see, :math:`\sigma_\mathrm{slip}^2 v^2 / 2`, plus ``odom_linear_vel_std²``), :math:`q_y` the same
+for the sideways speed (``odom_linear_vel_std²`` for a ``'ground_velocity'`` source, which measures it) and
+:math:`q_\psi =
 \sigma_w^2 \Delta t / v` with :math:`\sigma_w^2` that of the yaw-rate error (``odom_angular_vel_std²``, plus
 :math:`2 \sigma_\mathrm{slip}^2 v^2 / L^2` for a ``'wheel'`` source). The constant parts grow in proportion to the
 distance, the white ones more slowly (along track) or faster (cross track, through the heading's random walk).
@@ -93,16 +96,19 @@ class DriftSource:
     wheel_separation: float = 0.6
     initial_xy_std: float = 0.3
 
-    def white_per_metre(self, sim_rate: float | None = None) -> tuple[float, float]:
-        """``(q_v, q_psi)``: the along-track position variance (m²) and the heading variance (rad²) the white
-        noise adds per metre driven at :attr:`speed` with ``sim_rate`` (default :attr:`sim_rate`) steps per second."""
+    def white_per_metre(self, sim_rate: float | None = None) -> tuple[float, float, float]:
+        """``(q_v, q_y, q_psi)``: the along-track and cross-track position variances (m²) and the heading variance
+        (rad²) the white noise adds per metre driven at :attr:`speed` with ``sim_rate`` (default :attr:`sim_rate`)
+        steps per second."""
         dt = 1.0 / (sim_rate or self.sim_rate)
         v = self.speed
-        slip2 = self.wheel_slip_std ** 2 if self.odometry_source != 'ground_velocity' else 0.0
+        ground = self.odometry_source == 'ground_velocity'
+        slip2 = self.wheel_slip_std ** 2 if not ground else 0.0
         var_v = slip2 * v * v / 2.0 + self.linear_std ** 2
+        var_y = self.linear_std ** 2 if ground else 0.0
         var_w = self.angular_std ** 2 + (2.0 * slip2 * v * v / self.wheel_separation ** 2
                                          if self.odometry_source == 'wheel' else 0.0)
-        return var_v * dt / v, var_w * dt / v
+        return var_v * dt / v, var_y * dt / v, var_w * dt / v
 
     def bias_stds(self) -> tuple[float, float]:
         """``(scale_error_std, heading_std)`` (dimensionless, rad) that meet :attr:`rate` at :attr:`reference_m`.
@@ -112,8 +118,8 @@ class DriftSource:
         """
         D = self.reference_m
         target = (self.rate * D / CEP50_PER_SIGMA) ** 2
-        q_v, q_psi = self.white_per_metre()
-        along, cross = target - q_v * D, target - q_psi * D ** 3 / 3.0
+        q_v, q_y, q_psi = self.white_per_metre()
+        along, cross = target - q_v * D, target - q_y * D - q_psi * D ** 3 / 3.0
         if along <= 0 or cross <= 0:
             raise ValueError(f'drift source {self.name!r}: its white noise alone exceeds {self.rate:.2%} of '
                              f'{D:g} m; lower linear_std / angular_std')
@@ -125,9 +131,9 @@ class DriftSource:
         axis), with ``sim_rate`` steps per second (default :attr:`sim_rate`)."""
         D = np.asarray(distance, dtype=float)
         s_e, s_psi = self.bias_stds()
-        q_v, q_psi = self.white_per_metre(sim_rate)
+        q_v, q_y, q_psi = self.white_per_metre(sim_rate)
         return (start_xy_var + s_e ** 2 * D ** 2 + q_v * D,
-                start_xy_var + s_psi ** 2 * D ** 2 + q_psi * D ** 3 / 3.0)
+                start_xy_var + s_psi ** 2 * D ** 2 + q_y * D + q_psi * D ** 3 / 3.0)
 
     def parameters(self) -> dict[str, Any]:
         """The parameters that make the simulated rover and its localiser drift so: ``sim_rover`` names bare,
