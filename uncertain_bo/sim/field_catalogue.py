@@ -130,7 +130,12 @@ def _generated(src: dict[str, Any]) -> np.ndarray:
     if not items or any(len(item) != 4 for item in items):
         raise ValueError('expected a non-empty list of [x, y, amplitude, width] entries')
     narrowest = min(item[3] for item in items)
-    X, Y = generator_grid(src['size'], float(src.get('spacing', min(MAX_SPACING, narrowest / 3.0))))
+    if not narrowest > 0:
+        raise ValueError(f'every width must be > 0 m, got {narrowest}')
+    spacing = float(src.get('spacing', min(MAX_SPACING, narrowest / 3.0)))
+    if not spacing > 0:
+        raise ValueError(f'spacing must be > 0 m, got {spacing}')
+    X, Y = generator_grid(src['size'], spacing)
     if src['kind'] == 'plume':
         z = plume_values(X, Y, items, float(src['wind_deg']), float(src['spread']),
                          None if src.get('vertical_spread') is None else float(src['vertical_spread']))

@@ -27,6 +27,7 @@ from .ekf import EKF_PARAMS, PlanarEKF
 from .particle_filter import PF_PARAMS, ParticleFilter
 from .field import Field
 from .pure_pursuit import PURE_PURSUIT_PARAMS, PurePursuit
+from .rover import PositionFix
 from .world import WORLD_PARAMS, SimWorld
 
 __all__ = ['Mission', 'MissionResult', 'MissionHost', 'RoverLoop',
@@ -42,7 +43,7 @@ def mission_parameters(overrides: dict[str, dict[str, Any]] | None = None,
     switches the shipped relative reading noise off (the user's absolute value is used).
 
     Raises:
-        ParameterError: an invalid value.
+        ParameterError: an invalid value (also a ``degraded_zone`` or ``fix_beacons`` that is not well formed).
     """
     from ..parameters import config_path, node_parameters
 
@@ -62,6 +63,7 @@ def mission_parameters(overrides: dict[str, dict[str, Any]] | None = None,
         values = {k: v for k, v in node_parameters(paths, node).items() if k in names}
         values.update((overrides or {}).get(node, {}))
         out[node] = validate(spec, values)
+    PositionFix(out['sim_rover'])       # the checks across values: degraded_zone's corners, fix_beacons' quadruples
     return out if user_bounds else search_whole_field(out)
 
 
