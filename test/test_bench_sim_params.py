@@ -1,6 +1,7 @@
 """``uncertain-bo bench --sim-param / --params / --suite``: simulation parameters reach the rover mission, and
 every user mistake is one line on standard error with exit status 2 and nothing written."""
 import json
+import math
 
 import pytest
 
@@ -67,6 +68,9 @@ def test_suite_field_brings_its_noise_and_localisation_and_sim_param_wins():
     (['--suite', 'fields:test'], "has no part 'test'"),
     (['--suite', 'fields', '--field', 'coal-ash'], 'leave out --field'),
     (['--problem-param', 'reading_noise_std=0.05'], 'go in --sim-param'),
+    (['--sim-param', 'fix_beacons=[1.0, 2.0, 3.0]'], 'fix_beacons'),
+    (['--sim-param', 'odometry_source=lidar'], 'odometry_source'),
+    (['--suite', 'denied:tuning', '--sim-param', 'ekf.odom_scale_error_std=-1'], 'odom_scale_error_std'),
 ])
 def test_user_mistakes_are_one_line_exit_2_nothing_written(tmp_path, capsys, args, message):
     assert bench(tmp_path, *args) == 2
@@ -104,3 +108,35 @@ def test_plot_rewrites_the_suite_report_and_rejects_an_unknown_suite(tmp_path, c
     md = (tmp_path / 'suite.md').read_text()
     assert '### coal-ash (tuning, 3 seeds)' in md and '| ugp_ucb (β=3.0) | lawnmower (β=3.0) | 3 | 3 / 0 |' in md
     assert (tmp_path / 'suite_regret_vs_distance.png').stat().st_size > 1000
+
+
+def test_rover_denied_runs_any_field_file_with_its_sim_params(tmp_path):
+    """`bench --problem rover-denied --field PATH --sim-param ...` end to end (3 measurements): the field file, the
+    drift and the surfacing rule reach the mission; distance and regret are recorded as for rover."""
+    import numpy as np
+
+    xs = np.linspace(0.0, 1.0, 41)
+    X, Y = np.meshgrid(xs, xs)
+    path = tmp_path / 'survey.npz'
+    np.savez(path, values=np.exp(-((X - 0.3) ** 2 + (Y - 0.7) ** 2) / 0.02), xmin=0.0, xmax=1.0, ymin=0.0, ymax=1.0)
+    sims = ['fix_rate=0.0', 'surface_every=60.0', 'surface_duration=20.0', 'odom_scale_error_std=0.05',
+            'ekf.odom_scale_error_std=0.05']
+    rc = main(['bench', '--problem', 'rover-denied', '--method', 'lawnmower', '--seeds', '1', '--iterations', '3',
+               '--n-jobs', '1', '--field', str(path), '--out', str(tmp_path / 'out'),
+               *[a for s in sims for a in ('--sim-param', s)]])
+    assert rc == 0
+    (run,) = (tmp_path / 'out' / 'runs').glob('*.json')
+    r = json.loads(run.read_text())
+    assert r['spec']['problem'] == 'rover-denied' and r['spec']['settings']['field'] == str(path)
+    assert ['surface_every', 60.0] in r['spec']['settings']['sim']
+    assert len(r['records']) == 3 and r['final']['distance_driven_m'] > 60.0
+    assert 0.0 <= r['final']['rec_normalised_regret']
+    # the instance a seed builds: the field file, the drift and the localiser's drawn start
+    from uncertain_bo.benchmarks import get_problem
+    inst = get_problem('rover-denied').instance(0, field=str(path), sim=tuple((a.split('=')[0], float(a.split('=')[1]))
+                                                                              for a in sims))
+    sim, ekf = inst.params['sim_rover'], inst.params['ekf']
+    assert sim['field'] == str(path) and sim['odometry_source'] == 'wheel_gyro' and sim['surface_every'] == 60.0
+    assert ekf['odom_scale_error_std'] == 0.05 and inst.params['explorer']['max_covariance_trace'] == 1e4
+    assert (ekf['initial_x'], ekf['initial_y']) != (sim['initial_x'], sim['initial_y'])
+    assert math.hypot(ekf['initial_x'] - sim['initial_x'], ekf['initial_y'] - sim['initial_y']) < 5 * 0.3
