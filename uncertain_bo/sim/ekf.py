@@ -22,6 +22,12 @@ driven since the last fix, as a dead-reckoning drift quoted in per cent of dista
 (:mod:`uncertain_bo.sim.drift`), and fixes taken while driving estimate ``e``. :attr:`PlanarEKF.covariance`,
 :attr:`~PlanarEKF.pose` and everything published stay over ``(x, y, yaw)``.
 
+**The revised past** (:meth:`PlanarEKF.keep_history`, :meth:`PlanarEKF.smoothed`): the filter can keep every step's
+filtered and predicted state and Jacobian, and give the Rauch-Tung-Striebel smoothed trajectory over them
+(Rauch, Tung & Striebel 1965; Särkkä, *Bayesian Filtering and Smoothing*, 2013, ch. 9-10, the extended RTS
+smoother): after a fix that ends a long dead-reckoning leg, every past pose of the leg moves towards the truth
+and its covariance shrinks, which is what a reading taken on the leg should be re-placed with.
+
 :meth:`PlanarEKF.add_odometry` / :meth:`PlanarEKF.add_fix` handle message time stamps: a fix stamped after
 the filter time waits until odometry has propagated the state up to it, so the result does not depend on
 the order in which the two streams arrive.
@@ -29,6 +35,7 @@ the order in which the two streams arrive.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -38,7 +45,7 @@ from uncertain_bo.parameters import Param
 from uncertain_bo.sim.localisation import StampedFusion, velocity_noise
 from uncertain_bo.sim.rover import _ensure, wrap_angle
 
-__all__ = ['EKF_PARAMS', 'PlanarEKF', 'velocity_noise']
+__all__ = ['EKF_PARAMS', 'PlanarEKF', 'SmoothedTrajectory', 'velocity_noise']
 
 EKF_PARAMS = [
     Param('initial_x', 100.0, 'initial estimate of x (m, map frame)', range=(-1e7, 1e7)),
@@ -74,6 +81,21 @@ EKF_PARAMS = [
     Param('unobserved_variance', 1e6, 'variance reported for the unobserved z, roll and pitch in the 6x6 '
           'pose covariance (m², rad²); large but finite', range=(1.0, 1e12)),
 ]
+
+
+@dataclass(frozen=True)
+class SmoothedTrajectory:
+    """The smoothed past of a :class:`PlanarEKF` (:meth:`PlanarEKF.smoothed`).
+
+    Attributes:
+        t: ``(n,)`` times of the filter's steps (s), the first its start.
+        x: ``(n, d)`` smoothed states (``x, y, yaw`` m, m, rad, and the scale error when the filter has it).
+        P: ``(n, d, d)`` their covariances.
+    """
+
+    t: np.ndarray
+    x: np.ndarray
+    P: np.ndarray
 
 
 class PlanarEKF(ExtendedKalmanFilter, StampedFusion):
@@ -112,6 +134,7 @@ class PlanarEKF(ExtendedKalmanFilter, StampedFusion):
         if n == 4:
             self.P[3, 3] = scale_std ** 2
         self._H = np.eye(2, n)
+        self._history: dict[str, list] | None = None
         self.t = float(t0)
         self._u = (0.0, 0.0, 0.0, 0.0)  # (v, vy, w, dt) for predict_x
         self._init_fusion()
@@ -163,8 +186,16 @@ class PlanarEKF(ExtendedKalmanFilter, StampedFusion):
 
     # ------------------------------------------------------------------ predict / update
     def _propagate(self, v, vy, w, h, n, S):
-        for _ in range(n):
+        for i in range(n):
             self._predict_once(v, vy, w, h, S)
+            if self._history is not None:
+                hist = self._history
+                hist['t'].append(self.t + (i + 1) * h)
+                hist['F'].append(self.F.copy())
+                hist['x_pred'].append(self.x[:, 0].copy())
+                hist['P_pred'].append(self.P.copy())
+                hist['x'].append(self.x[:, 0].copy())
+                hist['P'].append(self.P.copy())
 
     def _predict_once(self, v, vy, w, dt, S):
         k = 1.0 + self.scale_error         # the measured speeds over the estimated scale error
@@ -211,6 +242,40 @@ class PlanarEKF(ExtendedKalmanFilter, StampedFusion):
         self.update(z.reshape(2, 1), HJacobian=lambda x: self._H, Hx=_hx, R=R)
         self.x[2, 0] = wrap_angle(self.x[2, 0])
         self.P = 0.5 * (self.P + self.P.T)
+        if self._history is not None:       # the filtered state at this step's time is now the updated one
+            self._history['x'][-1] = self.x[:, 0].copy()
+            self._history['P'][-1] = self.P.copy()
+
+    # ------------------------------------------------------------------ the revised past
+    def keep_history(self, enabled: bool = True) -> None:
+        """Start (or stop, dropping it) keeping every step's filtered and predicted state from now on, for
+        :meth:`smoothed`. Memory: about 0.5 kB a step (36,000 steps, an hour at 10 Hz: 18 MB)."""
+        self._history = None
+        if enabled:
+            self._history = {'t': [self.t], 'x': [self.x[:, 0].copy()], 'P': [self.P.copy()], 'F': [None],
+                             'x_pred': [None], 'P_pred': [None]}
+
+    def smoothed(self) -> SmoothedTrajectory:
+        """The Rauch-Tung-Striebel smoothed states of every step since :meth:`keep_history`, given every odometry
+        message and fix fused so far (the last one equals the current estimate).
+
+        Raises:
+            RuntimeError: no history is kept.
+        """
+        hist = self._history
+        if hist is None:
+            raise RuntimeError('no history: call keep_history() before the steps to be smoothed')
+        xs, Ps = np.array(hist['x']), np.array(hist['P'])
+        for k in range(len(xs) - 2, -1, -1):
+            F, P_pred = hist['F'][k + 1], hist['P_pred'][k + 1]
+            C = np.linalg.solve(P_pred, F @ Ps[k]).T        # P_k F^T P_pred^-1 (both covariances symmetric)
+            d = xs[k + 1] - hist['x_pred'][k + 1]
+            d[2] = wrap_angle(d[2])
+            xs[k] = xs[k] + C @ d
+            xs[k, 2] = wrap_angle(xs[k, 2])
+            Ps[k] = Ps[k] + C @ (Ps[k + 1] - P_pred) @ C.T
+            Ps[k] = 0.5 * (Ps[k] + Ps[k].T)
+        return SmoothedTrajectory(np.array(hist['t']), xs, Ps)
 
     def inflate(self, var_xy: float, var_yaw: float) -> None:
         """Add ``var_xy`` (m²) to the x and y variances and ``var_yaw`` (rad²) to the heading variance (e.g. over
