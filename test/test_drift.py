@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from uncertain_bo.parameters import config_path, load_param_file
-from uncertain_bo.sim.drift import CEP50_PER_SIGMA, DRIFT_SOURCES, drift_source, initial_estimate
+from uncertain_bo.sim.drift import CEP50_PER_SIGMA, DRIFT_SOURCES, drift_source, initial_estimate, straight_legs
 from uncertain_bo.sim.ekf import PlanarEKF
 from uncertain_bo.sim.field import Field
 from uncertain_bo.sim.particle_filter import ParticleFilter
@@ -24,38 +24,6 @@ def split(params):
     return sim, ekf
 
 
-def straight_legs(name, seeds, distances, sim_rate, ekf_over=None, fixes=None):
-    """Drive each seed's rover straight east at SPEED from (0, 0) with the source's drift, the EKF started from a
-    draw of its own initial covariance (position known to 1 mm); at each distance (true path, m) record the EKF's
-    error (truth - estimate, (2,)) and its position covariance (2, 2). The yaw-rate command holds the true heading
-    at 0 (a test-only steering on the truth: slip would otherwise curl the path, and the closed form is for a
-    straight leg); the odometry still sees, or misses, the slip as its source does.
-
-    Returns:
-        errors (seeds, distances, 2), covariances (seeds, distances, 2, 2).
-    """
-    sim, ekf = split(drift_source(name).parameters())
-    ekf.update(initial_xy_std=1e-3, **(ekf_over or {}))
-    errs, covs = [], []
-    for seed in range(seeds):
-        world = SimWorld(FLAT, {**sim, 'seed': seed, 'sim_rate': sim_rate, 'fix_rate': 0.0, 'reading_rate': 0.0,
-                                'initial_x': 0.0, 'initial_y': 0.0, 'initial_yaw': 0.0, **(fixes or {})})
-        start = initial_estimate({'sim_rover': world.params, 'ekf': {**PlanarEKF(ekf).params}}, seed)['ekf']
-        f = PlanarEKF(start)
-        e_row, c_row = [], []
-        for d in distances:
-            while world.distance_travelled < d:
-                s = world.step(SPEED, -2.0 * world.true_pose[2])
-                if s.fix is not None:
-                    f.add_fix(s.t, s.fix.xy, s.fix.cov)
-                f.add_odometry(s.t, s.odometry.v, s.odometry.w, s.odometry.vel_cov, vy=s.odometry.vy)
-            e_row.append(s.truth.pose[:2] - f.xy)
-            c_row.append(f.cov_xy)
-        errs.append(e_row)
-        covs.append(c_row)
-    return np.array(errs), np.array(covs)
-
-
 @pytest.mark.parametrize('name', sorted(DRIFT_SOURCES))
 def test_drift_grows_as_the_closed_form_says(name):
     """Monte Carlo over seeds: the simulated rover's dead-reckoning error after 60 m and 120 m of straight driving
@@ -63,7 +31,7 @@ def test_drift_grows_as_the_closed_form_says(name):
     src = drift_source(name)
     distances = [60.0, 120.0]
     sim_rate = 2.0                       # fewer steps (the closed form knows the step length)
-    err, cov = straight_legs(name, 120, distances, sim_rate)
+    err, cov = straight_legs(src, 120, distances, sim_rate)
     along, cross = src.variances(np.array(distances), sim_rate=sim_rate, start_xy_var=1e-6)
     for i in range(len(distances)):
         emp_along, emp_cross = np.mean(err[:, i, 0] ** 2), np.mean(err[:, i, 1] ** 2)
@@ -95,10 +63,10 @@ def test_each_source_meets_its_published_rate(name):
 def test_a_filter_without_the_scale_state_is_caught_overconfident():
     """The consistency check can fail: the same drive with the EKF unaware of the odometry's scale error reports
     far less along-track variance than the error has (NEES well above 2)."""
-    err, cov = straight_legs('wheel', 60, [120.0], 2.0, ekf_over={'odom_scale_error_std': 0.0})
+    err, cov = straight_legs(drift_source('wheel'), 60, [120.0], 2.0, ekf={'odom_scale_error_std': 0.0})
     nees = [e @ np.linalg.solve(c, e) for e, c in zip(err[:, 0], cov[:, 0])]
     assert np.mean(nees) > 5.0
-    err, cov = straight_legs('wheel', 60, [120.0], 2.0)
+    err, cov = straight_legs(drift_source('wheel'), 60, [120.0], 2.0)
     nees = [e @ np.linalg.solve(c, e) for e, c in zip(err[:, 0], cov[:, 0])]
     assert 1.2 < np.mean(nees) < 3.0
 
