@@ -11,9 +11,10 @@ setup(
     version='0.1.0',
     packages=find_packages(exclude=['test', 'test.*', 'bench']),
     # shipped data: the papers' benchmark protocols (`uncertain-bo bench --protocol`) with their measured run times,
-    # and the field suites with their fields (`uncertain-bo bench --suite`)
+    # the field suites with their fields (`uncertain-bo bench --suite`), and real survey excerpts (`uncertain-bo map`)
     package_data={'uncertain_bo.benchmarks': ['protocols/*.yaml'],
-                  'uncertain_bo.data': ['suites/*.yaml', 'fields/*.npz', 'fields/*.csv']},
+                  'uncertain_bo.data': ['suites/*.yaml', 'fields/*.npz', 'fields/*.csv', 'surveys/*.csv',
+                                        'surveys/README.md']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),

@@ -58,13 +58,15 @@ import shutil
 import tempfile
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler
+from launch.actions import OpaqueFunction, RegisterEventHandler
 from launch.event_handlers import OnProcessExit, OnShutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from uncertain_bo.param_files import format_param_file, read_param_file
-from uncertain_bo.ros.launch_args import PACKAGE, exit_handler, flag, params_file, share_directory
+from uncertain_bo.param_files import file_sections, format_param_file, namespaced_sections
+from uncertain_bo.parameters import ParameterError
+from uncertain_bo.ros.launch_args import (PACKAGE, check_nodes, declare_arguments, exit_handler, flag, params_file,
+                                          share_directory)
 
 
 #: (name, default, description) of every launch argument, in ``--show-args`` order.
@@ -114,23 +116,13 @@ def namespaced_file(path, namespace, directory=None):
     Raises:
         uncertain_bo.parameters.ParameterError: the file cannot be read, or rcl would refuse it.
     """
-    ns = namespace.strip('/')
-    if not ns:
-        return path
-    sections = read_param_file(path)
-    out, changed = [], False
-    for s in sections:
-        bare = s.key.lstrip('/')
-        if bare in NODES:
-            out.append((f'/{ns}/{bare}', s.parameters))
-            changed = True
-        else:
-            out.append((s.key, s.parameters))
-    if not changed:
+    original = file_sections(path)
+    rekeyed = namespaced_sections(original, namespace, NODES)
+    if rekeyed.sections == original.sections:
         return path
     with tempfile.NamedTemporaryFile('w', prefix=f'{PACKAGE}_{os.path.basename(path)}_', suffix='.yaml',
                                      dir=directory, delete=False) as f:
-        f.write(format_param_file(out))
+        f.write(format_param_file(rekeyed.sections))
         return f.name
 
 
@@ -143,13 +135,19 @@ def node_configuration(args, share, temporary_dir=None):
         files, ``params_file`` if given (namespaced if needed), then a dict of overrides (applied last).
 
     Raises:
-        RuntimeError: a launch argument is invalid or ``params_file`` does not exist.
+        RuntimeError: a launch argument is invalid, ``params_file`` does not exist, or what a node would get is not
+            what it accepts (:func:`uncertain_bo.ros.launch_args.check_nodes`: every name it does not declare, every
+            invalid value, ...; all of them, before anything is written or started).
     """
     files = [os.path.join(share, 'config', 'explorer.yaml'), os.path.join(share, 'config', 'sim.yaml')]
     user_file = params_file(args)
     if user_file:
         files.append(user_file)
-    files = [namespaced_file(f, args.get('namespace', ''), temporary_dir) for f in files]
+    namespace = args.get('namespace', '')
+    try:   # what the nodes will get: the files re-keyed into the namespace (messages name the user's file)
+        rekeyed = [namespaced_sections(f, namespace, NODES) for f in files]
+    except ParameterError as exc:
+        raise RuntimeError(str(exc)) from None
     sim_time = flag(args.get('use_sim_time', 'false'), 'use_sim_time')
     explorer = {'use_sim_time': sim_time,
                 'exit_when_done': flag(args.get('exit_when_done', 'true'), 'exit_when_done')}
@@ -177,9 +175,15 @@ def node_configuration(args, share, temporary_dir=None):
                       ('reading', args.get('reading_topic', 'reading'))]
     if not with_follower:
         explorer_remap.append(('plan', 'explorer/plan'))  # Nav2's planner_server publishes `plan`
+    ns = '/' + namespace.strip('/') if namespace.strip('/') else ''
+    follower = {'use_sim_time': sim_time}
+    check_nodes([('explorer', f'{ns}/explorer', [*rekeyed, explorer]),
+                 *([('pure_pursuit', f'{ns}/pure_pursuit', [*rekeyed, follower])] if with_follower else [])],
+                rekeyed[2:])
+    files = [namespaced_file(f, namespace, temporary_dir) for f in files]
     return {
         'explorer': {'parameters': [*files, explorer], 'remappings': explorer_remap},
-        'pure_pursuit': {'parameters': [*files, {'use_sim_time': sim_time}],
+        'pure_pursuit': {'parameters': [*files, follower],
                          'remappings': [('odometry/filtered', odom),
                                         ('cmd_vel', args.get('cmd_vel_topic', 'cmd_vel'))]},
     }
@@ -215,7 +219,6 @@ def launch_setup(context):
 
 def generate_launch_description():
     return LaunchDescription([
-        *[DeclareLaunchArgument(name, default_value=default, description=description)
-          for name, default, description in ARGUMENTS],
+        *declare_arguments(ARGUMENTS, __file__),   # any other argument is refused
         OpaqueFunction(function=launch_setup),
     ])

@@ -34,14 +34,15 @@ The same field_sensor node works with any simulator that publishes a ground-trut
 import os
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction, RegisterEventHandler
+from launch.actions import IncludeLaunchDescription, OpaqueFunction, RegisterEventHandler
 from launch.event_handlers import OnProcessExit
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from uncertain_bo.parameters import node_parameters
-from uncertain_bo.ros.launch_args import exit_handler, flag, integer, params_file, share_directory
+from uncertain_bo.ros.launch_args import (check_nodes, declare_arguments, exit_handler, flag, integer, params_file,
+                                          share_directory)
 
 #: (name, default, description) of every launch argument, in ``--show-args`` order.
 ARGUMENTS = [
@@ -79,7 +80,9 @@ def gz_configuration(args, share):
         (the world file) and ``'gz_args'`` (the arguments of ``gz sim``).
 
     Raises:
-        RuntimeError: a launch argument is invalid, or a file it names does not exist.
+        RuntimeError: a launch argument is invalid, a file it names does not exist, or what one of our nodes would get
+            is not what it accepts (:func:`uncertain_bo.ros.launch_args.check_nodes`: every name it does not declare,
+            every invalid value, a field file that cannot be loaded, ...; all of them, before anything starts).
     """
     config = os.path.join(share, 'config')
     explorer_yaml, sim_yaml = os.path.join(config, 'explorer.yaml'), os.path.join(config, 'sim.yaml')
@@ -124,6 +127,9 @@ def gz_configuration(args, share):
         out[name] = {'parameters': [localization, {'use_sim_time': True}], 'remappings': remap}
     for name, (raw, declared) in SENSOR_COVARIANCE.items():
         out[name] = {'parameters': [sensors, {'use_sim_time': True}], 'remappings': [('in', raw), ('out', declared)]}
+    ours = {'field_sensor': 'field_sensor', 'explorer': 'explorer', 'pure_pursuit': 'pure_pursuit',
+            **dict.fromkeys(SENSOR_COVARIANCE, 'sensor_covariance')}
+    check_nodes([(node, '/' + name, out[name]['parameters']) for name, node in ours.items()], files[2:])
     return out
 
 
@@ -189,7 +195,6 @@ def launch_setup(context):
 
 def generate_launch_description():
     return LaunchDescription([
-        *[DeclareLaunchArgument(name, default_value=default, description=description)
-          for name, default, description in ARGUMENTS],
+        *declare_arguments(ARGUMENTS, __file__),   # any other argument is refused
         OpaqueFunction(function=launch_setup),
     ])

@@ -12,8 +12,8 @@ Starts the four nodes of the package's simulation (docs/architecture.md, "ROS 2 
 
 and optionally rviz2. Parameters come from the installed ``config/sim.yaml`` and
 ``config/explorer.yaml``, then ``params_file`` (if given), then the launch arguments below. The explorer's
-``search_bounds`` follow sim_rover's ``field_extent`` (as in ``uncertain-bo demo``) unless ``params_file``
-sets the explorer's ``search_bounds`` itself.
+``search_bounds`` follow sim_rover's ``field_extent`` and its ``reading_unit`` sim_rover's field (as in
+``uncertain-bo demo``) unless ``params_file`` sets them itself.
 
 When the explorer has made its last measurement (``exit_when_done:=true``) the whole launch shuts down, so
 ``ros2 launch`` ends with the exploration. When any node fails (e.g. an invalid parameter or field at
@@ -36,14 +36,15 @@ file use ``uncertain-bo report RUN_DIR`` to get them.
 import os
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, RegisterEventHandler
+from launch.actions import LogInfo, OpaqueFunction, RegisterEventHandler
 from launch.event_handlers import OnProcessExit
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from uncertain_bo.parameters import node_parameters, unknown_sections
-from uncertain_bo.ros.launch_args import (LOCALISERS, bounds_outside, exit_handler, params_file, rviz_actions,
-                                          share_directory, simulation_overrides)
+from uncertain_bo.units import simulated_reading_unit
+from uncertain_bo.ros.launch_args import (LOCALISERS, bounds_outside, check_nodes, declare_arguments, exit_handler,
+                                          params_file, rviz_actions, share_directory, simulation_overrides)
 
 
 #: (name, default, description) of every launch argument, in ``--show-args`` order.
@@ -81,7 +82,9 @@ def graph_parameters(args, share):
         then one dict of overrides from the launch arguments (applied last).
 
     Raises:
-        RuntimeError: a launch argument is invalid or ``params_file`` does not exist.
+        RuntimeError: a launch argument is invalid, ``params_file`` does not exist, or what a node would get is not
+            what it accepts (:func:`uncertain_bo.ros.launch_args.check_nodes`: every name it does not declare, every
+            invalid value, a field file that cannot be loaded, ...; all of them, before any node starts).
     """
     files = [os.path.join(share, 'config', 'sim.yaml'), os.path.join(share, 'config', 'explorer.yaml')]
     user_file = params_file(args)
@@ -105,8 +108,14 @@ def graph_parameters(args, share):
                                 "sim_rover's field_extent")
         if reason:
             raise RuntimeError(reason)
-    return {node: [*files, over[node]] for node in ('sim_rover', 'ekf', 'particle_filter', 'pure_pursuit',
-                                                    'explorer')}
+    if not (user_file and 'reading_unit' in node_parameters([user_file], 'explorer')):
+        # the simulated sensor carries any field in a Temperature message: the unit is the field's, not °C
+        over['explorer']['reading_unit'] = simulated_reading_unit(over['sim_rover'].get('field', extent.get('field')))
+    params = {node: [*files, over[node]] for node in ('sim_rover', 'ekf', 'particle_filter', 'pure_pursuit',
+                                                      'explorer')}
+    started = ('sim_rover', localiser_node(params), 'pure_pursuit', 'explorer')
+    check_nodes([(node, '/' + node, params[node]) for node in started], [user_file] if user_file else [])
+    return params
 
 
 def localiser_node(params):
@@ -153,8 +162,7 @@ def launch_setup(context):
 
 def generate_launch_description():
     return LaunchDescription([
-        *[DeclareLaunchArgument(name, default_value=default, description=description)
-          for name, default, description in ARGUMENTS],
+        *declare_arguments(ARGUMENTS, __file__),   # any other argument is refused
+        OpaqueFunction(function=launch_setup),      # every node's parameters checked, then the nodes
         *rviz_actions(__file__, 'explorer.rviz'),
-        OpaqueFunction(function=launch_setup),
     ])

@@ -35,13 +35,14 @@ Without ``ros2 launch`` the same graph runs in one process: ``uncertain-bo demo 
 import os
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, RegisterEventHandler
+from launch.actions import LogInfo, OpaqueFunction, RegisterEventHandler
 from launch.event_handlers import OnProcessExit
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from uncertain_bo.ros.launch_args import (LOCALISERS, bounds_outside, exit_handler, integer, params_file,
-                                          rover_exit_handler, rviz_actions, share_directory, simulation_overrides)
+from uncertain_bo.ros.launch_args import (LOCALISERS, bounds_outside, check_nodes, declare_arguments, exit_handler,
+                                          integer, params_file, rover_exit_handler, rviz_actions, share_directory,
+                                          simulation_overrides)
 
 
 #: (name, default, description) of every launch argument, in ``--show-args`` order.
@@ -77,8 +78,10 @@ def team_parameters(args, share):
         ``'roverI/<localiser>'``, ``'roverI/pure_pursuit'`` (:func:`uncertain_bo.ros.team_graph.team_node_parameters`).
 
     Raises:
-        RuntimeError: a launch argument or a parameter value is invalid, ``params_file`` does not exist, or
-            ``search_bounds`` leave the field (one line, before anything starts).
+        RuntimeError: a launch argument or a parameter value is invalid, ``params_file`` does not exist or names a
+            parameter a node does not declare (every one, with its file and line), ``search_bounds`` leave the field,
+            or a node's start-up check fails (a field file that cannot be loaded, ...): one line, before anything
+            starts.
     """
     from uncertain_bo.parameters import ParameterError
     from uncertain_bo.ros.graph import load_graph_parameters
@@ -111,6 +114,9 @@ def team_parameters(args, share):
         raise RuntimeError(reason)
     for key, v in values.items():
         v['use_sim_time'] = False if key == 'sim_rover' else sim_time
+    # what each node checks at start-up itself (a field file that loads, a run_dir that can be written, the
+    # rovers' names), before any of them starts
+    check_nodes([(key.rsplit('/', 1)[-1], '/' + key, [v]) for key, v in values.items()])
     return rovers, LOCALISERS[params['sim_rover']['localiser']], values
 
 
@@ -147,8 +153,7 @@ def launch_setup(context):
 
 def generate_launch_description():
     return LaunchDescription([
-        *[DeclareLaunchArgument(name, default_value=default, description=description)
-          for name, default, description in ARGUMENTS],
+        *declare_arguments(ARGUMENTS, __file__),   # any other argument is refused
+        OpaqueFunction(function=launch_setup),      # every node's parameters checked, then the nodes
         *rviz_actions(__file__, 'team.rviz'),
-        OpaqueFunction(function=launch_setup),
     ])

@@ -7,6 +7,7 @@ import torch
 
 from uncertain_bo.distributions import GaussianExecutionNoise
 from uncertain_bo.explorer import EXPLORER_PARAMS, Explorer, PoseEstimate, Reading, State
+from uncertain_bo.explorer.pose_gate import REANCHOR_SECONDS
 from uncertain_bo.parameters import validate
 from uncertain_bo.planner import Planner
 
@@ -27,6 +28,18 @@ def make(tmp_path=None, **overrides):
 
 def pose(t, xy, cov=None, frame='map'):
     return PoseEstimate(t, frame, np.asarray(xy, float), np.eye(2) * 0.25 if cov is None else np.asarray(cov))
+
+
+def settle(ex, xy, t=0.0, make_pose=None, dt=0.1):
+    """Hand in estimates of a rover standing at ``xy`` every ``dt`` s up to ``t`` (with the clock, ticking), for
+    REANCHOR_SECONDS: long enough for the pose gate to confirm the first place, so the mission starts at ``t``.
+    ``make_pose(t, xy)`` makes the estimates (default: :func:`pose`). Returns ``t``."""
+    n = int(round(REANCHOR_SECONDS / dt))
+    for k in range(n, -1, -1):
+        tk = round(t - k * dt, 6)
+        ex.on_pose((make_pose or pose)(tk, np.asarray(xy, float)), now=tk)
+        ex.tick(tk)
+    return t
 
 
 def drive_to_goal_and_measure(ex, host, t0, reading_value=5.0, offset=(0.3, -0.2)):

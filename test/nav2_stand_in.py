@@ -1,11 +1,14 @@
-"""A stand-in ``nav2_msgs`` (only ``action/NavigateToPose``) generated and compiled at test time.
+"""A stand-in ``nav2_msgs`` (``action/NavigateToPose``, ``msg/Particle`` and ``msg/ParticleCloud``) generated and
+compiled at test time.
 
 Nav2's message package does not install from PyPI. To test the explorer's ``NavigateToPose`` client against an
-action server with the same interface, this helper writes the action's interface definition (the fields of
-``nav2_msgs/action/NavigateToPose.action`` as Nav2 defines them: goal ``pose``, ``behavior_tree``; result
-``error_code`` with its constants and ``error_msg``; feedback ``current_pose``, ``navigation_time``,
-``estimated_time_remaining``, ``number_of_recoveries``, ``distance_remaining``, ``position_tracking_error``,
-``heading_tracking_error``) as ROS IDL, generates its C, Python and type-support sources with the rosidl
+action server with the same interface, and its subscription to AMCL's weighted particle cloud, this helper writes
+the interface definitions (the fields of ``nav2_msgs/action/NavigateToPose.action`` as Nav2 defines them: goal
+``pose``, ``behavior_tree``; result ``error_code`` with its constants and ``error_msg``; feedback ``current_pose``,
+``navigation_time``, ``estimated_time_remaining``, ``number_of_recoveries``, ``distance_remaining``,
+``position_tracking_error``, ``heading_tracking_error``; ``msg/Particle.msg``: ``geometry_msgs/Pose pose``,
+``float64 weight``; ``msg/ParticleCloud.msg``: ``std_msgs/Header header``, ``Particle[] particles``) as ROS IDL,
+generates its C, Python and type-support sources with the rosidl
 generators that the PyPI ROS wheels ship (``rosidl_generator_c``/``_py``, ``rosidl_typesupport_c``,
 ``_introspection_c``, ``_fastrtps_c``), and compiles them with the system C/C++ compiler into a cache folder
 outside the repository (about 20 s once; reused while the definition and the wheels are unchanged).
@@ -14,6 +17,8 @@ outside the repository (about 20 s once; reused while the definition and the whe
 with the reason (no compiler, generators missing) so that a test can skip with it. A process that uses the
 type must load the libraries first (:func:`load_libraries`, in-process) or have the library folder on
 ``LD_LIBRARY_PATH`` from its start (a subprocess): rosidl's type-support dispatch opens them by name.
+:func:`navigate_to_pose` does all of it for a test: the action type in this process and the environment a
+subprocess needs.
 """
 from __future__ import annotations
 
@@ -27,7 +32,8 @@ import sys
 import sysconfig
 import tempfile
 
-__all__ = ['build', 'load_libraries', 'Unavailable', 'NAVIGATE_TO_POSE_IDL']
+__all__ = ['build', 'load', 'load_libraries', 'navigate_to_pose', 'Unavailable', 'NAVIGATE_TO_POSE_IDL',
+           'PARTICLE_IDL', 'PARTICLE_CLOUD_IDL']
 
 NAVIGATE_TO_POSE_IDL = '''\
 #include "builtin_interfaces/msg/Duration.idl"
@@ -65,6 +71,37 @@ module nav2_msgs {
 };
 '''
 
+PARTICLE_IDL = '''\
+#include "geometry_msgs/msg/Pose.idl"
+
+module nav2_msgs {
+  module msg {
+    struct Particle {
+      geometry_msgs::msg::Pose pose;
+      double weight;
+    };
+  };
+};
+'''
+
+PARTICLE_CLOUD_IDL = '''\
+#include "nav2_msgs/msg/Particle.idl"
+#include "std_msgs/msg/Header.idl"
+
+module nav2_msgs {
+  module msg {
+    struct ParticleCloud {
+      std_msgs::msg::Header header;
+      sequence<nav2_msgs::msg::Particle> particles;
+    };
+  };
+};
+'''
+
+#: interface files of the stand-in: path inside the package -> IDL
+_INTERFACES = {'action/NavigateToPose.idl': NAVIGATE_TO_POSE_IDL, 'msg/Particle.idl': PARTICLE_IDL,
+               'msg/ParticleCloud.idl': PARTICLE_CLOUD_IDL}
+
 _DEPS = ('builtin_interfaces', 'geometry_msgs', 'std_msgs', 'action_msgs', 'unique_identifier_msgs', 'service_msgs')
 _TYPESUPPORTS = ('rosidl_typesupport_c', 'rosidl_typesupport_fastrtps_c', 'rosidl_typesupport_introspection_c')
 
@@ -92,7 +129,8 @@ def build() -> tuple[pathlib.Path, pathlib.Path]:
         raise Unavailable(f'no ROS interface definitions under {prefix / "share"}')
     try:
         import rclpy
-        key = hashlib.sha256((NAVIGATE_TO_POSE_IDL + sys.version + str(prefix) + rclpy.__file__).encode()).hexdigest()
+        key = hashlib.sha256((''.join(_INTERFACES.values()) + sys.version + str(prefix) + rclpy.__file__).encode()
+                             ).hexdigest()
     except ImportError as exc:
         raise Unavailable(f'rclpy: {exc}') from None
     out = _cache_root() / f'nav2_msgs-{key[:16]}'
@@ -113,6 +151,23 @@ def build() -> tuple[pathlib.Path, pathlib.Path]:
     return out / 'python', out / 'lib'
 
 
+def load(subpackage: str):
+    """The stand-in's ``nav2_msgs.<subpackage>`` module (``'msg'``, ``'action'``), built, its libraries loaded.
+
+    Raises:
+        Unavailable: as :func:`build`.
+    """
+    import importlib
+
+    python_dir, lib_dir = build()
+    load_libraries(lib_dir)
+    sys.path.insert(0, str(python_dir))
+    try:
+        return importlib.import_module(f'nav2_msgs.{subpackage}')
+    finally:
+        sys.path.remove(str(python_dir))
+
+
 def load_libraries(lib: pathlib.Path) -> None:
     """Load the stand-in's libraries into this process, so that rosidl's dispatch finds them by name."""
     for name in ('generator_c', 'typesupport_introspection_c', 'typesupport_fastrtps_c', 'typesupport_c',
@@ -120,10 +175,25 @@ def load_libraries(lib: pathlib.Path) -> None:
         ctypes.CDLL(str(lib / f'libnav2_msgs__rosidl_{name}.so'), mode=ctypes.RTLD_GLOBAL)
 
 
+def navigate_to_pose() -> tuple[type, dict[str, str]]:
+    """``(NavigateToPose, env)``: the stand-in's action type, importable in this process (:func:`load`), and the
+    environment variables (``PYTHONPATH``, ``LD_LIBRARY_PATH``) a subprocess needs to use it.
+
+    Raises:
+        Unavailable: as :func:`build`.
+    """
+    action = load('action')
+    python_dir, lib_dir = build()     # built once: the paths of the build load() used
+    env = {'PYTHONPATH': os.pathsep.join([str(python_dir), os.environ.get('PYTHONPATH', '')]),
+           'LD_LIBRARY_PATH': os.pathsep.join([str(lib_dir), os.environ.get('LD_LIBRARY_PATH', '')])}
+    return action.NavigateToPose, env
+
+
 def _generate_and_compile(prefix: pathlib.Path, work: pathlib.Path) -> None:
     idl_dir = work / 'idl'
-    (idl_dir / 'action').mkdir(parents=True)
-    (idl_dir / 'action' / 'NavigateToPose.idl').write_text(NAVIGATE_TO_POSE_IDL)
+    for rel, idl in _INTERFACES.items():
+        (idl_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (idl_dir / rel).write_text(idl)
     env_before = os.environ.get('AMENT_PREFIX_PATH')
     os.environ['AMENT_PREFIX_PATH'] = str(prefix)     # the generators look their templates up there
     try:
@@ -135,7 +205,7 @@ def _generate_and_compile(prefix: pathlib.Path, work: pathlib.Path) -> None:
     except ImportError as exc:
         raise Unavailable(f'rosidl generators: {exc}') from None
     gen = work / 'gen'
-    files = [f'{idl_dir}:action/NavigateToPose.idl']
+    files = [f'{idl_dir}:{rel}' for rel in _INTERFACES]
     try:
         for ext, sub in ((GenerateC('c'), 'c'), (GenerateCTypesupport('c'), 'ts_c'),
                          (GenerateIntrospectionCTypesupport('introspection_c'), 'ts_intro'),

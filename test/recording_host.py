@@ -22,3 +22,17 @@ class RecordingHost:
 
     def finished(self, rec):
         self.done = rec
+
+
+class DrivingHost(RecordingHost):
+    """Also knows whether the rover may drive: a goal sent and not stopped since (``active``)."""
+
+    active = False
+
+    def send_goal(self, target):
+        super().send_goal(target)
+        self.active = True
+
+    def stop(self, position):
+        super().stop(position)
+        self.active = False

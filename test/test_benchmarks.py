@@ -308,3 +308,21 @@ def test_bench_and_plot_commands_smoke(problem, methods, iterations, extra, tmp_
         for row in rows:
             assert float(row['distance_driven']) > 0 and float(row['sim_time']) > 0
             assert float(row['rec_nregret']) == pytest.approx(float(row['rec_regret']) / inst.regret_scale)
+
+
+def test_benchmark_plots_keep_their_legends_off_the_curves(tmp_path, monkeypatch):
+    """Before: each panel's legend sat inside its axes, over the regret curves."""
+    import matplotlib.figure
+
+    from uncertain_bo.benchmarks.plots import plot_directory
+    figures = []
+    saved = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, 'savefig',
+                        lambda fig, *a, **k: (figures.append(fig), fig.canvas.draw(), saved(fig, *a, **k))[-1])
+    results = [run('rkhs2d', method, seed, 3, BenchSettings(n_initial=3, mismatch=ratio))
+               for method in ('ugp_ucb', 'uei') for seed in (0, 1) for ratio in (0.5, 2.0)]
+    assert plot_directory(results, tmp_path)
+    legends = [(ax, ax.get_legend()) for fig in figures for ax in fig.axes if ax.get_legend() is not None]
+    assert legends
+    for ax, legend in legends:
+        assert not legend.get_window_extent().overlaps(ax.get_window_extent()), ax.get_title()

@@ -66,7 +66,7 @@ def test_launch_ros_file_wildcards_and_namespaces_resolve_as_rcl_does(tmp_path, 
 
 @pytest.mark.parametrize('text, expect', [
     ('explorer:\n  ros__parameters:\n    serch_bounds: [0.0, 1.0, 0.0, 1.0]\n',
-     r"node /explorer: 'serch_bounds' is not a parameter of explorer \(did you mean search_bounds"),
+     r"params.yaml line 3: 'serch_bounds' is not a parameter of node /explorer \(did you mean 'search_bounds'\?\)"),
     ('explorerr:\n  ros__parameters:\n    beta: 2.0\n',
      r"section 'explorerr' names no node of uncertain_bo; did you mean 'explorer'\?"),
     ('explorer:\n  ros__parameters:\n    search_bounds: [60.0, 0.0, 0.0, 40.0]\n',
@@ -129,3 +129,79 @@ def test_namespace_option_finds_sections_that_miss_the_node(tmp_path, monkeypatc
     g = write(tmp_path, '/**/explorer:\n  ros__parameters:\n    beta: 2.0\n', 'g.yaml')
     code, out, err = check(['--namespace', '/rover1', g], tmp_path, monkeypatch, capsys)
     assert code == 0 and '/rover1/explorer (explorer): 1 set by the file' in out
+
+
+def test_every_problem_is_listed_one_line_each(tmp_path, monkeypatch, capsys):
+    """The check used to stop at the first mistake: a field engineer fixed one typo per run."""
+    f = write(tmp_path, 'explorer:\n  ros__parameters:\n    max_measurement: 8\n    bta: 2.0\n'
+                        'pure_pursuit:\n  ros__parameters:\n    lookahed_dist: 2.0\n    desired_linear_vel: -1.0\n')
+    code, out, err = check([f], tmp_path, monkeypatch, capsys)
+    assert code == 2 and all(e.startswith('error: ') for e in err), err
+    assert err == [
+        f"error: {f} line 3: 'max_measurement' is not a parameter of node /explorer (did you mean "
+        "'max_measurements'?)",
+        f"error: {f} line 4: 'bta' is not a parameter of node /explorer (did you mean 'beta'?)",
+        f"error: {f} line 7: 'lookahed_dist' is not a parameter of node /pure_pursuit (did you mean "
+        "'lookahead_dist'?)",
+        f"error: {f}: node /pure_pursuit: parameter 'desired_linear_vel' = -1.0 is invalid: out of range; allowed: "
+        "a float in [0.01, 20]"], err
+
+
+@pytest.mark.parametrize('text, expect', [
+    ('team_explorer:\n  ros__parameters:\n    search_bounds: [0.0, 0.0, 0.0, 40.0]\n',
+     r"node /team_explorer: parameter 'search_bounds' = \[0.0, 0.0, 0.0, 40.0\] is invalid: need xmax > xmin"),
+    ('team_explorer:\n  ros__parameters:\n    rovers: [rover0, rover0]\n',
+     r"node /team_explorer: parameter 'rovers' = \['rover0', 'rover0'\] names a rover twice"),
+    ('team_explorer:\n  ros__parameters:\n    rovers: [rover0, 1rover]\n',
+     r"parameter 'rovers': '1rover' is not a valid namespace"),
+    ('explorer:\n  ros__parameters:\n    run_dir: /proc/run1\n',
+     r"parameter 'run_dir' = '/proc/run1': /proc is on the kernel file system 'proc'"),
+], ids=['team bounds of zero area', 'a rover twice', 'invalid rover name', 'run_dir under /proc'])
+def test_what_the_node_refuses_the_check_refuses(text, expect, tmp_path, monkeypatch, capsys):
+    """Each of these passed the check, and then the node refused it at start-up (the same functions now)."""
+    code, out, err = check([write(tmp_path, text)], tmp_path, monkeypatch, capsys)
+    assert code == 2 and len(err) == 1 and re.search(expect, err[0]), err
+
+
+def test_the_check_knows_when_nav2_msgs_is_missing(tmp_path, monkeypatch, capsys):
+    from uncertain_bo.ros import nav2_goals
+    f = write(tmp_path, "explorer:\n  ros__parameters:\n    goal_interface: nav2_action\n")
+    monkeypatch.setattr(nav2_goals, 'navigate_to_pose_type', lambda: None)   # this machine has no nav2_msgs
+    code, out, err = check([f], tmp_path, monkeypatch, capsys)
+    assert code == 2 and len(err) == 1
+    assert "'goal_interface' = 'nav2_action' needs nav2_msgs, which is not importable here" in err[0], err
+    monkeypatch.setattr(nav2_goals, 'navigate_to_pose_type', lambda: object)   # it has
+    code, out, err = check([f], tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+
+
+def test_the_check_knows_when_nav2_msgs_is_missing_for_amcls_particle_cloud(tmp_path, monkeypatch, capsys):
+    """The node refused ``particle_cloud_type: nav2_msgs/msg/ParticleCloud`` without nav2_msgs; the check passed it."""
+    import builtins
+    f = write(tmp_path, "explorer:\n  ros__parameters:\n    pose_source: particle_cloud\n"
+                        "    particle_cloud_type: nav2_msgs/msg/ParticleCloud\n")
+    real_import = builtins.__import__
+
+    def no_nav2(name, *args, **kwargs):   # this machine has no nav2_msgs
+        if name.startswith('nav2_msgs'):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, '__import__', no_nav2)
+    code, out, err = check([f], tmp_path, monkeypatch, capsys)
+    assert code == 2 and len(err) == 1
+    assert "'particle_cloud_type' = 'nav2_msgs/msg/ParticleCloud' needs nav2_msgs" in err[0], err
+
+
+@pytest.mark.parametrize('path, kind', [('/dev/zero', 'a character device'), ('.', 'a folder')])
+def test_special_files_are_refused_in_one_line(path, kind, tmp_path, monkeypatch, capsys):
+    """``check /dev/zero`` read the device until a MemoryError traceback."""
+    code, out, err = check([path], tmp_path, monkeypatch, capsys)
+    assert code == 2 and len(err) == 1 and err[0].endswith(f'is not a regular file ({kind}): name a YAML file'), err
+
+
+def test_an_oversized_file_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
+    from uncertain_bo.param_files import MAX_FILE_BYTES
+    f = write(tmp_path, '#' * (MAX_FILE_BYTES + 1), 'big.yaml')
+    code, out, err = check([f], tmp_path, monkeypatch, capsys)
+    assert code == 2 and len(err) == 1 and 'a parameter file holds at most 1 MiB' in err[0], err

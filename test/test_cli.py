@@ -44,7 +44,7 @@ def test_version(tmp_path, monkeypatch, capsys):
     (['bench', '--problem', 'nope', '--out', 'b'], r"argument --problem: invalid choice: 'nope'"),
     (['bench', '--problem', 'rkhs2d'], r'--out is required to run a benchmark'),
     (['bench', '--problem', 'rkhs2d', '--out', 'b', '--n-initial', '0'],
-     r"argument --n-initial: '0' is not a int in \[1, 10000\]"),
+     r"argument --n-initial: '0' is not a int in \[1, 1000\]"),
     (['bench', '--problem', 'rkhs2d', '--out', 'b', '--beta', '1,-2'],
      r"argument --beta: '-2' is not a float in \[0, 100\] or 'theory'"),
     (['bench', '--problem', 'rkhs2d', '--out', 'b', '--restarts', '0'], r"argument --restarts: '0' is not a int in"),
@@ -100,7 +100,7 @@ def test_bench_lists_and_describes_problems(tmp_path, monkeypatch, capsys):
      r"'search_bounds' = \[60.0, 0.0, 0.0, 40.0\] is invalid: need xmax > xmin"),
     ('explorer:\n  ros__parameters:\n    reading_type: float64\nsim_rover:\n  ros__parameters:\n'
      '    reading_type: temperature\n', r"reading_type is 'temperature' for sim_rover but 'float64' for explorer"),
-    ('explorer:\n  ros__parameters:\n    serch_bounds: [0.0, 1.0, 0.0, 1.0]\n', r"did you mean search_bounds"),
+    ('explorer:\n  ros__parameters:\n    serch_bounds: [0.0, 1.0, 0.0, 1.0]\n', r"did you mean 'search_bounds'\?"),
 ], ids=['reversed bounds', 'reading type', 'unknown key'])
 def test_demo_checks_its_params_before_anything_starts_or_is_written(text, expect, tmp_path, monkeypatch, capsys):
     """A reversed search_bounds used to fail only once the simulation had started, leaving parameters.json; a
@@ -160,8 +160,8 @@ def test_bench_flags_of_explorer_parameters_follow_their_specs(tmp_path, monkeyp
     bench = sub.choices['bench']
     assert bench.get_default('restarts') == spec['num_restarts'].default == 10
     assert bench.get_default('raw_samples') == spec['raw_samples'].default == 512
-    args = bench.parse_args(['--beta', 'theory, 3', '--n-initial', '10000', '--refit-every', '0'])
-    assert (args.beta, args.n_initial, args.refit_every) == ('theory, 3', 10000, 0)
+    args = bench.parse_args(['--beta', 'theory, 3', '--n-initial', '1000', '--refit-every', '0'])
+    assert (args.beta, args.n_initial, args.refit_every) == ('theory, 3', 1000, 0)
 
 
 def test_bench_warns_about_explorer_values_its_own_flags_replace():

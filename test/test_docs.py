@@ -41,3 +41,24 @@ def test_readme_names_every_planner_default_the_explorer_changes():
     assert differ, 'the explorer changes no Planner default: drop the README paragraph'
     paragraph = (ROOT / 'README.md').read_text().split("`Planner`'s defaults are a library's")[1].split('\n\n')[0]
     assert differ == set(re.findall(r'`(\w+)`\s+\(', paragraph)), 'README: update the list of differing defaults'
+
+
+def test_make_test_says_how_long_it_takes_as_the_readme_does():
+    """Before: neither `make test` nor README said how long the suite takes."""
+    makefile = (ROOT / 'Makefile').read_text()
+    minutes = re.search(r'^TEST_MINUTES := ([\d.]+)$', makefile, re.M)[1]
+    recipe = makefile.split('\ntest:')[1].split('\n\n')[0]
+    assert '$(TEST_MINUTES) min' in recipe and '--durations=' in recipe
+    tests = (ROOT / 'README.md').read_text().split('## Tests')[1].split('\n## ')[0]
+    assert f'about {minutes} min on 2 cores' in tests
+
+
+def test_the_suites_configuration_prints_why_each_test_was_skipped(tmp_path):
+    """Before: `make test` printed only 's' for a skipped test; the reason (a missing launch_ros, ...) was hidden."""
+    import subprocess
+    import sys
+    (tmp_path / 'test_one.py').write_text("import pytest\n\n\ndef test_x():\n    pytest.skip('needs launch_ros')\n")
+    out = subprocess.run([sys.executable, '-m', 'pytest', '-q', '-c', str(ROOT / 'pytest.ini'), '-p',
+                          'no:cacheprovider', '--rootdir', str(tmp_path), str(tmp_path / 'test_one.py')],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert 'SKIPPED' in out and 'needs launch_ros' in out

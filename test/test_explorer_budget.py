@@ -11,10 +11,11 @@ import torch
 
 from uncertain_bo.distributions import GaussianExecutionNoise
 from uncertain_bo.explorer import EXPLORER_PARAMS, ODOMETER_STEP, Explorer, PoseEstimate, Reading, State, TravelBudget
+from uncertain_bo.explorer.pose_gate import REANCHOR_SECONDS
 from uncertain_bo.parameters import validate
 from uncertain_bo.planner import Planner
 
-from recording_host import RecordingHost
+from recording_host import DrivingHost
 
 
 def start(tmp_path, **overrides):
@@ -22,22 +23,8 @@ def start(tmp_path, **overrides):
                                         'max_measurements': 10, 'reading_timeout': 2.0, **overrides})
     planner = Planner(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
                       n_initial=5, journal=tmp_path / 'journal.jsonl')
-    host = Host()
+    host = DrivingHost()
     return Explorer(planner, host, params, result_file=tmp_path / 'explorer_result.json'), host
-
-
-class Host(RecordingHost):
-    """Also knows whether the rover may drive (a goal sent and not stopped since)."""
-
-    active = False
-
-    def send_goal(self, target):
-        super().send_goal(target)
-        self.active = True
-
-    def stop(self, position):
-        super().stop(position)
-        self.active = False
 
 
 class Rover:
@@ -45,7 +32,8 @@ class Rover:
     exact pose estimates at 10 Hz, readings at 5 Hz. ``path`` is the length it really drove, m."""
 
     def __init__(self, heading=None):
-        self.xy, self.t, self.path = np.array([3.0, 4.0]), 0.0, 0.0
+        # standing still from -REANCHOR_SECONDS: the pose gate confirms the first place at t = 0 (mission clock 0)
+        self.xy, self.t, self.path = np.array([3.0, 4.0]), -REANCHOR_SECONDS - 0.1, 0.0
         self.heading = heading
 
     def step(self, ex, host):
@@ -117,6 +105,22 @@ def test_a_detour_past_the_distance_budget_stops_the_rover_and_measures_there(tm
     obs = records(tmp_path, 'observation')[0]
     assert obs['goal_timed_out'] and np.allclose(obs['location']['mean'], host.stops[0], atol=0.5)
     assert ex.done_reason.startswith('max_distance = 30 m driven') and ex.goal_timeouts == 0
+
+
+def test_after_a_budget_stop_mid_drive_the_peak_is_reported_where_the_reading_was_taken(tmp_path):
+    # the shipped rule (highest_reading) used to report the commanded target, metres from the reading
+    ex, host = start(tmp_path, max_distance=30.0)
+    Rover(heading=lambda t: np.array([np.cos(t / 3.0), np.sin(t / 3.0)])).run(ex, host)
+    obs = records(tmp_path, 'observation')[0]
+    rec = records(tmp_path, 'recommendation')[0]
+    result = json.loads((tmp_path / 'explorer_result.json').read_text())
+    assert np.linalg.norm(np.subtract(obs['target'], obs['location']['mean'])) > 3.0    # the target was not reached
+    for place in (rec['target'], result['recommended_target'], rec['location_mean'],
+                  result['recommended_location']['mean']):
+        np.testing.assert_allclose(place, obs['location']['mean'])
+    for cov in (rec['location_covariance'], result['recommended_location']['covariance']):
+        np.testing.assert_allclose(cov, obs['location']['covariance'])
+    assert result['recommended_measurement'] == obs['index'] == 0
 
 
 def test_time_budget_ends_the_mission_before_a_target_it_cannot_measure_in_time(tmp_path):

@@ -9,6 +9,7 @@ from uncertain_bo.explorer import EXPLORER_PARAMS, Explorer, PoseEstimate, Readi
 from uncertain_bo.parameters import validate
 from uncertain_bo.planner import Planner
 
+from explorer_cycle import settle
 from recording_host import RecordingHost
 
 SPEED = 1.0   # m/s of the synthetic rover
@@ -91,8 +92,7 @@ def test_en_route_off_by_default(tmp_path):
 def test_an_en_route_reading_without_a_pose_near_its_stamp_is_refused_and_counted(tmp_path):
     ex, host = make(tmp_path, en_route_spacing=2.0, max_pose_age=0.5)
     start = np.array([1.0, 1.0])
-    ex.on_pose(pose(0.0, start), 0.0)
-    ex.tick(0.0)
+    settle(ex, start, 0.0, make_pose=pose)
     goal = host.goals[-1]
     assert ex.state is State.DRIVING and np.linalg.norm(goal - start) > 5.0
     heading = (goal - start) / np.linalg.norm(goal - start)
@@ -117,8 +117,7 @@ def test_an_en_route_reading_without_a_pose_near_its_stamp_is_refused_and_counte
 
 def test_malformed_poses_while_driving_never_reach_the_en_route_readings(tmp_path):
     ex, host = make(tmp_path, max_measurements=1)
-    ex.on_pose(pose(0.0, [1.0, 1.0]), 0.0)
-    ex.tick(0.0)
+    settle(ex, [1.0, 1.0], 0.0, make_pose=pose)
     assert ex.state is State.DRIVING
     assert not ex.on_pose(PoseEstimate(0.1, 'map', np.array([4.5, 1.0]), np.array([[np.nan, 0], [0, 1]])), 0.1)
     assert dict(ex.rejected) == {'pose: covariance contains NaN or inf': 1}

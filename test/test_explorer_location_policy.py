@@ -98,7 +98,7 @@ BAD_CLOUDS = [
     (lambda t: PoseEstimate(t, 'map', np.array([1.5, 1.5]), np.eye(2) * 0.25, np.zeros((0, 2))),
      'pose: particles wrong shape'),
     (lambda t: PoseEstimate.from_particles(t, 'odom', [[1.0, 1.0], [2.0, 2.0]]), 'pose: wrong frame_id'),
-    (lambda t: PoseEstimate.from_particles(t - 5.0, 'map', [[1.0, 1.0], [2.0, 2.0]]), 'pose: stale stamp'),
+    (lambda t: PoseEstimate.from_particles(t - 5.0, 'map', [[1.0, 1.0], [2.0, 2.0], [1.0, 2.0]]), 'pose: stale stamp'),
 ]
 
 

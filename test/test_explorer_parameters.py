@@ -11,9 +11,9 @@ from uncertain_bo.parameters import ParameterError, config_path, node_parameters
 
 def test_explorer_yaml_matches_specs():
     values = node_parameters([config_path('explorer.yaml')], 'explorer')
-    node_only = {'pose_source', 'reading_type', 'tick_rate', 'exit_when_done', 'diagnostics_period',
+    node_only = {'pose_source', 'reading_type', 'reading_unit', 'tick_rate', 'exit_when_done', 'diagnostics_period',
                  'gp_map_cells', 'decide_in_background', 'cloud_receive_limit', 'goal_interface', 'nav2_action_name',
-                 'nav2_behavior_tree'}
+                 'nav2_behavior_tree', 'particle_cloud_type', 'revised_path_topic', 'revised_path_std'}
     core = {k: v for k, v in values.items() if k not in node_only}
     checked = validate(EXPLORER_PARAMS, core)
     for p in EXPLORER_PARAMS:
@@ -77,3 +77,11 @@ def test_the_route_horizon_reaches_the_planner():
     assert planner_from_parameters({**defaults, 'route_horizon': 1}).route_horizon == 1
     with pytest.raises(ParameterError, match='route_horizon'):
         validate(EXPLORER_PARAMS, {'route_horizon': 0})
+
+
+def test_the_initial_design_is_at_most_as_large_as_its_tour_is_cheap_to_compute():
+    """n_initial is at most 1000: the tour is computed when the first pose arrives (its cost grows with the square;
+    10000 kept a node's loop busy for minutes). check and the node validate with the same spec."""
+    assert validate(EXPLORER_PARAMS, {'n_initial': 1000})['n_initial'] == 1000
+    with pytest.raises(ParameterError, match=r"n_initial.*1000"):
+        validate(EXPLORER_PARAMS, {'n_initial': 10000})

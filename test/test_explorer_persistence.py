@@ -15,6 +15,7 @@ import torch
 
 from uncertain_bo.distributions import GaussianExecutionNoise
 from uncertain_bo.explorer import EXPLORER_PARAMS, Explorer, PoseEstimate, Reading, State
+from uncertain_bo.explorer.pose_gate import REANCHOR_SECONDS
 from uncertain_bo.journal import Journal
 from uncertain_bo.parameters import validate
 from uncertain_bo.planner import Planner
@@ -149,7 +150,9 @@ def test_torn_header_starts_the_journal_afresh(tmp_path, caplog):
 
 @pytest.mark.parametrize('seed', [0, 1])
 def test_random_crashes_lose_and_duplicate_nothing(tmp_path, seed):
-    """A crash after a random number of 0.1 s steps (some torn), again and again, until the run is done."""
+    """A crash after a random number of 0.1 s steps (some torn), again and again, until the run is done. Each
+    restarted explorer first confirms where the rover is (the pose gate: REANCHOR_SECONDS of poses, nothing written
+    meanwhile); the crash comes 0.1 to 2.5 s after that."""
     rng = random.Random(seed)
     n = 5
     path = tmp_path / 'run' / 'journal.jsonl'
@@ -158,7 +161,7 @@ def test_random_crashes_lose_and_duplicate_nothing(tmp_path, seed):
     crashes = torn = 0
     while True:
         ex, host = start(path, max_measurements=n)
-        steps = rng.randint(1, 25)
+        steps = round(REANCHOR_SECONDS / 0.1) + rng.randint(1, 25)
         for _ in range(steps):
             if ex.state is State.DONE:
                 break

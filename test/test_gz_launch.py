@@ -48,7 +48,8 @@ def test_launch_file_is_valid_python_with_documented_arguments():
     assert "glob('config/*.sdf')" in (ROOT / 'setup.py').read_text()       # the world is installed
 
 
-def test_parameter_wiring():
+def test_parameter_wiring(tmp_path):
+    pytest.importorskip('rclpy')   # what each of our nodes gets is checked against its parameter specs
     conf = gz_configuration({})
     assert conf['world'] == str(WORLD) and conf['gz_args'] == f'-r -s {WORLD}'
     for name in ('explorer', 'pure_pursuit'):
@@ -64,14 +65,20 @@ def test_parameter_wiring():
             for p in node['parameters']:
                 assert isinstance(p, dict) or Path(p).is_file(), p
 
-    conf = gz_configuration({'gui': 'true', 'field': 'my.npz', 'seed': '3', 'measurements': '7',
-                             'run_dir': '/tmp/gz1', 'exit_when_done': 'false'})
+    run_dir = str(tmp_path / 'gz1')
+    conf = gz_configuration({'gui': 'true', 'field': 'jacksboro-rough', 'seed': '3', 'measurements': '7',
+                             'run_dir': run_dir, 'exit_when_done': 'false'})
     assert conf['gz_args'] == f'-r {WORLD}'
-    assert conf['field_sensor']['parameters'][-1] == {'use_sim_time': True, 'field': 'my.npz', 'seed': 3}
+    assert conf['field_sensor']['parameters'][-1] == {'use_sim_time': True, 'field': 'jacksboro-rough', 'seed': 3}
     assert conf['explorer']['parameters'][-1] == {'use_sim_time': True, 'exit_when_done': False, 'seed': 3,
-                                                  'max_measurements': 7, 'run_dir': '/tmp/gz1'}
+                                                  'max_measurements': 7, 'run_dir': run_dir}
+    typo = tmp_path / 'typo.yaml'
+    typo.write_text('field_sensor:\n  ros__parameters:\n    noise_sdt: 0.1\n')
     for bad, match in (({'measurements': '0'}, 'measurements'), ({'world': '/nope.sdf'}, 'world'),
-                       ({'gui': 'maybe'}, 'gui'), ({'params_file': '/nope.yaml'}, 'params_file')):
+                       ({'gui': 'maybe'}, 'gui'), ({'params_file': '/nope.yaml'}, 'params_file'),
+                       ({'field': str(tmp_path / 'my.npz')}, r'field file .*my\.npz does not exist'),
+                       ({'params_file': str(typo)}, r"typo.yaml line 3: 'noise_sdt' is not a parameter of node "
+                                                    r"/field_sensor \(did you mean 'noise_std'\?\)")):
         with pytest.raises(RuntimeError, match=match):
             gz_configuration(bad)
 

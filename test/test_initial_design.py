@@ -1,4 +1,5 @@
 """The initial design (uncertain_bo/initial_design.py) as one rover of a team sees it (rover_design)."""
+import pytest
 import torch
 
 from uncertain_bo.initial_design import rover_design
@@ -26,3 +27,16 @@ def test_everything_taken_is_padded_with_the_design_itself():
     # the slot handed out, then the design from its start (the keep-out rule still judges every pick)
     design = rover_design(DESIGN, 1, torch.tensor([0.0, 0.0]), DESIGN[:2], DESIGN[2:], BOUNDS)
     assert design[:, 0].tolist() == [0.0, 0.0, 1.0, 3.0, 6.0]
+
+
+def test_a_design_target_moved_out_of_a_keep_out_zone_is_taken_where_it_was_measured():
+    from uncertain_bo.keep_out import KeepOut
+    zones = KeepOut()
+    zones.add(torch.tensor([3.0, -0.2], dtype=torch.float64), 0.5)    # (3, 0) is measured at (3, 0.3) instead
+    measured = zones.admissible(DESIGN[2], BOUNDS).reshape(1, 2)
+    assert measured.tolist()[0] == pytest.approx([3.0, 0.3], abs=1e-5)
+    design = rover_design(DESIGN, 1, torch.tensor([2.2, 0.0]), measured, None, BOUNDS, zones)
+    # slot 0 as designed; from x = 2.2 the targets left (1, 0, 6, 10), not (3, 0) again
+    assert design[:, 0].tolist() == [0.0, 1.0, 0.0, 6.0, 10.0]
+    # without the zone the same measurement takes nothing: (3, 0) is the nearest target left
+    assert rover_design(DESIGN, 1, torch.tensor([2.2, 0.0]), measured, None, BOUNDS)[1, 0] == 3.0

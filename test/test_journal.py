@@ -36,16 +36,23 @@ def test_torn_last_record_is_skipped_and_truncated(tmp_path, caplog):
     assert [r['index'] for r in Journal(path).observations] == [0, 1, 2, 3]
 
 
-def test_damaged_middle_line_is_an_error(tmp_path):
+def test_a_damaged_middle_line_is_skipped_on_resume_and_an_error_read_only(tmp_path):
+    """A line that holds no record in the middle (issue 31: it stopped the resume, though the docs say damaged
+    records are skipped and counted): resuming skips and counts it, a report or an export refuses the journal."""
     path = tmp_path / 'j.jsonl'
     j = Journal(path)
-    j.append(obs(0))
-    j.append(obs(1))
+    for i in range(3):
+        j.append(obs(i))
     lines = path.read_text().splitlines()
-    lines[1] = lines[1][:10]
+    lines[2] = lines[2][:10]
     path.write_text('\n'.join(lines) + '\n')
-    with pytest.raises(JournalError, match='line 2 is damaged'):
-        Journal(path)
+    with pytest.raises(JournalError, match='line 3: line is not a journal record'):
+        Journal(path, read_only=True)
+    resumed = Journal(path)
+    assert [r['index'] for r in resumed.observations] == [0, 2]
+    assert resumed.checked.skipped == 1 and resumed.checked.damage[0].line == 3
+    assert resumed.checked.next_index == 3      # the unreadable line's index is never used again
+    assert path.read_text().splitlines()[2] == lines[2]    # left as it is: not truncated, not rewritten
 
 
 def test_newer_version_and_foreign_files_are_refused(tmp_path):

@@ -106,8 +106,8 @@ def test_declares_the_documented_arguments(name):
         assert isinstance(default, str), f'{name}: {arg} default must be a string'
         assert len(description) > 20, f'{name}: {arg} needs a description'
         assert re.fullmatch(r'[a-z_]+', arg)
-    # the table is what is declared, and every argument is read back
-    assert list(_calls(tree, 'DeclareLaunchArgument')), f'{name}: no DeclareLaunchArgument'
+    # the table is what is declared (any other argument refused), and every argument is read back
+    assert [ast.unparse(c) for c in _calls(tree, 'declare_arguments')] == ['declare_arguments(ARGUMENTS, __file__)']
     assert 'LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS' in (LAUNCH / name).read_text()
 
 
@@ -163,9 +163,15 @@ def _pure_functions(name, names):
     return ns
 
 
+#: what sim.launch.py's graph_parameters needs of its file
+SIM_FUNCTIONS = {'LOCALISERS', 'NODE_NAMES', 'graph_parameters', 'localiser_node'}
+#: what explore.launch.py's node_configuration needs of its file
+EXPLORE_FUNCTIONS = {'NODES', 'namespaced_file', 'node_configuration'}
+
+
 def test_sim_launch_selects_the_localiser_node(tmp_path):
-    names = {'LOCALISERS', 'NODE_NAMES', 'graph_parameters', 'localiser_node'}
-    ns = _pure_functions('sim.launch.py', names)
+    pytest.importorskip('rclpy')          # the nodes' parameters are checked against their specs
+    ns = _pure_functions('sim.launch.py', SIM_FUNCTIONS)
     params = ns['graph_parameters']({}, str(ROOT))
     assert ns['localiser_node'](params) == 'ekf'                              # shipped sim.yaml: localiser ekf
     params = ns['graph_parameters']({'localiser': 'pf', 'seed': '4'}, str(ROOT))
@@ -183,6 +189,32 @@ def test_sim_launch_selects_the_localiser_node(tmp_path):
     user.write_text('explorer:\n  ros__parameters:\n    search_bounds: [1000.0, 1100.0, 0.0, 100.0]\n')
     with pytest.raises(RuntimeError, match="'search_bounds' .* is not inside sim_rover's field_extent"):
         ns['graph_parameters']({'params_file': str(user)}, str(ROOT))
+
+
+def test_the_simulation_launch_gives_the_explorer_the_unit_of_its_field(tmp_path):
+    """Before: the explorer kept reading_type's °C for an elevation map (the simulated sensor publishes
+    sensor_msgs/Temperature), and `uncertain-bo report` labelled elevation °C."""
+    ns = _pure_functions('sim.launch.py', SIM_FUNCTIONS)
+    assert ns['graph_parameters']({}, str(ROOT))['explorer'][-1]['reading_unit'] == 'm (elevation)'
+    assert ns['graph_parameters']({'field': 'ozone-midwest'}, str(ROOT))['explorer'][-1]['reading_unit'] == \
+        'ppb (8-hour ozone)'
+    mine = tmp_path / 'mine.csv'      # a user's field file (the launch loads it before any node starts)
+    mine.write_text('x,y,value\n' + ''.join(f'{x},{y},{x + 2 * y}\n' for x in (0, 100, 200) for y in (0, 100, 200)))
+    assert ns['graph_parameters']({'field': str(mine)}, str(ROOT))['explorer'][-1][
+        'reading_unit'] == 'none'                                            # a file: no known unit, never °C
+    user = tmp_path / 'unit.yaml'
+    user.write_text("explorer:\n  ros__parameters:\n    reading_unit: 'kPa'\n")
+    assert 'reading_unit' not in ns['graph_parameters']({'params_file': str(user)}, str(ROOT))['explorer'][-1]
+
+
+def test_the_simulated_graphs_give_the_explorer_the_unit_of_their_field(tmp_path):
+    pytest.importorskip('rclpy')          # the values are validated against the nodes' parameter specs
+    from uncertain_bo.ros.graph import load_graph_parameters
+    assert load_graph_parameters()['explorer']['reading_unit'] == 'm (elevation)'
+    over = {'sim_rover': {'field': str(tmp_path / 'mine.csv')}}
+    assert load_graph_parameters(overrides=over)['explorer']['reading_unit'] == 'none'
+    over['explorer'] = {'reading_unit': 'm³/m³'}
+    assert load_graph_parameters(overrides=over)['explorer']['reading_unit'] == 'm³/m³'
 
 
 def test_team_launch_parameters_come_from_the_team_rule(tmp_path):
@@ -232,7 +264,7 @@ def test_sim_and_team_launch_read_their_shared_arguments_alike(tmp_path):
         'sim_rover': {'field': 'my.csv', 'seed': 7, 'localiser': 'pf'}, 'ekf': {}, 'particle_filter': {'seed': 7},
         'pure_pursuit': {}, 'explorer': {'exit_when_done': False, 'seed': 7, 'max_measurements': 3,
                                          'run_dir': os.path.abspath('rel/run')}}
-    sim = _pure_functions('sim.launch.py', {'NODE_NAMES', 'graph_parameters'})['graph_parameters'](args, str(ROOT))
+    sim = _pure_functions('sim.launch.py', SIM_FUNCTIONS)['graph_parameters']({**args, 'field': ''}, str(ROOT))
     _, _, team = _pure_functions('team.launch.py', {'team_parameters'})['team_parameters'](
         {**args, 'localiser': 'ekf', 'field': ''}, str(ROOT))
     assert sim['explorer'][-1]['max_measurements'] == team['team_explorer']['max_measurements'] == 3
@@ -242,12 +274,106 @@ def test_sim_and_team_launch_read_their_shared_arguments_alike(tmp_path):
                 {'exit_when_done': '2'}):
         name = next(iter(bad))
         for parse in (simulation_overrides,
-                      lambda a: _pure_functions('sim.launch.py', {'NODE_NAMES', 'graph_parameters'})[
-                          'graph_parameters'](a, str(ROOT)),
+                      lambda a: _pure_functions('sim.launch.py', SIM_FUNCTIONS)['graph_parameters'](a, str(ROOT)),
                       lambda a: _pure_functions('team.launch.py', {'team_parameters'})['team_parameters'](
                           a, str(ROOT))):
             with pytest.raises(RuntimeError, match=f'launch argument {name}:='):
                 parse(bad)
+
+
+TYPO = 'explorer:\n  ros__parameters:\n    max_measurement: 8\n    bta: 2.0\n'
+
+
+def _typo_file(tmp_path):
+    f = tmp_path / 'typo.yaml'
+    f.write_text(TYPO)
+    return f
+
+
+def _team_parameters(args):
+    return _pure_functions('team.launch.py', {'team_parameters'})['team_parameters'](args, str(ROOT))
+
+
+def _explore_configuration(args, tmp_path):
+    return _pure_functions('explore.launch.py', EXPLORE_FUNCTIONS)['node_configuration'](args, str(ROOT), tmp_path)
+
+
+@pytest.mark.parametrize('launch', ['sim', 'team', 'explore', 'explore in a namespace'])
+def test_a_misspelt_parameter_in_params_file_stops_every_launch_file(launch, tmp_path):
+    """``max_measurement: 8`` ran 30 measurements through sim.launch.py and explore.launch.py: rcl handed it over
+    and rclpy ignored it. Every misspelling is named, with its file, line and the closest name, in one line."""
+    pytest.importorskip('rclpy')
+    f = _typo_file(tmp_path)
+    node = '/rover1/explorer' if launch == 'explore in a namespace' else '/team_explorer' if launch == 'team' \
+        else '/explorer'
+    call = {'sim': lambda a: _pure_functions('sim.launch.py', SIM_FUNCTIONS)['graph_parameters'](a, str(ROOT)),
+            'team': _team_parameters,
+            'explore': lambda a: _explore_configuration(a, tmp_path),
+            'explore in a namespace': lambda a: _explore_configuration({**a, 'namespace': 'rover1'}, tmp_path)}[launch]
+    with pytest.raises(RuntimeError) as info:
+        call({'params_file': str(f)})
+    if launch == 'team':   # the team explorer takes the explorer section (load_graph_parameters)
+        node = '/explorer'
+    assert str(info.value) == (f"{f} line 3: 'max_measurement' is not a parameter of node {node} (did you mean "
+                               f"'max_measurements'?); {f} line 4: 'bta' is not a parameter of node {node} (did you "
+                               "mean 'beta'?)")
+    assert list(tmp_path.iterdir()) == [f], 'nothing is written'
+
+
+@pytest.mark.parametrize('launch', ['sim', 'team'])
+def test_a_field_file_that_cannot_be_used_stops_the_launch_before_any_node_starts(launch, tmp_path):
+    """A bad field path was found by sim_rover 25 s after the other nodes had started."""
+    pytest.importorskip('rclpy')
+    args = {'field': str(tmp_path / 'nope.csv')}
+    with pytest.raises(RuntimeError, match=r'nope\.csv does not exist'):
+        if launch == 'sim':
+            _pure_functions('sim.launch.py', SIM_FUNCTIONS)['graph_parameters'](args, str(ROOT))
+        else:
+            _team_parameters(args)
+
+
+def test_explore_launch_checks_what_each_node_gets(tmp_path):
+    """An invalid value and a run_dir that cannot be written stop explore.launch.py before anything is written (no
+    re-keyed file either); a namespaced file's own sections are checked where they reach the node."""
+    pytest.importorskip('rclpy')
+    f = tmp_path / 'p.yaml'
+    f.write_text('/rover1/pure_pursuit:\n  ros__parameters:\n    lookahed_dist: 2.0\n'
+                 'explorer:\n  ros__parameters:\n    beta: -1.0\n')
+    with pytest.raises(RuntimeError) as info:
+        _explore_configuration({'params_file': str(f), 'namespace': 'rover1', 'run_dir': '/proc/run'}, tmp_path)
+    assert str(info.value) == (
+        f"{f}: node /rover1/explorer: parameter 'beta' = -1.0 is invalid: out of range; allowed: a float in [0, 100]; "
+        f"{f} line 3: 'lookahed_dist' is not a parameter of node /rover1/pure_pursuit (did you mean "
+        "'lookahead_dist'?)")
+    assert list(tmp_path.iterdir()) == [f]
+    f.write_text('explorer:\n  ros__parameters:\n    beta: 1.0\n')
+    with pytest.raises(RuntimeError, match="parameter 'run_dir' = '/proc/run': /proc is on the kernel file system"):
+        _explore_configuration({'params_file': str(f), 'namespace': 'rover1', 'run_dir': '/proc/run'}, tmp_path)
+    assert list(tmp_path.iterdir()) == [f]
+
+
+def test_unknown_launch_arguments_are_named_with_the_closest_declared_one():
+    from uncertain_bo.ros.launch_args import unknown_arguments
+    declared = [name for name, _, _ in _arguments(_tree('sim.launch.py'))]
+    given = {'measurment': '5', 'seed': '3', 'launch-prefix': 'gdb -ex run --args', 'zzz': '1'}
+    assert unknown_arguments(given, declared, 'sim.launch.py') == [
+        'launch argument measurment:=5 is not an argument of sim.launch.py (did you mean measurements?); see '
+        '`ros2 launch uncertain_bo sim.launch.py --show-args`',
+        'launch argument zzz:=1 is not an argument of sim.launch.py; see `ros2 launch uncertain_bo sim.launch.py '
+        '--show-args`']
+
+
+def test_unknown_arguments_are_refused_only_where_ros2_launch_was_given_this_file(tmp_path):
+    """Included from another launch file, this file sees that file's launch configurations too: not mistakes."""
+    from uncertain_bo.ros.launch_args import launched_directly
+    sim = str(LAUNCH / 'sim.launch.py')
+    assert launched_directly(sim, ['ros2', 'launch', 'uncertain_bo', 'sim.launch.py', 'measurment:=5'])
+    assert launched_directly(sim, ['ros2', 'launch', '-d', 'uncertain_bo', 'sim.launch.py'])
+    assert launched_directly(sim, ['ros2', 'launch', sim, 'seed:=1'])
+    assert launched_directly(sim, ['ros2', 'launch', os.path.relpath(sim)])
+    assert not launched_directly(sim, ['ros2', 'launch', 'my_robot', 'bringup.launch.py', 'robot:=a'])
+    assert not launched_directly(sim, ['ros2', 'launch', 'my_robot', 'sim.launch.py'])   # another package's
+    assert not launched_directly(sim, ['pytest', 'test/test_launch_files.py'])
 
 
 # ------------------------------------------------------------------ part 2: with launch / launch_ros
@@ -269,7 +395,8 @@ def _load(name):
 
 
 def _run_opaque(module, overrides=None):
-    """Declare the arguments (defaults + overrides) and run the node-creating OpaqueFunction."""
+    """Declare the arguments (defaults + overrides), then run the OpaqueFunctions in order: the refusal of unknown
+    arguments (which returns nothing) and the node-creating one, whose actions are returned."""
     from launch import LaunchContext
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
 
@@ -282,8 +409,9 @@ def _run_opaque(module, overrides=None):
             entity.execute(context)
         elif isinstance(entity, OpaqueFunction):
             opaque.append(entity)
-    assert len(opaque) == 1
-    return ld, opaque[0].execute(context)
+    assert len(opaque) == 2
+    assert opaque[0].execute(context) == []
+    return ld, opaque[1].execute(context)
 
 
 def _nodes(actions):
@@ -323,18 +451,20 @@ def test_sim_launch_parameters(launch_api, tmp_path):
     assert default['sim_rover'][-1] == {'use_sim_time': False}
     assert default['ekf'][-1] == default['pure_pursuit'][-1] == {'use_sim_time': True}
     extent = yaml.safe_load((CONFIG / 'sim.yaml').read_text())['sim_rover']['ros__parameters']['field_extent']
-    assert default['explorer'][-1] == {'use_sim_time': True, 'exit_when_done': True, 'search_bounds': extent}
+    assert default['explorer'][-1] == {'use_sim_time': True, 'exit_when_done': True, 'search_bounds': extent,
+                                       'reading_unit': 'm (elevation)'}
 
     user = tmp_path / 'mine.yaml'
     user.write_text('sim_rover:\n  ros__parameters:\n    field_extent: [0.0, 50.0, 0.0, 60.0]\n')
-    args = {'params_file': str(user), 'field': 'my.csv', 'seed': '7', 'measurements': '3',
+    args = {'params_file': str(user), 'field': 'jacksboro-rough', 'seed': '7', 'measurements': '3',
             'run_dir': 'rel/run', 'use_sim_time': 'false', 'exit_when_done': 'False'}
     p = module.graph_parameters(args, str(ROOT))
     assert p['explorer'][:-1] == [*files, str(user)]
-    assert p['sim_rover'][-1] == {'use_sim_time': False, 'field': 'my.csv', 'seed': 7}
+    assert p['sim_rover'][-1] == {'use_sim_time': False, 'field': 'jacksboro-rough', 'seed': 7}
     assert p['ekf'][-1] == {'use_sim_time': False}
     assert p['explorer'][-1] == {'use_sim_time': False, 'exit_when_done': False, 'seed': 7, 'max_measurements': 3,
-                                 'run_dir': os.path.abspath('rel/run'), 'search_bounds': [0.0, 50.0, 0.0, 60.0]}
+                                 'run_dir': os.path.abspath('rel/run'), 'search_bounds': [0.0, 50.0, 0.0, 60.0],
+                                 'reading_unit': 'none'}
     # the user's own explorer search_bounds win over the field extent
     user.write_text('explorer:\n  ros__parameters:\n    search_bounds: [10.0, 20.0, 10.0, 20.0]\n')
     assert 'search_bounds' not in module.graph_parameters({'params_file': str(user)}, str(ROOT))['explorer'][-1]
@@ -421,13 +551,43 @@ def test_explore_launch_namespace_reads_files_as_rcl_does(launch_api, tmp_path):
     from uncertain_bo.param_files import load_param_file
     module = _load('explore.launch.py')
     user = tmp_path / 'mine.yaml'
-    user.write_text(yaml.dump({'explorer': {'ros__parameters': {'search_bounds': (0.0, 60.0, 0.0, 40.0),
-                                                                'frame_id': 'y', 'max_measurements': 20}},
-                               '/**': {'ros__parameters': {'use_sim_time': True}}}))
-    assert '!!python/tuple' in user.read_text()
+
+    def write(frame_id):
+        user.write_text(yaml.dump({'explorer': {'ros__parameters': {'search_bounds': (0.0, 60.0, 0.0, 40.0),
+                                                                    'frame_id': frame_id, 'max_measurements': 20}},
+                                   '/**': {'ros__parameters': {'use_sim_time': True}}}))
+        assert '!!python/tuple' in user.read_text()
+    write('y')   # yaml.dump writes 'y' bare: rcl reads a boolean, which the node would refuse; so does the launch
+    assert load_param_file(user)['explorer']['frame_id'] is True
+    with pytest.raises(RuntimeError, match=f"{user}: node /rover1/explorer: parameter 'frame_id' = True is invalid"):
+        module.node_configuration({'namespace': 'rover1', 'params_file': str(user)}, str(ROOT))
+    write('site_map')
     conf = module.node_configuration({'namespace': 'rover1', 'params_file': str(user)}, str(ROOT))
     rekeyed = load_param_file(conf['explorer']['parameters'][2])
     original = load_param_file(user)
     assert rekeyed == {'rover1/explorer': original['explorer'], '/**': original['/**']}
     assert original['explorer']['search_bounds'] == [0.0, 60.0, 0.0, 40.0]
-    assert original['explorer']['frame_id'] is True      # yaml.dump writes 'y' bare: rcl reads a boolean
+
+
+@pytest.mark.parametrize('name', sorted(p.name for p in LAUNCH.glob('*.launch.py')))
+def test_a_misspelt_launch_argument_is_refused_before_anything_starts(launch_api, name, monkeypatch):
+    """``ros2 launch uncertain_bo sim.launch.py measurment:=5`` ran the shipped 30 measurements: launch hands every
+    NAME:=VALUE to the file. The first action after the declarations refuses it, before any node or rviz2."""
+    from launch import LaunchContext
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
+    monkeypatch.setattr('sys.argv', ['ros2', 'launch', PACKAGE, name, 'measurment:=5'])
+    ld = _load(name).generate_launch_description()
+    context = LaunchContext()
+    context.launch_configurations['measurment'] = '5'
+    first = next(i for i, e in enumerate(ld.entities) if not isinstance(e, DeclareLaunchArgument))
+    assert all(isinstance(e, DeclareLaunchArgument) for e in ld.entities[:first])
+    refusal = ld.entities[first]
+    assert isinstance(refusal, OpaqueFunction)
+    for entity in ld.entities[:first]:
+        entity.execute(context)
+    with pytest.raises(RuntimeError) as info:
+        refusal.execute(context)
+    assert str(info.value) == (f'launch argument measurment:=5 is not an argument of {name} (did you mean '
+                               f'measurements?); see `ros2 launch {PACKAGE} {name} --show-args`')
+    context.launch_configurations.pop('measurment')
+    assert refusal.execute(context) == []   # the declared ones (their defaults) pass

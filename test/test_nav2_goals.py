@@ -2,7 +2,6 @@
 nav2_msgs built from the action's interface at test time (test/nav2_stand_in.py): rejected, aborted, succeeded
 with feedback, cancelled. Own rclpy context on ROS domain 80 + pid % 10."""
 import os
-import sys
 import time
 
 import pytest
@@ -33,16 +32,9 @@ def test_goal_interface_choice(monkeypatch):
 def navigate_to_pose():
     import nav2_stand_in
     try:
-        python_dir, lib_dir = nav2_stand_in.build()
+        return nav2_stand_in.navigate_to_pose()[0]
     except nav2_stand_in.Unavailable as exc:
         pytest.skip(f'stand-in nav2_msgs: {exc}')
-    nav2_stand_in.load_libraries(lib_dir)
-    sys.path.insert(0, str(python_dir))
-    try:
-        from nav2_msgs.action import NavigateToPose
-    finally:
-        sys.path.remove(str(python_dir))
-    return NavigateToPose
 
 
 def test_rejected_aborted_succeeded_and_cancelled_goals(context, navigate_to_pose):

@@ -12,6 +12,7 @@ from uncertain_bo.operator_view import (GridScale, Level, StatusReporter, colour
 from uncertain_bo.parameters import validate
 from uncertain_bo.planner import Planner
 
+from explorer_cycle import settle
 from recording_host import RecordingHost
 
 
@@ -65,9 +66,11 @@ def test_status_levels_follow_the_explorer_state():
     values = dict(r.values)
     assert r.level is Level.WARN and values['rejected pose: wrong frame_id'] == '1'
     assert 'rejected' in r.message and "'odom'" in values['last rejection']
-    ex.on_pose(PoseEstimate(1.0, 'map', np.ones(2), np.eye(2) * 0.1), now=1.0)
-    ex.tick(1.0)
-    r = rep.report(ex, 1.1)
+    ex.on_pose(PoseEstimate(0.0, 'map', np.ones(2), np.eye(2) * 0.1), now=0.0)
+    r = rep.report(ex, 0.0)              # the pose gate confirms the first place: several poses must agree
+    assert r.level is Level.WARN and 'confirming the first place: 1 of 5' in r.message
+    settle(ex, np.ones(2), 2.1, make_pose=lambda t, xy: PoseEstimate(t, 'map', xy, np.eye(2) * 0.1))
+    r = rep.report(ex, 2.2)
     assert r.level is Level.OK and r.message.startswith('driving to target 1/')
     assert dict(r.values)['state'] == 'driving' and 'last decision (UTC)' in dict(r.values)
     r = rep.report(ex, 10.0)                                                      # no pose for 9 s
@@ -109,8 +112,7 @@ def test_status_counts_skipped_targets_and_keep_out_zones():
     params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 10.0, 0.0, 10.0]})
     ex = Explorer(Planner(torch.tensor([[0.0, 0.0], [10.0, 10.0]]), GaussianExecutionNoise.isotropic(1.0, 2)),
                   RecordingHost(), params)
-    ex.on_pose(PoseEstimate(0.0, 'map', np.ones(2), np.eye(2) * 0.01), now=0.0)
-    ex.tick(0.0)
+    settle(ex, np.ones(2), 0.0, make_pose=lambda t, xy: PoseEstimate(t, 'map', xy, np.eye(2) * 0.01))
     ex.goal_failed('aborted by the controller', 'no valid path', 0.5)
     values = dict(StatusReporter().report(ex, 0.5).values)
     assert values['targets skipped'] == '1' and values['keep-out zones'] == '1'

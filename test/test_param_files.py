@@ -7,13 +7,15 @@ wildcards, namespaced and nested section keys, and rcl's scalar typing.
 """
 import math
 import os
+import re
 
 import pytest
 import yaml
 
 from uncertain_bo.parameters import ParameterError
-from uncertain_bo.param_files import (format_param_file, load_param_file, merged_sections, node_parameters,
-                                      read_param_file, rcl_scalar)
+from uncertain_bo.param_files import (MAX_FILE_BYTES, UnknownParameter, format_param_file, load_param_file,
+                                      merged_sections, namespaced_sections, node_parameters, parameter_rule_value,
+                                      read_param_file, rcl_scalar, unknown_parameters)
 
 DOMAIN_ID = 60 + os.getpid() % 20
 
@@ -214,3 +216,75 @@ def test_declared_parameters_drop_what_wildcards_set_for_other_nodes(tmp_path):
     assert declared_parameters([f], 'sim_rover', ['seed', 'fix_rate']) == {'seed': 3, 'fix_ratee': 2.0}
     assert declared_parameters([f], 'explorer', ['seed', 'search_bounds']) == {
         'seed': 3, 'search_bounds': [0.0, 1.0, 0.0, 1.0]}
+
+
+def test_unknown_parameters_are_those_of_the_node_s_own_sections(tmp_path):
+    """The mechanism behind every refusal of a misspelt name (nodes, launch files, check, demo): a section that
+    names the node (``explorer``, ``/**/explorer``) is judged, with the key's own line and the closest declared
+    name; a wildcard's names (``/**``, ``/*``) may be any node's and are not; nor are rclpy's own parameters."""
+    f = tmp_path / 'p.yaml'
+    f.write_text('/**:\n  ros__parameters:\n    frequency: 30.0\n'
+                 'explorer:\n  ros__parameters:\n    beta: 2.0\n    use_sim_time: true\n\n    max_measurement: 8\n'
+                 '    qos_overrides:\n      /plan:\n        publisher:\n          depth: 5\n'
+                 '/**/explorer:\n  ros__parameters:\n    zzz: 1\n'
+                 '/*:\n  ros__parameters:\n    other_nodes_parameter: 1\n'
+                 'pure_pursuit:\n  ros__parameters:\n    lookahead: 1.0\n')
+    known = ['beta', 'max_measurements', 'search_bounds']
+    assert unknown_parameters([f], 'explorer', known) == [
+        UnknownParameter('max_measurement', '/explorer', str(f), 'max_measurements', 9),
+        UnknownParameter('zzz', '/explorer', str(f), None, 16)]
+    assert str(unknown_parameters([f], 'explorer', known)[0]) == (
+        f"{f} line 9: 'max_measurement' is not a parameter of node /explorer (did you mean 'max_measurements'?)")
+    # in a namespace the bare section does not reach the node (rcl), the /**/ one does
+    assert [u.name for u in unknown_parameters([f], '/rover1/explorer', known)] == ['zzz']
+    # re-keyed into the namespace (explore.launch.py's namespace:=), it does, with its own file and line
+    rekeyed = namespaced_sections(f, 'rover1', ['explorer', 'pure_pursuit'])
+    assert [(u.name, u.source, u.line) for u in unknown_parameters([rekeyed], '/rover1/explorer', known)] == [
+        ('max_measurement', str(f), 9), ('zzz', str(f), 16)]
+    assert [s.key for s in rekeyed.sections] == ['/**', '/rover1/explorer', '/**/explorer', '/*',
+                                                 '/rover1/pure_pursuit']
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize('rule', ['search_bounds:=[0, 60.0, 0, 40.0]', 'a:=[1, 2]', 'a:=0x10', 'a:=yes', 'a:=1e3',
+                                  'a:={b: 1}', 'a:=[true, 1]', 'explorer:a:=2.5', "a:='5'"])
+def test_parameter_rules_are_read_as_rcl_reads_them(rule):
+    """``-p NAME:=VALUE`` as rcl reads it (rcl is the oracle): the same value, or a refusal that says why (rcl's
+    own: "Couldn't parse parameter override rule ... Sequence should be of same type")."""
+    rclpy = pytest.importorskip('rclpy')
+    from rclpy.node import Node
+    from rclpy.signals import SignalHandlerOptions
+    ctx = rclpy.Context()
+    try:
+        rclpy.init(context=ctx, args=['x', '--ros-args', '-p', rule], domain_id=DOMAIN_ID,
+                   signal_handler_options=SignalHandlerOptions.NO)
+    except Exception:  # noqa: BLE001 - rclpy's RCLError
+        with pytest.raises(ParameterError, match=rf'^-p {re.escape(rule)}: '):
+            parameter_rule_value(rule)
+        return
+    try:
+        name = rule.split(':=')[0].rsplit(':', 1)[-1]
+        node = Node('explorer', context=ctx)
+        want = _plain(node._parameter_overrides[name].value)
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=ctx)
+    assert same(parameter_rule_value(rule), want)
+
+
+@pytest.mark.parametrize('kind', ['device', 'folder', 'fifo', 'oversized'])
+def test_special_and_oversized_files_are_refused_before_they_are_read(kind, tmp_path):
+    """``check /dev/zero`` read the device until MemoryError; a named pipe would block for ever."""
+    f = {'device': lambda: '/dev/zero', 'folder': lambda: str(tmp_path)}.get(kind, lambda: None)()
+    if kind == 'fifo':
+        f = str(tmp_path / 'pipe')
+        os.mkfifo(f)
+    elif kind == 'oversized':
+        f = str(tmp_path / 'big.yaml')
+        with open(f, 'w') as h:
+            h.write('#' * (MAX_FILE_BYTES + 1))
+    what = {'device': 'a character device', 'folder': 'a folder', 'fifo': 'a named pipe'}
+    match = (rf'parameter file {re.escape(f)} is not a regular file \({what[kind]}\)' if kind in what else
+             r'is 1\.0 MiB: a parameter file holds at most 1 MiB')
+    with pytest.raises(ParameterError, match=match):
+        read_param_file(f)

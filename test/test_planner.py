@@ -150,3 +150,85 @@ def test_a_team_rovers_decision_numbers_on_after_the_pending_targets_and_tours_t
     assert [r.get('rover') for r in records if r['type'] == 'decision'] == ['rover0', 'rover1', 'rover0']
     with pytest.raises(ValueError, match='position must be'):
         p.suggest(position=torch.tensor([0.5, float('nan')]))
+
+
+# ----------------------------------------------------------------- the initial design, visited once in its order
+PADDOCK = torch.tensor([[0.0, 0.0], [60.0, 40.0]], dtype=torch.float64)   # m, a field engineer's paddock
+
+
+def drive(planner, steps, skip_at=None):
+    """The targets ``suggest()`` hands a lone rover over ``steps`` measurements, each measured where it was sent;
+    at measurement ``skip_at`` the first target sent is not measurable (a keep-out zone of 3 m, as the explorer
+    adds) and the one decided instead is measured."""
+    from uncertain_bo.optim import OptimizerSettings
+    planner.optimizer = OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=30)
+    sent = []
+    for i in range(steps):
+        target = planner.suggest()
+        if i == skip_at:
+            planner.add_keep_out(target, 3.0, 'sensor silent')
+            sent.append(target)
+            target = planner.suggest()
+        sent.append(target)
+        planner.observe(target, Gaussian(target.reshape(1, 2), 0.04 * torch.eye(2, dtype=torch.float64)[None]),
+                        float(torch.sin(target[0] / 9.0) + torch.cos(target[1] / 7.0)))
+    return torch.stack(sent)
+
+
+@pytest.mark.parametrize('method, horizon', [('ugp_ucb', 1), ('ugp_ucb', 3), ('ugp_bucb', 1)])
+@pytest.mark.parametrize('n_initial, start', [(2, (0.0, 0.0)), (4, (0.0, 0.0)), (4, (60.0, 40.0)),
+                                              (5, (30.0, 20.0)), (6, (60.0, 0.0))])
+def test_a_lone_rover_visits_each_design_target_once_in_its_order_whatever_the_route_horizon(
+        n_initial, start, horizon, method):
+    """The design's targets are handed out once each, in their visiting order (``initial_design``), whatever the
+    route horizon or batch; the decision after them is the acquisition's, not a design target again (the first
+    batch after the design mixes no design target in)."""
+    p = Planner(PADDOCK, GaussianExecutionNoise.isotropic(1.0, 2), method=method, n_initial=n_initial, seed=1,
+                start=torch.tensor(start, dtype=torch.float64), route_horizon=horizon)
+    sent = drive(p, n_initial + 1)
+    assert torch.equal(sent[:n_initial], p.initial_design)
+    assert [d.phase for d in p.decisions[:n_initial + 1]] == ['initial'] * n_initial + ['acquisition']
+    assert torch.cdist(sent[-1:], p.initial_design).min() > 1e-6
+    assert [d.index for d in p.decisions[:n_initial + 1]] == list(range(n_initial + 1))
+
+
+def test_a_design_target_that_cannot_be_measured_is_moved_out_of_its_zone_and_the_tour_goes_on():
+    """A skipped design target (keep-out zone) is measured just outside the zone in its place; every other design
+    target once, in order, with the route horizon on."""
+    p = Planner(PADDOCK, GaussianExecutionNoise.isotropic(1.0, 2), n_initial=5, seed=1,
+                start=torch.tensor([0.0, 0.0], dtype=torch.float64), route_horizon=3)
+    design = p.initial_design
+    sent = drive(p, 5, skip_at=1)
+    assert torch.equal(sent[:2], design[:2])                               # sent, then found not measurable
+    assert (sent[2] - design[1]).norm() == pytest.approx(3.0, rel=1e-5)    # measured at the zone's edge instead
+    assert torch.equal(sent[3:], design[2:])
+    assert [d.index for d in p.decisions] == [0, 1, 1, 2, 3, 4]
+
+
+def test_a_team_rover_is_not_sent_again_to_a_design_target_moved_out_of_a_keep_out_zone():
+    """A design target in a keep-out zone is measured at the zone's edge; it is then taken like any measured target,
+    so no rover of a team is sent to that edge again (each design target once)."""
+    p = Planner(PADDOCK, GaussianExecutionNoise.isotropic(1.0, 2), n_initial=5, seed=0)
+    where = torch.tensor([0.0, 0.0], dtype=torch.float64)
+    first = p.suggest(position=where, rover='rover0')
+    p.add_keep_out(first, 2.0, 'sensor silent')
+    sent = []
+    for _ in range(5):
+        sent.append(p.suggest(position=where, rover='rover0'))
+        p.observe(sent[-1], Gaussian(sent[-1].reshape(1, 2), 0.04 * torch.eye(2, dtype=torch.float64)[None]), 0.5)
+        where = sent[-1]
+    sent = torch.stack(sent)
+    assert (sent[0] - first).norm() == pytest.approx(2.0, rel=1e-5)
+    assert torch.pdist(sent).min() > 1.0                                   # no target twice
+    others = torch.stack([t for t in p.initial_design if not torch.equal(t, first)])
+    assert torch.cdist(others, sent[1:]).min(-1).values.max() < 1e-9       # the other four, each once
+
+
+def test_a_team_rover_gets_one_target_per_call_with_a_batch_method():
+    """A team rover's ``suggest(position=...)`` decides one target even for a batch method: nothing queued that no
+    rover would be sent to (nor counted as pending), and a second rover is given a design target of its own."""
+    p = Planner(PADDOCK, GaussianExecutionNoise.isotropic(1.0, 2), method='ugp_bucb', n_initial=4, seed=0)
+    a = p.suggest(position=torch.tensor([0.0, 0.0]), rover='rover0')
+    b = p.suggest(pending=a, position=torch.tensor([60.0, 40.0]), rover='rover1')
+    assert len(p.queued) == 0 and [d.index for d in p.decisions] == [0, 1]
+    assert torch.cdist(torch.stack([a, b]), p.initial_design).min(-1).values.max() < 1e-9 and not torch.equal(a, b)

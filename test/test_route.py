@@ -77,3 +77,26 @@ def test_dtype_and_device_follow_the_points():
 def test_malformed_input_is_refused(points, start, match):
     with pytest.raises(ValueError, match=match):
         shortest_open_tour(points, start)
+
+
+def literal_greedy(points, start):
+    """The nearest-neighbour tour as its definition reads: a Python loop over the points left (ties: lower index)."""
+    pts, pos, left, order = np.asarray(points), np.asarray(start, dtype=float), list(range(len(points))), []
+    while left:
+        j = min(left, key=lambda k: (np.linalg.norm(pts[k] - pos), k))
+        order.append(j)
+        left.remove(j)
+        pos = pts[j]
+    return order
+
+
+@pytest.mark.parametrize('dim', [1, 2, 3])
+def test_the_nearest_neighbour_tour_is_the_literal_greedy_loop_ties_included(dim):
+    rng = np.random.default_rng(dim)
+    for trial in range(30):
+        pts = rng.uniform(0, 100, (int(rng.integers(1, 40)), dim))
+        if trial % 2:
+            pts = np.round(pts / 20) * 20          # a coarse grid: equal distances and repeated points
+        start = rng.uniform(0, 100, dim)
+        got = nearest_neighbour_tour(torch.as_tensor(pts, dtype=DT), torch.as_tensor(start, dtype=DT))
+        assert got.tolist() == literal_greedy(pts, start)

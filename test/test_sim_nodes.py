@@ -187,3 +187,70 @@ def test_closed_loop_on_the_particle_filter_localiser(graph):
     assert np.linalg.norm(pts.mean(0) - true_xy) < 1.5
     for m in g.filtered[::10]:
         assert cv.validate_position_covariance(cv.ros_covariance_to_xy(m.pose.covariance)) is None
+
+
+class _WallClock:
+    """A stand-in for the ``time`` module in sim_rover: ``monotonic()`` reads ``now``, set by the test."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self):
+        return self.now
+
+
+def test_a_gap_in_which_the_node_did_not_run_does_not_step_the_lockstep(context, monkeypatch):
+    """The executor blocked 3 s (the in-process demo's explorer deciding inline; a starved process) while the
+    controller's cmd_vel waited in the queue: the timer, served first, must not step without it, so each answer
+    steps once (a step per gap would leave one more step circulating in the loop for good: the clock running
+    ahead of the estimates). A controller that really does not answer still gets its timeout step."""
+    from uncertain_bo.ros import sim_rover
+    wall = _WallClock()
+    monkeypatch.setattr(sim_rover, 'time', wall)
+    sim = SimRoverNode(context=context, parameter_overrides=parameter_overrides(
+        {'status_period': 0.0, 'lockstep_timeout': 1.0}))
+    try:
+        rover = sim.rovers[0]
+        period = 0.05                              # the lockstep timer's period (s)
+        sim._on_timer()
+        sim._on_cmd_vel(rover, Twist())            # the answer to the first step: step 1
+        assert (sim.steps, sim.timeout_steps) == (1, 0)
+        wall.now += 3.0                            # the executor ran something else for 3 s
+        sim._on_timer()                            # served before the queued cmd_vel
+        sim._on_cmd_vel(rover, Twist())
+        assert (sim.steps, sim.timeout_steps) == (2, 0)
+        for _ in range(round(1.0 / period) + 1):   # no answer while the node runs: one timeout step
+            wall.now += period
+            sim._on_timer()
+        assert (sim.steps, sim.timeout_steps) == (3, 1)
+    finally:
+        sim.destroy_node()
+
+
+def test_a_stamped_command_from_before_the_last_step_does_not_answer_it(context, monkeypatch):
+    """With stamped_cmd_vel a command stamped before the step published last (it was on its way when a timeout step
+    was taken) is used but answers nothing: the loop keeps one step in flight."""
+    from geometry_msgs.msg import TwistStamped
+    from uncertain_bo.ros import sim_rover
+    wall = _WallClock()
+    monkeypatch.setattr(sim_rover, 'time', wall)
+    sim = SimRoverNode(context=context, parameter_overrides=parameter_overrides(
+        {'status_period': 0.0, 'lockstep_timeout': 1.0, 'stamped_cmd_vel': True}))
+
+    def command(stamp, v=0.5):
+        return cv.make_twist(v, 0.0, stamped=True, stamp=stamp)
+    try:
+        rover = sim.rovers[0]
+        assert isinstance(command(0.0), TwistStamped)
+        sim._on_timer()
+        sim._on_cmd_vel(rover, command(0.0))           # answers step 0 (t = 0): step 1
+        for _ in range(22):                           # the controller is slow: a timeout step (t = 0.2)
+            wall.now += 0.05
+            sim._on_timer()
+        assert (sim.steps, sim.timeout_steps) == (2, 1)
+        sim._on_cmd_vel(rover, command(0.1, v=0.7))    # the late answer to step 1: used, no step
+        assert sim.steps == 2 and rover.cmd == (0.7, 0.0)
+        sim._on_cmd_vel(rover, command(0.2))           # the answer to step 2
+        assert (sim.steps, sim.timeout_steps) == (3, 1)
+    finally:
+        sim.destroy_node()

@@ -98,7 +98,7 @@ def test_initial_step_and_params(plane):
 
 def test_live_params_dict_and_field_loading():
     params = defaults(WORLD_PARAMS)
-    params.update(field_extent=[0.0, 50.0, 0.0, 50.0], fix_rate=0.0, sim_rate=20.0)
+    params.update(field_extent=[0.0, 50.0, 0.0, 50.0], initial_x=25.0, initial_y=25.0, fix_rate=0.0, sim_rate=20.0)
     w = SimWorld.from_params(params)
     assert w.field.name == 'jacksboro-smooth' and w.field.bounds == (0.0, 50.0, 0.0, 50.0)
     assert all(s.fix is None for s in drive(w, 40))

@@ -60,7 +60,10 @@ def test_two_rovers_one_planner_and_a_silent_rover_is_dropped(context, tmp_path)
     assert {r['rover'] for r in records if r['type'] == 'decision'} == set(ROVERS)
     result = json.loads((tmp_path / 'explorer_result.json').read_text())
     assert result['measurements'] == 3 and result['rovers']['rover0']['measurements'] == 3
-    assert re.match(r'no (pose|reading) for 1\.\d s.*silence_timeout = 1 s', result['rovers']['rover1']['dropped'])
+    # the drop names the silent input's topic and type
+    assert re.match(r'no (pose on /rover1/odometry/filtered \(nav_msgs/msg/Odometry\)|reading on /rover1/reading '
+                    r'\(sensor_msgs/msg/Temperature\)) for 1\.\d s.*silence_timeout = 1 s',
+                    result['rovers']['rover1']['dropped'])
     # one DiagnosticStatus per rover, named with it; the dropped one says so
     last = {s.name: s for s in probe.diagnostics[-1].status}
     assert set(last) == {'team_explorer: rover0 exploration', 'team_explorer: rover1 exploration'}

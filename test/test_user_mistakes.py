@@ -41,6 +41,14 @@ def corrupt_middle(path: Path) -> None:
     path.write_bytes(b'\n'.join(lines))
 
 
+def corrupt_version(path: Path) -> None:
+    """A header whose version cannot be read: every reader refuses it (a damaged middle line is skipped and counted
+    by a resuming explorer, and refused only by report and export)."""
+    lines = path.read_bytes().split(b'\n')
+    lines[0] = lines[0].replace(b'"version":1', b'"version":"abc"')
+    path.write_bytes(b'\n'.join(lines))
+
+
 # ----------------------------------------------------------------------------- bad field files
 def field_file(kind: str, tmp: Path) -> str:
     """Path of a bad ``--field`` of the given kind."""
@@ -159,16 +167,16 @@ CASES = [
     Case('field_sensor field:=missing',
          lambda t, r: lambda: run_node_main('uncertain_bo.ros.field_sensor', ['-p', f'field:={t / "nope.npz"}']),
          r'field file .*nope\.npz does not exist'),
-    Case('explorer corrupted middle journal line',
-         lambda t, r: (corrupt_middle(r / 'journal.jsonl'),
+    Case('explorer journal version unreadable',
+         lambda t, r: (corrupt_version(r / 'journal.jsonl'),
                        lambda: run_node_main('uncertain_bo.ros.explorer', ['-p', f'run_dir:={r}']))[1],
-         r'journal .* line 3 is damaged'),
-    Case('demo corrupted middle journal line',
-         lambda t, r: (corrupt_middle(r / 'journal.jsonl'), lambda: run_cli(['demo', '--out', r]))[1],
-         r'journal .* line 3 is damaged'),
+         r"journal\.jsonl line 1: header 'version' is 'abc', not an integer"),
+    Case('demo journal version unreadable',
+         lambda t, r: (corrupt_version(r / 'journal.jsonl'), lambda: run_cli(['demo', '--out', r]))[1],
+         r"journal\.jsonl line 1: header 'version' is 'abc', not an integer"),
     Case('report corrupted middle journal line',
          lambda t, r: (corrupt_middle(r / 'journal.jsonl'), lambda: run_cli(['report', r]))[1],
-         r'journal .* line 3 is damaged'),
+         r'journal\.jsonl line 3: line is not a journal record'),
     Case('demo search_bounds outside the field',
          lambda t, r: lambda: run_cli(['demo', '--out', r, '--params', _params(
              t, 'explorer:\n  ros__parameters:\n    search_bounds: [1000.0, 1050.0, 1000.0, 1050.0]\n')]),
@@ -190,7 +198,39 @@ CASES = [
     *[Case(f'sim_rover field:={k}', (lambda k: lambda t, r: lambda: run_node_main(
         'uncertain_bo.ros.sim_rover', ['-p', f'field:={field_file(k, t)}']))(k), FIELD_ERRORS[k])
       for k in ('missing', 'npz-garbage', 'all-nan-grid')],
+    # a name the node does not declare: rclpy ignored it and the node ran with the default (max_measurement: 8 ran
+    # 30 measurements); every node of the package refuses it now, naming the file, the line and the closest name
+    *[Case(f'{node} misspelt parameter in its params file', (lambda node: lambda t, r: lambda: run_node_main(
+        f'uncertain_bo.ros.{node}', ['--params-file', _params(t, _misspelt_section(node)), '-p', f'run_dir:={r}']
+        if 'explorer' in node else ['--params-file', _params(t, _misspelt_section(node))]))(node),
+        rf"params\.yaml line 3: '\w+' is not a parameter of node /{node} \(did you mean '\w+'\?\)")
+      for node in ('explorer', 'team_explorer', 'pure_pursuit', 'sim_rover', 'ekf', 'particle_filter', 'field_sensor',
+                   'sensor_covariance')],
+    Case('explorer misspelt -p parameter',
+         lambda t, r: lambda: run_node_main('uncertain_bo.ros.explorer', ['-p', 'max_measurement:=8',
+                                                                          '-p', f'run_dir:={r}']),
+         r"the command line \(-p max_measurement:=8\): 'max_measurement' is not a parameter of node /explorer "
+         r"\(did you mean 'max_measurements'\?\)"),
+    Case('explorer -p array of mixed types',
+         lambda t, r: lambda: run_node_main('uncertain_bo.ros.explorer', ['-p', 'search_bounds:=[0, 60.0, 0, 40.0]',
+                                                                          '-p', f'run_dir:={r}']),
+         r"-p search_bounds:=\[0, 60.0, 0, 40.0\]: parameter 'search_bounds': an array holds values of one type, "
+         r"but '60.0' is a double among integers \(write every number with a decimal point"),
+    Case('demo --params /dev/zero', lambda t, r: lambda: run_cli(['demo', '--out', r, '--params', '/dev/zero']),
+         r'parameter file /dev/zero is not a regular file \(a character device\)'),
+    Case('demo misspelt parameters',
+         lambda t, r: lambda: run_cli(['demo', '--out', r, '--params', _params(
+             t, 'explorer:\n  ros__parameters:\n    max_measurement: 8\n    bta: 2.0\n')]),
+         r"params\.yaml line 3: 'max_measurement' is not a parameter of node /explorer \(did you mean "
+         r"'max_measurements'\?\); .*params\.yaml line 4: 'bta' is not a parameter of node /explorer"),
 ]
+
+
+def _misspelt_section(node: str) -> str:
+    """A parameter file whose section for ``node`` sets one of its parameters under a misspelt name (line 3)."""
+    from uncertain_bo.ros.nodes import node_specs
+    name = node_specs(node)[0].name
+    return f'{node}:\n  ros__parameters:\n    {name[:-1]}: 1\n'
 
 
 @pytest.mark.parametrize('case', [pytest.param(c, id=c.name) for c in CASES])
@@ -235,7 +275,11 @@ def test_complete_last_record_without_newline_survives_every_reader(tmp_path, ca
 @pytest.mark.parametrize('script, args, expect', [
     ('uncertain-bo', ['demo', '--out', '{file}'], r'is a file, not a folder'),
     ('explorer', ['--ros-args', '--params-file', '{bad_yaml}'], r'is not valid YAML'),
-], ids=['demo-out-file', 'explorer-bad-yaml'])
+    ('explorer', ['--ros-args', '--params-file', '{typo_yaml}'],
+     r"^error: .*typo\.yaml line 3: 'max_measurement' is not a parameter of node /explorer \(did you mean "
+     r"'max_measurements'\?\)$"),
+    ('uncertain-bo', ['check', '/dev/zero'], r'^error: parameter file /dev/zero is not a regular file'),
+], ids=['demo-out-file', 'explorer-bad-yaml', 'explorer-misspelt-parameter', 'check-dev-zero'])
 def test_console_scripts_print_one_line(script, args, expect, tmp_path):
     exe = Path(sys.executable).parent / script          # pip: next to the interpreter
     if not exe.exists():                                  # colcon/apt: <prefix>/lib/uncertain_bo (ros2 run's place)
@@ -250,8 +294,11 @@ def test_console_scripts_print_one_line(script, args, expect, tmp_path):
         pytest.importorskip('rclpy')
     bad = tmp_path / 'bad.yaml'
     bad.write_text('explorer:\n  ros__parameters:\n    beta: [1,\n')
+    typo = tmp_path / 'typo.yaml'   # the field engineer's file: runs 30 measurements, not 8, unless refused
+    typo.write_text(f"explorer:\n  ros__parameters:\n    max_measurement: 8\n    run_dir: '{tmp_path / 'run'}'\n")
     f = _file(tmp_path)
-    argv = [a.format(file=f, bad_yaml=bad) for a in args]
+    argv = [a.format(file=f, bad_yaml=bad, typo_yaml=typo) for a in args]
+    before = sorted(tmp_path.iterdir())
     # the source tree first, then what was there (on a ROS machine rclpy comes from /opt/ros through PYTHONPATH)
     pythonpath = os.pathsep.join(p for p in (str(Path(__file__).resolve().parent.parent), os.environ.get('PYTHONPATH'))
                                  if p)
@@ -261,3 +308,4 @@ def test_console_scripts_print_one_line(script, args, expect, tmp_path):
     assert 'Traceback' not in r.stderr
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith('error: ') and re.search(expect, lines[0]), r.stderr
+    assert sorted(tmp_path.iterdir()) == before, 'nothing is written'   # no run folder, no runs/<date-time>

@@ -21,6 +21,7 @@ COMMANDS = [
     'uncertain_bo.export_cli',      # export: a run's observations journal as CSV
     'uncertain_bo.ros.check',       # check: validate a robot's ROS 2 parameter file, starting nothing
     'uncertain_bo.param_yaml',      # params: a node's parameter file, generated from its parameter specs
+    'uncertain_bo.survey_map.cli',  # map: a survey's posterior map (GeoTIFF, PNG, peak.json)
 ]
 
 

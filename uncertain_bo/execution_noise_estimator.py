@@ -70,10 +70,20 @@ class ExecutionNoiseEstimator:
     def add(self, target: Tensor, location: LocationDistributions) -> None:
         """One reached goal: the commanded ``target`` (``(d,)``, m) and the location distribution the measurement
         was taken with (batch of 1; its mean and covariance)."""
-        e = (location.mean[0] - target).to(self._sum)
-        sign = EXECUTION_FEEDBACK[self.feedback]
-        self._sum += torch.outer(e, e) + sign * location.covariance[0].to(self._sum)
+        self._sum += self._evidence(target, location)
         self.n += 1
+
+    def revise(self, target: Tensor, old: LocationDistributions, new: LocationDistributions) -> None:
+        """A reached goal's location estimate was revised (a smoother, a loop closure:
+        :mod:`uncertain_bo.planner_revisions`): its evidence is that of ``new`` instead of ``old`` (the distribution
+        :meth:`add` or an earlier revision gave), as if the arrival had been localised so from the start. Why the
+        revised pair belongs in the same formula: :meth:`covariance`."""
+        self._sum += self._evidence(target, new) - self._evidence(target, old)
+
+    def _evidence(self, target: Tensor, location: LocationDistributions) -> Tensor:
+        """:math:`\\mathbf e \\mathbf e^\\top + s\\,\\Sigma^L` of one arrival, ``(d, d)``."""
+        e = (location.mean[0] - target).to(self._sum)
+        return torch.outer(e, e) + EXECUTION_FEEDBACK[self.feedback] * location.covariance[0].to(self._sum)
 
     def covariance(self) -> Tensor:
         r"""The learned execution-noise covariance :math:`\hat\Sigma` (``(d, d)``, m²).
@@ -110,6 +120,15 @@ class ExecutionNoiseEstimator:
         arrivals are averaged or the localisation covariance is overstated. Each form is unbiased (for
         :math:`\nu_0 = 0`, before the projection) only under its own execution model; the other is off by
         :math:`2\,\overline{\Sigma^L}`.
+
+        **Revised estimates** (:meth:`revise`). The closed-loop form holds for any location estimate that is the
+        conditional mean given the localiser's data, not only the filter's at arrival: the error :math:`\boldsymbol
+        \eta` of such an estimate is uncorrelated with every function of the data (the orthogonality principle),
+        the estimate and the target among them, so :math:`\boldsymbol\xi = \mathbf e - \boldsymbol\eta` gives
+        :math:`\operatorname{Cov}\boldsymbol\xi = \mathbb E[\mathbf e \mathbf e^\top] + \Sigma^L` for the
+        filtered pair and for a smoothed one alike. A smoother's pair (later data, smaller :math:`\Sigma^L`) is the
+        better evidence, so a revised arrival re-teaches the estimate with its revised pair. In the open-loop model
+        the estimate is a measurement of the executed position with independent error, which a revision of it stays.
         """
         nu0, n = self.prior_weight, self.n
         if nu0 + n == 0:

@@ -7,8 +7,11 @@ readings (``en_route_spacing``) to ``<csv>_en_route.csv`` beside it, and prints 
 decisions, the observation indices a resumed run declared lost (:mod:`uncertain_bo.journal_schema`) and whether the
 run finished (``explorer_result.json``).
 
-A journal that breaks the schema (a damaged record, a duplicated or missing index) is refused before any CSV is
-written: one ``error:`` line naming the line, exit status 2.
+A journal that breaks the schema (a damaged record or line, a duplicated or missing index) is refused before any
+CSV is written: one ``error:`` line naming the line, exit status 2. So is an output that is one of export's inputs
+(``--csv RUN/journal.jsonl``, or a link to the journal or to ``explorer_result.json``), and a ``--csv`` in a folder
+that does not exist or is not writable (:mod:`uncertain_bo.output_files`). The CSVs are written atomically: a
+failure leaves no half-written file.
 """
 from __future__ import annotations
 
@@ -34,23 +37,38 @@ def export(run_dir: Path, csv_path: Path | None = None) -> dict:
     Raises:
         uncertain_bo.journal.JournalError: no journal, or a damaged one (any record breaking the schema; nothing is
             written then).
+        uncertain_bo.user_errors.UsageError: an output is one of the inputs (the journal, ``explorer_result.json``),
+            or cannot be written (its folder is missing or not writable); nothing is written then.
     """
     from .journal import Journal
+    from .output_files import check_outputs, check_writable, replacing
 
     run_dir = Path(run_dir)
     path = run_dir if run_dir.is_file() else run_dir / 'journal.jsonl'
     folder = path.parent
-    journal = Journal(path, read_only=True)
-    obs = journal.observations
-    out = csv_path if csv_path is not None else folder / 'observations.csv'
-    en_route_out = None
-    if str(out) != '-':
-        journal.export_csv(out)
-        if journal.en_route:   # readings taken on the way (en_route_spacing), beside the measurements
-            en_route_out = out.with_name(out.stem + '_en_route' + out.suffix)
-            journal.export_csv(en_route_out, en_route=True)
     result = folder / 'explorer_result.json'
-    summary = {
+    out = csv_path if csv_path is not None else folder / 'observations.csv'
+    to_stdout = str(out) == '-'
+    outputs = [] if to_stdout else [(out, '--csv')]
+    if not to_stdout:   # the en-route readings' CSV beside it, named before the journal is read: checked alike
+        outputs.append((out.with_name(out.stem + '_en_route' + out.suffix), 'the en-route CSV'))
+    check_outputs(outputs, [(path, 'the journal'), (result, "the run's explorer_result.json")])
+    journal = Journal(path, read_only=True)
+    for p, what in outputs:
+        check_writable(p, what)
+    obs = journal.observations
+    en_route_out = None
+    if to_stdout:
+        journal.write_csv(sys.stdout)
+    elif journal.en_route:   # readings taken on the way (en_route_spacing), beside the measurements
+        en_route_out = outputs[1][0]
+        with replacing(out, en_route_out) as (tmp, tmp_en_route):
+            for p, en_route in ((tmp, False), (tmp_en_route, True)):
+                with open(p, 'w', newline='', encoding='utf-8') as fh:
+                    journal.write_csv(fh, en_route=en_route)
+    else:
+        journal.export_csv(out)
+    return {
         'journal': str(path), 'csv': str(out), 'version': journal.header.get('version'),
         'observations': len(obs), 'en_route_readings': len(journal.en_route),
         'en_route_csv': str(en_route_out) if en_route_out is not None else None,
@@ -59,20 +77,14 @@ def export(run_dir: Path, csv_path: Path | None = None) -> dict:
         'lost_indices': journal.checked.lost_indices,
         'finished': result.is_file(),
     }
-    if str(out) == '-':
-        import tempfile
-        with tempfile.TemporaryDirectory() as tmp:
-            sys.stdout.write(journal.export_csv(Path(tmp) / 'o.csv').read_text())
-    return summary
 
 
 def _cli(args) -> int:
-    from .journal import JournalError
-    from .user_errors import report
+    from .user_errors import report, user_error_types
 
     try:
         s = export(args.run_dir, args.csv)
-    except JournalError as exc:
+    except user_error_types() as exc:
         return report(exc)
     out = sys.stderr if str(s['csv']) == '-' else sys.stdout
     print(f"{s['observations']} observations, {s['decisions']} decisions from {s['journal']} "

@@ -9,11 +9,15 @@ the design's legs by 5 % but not the missions (docs/field_suite.md, "Less drivin
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from .route import nearest_neighbour_tour
+
+if TYPE_CHECKING:
+    from .keep_out import KeepOut
 
 __all__ = ['initial_design', 'initial_design_tour', 'rover_design']
 
@@ -57,20 +61,43 @@ def initial_design_tour(points: Tensor, start: Tensor) -> Tensor:
 
 
 def rover_design(design: Tensor, index: int, position: Tensor, measured: Tensor | None, pending: Tensor | None,
-                 bounds: Tensor) -> Tensor:
+                 bounds: Tensor, keep_out: 'KeepOut | None' = None) -> Tensor:
     """``(n, d)`` the initial ``design`` as one rover of a team sees it at decision ``index``: from slot ``index``
-    on, the design targets neither ``measured`` nor ``pending`` (within 1e-9 of the diagonal of ``bounds``
-    ``(2, d)``) as a nearest-neighbour tour from ``position`` ``(d,)``; the slots before it (already handed out) as
-    designed (:meth:`~uncertain_bo.planner.Planner.suggest` with ``position``)."""
+    on, the design targets not taken, as a nearest-neighbour tour from ``position`` ``(d,)``; the slots before it
+    (already handed out) as designed (:meth:`~uncertain_bo.planner.Planner.suggest` with ``position``).
+
+    A design target is taken when a ``measured`` or ``pending`` target ``(k, d)`` lies within 1e-9 of the diagonal
+    of ``bounds`` ``(2, d)`` of it or, when it lies in a zone of ``keep_out``, of the nearest admissible point it is
+    moved to (:meth:`~uncertain_bo.keep_out.KeepOut.admissible`: where it was, or will be, measured instead)."""
     if index >= len(design):
         return design
     taken = [t.reshape(-1, design.shape[-1]) for t in (measured, pending) if t is not None and len(t)]
     left = design
     if taken:
+        taken_at = torch.cat(taken).to(design)
         tol = 1e-9 * float((bounds[1] - bounds[0]).norm())
-        near = torch.cdist(design, torch.cat(taken).to(design)).min(-1).values <= tol
+        near = torch.cdist(design, taken_at).min(-1).values <= tol
+        moved = _moved(design, bounds, keep_out)
+        if moved is not None:
+            near |= torch.cdist(moved, taken_at).min(-1).values <= tol
         left = design[~near]
     tour = initial_design_tour(left, position) if len(left) else left
-    # padded with the design itself when keep-out moved a design target (it is then neither measured nor
-    # pending as designed): the keep-out rule still applies to every pick
+    # padded with the design itself when every target is taken (measured, or pending with another rover): the
+    # keep-out rule still applies to every pick
     return torch.cat([design[:index], tour, design])[:len(design)]
+
+
+def _moved(design: Tensor, bounds: Tensor, keep_out: 'KeepOut | None') -> Tensor | None:
+    """``(n, d)`` the design with each target inside a keep-out zone replaced by its nearest admissible point (None
+    when no target is inside one, or there are no zones)."""
+    if keep_out is None or not len(keep_out):
+        return None
+    inside = keep_out.inside(design)
+    if not bool(inside.any()):
+        return None
+    moved = design.clone()
+    for i in torch.nonzero(inside).flatten().tolist():
+        point = keep_out.admissible(design[i], bounds)
+        if point is not None:
+            moved[i] = point
+    return moved

@@ -4,8 +4,15 @@ A run's journal is the record of every (target, location distribution, reading) 
 It is written as things happen: each record is one JSON line, flushed and ``fsync`` ed before
 :meth:`Journal.append` returns, so a crash or power loss loses at most the record being written. On
 load, a torn (partially written) last line is detected, reported and skipped; the rest loads (a last
-line that only lacks its newline but holds a whole JSON object is complete, and kept). A
-damaged line in the middle is an error (the file was edited or corrupted; nothing is guessed).
+line that only lacks its newline but holds a whole JSON object is complete, and kept). A line in the middle
+that holds no record (not JSON, cut short, nested deeper than :data:`MAX_DEPTH`, an unpaired surrogate) is
+damage like a record that breaks the schema: an error naming the line for a report or an export, skipped and
+counted on resume (nothing is guessed from it).
+
+Loading is total: every line loads, is skipped and counted, or the journal is refused with a
+:class:`JournalError` (one line for the user): a path that is not a regular file (a named pipe would block the
+reader, a device never ends), a first line that is not an ``uncertain_bo`` header, or a header version that is
+not an integer >= 1 or is newer than this reader's.
 
 Layout::
 
@@ -13,9 +20,12 @@ Layout::
     {"type": "observation", "index": 0, "target": [x, y], "location": {...}, "y": 412.3, ...}
     {"type": "en_route", "index": 0, "measurements": 1, "location": {...}, "y": 410.9, ...}
     {"type": "decision", "index": 1, "target": [...], "seconds": 0.21, ...}
+    {"type": "revision", "revises": "observation", "index": 0, "stamp": 1712.4, "location": {...}, ...}
 
 ``en_route`` records are readings taken while driving (no target; ``measurements`` = measurements stored
-before it); ``keep_out`` records (``index``, ``centre``, ``radius``, ``reason``) are targets that could not be
+before it); ``revision`` records are revised locations of earlier readings, append-only (the reading's own record
+keeps where it was taken; :attr:`Journal.revisions`, :meth:`Journal.location`; :mod:`uncertain_bo.planner_revisions`);
+``keep_out`` records (``index``, ``centre``, ``radius``, ``reason``) are targets that could not be
 measured and are never proposed again (:mod:`uncertain_bo.keep_out`); a ``resume`` record declares the indices a
 resumed run lost to damage (:mod:`uncertain_bo.journal_schema`). A reader that does not know a record type
 skips it, so the version stays 1.
@@ -26,9 +36,13 @@ whose header cannot be written does not start (:class:`JournalError` naming the 
 every later one, and written exactly once when the disk takes it (:attr:`Journal.fault` says why meanwhile).
 
 Every record is checked against the journal's schema on load (:mod:`uncertain_bo.journal_schema`: fields, finite
-values within sane magnitudes, valid covariances, observation and en-route indices 0, 1, 2, ... each once). A
-journal read for a report or an export (``read_only``) with a record that breaks it is an error naming the line; a
-run resuming its journal skips such a record, counts it (:attr:`Journal.checked`) and says so.
+values within sane magnitudes, valid covariances, observation and en-route indices 0, 1, 2, ... each once, and the
+semantic checks: the run's identity, points within the search area plus a plausible margin, plausible lost
+indices). A journal read for a report or an export (``read_only``) with a record that breaks it is an error naming
+the line; a run resuming its journal skips such a record, counts it (:attr:`Journal.checked`) and says so.
+
+A new journal's header carries a ``run_id``, and :meth:`Journal.append` writes it into every record, so a line of
+another run's journal is recognised as foreign (:mod:`uncertain_bo.journal_schema`).
 """
 from __future__ import annotations
 
@@ -37,29 +51,86 @@ import json
 import logging
 import math
 import os
+import re
+import secrets
+import stat
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import IO, Any, Callable
 
 import torch
 
 from .distributions import DTYPE, Dirac, Empirical, Gaussian, InvalidDistributionError, LocationDistributions
-from .journal_schema import INDEXED, Checked, check_journal, header_problem
+from .journal_schema import INDEXED, Checked, Damage, check_journal, header_problem, version_problem
 from .journal_storage_faults import DurableAppend, _encode
+from .observation_log import StoredReading
 
 __all__ = ['Journal', 'JournalError', 'Replay', 'replay', 'location_to_record', 'location_from_record', 'FORMAT',
-           'VERSION']
+           'VERSION', 'MAX_DEPTH', 'parse_line']
 
 FORMAT = 'uncertain_bo.journal'
 VERSION = 1
+#: deepest nesting of objects and lists a journal line may have (a record is 4 deep: observation, location,
+#: covariance, row; a later writer's extra fields have room). Deeper lines are damage: Python's JSON reader and
+#: writer recurse, so a line nested 100,000 deep would end a reader in a RecursionError
+MAX_DEPTH = 32
 
 log = logging.getLogger(__name__)
 
 
 class JournalError(RuntimeError):
     """The journal cannot be read or written (wrong format, newer version, damaged middle line)."""
+
+
+def parse_line(line: bytes) -> tuple[Any, str | None]:
+    """One journal line as a record: ``(record, None)``, or ``(None, why it is not one)``.
+
+    A line is a record when it is a UTF-8 JSON object nested at most :data:`MAX_DEPTH` deep whose strings are
+    valid Unicode (no unpaired surrogate escape such as ``"\\ud800"``, which no UTF-8 file can be written with).
+    Whether its fields are valid is the schema's business (:mod:`uncertain_bo.journal_schema`).
+    """
+    try:
+        rec = json.loads(line)
+    except RecursionError:
+        return None, f'nested deeper than {MAX_DEPTH} levels'
+    except (ValueError, UnicodeDecodeError) as exc:   # JSONDecodeError, a 5,000-digit integer, bad UTF-8
+        return None, str(exc)
+    if not isinstance(rec, dict):
+        return None, f'a JSON {type(rec).__name__}, not an object'
+    if _deeper_than(rec, MAX_DEPTH):
+        return None, f'nested deeper than {MAX_DEPTH} levels'
+    if b'\\u' in line:   # escapes may encode a surrogate that no UTF-8 text (a CSV, a summary) can hold
+        try:
+            json.dumps(rec, ensure_ascii=False).encode('utf-8')
+        except UnicodeEncodeError:
+            return None, 'a string holds an unpaired surrogate (\\ud800-\\udfff)'
+    return rec, None
+
+
+_TYPE = re.compile(rb'^\s*\{\s*"type"\s*:\s*"(observation|en_route)"')
+_INDEX = re.compile(rb'"index"\s*:\s*(\d{1,18})\s*[,}]')
+
+
+def _indexed_type(line: bytes) -> dict[str, Any]:
+    """``{'type', 'index'}`` of an observation or en-route line that holds no record, where its text shows them
+    (the writer's own layout: ``{"type": ..., "index": N, ...``), else ``{}``: for the numbering only, so the index
+    of a damaged line is neither reused nor counted missing as well as skipped."""
+    kind, index = _TYPE.match(line), _INDEX.search(line)
+    return {'type': kind.group(1).decode(), 'index': int(index.group(1))} if kind and index else {}
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` deep (iteratively: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = v.values() if isinstance(v, dict) else v
+        stack.extend((c, depth + 1) for c in children if type(c) is list or type(c) is dict)
+    return False
 
 
 def location_to_record(location: LocationDistributions) -> dict[str, Any]:
@@ -115,9 +186,10 @@ class Journal(DurableAppend):
             mission outlives a damaged record).
 
     Raises:
-        JournalError: the file is not an ``uncertain_bo`` journal, was written by a newer version, or is
-            damaged before its last line (or, read-only, does not exist); strict, a record breaks the schema; or
-            (not read-only) it or its folder cannot be created or written (the OS error is in the message).
+        JournalError: the path is not a regular file (a folder, a named pipe, a device); the file is not an
+            ``uncertain_bo`` journal, its header's version is not an integer >= 1 or is newer than this reader's;
+            (read-only) it does not exist; strict, a line holds no record or a record breaks the schema; or (not
+            read-only) it or its folder cannot be created or written (the OS error is in the message).
 
     Attributes:
         checked: what the schema check found: the damage (:attr:`~uncertain_bo.journal_schema.Checked.skipped`
@@ -150,22 +222,60 @@ class Journal(DurableAppend):
         self._torn_from: int | None = None    # file size to cut back to before writing (a failed cut)
         self._lock = threading.Lock()         # the decider thread and the host's may append
         if self.read_only:
-            if not self.path.is_file():
+            raw = self._read()
+            if raw is None:
                 raise JournalError(f'no journal at {self.path}')
-            self._load()
+            self._load(raw)
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            if self.path.exists() and self.path.stat().st_size > 0:
-                self._load()
+            raw = self._read()
+        except OSError as exc:
+            raise JournalError(f'cannot write the journal {self.path}: {exc}') from exc
+        try:
+            if raw:
+                self._load(raw)
             else:
                 self._new_header()
         except OSError as exc:
             raise JournalError(f'cannot write the journal {self.path}: {exc}') from exc
 
+    def _read(self) -> bytes | None:
+        """The file's bytes, or None when there is none. Only a regular file is read: a named pipe would block
+        (a reader waits for a writer), a device such as /dev/zero never ends; opened without blocking and judged by
+        what was opened, so the check and the read are of the same file.
+
+        Raises:
+            JournalError: the path is something else than a regular file, or cannot be read.
+        """
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return None
+        except IsADirectoryError:
+            raise JournalError(f'{self.path} is a folder, not a journal file') from None
+        except OSError as exc:
+            raise JournalError(f'cannot read the journal {self.path}: {exc}') from None
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                what = 'a folder' if stat.S_ISDIR(mode) else 'a named pipe' if stat.S_ISFIFO(mode) else \
+                    'a device' if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else 'a socket' if stat.S_ISSOCK(mode) \
+                    else 'not a regular file'
+                raise JournalError(f'{self.path} is {what}, not a journal file: give the run folder\'s '
+                                   'journal.jsonl, a regular file')
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            return b''.join(chunks)
+        except OSError as exc:
+            raise JournalError(f'cannot read the journal {self.path}: {exc}') from None
+        finally:
+            os.close(fd)
+
     def _new_header(self) -> None:
         self.header = {'type': 'header', 'format': FORMAT, 'version': VERSION,
-                       'created': time.time(), **self.metadata}
+                       'created': time.time(), 'run_id': secrets.token_hex(8), **self.metadata}
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             self._write_line(fd, _encode(self.header))
@@ -182,6 +292,24 @@ class Journal(DurableAppend):
         """En-route reading records (taken while driving, no target) in order."""
         return [r for r in self.records if r.get('type') == 'en_route']
 
+    @property
+    def revisions(self) -> dict[tuple[str, int], list[dict[str, Any]]]:
+        """``(kind, index)`` -> the ``revision`` records of that reading (``'observation'`` or ``'en_route'``), in
+        order: the last is its location now (:mod:`uncertain_bo.planner_revisions`; the schema kept only revisions in
+        order, of readings it kept)."""
+        out: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for r in self.records:
+            if r.get('type') == 'revision':
+                out.setdefault((r['revises'], r['index']), []).append(r)
+        return out
+
+    def location(self, record: dict[str, Any],
+                 revisions: dict[tuple[str, int], list[dict[str, Any]]] | None = None) -> LocationDistributions:
+        """The location distribution of an ``observation`` or ``en_route`` record now: its last revision's, else its
+        own (as taken). ``revisions``: :attr:`revisions`, when the caller has it already."""
+        revs = (self.revisions if revisions is None else revisions).get((record['type'], record['index']))
+        return location_from_record(revs[-1]['location'] if revs else record['location'])
+
     def append(self, record: dict[str, Any]) -> bool:
         """Keep one record in :attr:`records` and write it durably (flush + fsync), after any records still held
         from a storage fault (:mod:`~uncertain_bo.journal_storage_faults`).
@@ -195,43 +323,52 @@ class Journal(DurableAppend):
             ValueError: the record has no ``type`` or holds values JSON cannot represent exactly
                 (NaN/inf); nothing is kept.
         """
+        return self.append_many([record])
+
+    def append_many(self, records: list[dict[str, Any]]) -> bool:
+        """Keep several records in :attr:`records` and write them durably with one write and one fsync (a batch of
+        revisions: :mod:`uncertain_bo.planner_revisions`): on disk all of them or, after a storage fault, none (held in
+        memory, as :meth:`append`'s). A crash during the write may leave a prefix of them, the last line torn, which
+        the loader treats as any torn last record.
+
+        Returns, raises:
+            as :meth:`append`; a record that cannot be encoded keeps the whole batch out.
+        """
         if self.read_only:
             raise JournalError(f'journal {self.path} was opened read-only')
-        if 'type' not in record:
-            raise ValueError('journal records need a "type"')
-        line = _encode(record)
+        run_id = self.header.get('run_id')
+        batch, lines = [], []
+        for record in records:
+            if 'type' not in record:
+                raise ValueError('journal records need a "type"')
+            if isinstance(run_id, str) and 'run_id' not in record:   # the run it belongs to (journal_schema)
+                record = {**record, 'run_id': run_id}
+            batch.append(record)
+            lines.append(_encode(record))
+        if not batch:
+            return self.retry()
         with self._lock:
-            self.records.append(record)
-            self._held.append(line)
+            self.records.extend(batch)
+            self._held.append(b''.join(lines))
             return self._flush()
 
-    def _load(self) -> None:
-        raw = self.path.read_bytes()
+    def _load(self, raw: bytes) -> None:
         lines = raw.split(b'\n')
         torn_tail = lines[-1] != b''  # last line without newline: possibly torn
-        parsed: list[dict[str, Any]] = []
-        numbers: list[int] = []   # the file line of each parsed record
-        good_bytes = 0
+        parsed: list[tuple[int, dict[str, Any]]] = []   # (file line, record)
+        unreadable: list[tuple[int, str, dict]] = []     # (file line, why it holds no record, its type and index)
+        last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
         for i, line in enumerate(lines):
-            is_last = i == len(lines) - 1 or (i == len(lines) - 2 and lines[-1] == b'')
-            if line.strip() == b'':
-                good_bytes += len(line) + 1
+            if not line.strip():
                 continue
-            try:
-                rec = json.loads(line)
-                if not isinstance(rec, dict):
-                    raise ValueError('not an object')
-            except (ValueError, UnicodeDecodeError) as exc:
-                if is_last:
-                    log.warning('journal %s: skipping torn last record (%d bytes): %s',
-                                self.path, len(line), exc)
-                    self.skipped += 1
-                    break
-                raise JournalError(f'journal {self.path} line {i + 1} is damaged ({exc}); '
-                                   'refusing to guess: repair or move the file') from exc
-            parsed.append(rec)
-            numbers.append(i + 1)
-            good_bytes += len(line) + 1
+            rec, problem = parse_line(line)
+            if problem is None:
+                parsed.append((i + 1, rec))
+            elif i == last:
+                log.warning('journal %s: skipping torn last record (%d bytes): %s', self.path, len(line), problem)
+                self.skipped += 1
+            else:
+                unreadable.append((i + 1, problem, _indexed_type(line)))
         # A last line without its newline that parses as a whole JSON object is complete (a torn write
         # cannot end in the object's closing brace): kept; the newline is added before the next append.
         if torn_tail and not self.skipped and not self.read_only:
@@ -241,63 +378,92 @@ class Journal(DurableAppend):
                 os.fsync(fh.fileno())
         if self.skipped and not self.read_only:
             with open(self.path, 'r+b') as fh:  # drop the torn bytes so appends start on a clean line
-                fh.truncate(min(good_bytes, len(raw)))
+                fh.truncate(len(b'\n'.join(lines[:last])) + 1 if last > 0 else 0)
                 fh.flush()
                 os.fsync(fh.fileno())
-            if not parsed:  # killed while writing the header: nothing was recorded yet
+            if not parsed and not unreadable:  # killed while writing the header: nothing was recorded yet
                 log.warning('journal %s held only a torn header: starting it afresh', self.path)
                 self._new_header()
                 return
-        if not parsed or parsed[0].get('type') != 'header' or parsed[0].get('format') != FORMAT:
+        first = min(([parsed[0][0]] if parsed else []) + [u[0] for u in unreadable[:1]], default=None)
+        if first is None or not parsed or parsed[0][0] != first or parsed[0][1].get('type') != 'header' \
+                or parsed[0][1].get('format') != FORMAT:
             raise JournalError(f'{self.path} is not an {FORMAT} file (no header line)')
-        if int(parsed[0].get('version', 0)) > VERSION:
-            raise JournalError(f'{self.path} has journal version {parsed[0]["version"]}; this uncertain_bo '
+        header_line, self.header = parsed[0]
+        problem = version_problem(self.header)
+        if problem:
+            raise JournalError(f'{self.path} line {header_line}: {problem}: the journal\'s version cannot be read '
+                               '(a damaged header: fix the line, e.g. "version": 1)')
+        if self.header['version'] > VERSION:
+            raise JournalError(f'{self.path} has journal version {self.header["version"]}; this uncertain_bo '
                                f'reads up to version {VERSION}: upgrade uncertain_bo')
-        self.header = parsed[0]
-        self._check(numbers[0], list(zip(numbers[1:], parsed[1:])))
+        self._check(header_line, parsed[1:], unreadable)
 
-    def _check(self, header_line: int, lines: list[tuple[int, dict[str, Any]]]) -> None:
+    def _check(self, header_line: int, lines: list[tuple[int, dict[str, Any]]],
+               unreadable: list[tuple[int, str, dict[str, Any]]]) -> None:
         """Keep the records the schema accepts (:mod:`uncertain_bo.journal_schema`); strict, refuse any damage."""
-        self.checked = check_journal(self.header, lines)
+        self.checked = check_journal(self.header, lines, unreadable)
         strict = self.read_only if self.strict is None else self.strict
-        problem = header_problem(self.header)
+        problem = header_problem(self.header, [rec for _, rec in lines])
         if strict and problem:
-            raise JournalError(f'{self.path} line {header_line}: {problem} (a damaged journal: fix the line)')
+            raise JournalError(f'{self.path} line {header_line}: {problem} (a damaged journal: fix the line; a resumed '
+                               'run ignores the field)')
         if strict and self.checked.damage:
             d = self.checked.damage[0]
             advice = ('a line was removed or moved' if not d.skipped else
-                      'fix the line; a resumed run skips it' if d.kind in INDEXED else 'fix or remove the line')
+                      'fix the line; a resumed run skips it' if d.kind in (*INDEXED, '') else 'fix or remove the line')
             raise JournalError(f'{self.path} line {d.line}: {d.message} (a damaged journal: {advice})')
-        if problem:
-            log.warning('journal %s line %d: %s (ignored)', self.path, header_line, problem)
+        if problem:   # kept (its format and version are valid), the field ignored; counted among the problems
+            self.checked.damage.insert(0, Damage(header_line, f'{problem} (the field is ignored)', skipped=False,
+                                                 kind='header'))
         for d in self.checked.damage:
             log.warning('journal %s line %d: %s (%s)', self.path, d.line, d.message,
                         'record skipped' if d.skipped else 'record kept')
         self.records = self.checked.records
 
     def export_csv(self, path: str | Path, en_route: bool = False) -> Path:
-        """Write the observations as CSV: index, target, location mean and covariance, reading, stamps; with
-        ``en_route``, the en-route readings instead (the same columns without the target).
+        """Write the observations as CSV (:meth:`write_csv`) to ``path``, atomically (a failure leaves no half-written
+        file: :func:`~uncertain_bo.output_files.replacing`).
 
         Returns:
             The CSV path.
+
+        Raises:
+            uncertain_bo.user_errors.UsageError: the file cannot be written (the OS error, one line).
         """
-        path = Path(path)
+        from .output_files import replacing
+
+        with replacing(path) as (tmp,):
+            with open(tmp, 'w', newline='', encoding='utf-8') as fh:
+                self.write_csv(fh, en_route)
+        return Path(path)
+
+    def write_csv(self, fh: IO[str], en_route: bool = False) -> None:
+        """Write the observations as CSV to ``fh``: index, target, location mean and covariance as taken, reading,
+        stamps and any other field; with ``en_route``, the en-route readings instead (the same columns without the
+        target). A journal with ``revision`` records adds, after ``y``, each reading's location now (its last
+        revision's, else as taken: ``revised_mean_*``, ``revised_cov_*``), its number of ``revisions`` and the
+        ``revision_stamp`` of the last one (empty where none)."""
         obs = self.en_route if en_route else self.observations
+        revisions = self.revisions
         extra = sorted({k for r in obs for k in r
-                        if k not in ('type', 'index', 'target', 'location', 'y')})
-        with open(path, 'w', newline='', encoding='utf-8') as fh:
-            w = csv.writer(fh)
-            d = location_from_record(obs[0]['location']).dim if obs else 2
-            w.writerow(['index'] + ([] if en_route else [f'target_{i}' for i in range(d)])
-                       + [f'mean_{i}' for i in range(d)]
-                       + [f'cov_{i}{j}' for i in range(d) for j in range(d)] + ['kind', 'y'] + extra)
-            for r in obs:
-                loc = location_from_record(r['location'])
-                w.writerow([r['index'], *([] if en_route else r['target']), *loc.mean[0].tolist(),
-                            *loc.covariance[0].reshape(-1).tolist(), r['location']['kind'], r['y'],
-                            *[_csv_value(r.get(k)) for k in extra]])
-        return path
+                        if k not in ('type', 'index', 'target', 'location', 'y', 'run_id')})
+        w = csv.writer(fh)
+        d = location_from_record(obs[0]['location']).dim if obs else 2
+        moments = [f'mean_{i}' for i in range(d)] + [f'cov_{i}{j}' for i in range(d) for j in range(d)]
+        revised = ([f'revised_{c}' for c in moments] + ['revisions', 'revision_stamp']) if revisions else []
+        w.writerow(['index'] + ([] if en_route else [f'target_{i}' for i in range(d)]) + moments + ['kind', 'y']
+                   + revised + extra)
+        for r in obs:
+            loc = location_from_record(r['location'])
+            row = [r['index'], *([] if en_route else r['target']), *loc.mean[0].tolist(),
+                   *loc.covariance[0].reshape(-1).tolist(), r['location']['kind'], r['y']]
+            if revisions:
+                revs = revisions.get((r['type'], r['index']), [])
+                now = self.location(r, revisions)
+                row += [*now.mean[0].tolist(), *now.covariance[0].reshape(-1).tolist(), len(revs),
+                        revs[-1]['stamp'] if revs else '']
+            w.writerow(row + [_csv_value(r.get(k)) for k in extra])
 
 
 @dataclass
@@ -306,17 +472,22 @@ class Replay:
 
     Attributes:
         start: ``(d,)`` the last start position recorded, or None.
-        observations: ``(target (d,), location, reading, reading variance, goal_reached)`` in journal order
-            (the variance is 0 where the journal has none); en-route readings (``'en_route'`` records) are among
-            them, in their place, with target None and goal_reached False.
+        observations: ``(target (d,), location, reading, reading variance, goal_reached, reading)`` in journal
+            order (the variance is 0 where the journal has none; ``reading`` says which it is: its index, stamps and
+            team keys, :class:`~uncertain_bo.observation_log.StoredReading`); en-route readings (``'en_route'``
+            records) are among them, in their place, with target None and goal_reached False. Each has the location
+            it was stored with: its revisions are in ``revisions``.
+        revisions: the ``revision`` records the schema kept, in journal order
+            (:mod:`uncertain_bo.planner_revisions` applies them).
         decisions: decision records with ``index``, ``target`` ``(d,)``, ``phase``, ``seconds``,
             ``acquisition_value``, ``beta`` (NaN where absent), ``fit_seconds`` and ``rover`` (None where absent).
     """
 
     start: torch.Tensor | None = None
-    observations: list[tuple[torch.Tensor | None, LocationDistributions, float, float, bool]] = field(
+    observations: list[tuple[torch.Tensor | None, LocationDistributions, float, float, bool, StoredReading]] = field(
         default_factory=list)
     decisions: list[dict[str, Any]] = field(default_factory=list)
+    revisions: list[dict[str, Any]] = field(default_factory=list)
 
 
 def replay(journal: Journal, dim: int,
@@ -350,7 +521,9 @@ def replay(journal: Journal, dim: int,
                         'observation' if kind == 'observation' else 'en-route reading', rec.get('index'), exc)
             continue
         out.observations.append((target, loc, float(rec['y']), float(variance),
-                                 kind == 'observation' and not rec.get('goal_timed_out', False)))
+                                 kind == 'observation' and not rec.get('goal_timed_out', False),
+                                 StoredReading.of(kind, rec['index'], rec)))
+    out.revisions = [r for r in journal.records if r.get('type') == 'revision']
     for rec in journal.records:
         if rec.get('type') != 'decision':
             continue

@@ -40,7 +40,7 @@ class DurableAppend:
     @property
     def held(self) -> int:
         """Records kept in memory because a storage fault kept them from the file (0 when all are written)."""
-        return len(self._held)
+        return sum(line.count(b'\n') for line in self._held)   # an entry may be a batch of lines (append_many)
 
     def retry(self) -> bool:
         """Write the records held after a storage fault, in order. Never raises ``OSError``.

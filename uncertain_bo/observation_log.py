@@ -6,21 +6,73 @@ r"""The observations of a run, in the order they arrived: measurements (stops wi
 both kinds apart (the planner's :attr:`~uncertain_bo.planner.Planner.n`, targets, readings and location batches
 count the stops only) and in one arrival order (:attr:`ObservationLog.rows`, the GP's row order), and picks the
 subset a capped hyperparameter fit or the sparse posterior's inducing inputs use (:meth:`ObservationLog.fit_subset`).
+
+Each row also knows which reading it is (:class:`StoredReading`: its journal index among the measurements or the
+en-route readings, its stamps, the team rover and sequence number that delivered it), so a revised location
+distribution (:mod:`uncertain_bo.planner_revisions`) finds its row (:meth:`ObservationLog.row_of`) and replaces the
+location in place (:meth:`ObservationLog.replace_location`): the GP's row order and every count stay as they were.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from .distributions import DTYPE, Gaussian, LocationDistributions, cat, check_covariance
 
-__all__ = ['ObservationLog', 'InvalidObservationError']
+__all__ = ['ObservationLog', 'InvalidObservationError', 'StoredReading', 'READING_KINDS']
+
+#: the two kinds of stored reading, as the journal names their records
+READING_KINDS = ('observation', 'en_route')
 
 
 class InvalidObservationError(ValueError):
     """An observation was rejected (nothing was stored)."""
+
+
+@dataclass(frozen=True)
+class StoredReading:
+    """Which reading a row of the log is.
+
+    Attributes:
+        kind: ``'observation'`` (a measurement at a commanded target) or ``'en_route'`` (a reading taken while
+            driving), as the journal names its record.
+        index: its journal index (among the measurements, or among the en-route readings).
+        stamp: when the reading was taken (the sensor's stamp, s), None when unknown: what a revised trajectory is
+            matched against (:mod:`uncertain_bo.explorer.revisions`).
+        pose_stamp: the stamp of the pose estimate its location distribution came from (s), None when unknown: a
+            revision stamped before it is older than the location it would revise.
+        rover: the team rover that took it (None: a lone rover).
+        seq: that rover's sequence number of it (None: a lone rover).
+    """
+
+    kind: str
+    index: int
+    stamp: float | None = None
+    pose_stamp: float | None = None
+    rover: str | None = None
+    seq: int | None = None
+
+    @classmethod
+    def of(cls, kind: str, index: int, fields: dict) -> 'StoredReading':
+        """The reading ``(kind, index)`` with the stamps and team keys of ``fields`` (an ``observe`` call's extras
+        or its journal record: ``reading_stamp``, ``pose_stamp``, ``rover``, ``seq``; values of another type, or
+        stamps that are not finite, are left out)."""
+        def stamp(v):
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            return float(v) if ok else None
+
+        rover, seq = fields.get('rover'), fields.get('seq')
+        return cls(kind, int(index), stamp(fields.get('reading_stamp')), stamp(fields.get('pose_stamp')),
+                   rover if isinstance(rover, str) else None,
+                   int(seq) if isinstance(seq, int) and not isinstance(seq, bool) else None)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """``(kind, index)``: how the journal and :meth:`~uncertain_bo.planner.Planner.revise` name the reading."""
+        return self.kind, self.index
 
 
 class ObservationLog:
@@ -36,10 +88,16 @@ class ObservationLog:
         self._inputs: list[LocationDistributions] = []
         self._y: list[float] = []
         self._noise: list[float] = []  # reported reading variances (field units², 0 = not reported)
+        self._reached: list[bool] = []  # whether each measurement's rover reached its target
         # en-route readings (no target): location, reading, reported variance
         self.en_route: list[tuple[LocationDistributions, float, float]] = []
         #: every observation in arrival order (the GP's row order): (target or None, location, reading, variance)
         self.rows: list[tuple[Tensor | None, LocationDistributions, float, float]] = []
+        #: which reading each row is (:class:`StoredReading`), in row order
+        self.readings: list[StoredReading] = []
+        self._slot: list[int] = []       # each row's position among its kind (the measurements' or en-route lists)
+        self._row_of: dict[tuple[str, int], int] = {}
+        self._row_of_seq: dict[tuple[str, int], int] = {}   # (rover, seq) -> row
 
     @property
     def n(self) -> int:
@@ -65,6 +123,12 @@ class ObservationLog:
     def reading_variances(self) -> Tensor:
         """``(n,)`` variances the sensor reported with the measurements' readings (field units², 0 = none)."""
         return torch.tensor(self._noise, dtype=DTYPE)
+
+    @property
+    def reached(self) -> Tensor:
+        """``(n,)`` bool: whether each measurement was taken at its target (the rover arrived; False for a goal
+        that timed out or a stop on the way, e.g. by a budget)."""
+        return torch.tensor(self._reached, dtype=torch.bool)
 
     @property
     def locations(self) -> LocationDistributions | None:
@@ -109,21 +173,42 @@ class ObservationLog:
         if (not isinstance(reading_variance, (int, float)) or isinstance(reading_variance, bool)
                 or not math.isfinite(reading_variance) or reading_variance < 0):
             raise bad(f'reading variance must be a finite number >= 0, got {reading_variance!r}')
+        reason = self.location_problem(location)
+        if reason:
+            raise bad(reason)
+
+    def location_problem(self, location: LocationDistributions) -> str | None:
+        """Why ``location`` cannot be a stored reading's location distribution (one distribution over
+        :math:`\\mathbb R^d` with a finite mean and, a Gaussian, a valid covariance:
+        :func:`~uncertain_bo.distributions.check_covariance`), or None."""
         if not isinstance(location, LocationDistributions) or len(location) != 1:
-            raise bad('location must be a single LocationDistributions (batch of 1)')
+            return 'location must be a single LocationDistributions (batch of 1)'
         if location.dim != self.dim:
-            raise bad(f'location is over R^{location.dim}, search space is R^{self.dim}')
+            return f'location is over R^{location.dim}, search space is R^{self.dim}'
         if not torch.isfinite(location.mean).all():
-            raise bad('location mean contains NaN or inf')
+            return 'location mean contains NaN or inf'
         if isinstance(location, Gaussian):
             reason = check_covariance(location.covariance[0])
             if reason:
-                raise bad(f'location covariance {reason}')
+                return f'location covariance {reason}'
+        return None
 
     def add(self, target: Tensor | None, location: LocationDistributions, y: float,
-            reading_variance: float = 0.0) -> None:
-        """Store a validated observation: a measurement at ``target`` ``(d,)``, or an en-route reading (None)."""
+            reading_variance: float = 0.0, reached: bool = True, reading: StoredReading | None = None) -> None:
+        """Store a validated observation: a measurement at ``target`` ``(d,)`` (``reached``: the rover arrived
+        there), or an en-route reading (None); ``reading`` says which it is (default: numbered on among its kind,
+        no stamps)."""
+        kind = 'en_route' if target is None else 'observation'
+        slot = self.n_en_route if target is None else self.n
+        if reading is None:
+            reading = StoredReading(kind, slot)
+        row = len(self.rows)
         self.rows.append((target, location, y, reading_variance))
+        self.readings.append(reading)
+        self._slot.append(slot)
+        self._row_of[reading.key] = row
+        if reading.rover is not None and reading.seq is not None:
+            self._row_of_seq[(reading.rover, reading.seq)] = row
         if target is None:
             self.en_route.append((location, y, reading_variance))
             return
@@ -131,6 +216,32 @@ class ObservationLog:
         self._inputs.append(location)
         self._y.append(y)
         self._noise.append(reading_variance)
+        self._reached.append(bool(reached))
+
+    def row_of(self, kind: str, index: int) -> int | None:
+        """The row (GP row order) of the stored reading ``(kind, index)`` (:class:`StoredReading`), or None when
+        no such reading is stored."""
+        return self._row_of.get((kind, index))
+
+    def row_of_seq(self, rover: str, seq: int) -> int | None:
+        """The row of team rover ``rover``'s reading number ``seq``, or None when no such reading is stored."""
+        return self._row_of_seq.get((rover, seq))
+
+    def reached_at(self, row: int) -> bool:
+        """Whether row ``row`` is a measurement whose rover reached its target (False for an en-route reading)."""
+        return self.rows[row][0] is not None and self._reached[self._slot[row]]
+
+    def replace_location(self, row: int, location: LocationDistributions) -> LocationDistributions:
+        """Put ``location`` (validated, batch of 1) in place of row ``row``'s location distribution; returns the
+        one it replaces. Nothing else of the row changes (its reading, target, kind, place in the GP's order)."""
+        target, old, y, variance = self.rows[row]
+        self.rows[row] = (target, location, y, variance)
+        slot = self._slot[row]
+        if target is None:
+            self.en_route[slot] = (location, y, variance)
+        else:
+            self._inputs[slot] = location
+        return old
 
     def fit_subset(self, cap: int) -> Tensor | None:
         """Indices (row order) of at most ``cap`` observations, or None for all.

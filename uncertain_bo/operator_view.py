@@ -241,7 +241,9 @@ class StatusReporter:
                 message += f' ({ex.done_reason})'
         elif state is State.WAITING_FOR_POSE:
             level = Level.WARN
-            message = 'waiting for pose' + (f' (last rejection: {ex.last_reason})' if ex.last_reason else '')
+            confirming = ex.inputs.pending_reason   # the pose gate confirms the first place (several poses agree)
+            message = 'waiting for pose' + (f' ({confirming})' if confirming else
+                                            f' (last rejection: {ex.last_reason})' if ex.last_reason else '')
         else:
             if ex.target is not None and state is State.DRIVING:
                 message = f'driving to target {n + 1}/{n_max} ({ex.target[0]:.2f}, {ex.target[1]:.2f})'
@@ -294,7 +296,8 @@ class StatusReporter:
             ('rejected total', str(total)),
         ]
         gate = ex.inputs.gate      # pose plausibility (explorer/pose_gate.py): bursts of jumps, re-anchorings
-        values += [('pose gate bursts', str(gate.bursts)), ('pose gate re-anchored', str(gate.reanchored))]
+        values += [('pose gate bursts', str(gate.bursts)), ('pose gate re-anchored', str(gate.reanchored)),
+                   ('pose covariances floored', str(ex.inputs.floored))]
         values += [(f'rejected {k}', str(v)) for k, v in sorted(ex.rejected.items())]
         values.append(('last rejection', ex.last_reason or ''))
         if ex.paused_reason:

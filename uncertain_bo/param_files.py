@@ -26,10 +26,12 @@ tests compare every rule above with rcl itself (through rclpy). Errors are
 """
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import json
 import math
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -41,9 +43,17 @@ from .parameters import ParameterError
 __all__ = ['Section', 'read_param_file', 'no_parameters_warning',
            'load_param_file', 'merged_sections', 'node_parameters', 'declared_parameters',
            'section_applies', 'unknown_sections', 'write_param_file', 'format_param_file', 'rcl_scalar',
-           'absolute_name']
+           'absolute_name', 'names_node', 'is_ros_parameter', 'closest_name', 'UnknownParameter',
+           'unknown_parameters', 'parameter_rule_value', 'ParamFile', 'file_sections',
+           'namespaced_sections', 'MAX_FILE_BYTES', 'ROS_PARAMETERS']
 
 PARAMS_KEY = 'ros__parameters'
+#: largest parameter file read, bytes (the shipped config/explorer.yaml has about 15 kB)
+MAX_FILE_BYTES = 2 ** 20
+#: parameters rclpy declares on every node itself, and the prefix of its QoS overrides (``qos_overrides./topic.
+#: publisher.depth``, declared by nodes that allow them): accepted in any section without being a node's spec
+ROS_PARAMETERS = ('use_sim_time', 'start_type_description_service')
+ROS_PARAMETER_PREFIXES = ('qos_overrides.',)
 _WILDCARDS = ('/**', '/*')
 _TOKEN = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
 _BOOL = {**dict.fromkeys(('Y', 'y', 'yes', 'Yes', 'YES', 'true', 'True', 'TRUE', 'on', 'On', 'ON'), True),
@@ -69,11 +79,52 @@ class Section:
         parameters: parameter name (dotted for nested maps) -> value (bool, int, float, str or a list of one
             of them), in file order.
         line: line of the section's ``ros__parameters`` key (1-based).
+        lines: parameter name -> the line of its key (1-based; its last place when repeated).
     """
 
     key: str
     parameters: dict[str, Any] = field(default_factory=dict)
     line: int = 0
+    lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ParamFile:
+    """A parameter file already read (or its sections changed, e.g. re-keyed into a namespace): the functions
+    below that take files take one of these too, and name it ``path`` in their messages.
+
+    Attributes:
+        path: the file the sections come from (for messages).
+        sections: its sections (:func:`read_param_file`), lines included.
+    """
+
+    path: str
+    sections: tuple[Section, ...]
+
+
+def file_sections(f: str | Path | ParamFile) -> ParamFile:
+    """``f`` read (:func:`read_param_file`) unless it already is a :class:`ParamFile`.
+
+    Raises:
+        ParameterError: see :func:`read_param_file`.
+    """
+    return f if isinstance(f, ParamFile) else ParamFile(str(f), tuple(read_param_file(f)))
+
+
+def namespaced_sections(f: str | Path | ParamFile, namespace: str, nodes: Iterable[str]) -> ParamFile:
+    """``f`` with its sections keyed by one of the bare node names ``nodes`` (``explorer:``, ``/explorer:``)
+    re-keyed ``/<namespace>/<node>`` (as nav2_common's ``RewrittenYaml(root_key=...)`` does), every other section
+    (``/**``, already qualified names, other nodes) as it is; lines and the file's name kept.
+
+    Raises:
+        ParameterError: see :func:`read_param_file`.
+    """
+    f = file_sections(f)
+    ns, nodes = namespace.strip('/'), set(nodes)
+    if not ns:
+        return f
+    return ParamFile(f.path, tuple(Section(f'/{ns}/{s.key.lstrip("/")}', s.parameters, s.line, s.lines)
+                                   if s.key.lstrip('/') in nodes else s for s in f.sections))
 
 
 def rcl_scalar(value: str, style: str | None = None, tag: str | None = None) -> bool | int | float | str:
@@ -119,7 +170,8 @@ def rcl_scalar(value: str, style: str | None = None, tag: str | None = None) -> 
 
 
 def _fail(path, line: int, reason: str) -> ParameterError:
-    return ParameterError(f'parameter file {path} line {line}: {reason}')
+    """The error at ``line`` of the parameter file ``path`` (None: a ``-p`` rule's value, which has no file)."""
+    return ParameterError(f'parameter file {path} line {line}: {reason}' if path is not None else reason)
 
 
 def _valid_node_key(key: str) -> str | None:
@@ -181,12 +233,7 @@ def read_param_file(path: str | Path) -> list[Section]:
             the message names the file and the line.
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ParameterError(f'cannot read parameter file {path}: {exc.strerror}') from exc
-    except UnicodeDecodeError as exc:
-        raise ParameterError(f'parameter file {path} is not text: {exc.reason}') from exc
+    text = _file_text(path)
     loader = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
     sections: dict[str, Section] = {}
     try:
@@ -203,6 +250,41 @@ def read_param_file(path: str | Path) -> list[Section]:
     except yaml.YAMLError as exc:
         raise ParameterError(f'parameter file {path} is not valid YAML: {exc}') from exc
     return list(sections.values())
+
+
+def _file_text(path: Path) -> str:
+    """The text of a parameter file: a regular file of at most :data:`MAX_FILE_BYTES` (a device such as
+    ``/dev/zero``, a named pipe or a folder is refused before it is opened: reading one never ends, or fills the
+    memory)."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise ParameterError(f'cannot read parameter file {path}: {exc.strerror}') from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise ParameterError(f'parameter file {path} is not a regular file ({_file_kind(st.st_mode)}): name a '
+                             'YAML file')
+    if st.st_size > MAX_FILE_BYTES:
+        raise ParameterError(f'parameter file {path} is {st.st_size / 2 ** 20:.1f} MiB: a parameter file holds at '
+                             f'most {MAX_FILE_BYTES // 2 ** 20} MiB (is it the right file?)')
+    try:
+        with open(path, 'rb') as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ParameterError(f'cannot read parameter file {path}: {exc.strerror}') from exc
+    if len(data) > MAX_FILE_BYTES:
+        raise ParameterError(f'parameter file {path} grew beyond {MAX_FILE_BYTES // 2 ** 20} MiB while it was read')
+    try:
+        return data.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        raise ParameterError(f'parameter file {path} is not text: {exc.reason}') from exc
+
+
+def _file_kind(mode: int) -> str:
+    for test, what in ((stat.S_ISDIR, 'a folder'), (stat.S_ISCHR, 'a character device'),
+                       (stat.S_ISBLK, 'a block device'), (stat.S_ISFIFO, 'a named pipe'), (stat.S_ISSOCK, 'a socket')):
+        if test(mode):
+            return what
+    return 'not a plain file'
 
 
 def _node_level(events: _Events, ns: list[str], sections: dict[str, Section], path) -> None:
@@ -228,7 +310,7 @@ def _node_level(events: _Events, ns: list[str], sections: dict[str, Section], pa
                 raise _fail(path, _line(value), f"node {name!r}: '{PARAMS_KEY}' must hold a map of parameters "
                                                 '(name: value), not a single value or a list')
             section = sections.setdefault(name, Section(name, line=line))
-            _params_level(events, '', section.parameters, path)
+            _params_level(events, '', section.parameters, path, section.lines)
             ns = ns[:-1]   # rcl drops the node name here: later keys of this map name other nodes
             continue
         value = events.pop()
@@ -243,8 +325,9 @@ def _node_level(events: _Events, ns: list[str], sections: dict[str, Section], pa
                                             "outside it (layout: NODE_NAME: {ros__parameters: {NAME: VALUE}})")
 
 
-def _params_level(events: _Events, prefix: str, out: dict[str, Any], path) -> None:
-    """A mapping of parameters (its start already read): values, arrays and nested (dotted) names."""
+def _params_level(events: _Events, prefix: str, out: dict[str, Any], path, lines: dict[str, int]) -> None:
+    """A mapping of parameters (its start already read): values, arrays and nested (dotted) names (their key's
+    line in ``lines``)."""
     while True:
         e = events.pop()
         if isinstance(e, yaml.MappingEndEvent):
@@ -255,10 +338,11 @@ def _params_level(events: _Events, prefix: str, out: dict[str, Any], path) -> No
             raise _fail(path, _line(e), 'a parameter name must be a plain key, not a list or a map')
         name = prefix + e.value
         value = events.pop()
+        lines[name] = _line(e)
         if isinstance(value, yaml.ScalarEvent):
             out[name] = _value(value, name, path)
         elif isinstance(value, yaml.MappingStartEvent):
-            _params_level(events, name + '.', out, path)
+            _params_level(events, name + '.', out, path, lines)
         elif isinstance(value, yaml.SequenceStartEvent):
             out[name] = _array(events, name, path)
         else:
@@ -295,7 +379,38 @@ def _array(events: _Events, name: str, path) -> list[Any]:
         out.append(v)
 
 
-def merged_sections(files: Sequence[str | Path]) -> list[Section]:
+def parameter_rule_value(rule: str) -> bool | int | float | str | list:
+    """The value rcl gives a command-line parameter rule ``NAME:=VALUE`` (``-p``; a ``node:`` prefix allowed):
+    ``VALUE`` is YAML typed by rcl's rules, as in a file (an array of one type, ...). It explains a rule rcl
+    refused (rcl decides; its parser also flattens a nested array, ``[[1.0]]``, which this refuses).
+
+    Raises:
+        ParameterError: rcl would refuse the rule; the message names it and says why (rcl's own says "Couldn't
+            parse parameter override rule ... Sequence should be of same type").
+    """
+    name, sep, text = rule.partition(':=')
+    name = name.rsplit(':', 1)[-1]
+    try:
+        if not sep or not name:
+            raise ParameterError('a parameter rule is NAME:=VALUE')
+        loader = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+        events = _Events(e for e in yaml.parse(text, Loader=loader)
+                         if not isinstance(e, (yaml.StreamStartEvent, yaml.DocumentStartEvent)))
+        e = events.pop()
+        if isinstance(e, yaml.ScalarEvent):
+            return _value(e, name, None)
+        if isinstance(e, yaml.SequenceStartEvent):
+            return _array(events, name, None)
+        if isinstance(e, yaml.StreamEndEvent):
+            raise ParameterError(f'parameter {name!r} has no value')
+        raise ParameterError(f'parameter {name!r}: a value is a scalar or an array of one type, not a map')
+    except yaml.YAMLError as exc:
+        raise ParameterError(f'-p {rule}: the value is not valid YAML ({" ".join(str(exc).split())})') from exc
+    except ParameterError as exc:
+        raise ParameterError(f'-p {rule}: {exc}') from None
+
+
+def merged_sections(files: Sequence[str | Path | ParamFile]) -> list[Section]:
     """The sections of several files merged as rcl merges them (one rcl_params_t for every ``--params-file``):
     a key keeps the place where it first appeared, later files overwrite its values.
 
@@ -304,7 +419,7 @@ def merged_sections(files: Sequence[str | Path]) -> list[Section]:
     """
     merged: dict[str, Section] = {}
     for f in files:
-        for s in read_param_file(f):
+        for s in file_sections(f).sections:
             m = merged.setdefault(s.key, Section(s.key, line=s.line))
             m.parameters.update(s.parameters)
     return list(merged.values())
@@ -336,7 +451,7 @@ def node_parameters(files: Sequence[str | Path], node: str) -> dict[str, Any]:
     return out
 
 
-def declared_parameters(files: Sequence[str | Path], node: str, names: Iterable[str]) -> dict[str, Any]:
+def declared_parameters(files: Sequence[str | Path | ParamFile], node: str, names: Iterable[str]) -> dict[str, Any]:
     """What a node that declares ``names`` takes from several parameter files.
 
     rclpy ignores an override the node does not declare, so a wildcard section (``/**``, ``/*``,
@@ -353,14 +468,82 @@ def declared_parameters(files: Sequence[str | Path], node: str, names: Iterable[
         ParameterError: a file cannot be read.
     """
     fqn = absolute_name(node)
-    name = fqn.rsplit('/', 1)[1]
     declared = set(names)
     out: dict[str, Any] = {}
     for s in merged_sections(files):
         if not section_applies(s.key, fqn):
             continue
-        own = s.key.rstrip('/').rsplit('/', 1)[-1] == name
+        own = names_node(s.key, fqn)
         out.update({k: v for k, v in s.parameters.items() if own or k in declared})
+    return out
+
+
+def names_node(key: str, node_fqn: str) -> bool:
+    """Whether the section ``key`` names the node ``node_fqn`` itself (its last token is the node's name:
+    ``explorer``, ``/rover1/explorer``, ``/**/explorer``) rather than every node (``/**``, ``/*``, ``/rover1/*``).
+    Only such a section's names are the node's own: a wildcard section may hold other nodes' parameters."""
+    return key.rstrip('/').rsplit('/', 1)[-1] == node_fqn.rstrip('/').rsplit('/', 1)[-1]
+
+
+def is_ros_parameter(name: str) -> bool:
+    """Whether ``name`` is one of rclpy's own parameters (:data:`ROS_PARAMETERS`, ``qos_overrides.*``)."""
+    return name in ROS_PARAMETERS or name.startswith(ROS_PARAMETER_PREFIXES)
+
+
+def closest_name(name: str, known: Iterable[str]) -> str | None:
+    """The known name ``name`` most likely misspells (difflib's closest, similarity >= 0.6), or None."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+@dataclass(frozen=True)
+class UnknownParameter:
+    """A parameter a node is given that it does not declare.
+
+    Attributes:
+        name: the parameter's name.
+        node: the node's fully qualified name.
+        source: where it was given: a parameter file, or ``'the command line'`` (``-p NAME:=VALUE``).
+        closest: the node's parameter it most likely misspells, or None.
+        line: its line in the file (0: not from a file).
+    """
+
+    name: str
+    node: str
+    source: str
+    closest: str | None = None
+    line: int = 0
+
+    def __str__(self) -> str:
+        where = f'{self.source} line {self.line}' if self.line else self.source
+        hint = f' (did you mean {self.closest!r}?)' if self.closest else ''
+        return f'{where}: {self.name!r} is not a parameter of node {self.node}{hint}'
+
+
+def unknown_parameters(files: Sequence[str | Path | ParamFile], node: str,
+                       known: Iterable[str]) -> list[UnknownParameter]:
+    """Every parameter that a section naming ``node`` (:func:`names_node`) sets in ``files`` and the node does
+    not declare, in file order: a misspelling (``max_measurement``) that rcl would hand over and rclpy silently
+    ignore. Wildcard sections (``/**``) are not judged (they may hold other nodes' parameters), nor rclpy's own
+    parameters (:func:`is_ros_parameter`).
+
+    Args:
+        files: parameter files (each reported under its own name).
+        node: the node's fully qualified name (a bare name: the root namespace).
+        known: the parameters the node declares.
+
+    Raises:
+        ParameterError: a file cannot be read (:func:`read_param_file`).
+    """
+    fqn = absolute_name(node)
+    known = list(known)
+    out = []
+    for f in map(file_sections, files):
+        for s in f.sections:
+            if not (section_applies(s.key, fqn) and names_node(s.key, fqn)):
+                continue
+            out += [UnknownParameter(k, fqn, f.path, closest_name(k, known), s.lines.get(k, s.line))
+                    for k in s.parameters if k not in known and not is_ros_parameter(k)]
     return out
 
 

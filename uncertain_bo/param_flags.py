@@ -45,7 +45,7 @@ def flag_value(spec: Param, text: str) -> Any:
 
 def flag_type(spec: Param) -> Callable[[str], Any]:
     """argparse ``type=`` for a flag that sets ``spec``: the checked value, or argparse's one-line error
-    (``argument --n-initial: '0' is not a int in [1, 10000]``)."""
+    (``argument --n-initial: '0' is not a int in [1, 1000]``)."""
     def parse(text: str) -> Any:
         try:
             return flag_value(spec, text)

@@ -85,10 +85,12 @@ EXPLORER_LAYOUT = YamlLayout(
             'num_restarts', 'raw_samples', 'seed')),
         ('measurement cycle', (
             'arrival_tolerance', 'goal_timeout', 'goal_resend_period', 'dwell_time', 'max_pose_age',
-            'reading_timeout', 'reading_retries', 'keep_out_radius', 'max_consecutive_skips', 'future_stamp_tolerance',
-            'reading_range', 'pose_buffer_size', 'max_particles', 'max_speed', 'max_covariance_trace', 'run_dir')),
+            'revision_min_shift', 'reading_timeout', 'reading_retries', 'keep_out_radius', 'max_consecutive_skips',
+            'future_stamp_tolerance', 'reading_range', 'pose_buffer_size', 'max_particles', 'max_speed', 'area_margin',
+            'degenerate_pose_covariance', 'min_position_std', 'max_covariance_trace', 'run_dir')),
         ('ROS interface (read-only)', (
-            'pose_source', 'reading_type', 'goal_interface', 'nav2_action_name', 'nav2_behavior_tree', 'tick_rate',
+            'pose_source', 'particle_cloud_type', 'reading_type', 'reading_unit', 'revised_path_topic',
+            'revised_path_std', 'goal_interface', 'nav2_action_name', 'nav2_behavior_tree', 'tick_rate',
             'exit_when_done')),
         ('operator view (RViz: config/explorer.rviz)', (
             'diagnostics_period', 'gp_map_cells', 'decide_in_background', 'cloud_receive_limit')),

@@ -17,6 +17,7 @@ them (:mod:`uncertain_bo.param_files`)::
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -99,6 +100,8 @@ class Param:
         if kind in ('int', 'float'):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise fail('expected a number')
+            if _overflows(value):
+                raise fail('not a finite number')
             if kind == 'int' and not float(value).is_integer():
                 raise fail('expected an integer')
             value = int(value) if kind == 'int' else float(value)
@@ -120,6 +123,8 @@ class Param:
             return list(value)
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
             raise fail('expected a list of numbers')
+        if any(_overflows(v) for v in value):
+            raise fail('not a finite number')
         out = [float(v) for v in value]
         for v in out:
             self._check_range(v, fail)
@@ -132,6 +137,11 @@ class Param:
             lo, hi = self.range
             if not (lo <= value <= hi or math.isclose(value, lo) or math.isclose(value, hi)):
                 raise fail('out of range')
+
+
+def _overflows(value: int | float) -> bool:
+    """An integer beyond any float (a 400-digit number in a YAML or JSON file): ``float()`` would raise."""
+    return isinstance(value, int) and abs(value) > sys.float_info.max
 
 
 def defaults(specs: Iterable[Param]) -> dict[str, Any]:

@@ -28,6 +28,12 @@ position (:mod:`uncertain_bo.route`), or with ``route_horizon`` > 1 the first st
 every call. One rover of a team sharing the planner (:mod:`uncertain_bo.team`) asks with ``suggest(pending=<the
 others' targets>, position=<where it is>, rover=<its name>)``: travel cost and initial-design tour from its position.
 
+**Revised locations** (``revise([LocationRevision((kind, index), location, stamp), ...])``): when the localiser
+revises the past (a smoother after a fix, a loop closure), stored readings are re-placed at their revised location
+distributions: checked (unknown readings, revisions out of stamp order and invalid locations are rejected and
+counted), journaled (append-only ``revision`` records, replayed on resume) and brought into the GP and the learned
+execution noise (:mod:`uncertain_bo.planner_revisions`).
+
 **En-route readings** (``observe(None, location, y)``): readings a streaming sensor took while the rover drove, each
 with the location distribution of its own stamp. They join the shared GP but are not measurements (:attr:`n`,
 :attr:`targets`, :attr:`y`, :attr:`locations` and the decision index count the stops only), never feed the learned
@@ -56,17 +62,18 @@ from .kernels import SampleDistributionKernel
 from .model_schedule import ModelSchedule
 from .route import shortest_open_tour
 from .models import DistributionGP
-from .observation_log import InvalidObservationError, ObservationLog
+from .observation_log import InvalidObservationError, ObservationLog, StoredReading
 from .optim import OptimizerSettings
 from .planner_journal import PlannerJournal
+from .planner_revisions import LocationRevision, PlannerRevisions, RevisionOutcome
 from .planner_settings import PlannerSettings
 
 __all__ = ['Planner', 'Decision', 'Recommendation', 'InvalidObservationError', 'NoAdmissibleTargetError',
-           'RECOMMENDATION_RULES', 'EXECUTION_FEEDBACK']
+           'RECOMMENDATION_RULES', 'EXECUTION_FEEDBACK', 'LocationRevision', 'RevisionOutcome']
 
 
 @dataclass
-class Planner(PlannerJournal, PlannerSettings):
+class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
     """Bayesian optimisation under uncertain inputs, one target at a time.
 
     Args:
@@ -180,6 +187,7 @@ class Planner(PlannerJournal, PlannerSettings):
         self._en_route_offset = 0
         self._journal_damage = {'records_skipped': 0, 'records_missing': 0, 'problems': []}
         self.keep_out = KeepOut()   # targets that could not be measured: never proposed again (keep_out.py)
+        self._init_revisions()      # revised locations of stored readings (planner_revisions.py)
         self._journal: Journal | None = None
         if self.journal is not None:
             self._journal = Journal(Path(self.journal), metadata={
@@ -227,6 +235,20 @@ class Planner(PlannerJournal, PlannerSettings):
         return self.observations.locations
 
     @property
+    def measured_places(self) -> Tensor:
+        """``(n, d)`` the place each measurement measured, as a target to send the rover to: its commanded target
+        where the rover reached it (the reading was taken there up to the execution noise, which the candidate
+        distribution :math:`\\hat P_{\\mathbf x}` models), else (a goal that timed out, a stop on the way by a budget)
+        where its reading was taken: the mean of its location distribution, clamped into the search bounds. The
+        recommendation rules over past measurements rank these (:mod:`~uncertain_bo.acquisition.recommendation`)."""
+        locations = self.locations
+        if locations is None:
+            return self.bounds.new_zeros(0, self.bounds.shape[1])
+        taken = locations.mean.to(self.bounds).clamp(self.bounds[0], self.bounds[1])
+        reached = self.observations.reached.to(self.bounds.device).unsqueeze(-1)
+        return torch.where(reached, self.targets.to(self.bounds), taken)
+
+    @property
     def method_object(self) -> Method:
         """The method deciding and recommending for this planner (:class:`~uncertain_bo.acquisition.Method`)."""
         return self._method
@@ -261,25 +283,29 @@ class Planner(PlannerJournal, PlannerSettings):
         (:meth:`~uncertain_bo.acquisition.Method.decide`; by default the initial design, then the acquisition
         maximiser; a batch greedily, each pick with the earlier ones pending).
 
-        Without any argument (a lone rover) a batch method (:attr:`~uncertain_bo.acquisition.Method.batch_size` > 1)
-        decides a whole batch when none is left, orders it as the shortest open tour from :attr:`position`
-        (:func:`~uncertain_bo.route.shortest_open_tour`) and hands it out one target per call in that order (the
-        measurements in between do not change it); with :attr:`route_horizon` ``h > 1`` any other method but a
-        survey decides ``h`` targets as a batch and returns the first stop of their shortest tour, journaling that
-        decision only. With ``q`` the caller gets the batch at once, as decided; queued targets count as pending.
+        Without any argument (a lone rover) the initial design comes first, one target per call in its visiting
+        order (:attr:`initial_design`), each target once. After it, a batch method
+        (:attr:`~uncertain_bo.acquisition.Method.batch_size` > 1) decides a whole batch when none is left, orders it
+        as the shortest open tour from :attr:`position` (:func:`~uncertain_bo.route.shortest_open_tour`) and hands
+        it out one target per call in that order (the measurements in between do not change it); with
+        :attr:`route_horizon` ``h > 1`` any other method but a survey decides ``h`` targets as a batch and returns
+        the first stop of their shortest tour, journaling that decision only. One rover of a team (``position``)
+        gets one target per call. With ``q`` the caller gets the batch at once, as decided; queued targets count as
+        pending.
 
         Every target's decision (wall time of its pick, acquisition value, :math:`\\beta_t`) is appended to
         :attr:`decisions` and to the journal, with index ``n``, ``n + 1``, ... in visiting order.
 
         Args:
-            q: number of targets to decide (None: one, or the method's batch).
+            q: number of targets to decide (None: one, or a lone rover's batch past the initial design).
             pending: ``(p, D)`` targets decided elsewhere and not yet measured (e.g. other rovers'), which the
                 decision should not duplicate (BoTorch's ``X_pending``).
             position: ``(d,)`` where the rover this decision is for believes it is (m), for one rover of a team
                 sharing this planner (:mod:`uncertain_bo.team`); None = :attr:`position` (a lone rover). With it,
                 the travel cost is counted from there, the decision's index numbers on after the ``pending``
                 targets (index ``n + p``), and an initial-design pick is the design target nearest to ``position``
-                among those neither measured nor pending, so rovers share the design.
+                among those neither measured nor pending (nor, when a keep-out zone moved it, measured or pending
+                where it was moved to), so rovers share the design.
             rover: the rover's name, recorded with the decision (the journal's ``rover``); None for a lone rover.
 
         Raises:
@@ -287,23 +313,22 @@ class Planner(PlannerJournal, PlannerSettings):
         lone = q is None and pending is None and position is None
         if lone and self._queue:
             return self._queue.pop(0)
-        horizon = self.route_horizon if lone and self._method.batch_size == 1 and not self._method.plans_route else 1
-        batch = max(self._method.batch_size, horizon) if q is None else int(q)
-        batch = batch if q is not None or self.n else min(batch, self.n_initial)   # no GP yet: the design only
-        if batch < 1:
+        if q is not None and int(q) < 1:
             raise ValueError(f'q must be >= 1, got {q}')
         pending, position = team_request(pending, position, self.bounds)
         external = 0 if pending is None or position is None else len(pending)
+        index = self.n + len(self._queue) + external
+        batch, horizon = (int(q), 1) if q is not None else self._lone_batch(index) if lone else (1, 1)
         queued = [t.reshape(1, -1) for t in self._queue]
         if queued:
             pending = torch.cat(queued + ([] if pending is None else [pending]))
         t0 = time.perf_counter()
-        index = self.n + len(self._queue) + external
         billed, self._fit_seconds_unbilled = self._fit_seconds_unbilled, 0.0
         ctx = DecisionContext(self, index, q=batch, pending=pending)
         if position is not None:
             ctx.position = position
-            ctx.initial_design = rover_design(self._design, index, position, self.targets, pending, self.bounds)
+            ctx.initial_design = rover_design(self._design, index, position, self.targets, pending, self.bounds,
+                                              self.keep_out)
         proposal = self._method.decide(ctx)
         total = time.perf_counter() - t0
         picks = proposal.split()
@@ -334,6 +359,23 @@ class Planner(PlannerJournal, PlannerSettings):
             return torch.stack(targets)
         self._queue = targets[1:]
         return targets[0]
+
+    def _lone_batch(self, index: int) -> tuple[int, int]:
+        """``(batch, horizon)`` for a lone rover's :meth:`suggest` deciding measurement ``index``: how many targets
+        to decide and the route horizon (> 1: only the first stop of their route is kept).
+
+        The initial design is a tour of its own (:attr:`initial_design`, in visiting order): while it lasts, one
+        design target per call, in that order, whatever the batch size or route horizon, so no design target is
+        sent twice or left out (its targets are chosen by index, :meth:`~uncertain_bo.acquisition.Method.
+        decide_one`, which a reordering route would no longer match). After it, a batch method's batch, or with
+        :attr:`route_horizon` ``h > 1`` (a method without a route of its own) ``h`` targets of which the route's
+        first stop is kept."""
+        method = self._method
+        if index < self.n_initial:
+            return 1, 1
+        if method.batch_size > 1 or method.plans_route:
+            return method.batch_size, 1
+        return self.route_horizon, self.route_horizon
 
     @property
     def queued(self) -> Tensor:
@@ -388,7 +430,12 @@ class Planner(PlannerJournal, PlannerSettings):
             reading_variance: the variance the sensor reports for this reading (field units²; 0 = not
                 reported). It is the floor of this reading's noise in the GP
                 (:class:`~uncertain_bo.models.DistributionGP`: reported variance + learned :math:`\\lambda`).
-            **meta: JSON-able extras for the journal (stamps, covariance source, ...).
+            **meta: JSON-able extras for the journal (stamps, covariance source, ...); ``reading_stamp`` and
+                ``pose_stamp`` (s) are also kept with the reading (a revised trajectory is matched against them,
+                :meth:`revise`), as are a team's ``rover`` and ``seq``. ``goal_timed_out=True``
+                says the rover did not reach ``target`` (a goal that timed out, a stop on the way): the
+                measurement then feeds no learned execution noise, and the recommendation counts it where its
+                reading was taken, not at ``target`` (:attr:`measured_places`).
 
         Returns:
             Index of the stored measurement (of the en-route reading among the en-route readings when ``target``
@@ -408,7 +455,8 @@ class Planner(PlannerJournal, PlannerSettings):
         self._validate(target, location, y, reading_variance)
         index = self._journal_reading(target, location, y, reading_variance, meta)
         self._store(target, location, float(y), float(reading_variance),
-                    reached=target is not None and not meta.get('goal_timed_out', False))
+                    reached=target is not None and not meta.get('goal_timed_out', False),
+                    reading=StoredReading.of('en_route' if target is None else 'observation', index, meta))
         return index
 
     def recommend(self, rule: str | None = None) -> Recommendation:
@@ -451,8 +499,8 @@ class Planner(PlannerJournal, PlannerSettings):
         self.observations.validate(target, location, y, reading_variance)
 
     def _store(self, target: Tensor | None, location: LocationDistributions, y: float,
-               reading_variance: float = 0.0, reached: bool = True) -> None:
-        self.observations.add(target, location, y, reading_variance)
+               reading_variance: float = 0.0, reached: bool = True, reading: StoredReading | None = None) -> None:
+        self.observations.add(target, location, y, reading_variance, reached, reading)
         self.schedule.add(self._gp_input(target, location), y, reading_variance, stop=target is not None)
         if target is None:  # en-route: in the GP only; no target, so nothing for the execution noise
             return

@@ -40,8 +40,9 @@ class PlannerJournal:
 
     @property
     def journal_damage(self) -> dict[str, Any]:
-        """What resuming the journal skipped: ``records_skipped`` (damaged or duplicated records left out),
-        ``records_missing`` (index gaps) and ``problems`` (up to 20 lines ``'line 17: observation ...'``)."""
+        """What resuming the journal skipped: ``records_skipped`` (damaged or duplicated records and unreadable
+        lines left out), ``records_missing`` (index gaps) and ``problems`` (up to 20 lines ``'line 17: observation
+        ...'``; a damaged header field, ignored, among them)."""
         return {**self._journal_damage, 'problems': list(self._journal_damage['problems'])}
 
     @property
@@ -76,11 +77,12 @@ class PlannerJournal:
             self.start = run.start
             self._design = self._initial_design()
             self._method = self._new_method()
-        for target, loc, y, variance, reached in run.observations:  # target None: an en-route reading
-            self._store(target, loc, y, variance, reached=reached)
+        for target, loc, y, variance, reached, reading in run.observations:  # target None: an en-route reading
+            self._store(target, loc, y, variance, reached=reached, reading=reading)
+        refused = self._replay_revisions(run.revisions)   # planner_revisions.py: the last of each reading wins
         self.decisions += [Decision(**d) for d in run.decisions]
         self.keep_out = KeepOut.from_records(journal.records, self.dim)
-        self._resume_numbering(journal, len(run.observations))
+        self._resume_numbering(journal, len(run.observations), refused)
         pending = [d for d in self.decisions if d.index == self.next_index]
 
         def usable(t: Tensor) -> bool:
@@ -109,16 +111,16 @@ class PlannerJournal:
             log.debug('resumed %d observations from %s%s', self.n, journal.path,
                       ' (with a pending target)' if self._resumed_target is not None else '')
 
-    def _resume_numbering(self, journal: Journal, replayed: int) -> None:
+    def _resume_numbering(self, journal: Journal, replayed: int, refused_revisions: int = 0) -> None:
         """After a replay: number on after the highest index the journal held, count what it lost, and, when it
         lost anything, append a ``resume`` record declaring the lost indices (:mod:`uncertain_bo.journal_schema`)."""
         checked = journal.checked
         self._index_offset = checked.next_index - self.n
         self._en_route_offset = checked.next_en_route_index - self.n_en_route
         kept = sum(r.get('type') in ('observation', 'en_route') for r in journal.records)
-        # records the schema kept that this planner cannot use (another dimension): left out, counted; their
-        # indices stay in the file, so the numbering above already passes them
-        refused = kept - replayed
+        # records the schema kept that this planner cannot use (another dimension; a revision of such a reading):
+        # left out, counted; their indices stay in the file, so the numbering above already passes them
+        refused = kept - replayed + refused_revisions
         self._journal_damage = {
             'records_skipped': checked.skipped + refused, 'records_missing': checked.missing,
             'problems': [f'line {d.line}: {d.message}' for d in checked.damage[:20]]}

@@ -6,18 +6,32 @@ Used by the in-process :class:`~uncertain_bo.team.Team` and the ROS node ``team_
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
 
 import torch
 from torch import Tensor
 
 from .distributions import DTYPE, LocationDistributions
-from .planner import Decision, Planner, Recommendation
+from .observation_log import StoredReading
+from .planner import Decision, LocationRevision, Planner, Recommendation, RevisionOutcome
 from .team_journal import TeamResume, team_resume
 
-__all__ = ['TeamPlanner', 'RoverView']
+__all__ = ['TeamPlanner', 'RoverView', 'SeqRevision']
 
 log = logging.getLogger('uncertain_bo.team')
+
+
+@dataclass(frozen=True)
+class SeqRevision:
+    """A revised location distribution of a team rover's reading, named by the rover's sequence number ``seq``
+    (:meth:`TeamPlanner.revise`); ``location``, ``stamp`` and ``source`` as in
+    :class:`~uncertain_bo.planner_revisions.LocationRevision`."""
+
+    seq: int
+    location: LocationDistributions
+    stamp: float
+    source: str = ''
 
 
 class RoverView:
@@ -33,7 +47,9 @@ class RoverView:
     - :attr:`start` and :meth:`set_start` are this rover's (the planner's start is the first rover's);
     - :attr:`resumed_target` / :meth:`take_resumed_target` are this rover's pending target from a resumed team
       journal (:mod:`uncertain_bo.team_journal`), which its measurement cycle drives to before deciding anew; its
-      :attr:`seq` numbers on after the journal's.
+      :attr:`seq` numbers on after the journal's;
+    - :meth:`stored_readings` are this rover's readings only, and :meth:`revise` hands revisions of them to
+      :meth:`TeamPlanner.revise` by ``(rover, seq)`` (its revised trajectory re-places its own readings).
 
     Attributes:
         name: the rover's name.
@@ -105,6 +121,32 @@ class RoverView:
         self.target, self.decision, self.pending_at_decision = target, self._planner.decisions[-1], len(pending)
         return target
 
+    def stored_readings(self) -> list[StoredReading]:
+        """This rover's stored readings (:meth:`~uncertain_bo.planner_revisions.PlannerRevisions.stored_readings`):
+        its revised trajectory re-places these only."""
+        return [r for r in self._planner.readings if r.rover == self.name]
+
+    def revise(self, revisions: Iterable[LocationRevision]) -> RevisionOutcome:
+        """Hand revisions of this rover's readings to :meth:`TeamPlanner.revise` by ``(rover, seq)``, the key a
+        rover's messages carry across the team (its measurement cycle names readings by the planner's ``(kind,
+        index)``, :meth:`stored_readings`); a revision of a reading that is not this rover's is rejected as an
+        unknown reading."""
+        own = {r.key: r.seq for r in self.stored_readings()}
+        outcome = RevisionOutcome()
+        by_seq = []
+        for rev in revisions:
+            seq = own.get(rev.reading)
+            if seq is None:
+                self._planner.reject_revision(f'{self.name}: {rev.reading}', 'unknown reading', 'not a reading of '
+                                              'this rover')
+                outcome.reject(f'{rev.reading[0]} {rev.reading[1]}', 'unknown reading', f'not a reading of {self.name}')
+            else:
+                by_seq.append(SeqRevision(seq, rev.location, rev.stamp, rev.source))
+        done = self._team.revise(self.name, by_seq)
+        outcome.applied += done.applied
+        outcome.rejections += done.rejections
+        return outcome
+
     def observe(self, target: Tensor | None, location: LocationDistributions, y: float,
                 reading_variance: float = 0.0, **meta: Any) -> int:
         """Hand one measurement (or en-route reading, ``target`` None) to :meth:`Team.merge` with this rover's next
@@ -133,6 +175,10 @@ class TeamPlanner:
     the journal holds are merged already (a re-sent measurement is stored once), and each rover added gets its
     pending target back (:meth:`RoverView.take_resumed_target`) and numbers on after its journaled ``seq``.
     :meth:`release_absent` releases the pending targets of the journal's rovers that are not in the team.
+
+    **Revisions.** :meth:`revise` re-places a rover's readings, named by ``(rover, seq)``, at revised location
+    distributions in the shared planner (:mod:`uncertain_bo.planner_revisions`: journaled with ``rover`` and ``seq``,
+    replayed when the team resumes); a ``(rover, seq)`` never merged is rejected and counted.
 
     **Joining.** :meth:`add_rover` may be called at any time: the rover's first target is decided with the other
     rovers' pending targets, its measurements enter the same planner.
@@ -246,6 +292,32 @@ class TeamPlanner:
                                                   seq=int(seq), **meta)
         self._merged[key] = index
         return index
+
+    def revise(self, rover: str, revisions: Iterable['SeqRevision']) -> RevisionOutcome:
+        """Re-place rover ``rover``'s readings, each named by the rover's sequence number, at revised location
+        distributions (:meth:`~uncertain_bo.planner.Planner.revise` of its planner: checked, journaled with ``rover``
+        and ``seq``, applied; :mod:`uncertain_bo.planner_revisions`). A ``(rover, seq)`` the planner does not hold
+        (never merged, or lost) is rejected as an unknown reading and counted; so is an unknown rover's.
+
+        Returns:
+            What was applied and rejected.
+        """
+        outcome = RevisionOutcome()
+        view = self.views.get(rover)
+        planner = view.planner if view is not None else self.planners[0]
+        known = []
+        for rev in revisions:
+            row = planner.observations.row_of_seq(rover, int(rev.seq)) if view is not None else None
+            if row is None:
+                detail = 'no such rover in the team' if view is None else 'never merged, or lost'
+                planner.reject_revision(f'{rover} seq {rev.seq}', 'unknown reading', detail)
+                outcome.reject(f'{rover} seq {rev.seq}', 'unknown reading', detail)
+                continue
+            known.append(LocationRevision(planner.observations.readings[row].key, rev.location, rev.stamp, rev.source))
+        done = planner.revise(known)
+        outcome.applied += done.applied
+        outcome.rejections += done.rejections
+        return outcome
 
     def drop(self, rover: str, reason: str = 'stopped reporting') -> None:
         """Take ``rover`` out of the team: its pending target is released, it gets no more targets; what it

@@ -7,10 +7,13 @@ the mistake is found.
 """
 from __future__ import annotations
 
+import os
+import re
 import sys
 from pathlib import Path
 
-__all__ = ['UsageError', 'user_error_types', 'one_line', 'report', 'check_run_dir', 'EXIT_USAGE']
+__all__ = ['UsageError', 'user_error_types', 'one_line', 'report', 'check_run_dir', 'file_system_type',
+           'EXIT_USAGE']
 
 #: exit status of a user mistake (argparse's, and the nodes' for an invalid parameter)
 EXIT_USAGE = 2
@@ -42,19 +45,66 @@ def report(exc: BaseException | str, code: int = EXIT_USAGE) -> int:
 
 
 def check_run_dir(path: str | Path, what: str) -> Path:
-    """``path`` as a run folder: it may exist (as a folder) or not yet.
+    """``path`` as a run folder: it may exist (as a folder) or not yet, and files can be written there (checked
+    without writing anything: the nearest existing folder of ``path`` is writable by this user, on a file system
+    mounted read-write that holds files, not a kernel one such as ``/proc`` or ``/sys``).
 
     Args:
         path: the folder.
         what: how the user named it, for the message (``'--out'``, ``"parameter 'run_dir'"``).
 
     Raises:
-        UsageError: ``path`` exists and is not a folder (or a parent of it is a file).
+        UsageError: ``path`` exists and is not a folder (or a parent of it is a file), or it cannot be written.
     """
     p = Path(path)
     for q in (p, *p.parents):
         if q.exists() and not q.is_dir():
             raise UsageError(f'{what} = {str(path)!r}: {q} is a file, not a folder')
         if q.exists():
+            reason = _not_writable(q)
+            if reason:
+                raise UsageError(f'{what} = {str(path)!r}: {reason}')
             break
     return p
+
+
+#: kernel file systems that hold no user files (a folder cannot be created there)
+PSEUDO_FILE_SYSTEMS = frozenset({'proc', 'sysfs', 'cgroup', 'cgroup2', 'debugfs', 'tracefs', 'securityfs', 'pstore',
+                                 'bpf', 'configfs', 'efivarfs', 'binfmt_misc', 'devpts', 'fusectl', 'mqueue'})
+
+
+def _not_writable(folder: Path) -> str | None:
+    """Why no file can be written in the existing ``folder``, or None."""
+    fs = file_system_type(folder)
+    if fs in PSEUDO_FILE_SYSTEMS:
+        return f'{folder} is on the kernel file system {fs!r}, where no run files can be written'
+    try:
+        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    if read_only:
+        return f'{folder} is on a read-only file system'
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f'{folder} is not writable by this user'
+    return None
+
+
+def file_system_type(path: str | Path) -> str | None:
+    """The type of the file system ``path`` lies on (``'ext4'``, ``'proc'``, ...) from ``/proc/self/mountinfo``,
+    or None where that cannot be read (not Linux)."""
+    try:
+        lines = Path('/proc/self/mountinfo').read_text().splitlines()
+    except OSError:
+        return None
+    target = os.path.realpath(path)
+    best, fs = -1, None
+    for line in lines:
+        fields, _, rest = line.partition(' - ')
+        parts = fields.split()
+        if len(parts) < 5 or not rest:
+            continue
+        mount = re.sub(r'\\([0-7]{3})', lambda m: chr(int(m.group(1), 8)), parts[4])   # \040 is a space
+        inside = target == mount or target.startswith(mount.rstrip('/') + '/')
+        if inside and len(mount) >= best:   # the last of equally long mount points is the one in effect
+            best, fs = len(mount), rest.split()[0]
+    return fs

@@ -1,10 +1,15 @@
-"""The best-posterior-mean-anywhere recommendation (``acquisition/recommendation.py``) against a dense grid of the
-NumPy posterior mean of the robust objective, through the planner's ``'area_mean'`` rule and NES's own rule."""
+"""The recommendation rules (``acquisition/recommendation.py``): the best posterior mean anywhere against a dense grid
+of the NumPy posterior mean of the robust objective, through the planner's ``'area_mean'`` rule and NES's own rule;
+the rules over past readings against the NumPy posterior at the places measured, and the place they name: where the
+reading was taken, not the target the rover was sent to."""
 import numpy as np
+import pytest
 import torch
 
-from uncertain_bo.distributions import DTYPE, Dirac, GaussianExecutionNoise
+from uncertain_bo.acquisition.recommendation import RECOMMENDATION_RULES
+from uncertain_bo.distributions import DTYPE, Dirac, Gaussian, GaussianExecutionNoise
 from uncertain_bo.planner import Planner
+from uncertain_bo.team import TeamPlanner
 
 from . import oracle
 
@@ -124,3 +129,110 @@ def test_top_mean_is_the_best_posterior_mean_among_readings_within_the_band_of_t
                              hp['outputscale'], hp['noise'] + p.model.reading_noise.numpy(), hp['mean'])
     assert 1 < tied.sum() < len(y)                         # the case where the band matters
     assert rec.index == int(np.argmax(np.where(tied, mu, -np.inf)))
+
+
+PEAK = torch.tensor([3.0, 2.0], dtype=DTYPE)
+
+
+def _peak(x):
+    return float(torch.exp(-((torch.as_tensor(x, dtype=DTYPE) - PEAK) ** 2).sum() / 0.5))
+
+
+def _missed_target_planner(method='ugp_ucb', peak_location=PEAK):
+    """Readings of a peak at (3, 2) on a 3 x 3 grid of reached targets (Dirac locations), and one measurement (index 9)
+    whose target (0.5, 0.5) the rover never reached (its goal timed out): it stopped 2.9 m away, at ``peak_location``
+    (a Gaussian location, std 0.1 m), where the reading is the highest of the run."""
+    p = Planner(BOX, GaussianExecutionNoise.isotropic(SIGMA, 2), method=method, n_initial=8, seed=2)
+    for x in (0.5, 1.5, 2.5):
+        for y in (0.5, 1.5, 2.5):
+            t = torch.tensor([x, y], dtype=DTYPE)
+            p.observe(t, Dirac(t[None]), _peak(t))
+    p.observe(torch.tensor([0.5, 0.5], dtype=DTYPE),
+              Gaussian(peak_location.reshape(1, 2), 0.01 * torch.eye(2, dtype=DTYPE)[None]), 1.0, goal_timed_out=True)
+    return p
+
+
+@pytest.mark.parametrize('rule', [r for r in RECOMMENDATION_RULES if r != 'area_mean'])
+def test_every_rule_over_readings_names_where_the_reading_was_taken_not_the_target_sent(rule):
+    p = _missed_target_planner()
+    rec = p.recommend(rule)
+    assert rec.index == 9 and rec.measured
+    torch.testing.assert_close(rec.target, PEAK)                  # the reading's location mean, not (0.5, 0.5)
+    torch.testing.assert_close(rec.location.covariance[0], 0.01 * torch.eye(2, dtype=DTYPE))
+    np.testing.assert_allclose(rec.where_measured()['covariance'], [[0.01, 0.0], [0.0, 0.01]])
+
+
+@pytest.mark.parametrize('method', ['botorch_robust', 'ugp_risk', 'drbqo'])
+def test_the_methods_own_rules_over_past_measurements_name_a_measured_place_too(method):
+    p = _missed_target_planner(method)
+    rec = p.recommend()
+    assert rec.index >= 0 and rec.measured
+    # the reached targets were measured at their targets (Dirac locations); the missed one where it stopped
+    torch.testing.assert_close(rec.target, p.locations.mean[rec.index])
+    torch.testing.assert_close(rec.location.mean, p.locations.mean[rec.index:rec.index + 1])
+
+
+def _oracle_robust_mean(p, points):
+    """NumPy posterior mean of the robust objective at N(points, Σ_E) ``(k, 2)``."""
+    hp = p.model.hyperparameters()
+    locs = p.model.train_locations
+    mu, _ = oracle.posterior(locs.mean.numpy(), locs.covariance.numpy(), p.model.train_y.numpy(), points,
+                             np.broadcast_to(np.eye(2) * SIGMA ** 2, (len(points), 2, 2)), hp['lengthscale'],
+                             hp['outputscale'], hp['noise'] + p.model.reading_noise.numpy(), hp['mean'])
+    return mu
+
+
+def test_past_mean_ranks_reached_targets_and_where_a_missed_one_was_measured_instead():
+    # oracle: the NumPy posterior mean at N(place, Σ_E), the place of a reached target the target, of the missed
+    # one (index 9) where its reading was taken
+    p = _missed_target_planner()
+    rec = p.recommend('past_mean')
+    places = p.targets.numpy().copy()
+    places[9] = PEAK.numpy()
+    mu = _oracle_robust_mean(p, places)
+    assert rec.index == int(np.argmax(mu)) == 9
+    np.testing.assert_allclose(rec.mean, mu.max(), rtol=1e-4, atol=1e-6)
+
+
+def test_a_reached_target_is_its_measurements_place_for_every_rule():
+    # every target reached, each reading taken 0.3 m off it (execution noise): the rules rank the commands (the
+    # robust objective is defined over them) and name the target, with the location distribution of its reading
+    p = Planner(BOX, GaussianExecutionNoise.isotropic(SIGMA, 2), method='ugp_ucb', n_initial=8, seed=2)
+    offset = torch.tensor([0.3, 0.0], dtype=DTYPE)
+    for x in (0.5, 1.5, 2.5, 3.5):
+        for y in (0.5, 1.5, 2.5):
+            t = torch.tensor([x, y], dtype=DTYPE)
+            p.observe(t, Gaussian((t + offset)[None], 0.01 * torch.eye(2, dtype=DTYPE)[None]), _peak(t + offset))
+    for rule in [r for r in RECOMMENDATION_RULES if r != 'area_mean']:
+        rec = p.recommend(rule)
+        torch.testing.assert_close(rec.target, p.targets[rec.index])
+        torch.testing.assert_close(rec.where_measured()['mean'], (p.targets[rec.index] + offset).tolist())
+    assert p.recommend('past_mean').index == int(np.argmax(_oracle_robust_mean(p, p.targets.numpy())))
+    assert p.recommend('highest_reading').index == int(torch.argmax(p.y))
+
+
+def test_a_reading_taken_outside_the_search_bounds_is_reported_at_the_nearest_point_of_them():
+    p = _missed_target_planner(peak_location=torch.tensor([4.4, 2.0], dtype=DTYPE))     # the box ends at x = 4
+    rec = p.recommend('highest_reading')
+    assert rec.index == 9
+    torch.testing.assert_close(rec.target, torch.tensor([4.0, 2.0], dtype=DTYPE))
+    torch.testing.assert_close(rec.location.mean[0], torch.tensor([4.4, 2.0], dtype=DTYPE))
+
+
+def test_the_teams_recommendation_names_where_the_reading_was_taken():
+    team = TeamPlanner()
+    shared = _missed_target_planner()
+    for name in ('rover0', 'rover1'):
+        team.add_rover(name, shared)
+    team.record('rover0', shared.recommend('highest_reading'))
+    lone = _missed_target_planner(peak_location=torch.tensor([2.9, 2.1], dtype=DTYPE))   # without sharing
+    solo = TeamPlanner()
+    solo.add_rover('rover0', shared)
+    solo.add_rover('rover1', lone)
+    solo.record('rover0', shared.recommend('sensor_mean'))
+    solo.record('rover1', lone.recommend('sensor_mean'))
+    for t in (team, solo):
+        rec = t.recommend()
+        planner = t.recommending_planner()
+        assert rec.index == 9
+        torch.testing.assert_close(rec.target, planner.locations.mean[9])

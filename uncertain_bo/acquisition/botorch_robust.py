@@ -13,8 +13,8 @@ Each decision after the planner's initial design (the explorer's own, so compari
    improvement of the robust objective :math:`\mathbb E[f(\mathbf x + \boldsymbol\xi)]`;
 4. ``optimize_acqf`` (``q = 1``, 10 restarts, 512 raw samples).
 
-The recommendation is the past target whose risk-measure posterior mean (the posterior mean averaged over the
-perturbation set) is largest.
+The recommendation is the measured place (a past reading's location mean, where its model has the reading) whose
+risk-measure posterior mean (the posterior mean averaged over the perturbation set) is largest.
 
 Randomness (Sobol scrambling, MC base samples, raw samples, fit retries) is seeded from the planner's seed
 and the step, so runs are reproducible. Tensors live on the device and dtype of the planner's bounds.
@@ -129,15 +129,15 @@ class BoTorchRobust(Method):
         if rule is not None:
             return None  # the caller asked for one of the planner's rules
         bounds = ctx.bounds
-        targets = ctx.targets.to(bounds)
-        if len(targets) == 1:
-            return Recommendation(targets[0].clone(), float(ctx.y[0]), float('nan'), 0)
+        places = ctx.places.to(bounds)
+        if len(places) == 1:
+            return ctx.measured_recommendation(0, float(ctx.y[0]), float('nan'))
         model, _ = self._model(ctx)
-        unit_targets = (targets - bounds[0]) / (bounds[1] - bounds[0])
+        unit_places = (places - bounds[0]) / (bounds[1] - bounds[0])
         model.eval()
         with torch.no_grad():
-            post = model.posterior(unit_targets.unsqueeze(-2))  # n x 1 x d -> n x n_w perturbed points
-            mean = post.mean.reshape(len(targets), -1).mean(-1)
-            var = post.variance.reshape(len(targets), -1).mean(-1)  # mean variance over the set (a summary)
+            post = model.posterior(unit_places.unsqueeze(-2))  # n x 1 x d -> n x n_w perturbed points
+            mean = post.mean.reshape(len(places), -1).mean(-1)
+            var = post.variance.reshape(len(places), -1).mean(-1)  # mean variance over the set (a summary)
         i = int(torch.argmax(mean))
-        return Recommendation(targets[i].clone(), float(mean[i]), float(var[i].clamp_min(0).sqrt()), i)
+        return ctx.measured_recommendation(i, float(mean[i]), float(var[i].clamp_min(0).sqrt()))

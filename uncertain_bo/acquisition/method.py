@@ -14,8 +14,8 @@ A **method** declares
   readings hallucinated at the posterior mean: GP-BUCB's fantasies, Desautels et al. 2014, so a UCB method is
   GP-BUCB and any model-based acquisition is its kriging-believer batch; :attr:`Method.batch_size` is the batch the
   planner decides when the caller does not say);
-- how it recommends (:meth:`Method.recommend`: by default the planner's rules over past targets; NES
-  recommends over the whole domain, BoTorch's robust loop by its risk measure).
+- how it recommends (:meth:`Method.recommend`: by default the planner's rules over the places measured; NES
+  recommends over the whole domain, BoTorch's robust loop by its risk measure over the places measured).
 
 The planner calls these hooks and nothing else: it knows no UCB, no :math:`\beta`, no "best past target" of
 its own. A method registers with the :func:`register` class decorator in its own module; adding one touches
@@ -99,20 +99,55 @@ class Proposal:
 
 @dataclass(frozen=True)
 class Recommendation:
-    """Where the method believes the robust peak is.
+    r"""Where the method believes the robust peak is: a place that was measured (the rules over past measurements:
+    the target where the rover reached it, else where the reading was taken;
+    :attr:`~uncertain_bo.planner.Planner.measured_places`), or for the rules that search the whole box
+    (``'area_mean'``, NES, BO-UU, EI) a place predicted there (:mod:`~uncertain_bo.acquisition.recommendation`).
 
     Attributes:
-        target: ``(D,)`` recommended target, e.g. :math:`\\mathbf x^*_n = \\operatorname{argmax}_{\\mathbf x_t}
-            \\hat\\mu_n(\\hat P_{\\mathbf x_t})` (uGP-UCB, Oliveira et al. 2019, Alg. 1).
+        target: ``(D,)`` the recommended place (the target to send the rover to), e.g. :math:`\operatorname{argmax}
+            _{\mathbf x_t} \hat\mu_n(\hat P_{\mathbf x_t})` over the places measured (uGP-UCB, Oliveira et al. 2019,
+            Alg. 1).
         mean: predicted robust value there (field units).
         std: posterior standard deviation there (NaN if the method has none).
-        index: which past measurement's target it is (-1 for a target that is none of them).
+        index: which measurement names the place (an index into the planner's ``targets``, ``y``, ``locations``);
+            -1 for an en-route reading or a place that was not measured.
+        location: the location distribution of that measurement's (or en-route) reading (one, over
+            :math:`\mathbb R^D`), or None for a place that was not measured.
     """
 
     target: Tensor
     mean: float
     std: float
     index: int
+    location: 'LocationDistributions | None' = None
+
+    @property
+    def measured(self) -> bool:
+        """The recommendation names a place where a reading was taken."""
+        return self.location is not None
+
+    def where_measured(self) -> dict[str, Any] | None:
+        """Where the reading it names was taken: ``{'mean': (D,), 'covariance': (D, D) or None}`` of its location
+        distribution (m, m²; None for an exactly known place), or None for a place that was not measured."""
+        if self.location is None:
+            return None
+        cov = self.location.covariance[0]
+        return {'mean': self.location.mean[0].tolist(), 'covariance': cov.tolist() if bool(cov.abs().max() > 0)
+                else None}
+
+    def record(self, index: int) -> dict[str, Any]:
+        """The journal's ``recommendation`` record after measurement ``index``: the place (``target``), the
+        predicted robust value and std, and where the reading it names was taken (``location_mean`` and, unless it
+        is exactly known, ``location_covariance``; both absent for a place that was not measured)."""
+        rec = {'type': 'recommendation', 'index': int(index), 'target': self.target.tolist(), 'mean': self.mean,
+               'std': self.std}
+        where = self.where_measured()
+        if where is not None:
+            rec['location_mean'] = where['mean']
+            if where['covariance'] is not None:
+                rec['location_covariance'] = where['covariance']
+        return rec
 
 
 class DecisionContext:
@@ -135,7 +170,8 @@ class DecisionContext:
             Dirac points otherwise.
         execution_noise: the planner's (possibly learned) execution-noise model.
         targets: ``(n, D)`` past targets; ``y``: ``(n,)`` past readings; ``locations``: past location
-            distributions as one batch (None before the first observation).
+            distributions as one batch (None before the first observation); ``places``: ``(n, D)`` the places
+            they measured (the target where it was reached, else the reading's location mean).
         beta: the :math:`\\beta_t` schedule, ``beta(t, model) -> float``.
         optimizer: acquisition maximiser settings.
         position: ``(d,)`` where the rover believes it is.
@@ -185,6 +221,19 @@ class DecisionContext:
         if not hasattr(self, '_locations'):
             self._locations = self._planner.locations
         return self._locations
+
+    @property
+    def places(self) -> Tensor:
+        """``(n, D)`` the places the past measurements measured (:attr:`~uncertain_bo.planner.Planner.
+        measured_places`: the target where the rover reached it, else where the reading was taken): what a
+        recommendation of the robust objective over past measurements ranks."""
+        return self._planner.measured_places
+
+    def measured_recommendation(self, i: int, mean: float, std: float, place: Tensor | None = None) -> Recommendation:
+        """The recommendation of measurement ``i``: its place (default ``places[i]``) and the location distribution of
+        its reading, with the predicted robust value ``mean`` and its std there (field units)."""
+        place = self.places[i] if place is None else place
+        return Recommendation(place.clone(), float(mean), float(std), int(i), self.locations[i])
 
     @property
     def model(self) -> 'DistributionGP':

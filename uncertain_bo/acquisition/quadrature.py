@@ -260,8 +260,9 @@ class QuadratureMethod(Method):
 
     def recommend(self, ctx: DecisionContext, rule: str | None) -> Recommendation | None:
         """:math:`\\hat{\\mathbf x}_t = \\arg\\max_{\\mathbf x \\in \\mathbf x_{1:t}} \\min_{p}
-        \\sum_i p_i \\mu_t(\\mathbf x, w_i)` (ρ = 0 for the empirical-mean rule), as the past target (with the
-        context it was measured at); None when the caller asks for a planner rule."""
+        \\sum_i p_i \\mu_t(\\mathbf x, w_i)` (ρ = 0 for the empirical-mean rule) over the places measured
+        (:attr:`~uncertain_bo.acquisition.DecisionContext.places`), as that place (with the context it was measured
+        at); None when the caller asks for a planner rule."""
         if rule is not None:
             return None
         d = self.split(ctx.bounds)
@@ -269,13 +270,13 @@ class QuadratureMethod(Method):
         rho = self.rho if self.robust_recommendation else 0.0
         model = ctx.model  # a due hyperparameter fit needs autograd: read it outside no_grad
         with torch.no_grad():
-            post = model.posterior(joint_points(ctx.targets[:, :d].to(contexts), contexts))
+            post = model.posterior(joint_points(ctx.places[:, :d].to(contexts), contexts))
             mean, cov = post.mean.squeeze(-1), post.distribution.covariance_matrix
             p = worst_case_weights(mean, rho)
             score = (p * mean).sum(-1)
             i = int(torch.argmax(score))
             var = (p[i] @ cov[i] @ p[i]).clamp_min(0)
-        return Recommendation(ctx.targets[i].clone(), float(score[i]), float(var.sqrt()), i)
+        return ctx.measured_recommendation(i, float(score[i]), float(var.sqrt()))
 
 
 class ThompsonQuadrature(QuadratureMethod):
@@ -363,14 +364,14 @@ class DRBQO(ThompsonQuadrature):
         model = ctx.model
         offsets = execution_offsets(ctx)
         with torch.no_grad():
-            points = ctx.targets.unsqueeze(-2) + offsets.unsqueeze(0)          # (N, n, d)
+            points = ctx.places.to(offsets).unsqueeze(-2) + offsets.unsqueeze(0)          # (N, n, d)
             post = model.posterior(points)
             mean, cov = post.mean.squeeze(-1), post.distribution.covariance_matrix
             p = worst_case_weights(mean, self.rho)
             score = (p * mean).sum(-1)
             i = int(torch.argmax(score))
             var = (p[i] @ cov[i] @ p[i]).clamp_min(0)
-        return Recommendation(ctx.targets[i].clone(), float(score[i]), float(var.sqrt()), i)
+        return ctx.measured_recommendation(i, float(score[i]), float(var.sqrt()))
 
 
 @register

@@ -18,7 +18,8 @@ NeurIPS). Each decision after the planner's initial design:
    plug-in incumbent for noisy readings), pending targets as ``X_pending``;
 4. the planner's maximiser.
 
-It recommends the past target whose risk measure of the posterior mean over the perturbation set is largest.
+It recommends the measured place (a past reading's location mean) whose risk measure of the posterior mean over the
+perturbation set is largest.
 (BoTorch's ``qLogNoisyExpectedImprovement``, which integrates over the incumbent instead, needs its cached-root path
 for a one-to-many input transform, and that path needs a ``GPyTorchModel``'s internals; its other path splits the
 perturbed samples on the wrong dimension in BoTorch 0.18. ``qLogNoisyExpectedImprovement`` on the model without a
@@ -120,14 +121,14 @@ class RiskMeasureNEI(Method):
         return Proposal(target, 'acquisition', value)
 
     def recommend(self, ctx: DecisionContext, rule: str | None) -> Recommendation | None:
-        """The past target with the largest risk measure of the posterior mean over a perturbation set (seeded by the
-        measurement count), with the posterior standard deviation of the robust objective there; None when the
-        caller asks for a planner rule."""
+        """The measured place (:attr:`~uncertain_bo.acquisition.DecisionContext.places`) with the largest risk
+        measure of the posterior mean over a perturbation set (seeded by the measurement count), with the posterior
+        standard deviation of the robust objective there; None when the caller asks for a planner rule."""
         if rule is not None:
             return None
-        targets = ctx.targets.to(ctx.bounds)
-        score = self.scores(self.view(ctx, ctx.run_seed * 100_003 + len(targets)), targets)
+        places = ctx.places.to(ctx.bounds)
+        score = self.scores(self.view(ctx, ctx.run_seed * 100_003 + len(places)), places)
         i = int(torch.argmax(score))
         with torch.no_grad():
-            _, var = ctx.model.marginals(ctx.candidates(targets[i:i + 1]))
-        return Recommendation(targets[i].clone(), float(score[i]), float(var[0].sqrt()), i)
+            _, var = ctx.model.marginals(ctx.candidates(places[i:i + 1]))
+        return ctx.measured_recommendation(i, float(score[i]), float(var[0].sqrt()))

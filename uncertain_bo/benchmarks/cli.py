@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 from itertools import product
+from pathlib import Path
 
 __all__ = ['add_parser', 'bench_main', 'plot_main']
 
@@ -298,6 +299,15 @@ def bench_main(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
 
+    from ..output_files import check_outputs
+    from ..user_errors import UsageError
+    from .runner import TABLES
+    try:   # the tables (and a suite's report) go into --out: never onto the parameter or field file
+        check_outputs([(Path(args.out) / name, '--out') for name in TABLES],
+                      [(args.params, '--params'), (args.field, '--field')])
+    except UsageError as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
     for flag, value in (('--iterations', args.iterations), ('--seeds', args.seeds)):
         if value is not None and value < 1:   # 0 must not fall back to the problem's default
             print(f'error: {flag} must be a positive integer, got {value}', file=sys.stderr)

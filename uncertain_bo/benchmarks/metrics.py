@@ -9,8 +9,8 @@ and the regret of the method's recommendation :math:`g^* - g(\mathbf x^*_t)` (AI
 
 Exploration problems (the rover) add what a rover pays and what a field engineer compares against: the
 normalised regret :math:`(g^* - g(\mathbf x)) / (g^* - \operatorname{median} g)` of the method's own
-recommendation, of the rule "target with the highest reading" and of the best true measurement position;
-the distance driven and the mission time — each as median, mean and sample std over seeds — and
+recommendation, of the rule "place of the highest reading" (its target where it was reached) and of the best true
+measurement position; the distance driven and the mission time — each as median, mean and sample std over seeds — and
 :func:`paired_comparisons`: every method against every baseline over their shared seeds (Wilcoxon signed-rank,
 ``scipy.stats.wilcoxon``, two-sided). :func:`markdown_tables` writes both as the tables of the README.
 """

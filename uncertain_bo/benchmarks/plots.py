@@ -25,6 +25,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..output_files import save_figure
+from ..plot_style import legend_outside
 from .base import DEFAULT_UGP_NOISE
 from .metrics import curves, group_runs, quantile_curves
 
@@ -105,7 +107,7 @@ def plot_directory(results: Sequence[dict[str, Any]], out_dir: str | Path, std_m
         for metric, fname, ylabel in metrics:
             cols = min(3, len(keys))
             rows = math.ceil(len(keys) / cols)
-            fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
+            fig, axes = plt.subplots(rows, cols, figsize=(7.8 * cols, 3.8 * rows), squeeze=False)
             for ax, key in zip(axes.flat, keys):
                 groups = sorted(group_runs(panels[key]).items(), key=lambda kv: _order(kv[0][1]))
                 for i, ((_, method, variant), rs) in enumerate(groups):
@@ -128,14 +130,14 @@ def plot_directory(results: Sequence[dict[str, Any]], out_dir: str | Path, std_m
                     ax.axhline(tol, color='k', ls='--', lw=0.8, label=f'tolerance {tol:g}')
                 ax.set_yscale('log')
                 ax.grid(alpha=0.3, which='both')
-                ax.legend(fontsize=8)
+                legend_outside(ax, 'right', fontsize=8)
             for ax in list(axes.flat)[len(keys):]:
                 ax.axis('off')
             fig.suptitle('median, shaded: 25-75 % over seeds' if band == 'quartiles' else
                          f'shaded: mean ± {std_mult:g} std over seeds', fontsize=8)
             fig.tight_layout()
             path = out / f'{problem}_{fname}.png'
-            fig.savefig(path, dpi=120)
+            save_figure(fig, path, dpi=120, bbox_inches='tight')
             plt.close(fig)
             written.append(path)
         written += _sweep_plot(plt, runs, problem, out, 'mismatch', std_mult)
@@ -180,14 +182,14 @@ def _exploration_plots(plt, runs, problem: str, out: Path) -> list[Path]:
         ax.grid(alpha=0.3, axis='y')
         fig.tight_layout()
         path = out / f'{stem}_final_regret.png'
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path, dpi=120)
         plt.close(fig)
         written.append(path)
         # regret against distance driven
         if not all(rec.get('distance_driven') is not None and np.isfinite(rec['distance_driven'])
                    for r in rs for rec in r['records']):
             continue
-        fig, ax = plt.subplots(figsize=(6.4, 4.4))
+        fig, ax = plt.subplots(figsize=(9.0, 4.4))
         for i, ((_, method, _), g) in enumerate(groups):
             c = _color(method, i)
             n = min(len(r['records']) for r in g)
@@ -197,14 +199,14 @@ def _exploration_plots(plt, runs, problem: str, out: Path) -> list[Path]:
             ax.plot(dist, reg, '-', color=c, label=f'{label} (median of {len(g)})')
             ax.plot([r['final']['distance_driven_m'] for r in g], [r['final']['rec_normalised_regret'] for r in g],
                     'o', color=c, ms=3, alpha=0.5)
-        ax.set_xlabel('distance driven (m)')
+        ax.set_xlabel('distance driven (m, true path of the simulated rover)')
         ax.set_ylabel('normalised regret of the recommendation')
         ax.set_title(f'{title}: line = median over seeds after each measurement; dots = final per seed', fontsize=8)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        legend_outside(ax, 'right')
         fig.tight_layout()
         path = out / f'{stem}_regret_vs_distance.png'
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path, dpi=120, bbox_inches='tight')
         plt.close(fig)
         written.append(path)
     return written
@@ -255,7 +257,7 @@ def _sweep_plot(plt, runs, problem: str, out: Path, axis: str, std_mult: float) 
     xs = {x for d in series.values() for x in d}
     if len(xs) < 2:
         return []
-    fig, ax = plt.subplots(figsize=(5.5, 4))
+    fig, ax = plt.subplots(figsize=(8.0, 4))
     for i, ((method, params), pts) in enumerate(sorted(series.items(), key=lambda kv: (_order(kv[0][0]), kv[0][1]))):
         x = np.array(sorted(pts))
         finals = [_finals(pts[v]) for v in x]
@@ -273,9 +275,9 @@ def _sweep_plot(plt, runs, problem: str, out: Path, axis: str, std_mult: float) 
     ax.set_ylabel(f'mean regret after {iters} iterations')
     ax.set_title(f'{problem}: error bars ± {std_mult:g} std' + (f', uGP noise={noise}' if noise else ''), fontsize=9)
     ax.grid(alpha=0.3, which='both')
-    ax.legend(fontsize=8)
+    legend_outside(ax, 'right', fontsize=8)
     fig.tight_layout()
     path = out / f'{problem}_{axis}.png'
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120, bbox_inches='tight')
     plt.close(fig)
     return [path]

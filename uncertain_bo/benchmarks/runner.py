@@ -129,8 +129,9 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
         ``rec_value``, ``rec_regret`` (the robust regret of paper Eq. 17 for AIRBO's problems), the model's
         ``rec_predicted``, the Euclidean distance ``rec_distance`` to the robust optimiser), the decision's
         ``seconds`` and
-        ``fit_seconds``, ``beta_t`` and ``acquisition_value``; the rule "the target with the highest reading so
-        far" (``reading_regret``) and the best true measurement position so far (``best_visited_regret``,
+        ``fit_seconds``, ``beta_t`` and ``acquisition_value``; the rule "the place of the highest reading so
+        far" (``reading_regret``: its measurement's :attr:`~uncertain_bo.planner.Planner.measured_places` row, the
+        target where it was reached) and the best true measurement position so far (``best_visited_regret``,
         :math:`\\min_{i \\le t} g^* - g(\\tilde{\\mathbf x}_i)`); where the instance has a
         :attr:`~uncertain_bo.benchmarks.base.Instance.regret_scale` (the rover problems:
         :math:`g^* - \\operatorname{median} g`) the three regrets divided by it (``rec_nregret``,
@@ -162,12 +163,13 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
     def record(planner, target, m, decision, rec) -> None:
         nonlocal cum, best_y, best_visited
         t = len(records) + 1
-        g_t, g_rec, g_exe = (float(v) for v in inst.robust_value(
-            torch.stack([target.reshape(-1), rec.target.reshape(-1), m.executed.reshape(-1)]).to(x_star)))
+        place = planner.measured_places[-1]          # this measurement's place: its target, if it was reached
+        g_t, g_rec, g_exe, g_place = (float(v) for v in inst.robust_value(torch.stack(
+            [target.reshape(-1), rec.target.reshape(-1), m.executed.reshape(-1), place.reshape(-1)]).to(x_star)))
         regret = g_star - g_t
         cum += regret
         if best_y is None or m.y > best_y[0]:
-            best_y = (m.y, regret)
+            best_y = (m.y, g_star - g_place)
         best_visited = min(g_star - g_exe, best_visited if best_visited is not None else math.inf)
         extra = {k: float(v[0]) for k, v in inst.extra_values(rec.target.reshape(1, -1).to(x_star)).items()}
         extra_names.update(extra)
@@ -346,18 +348,25 @@ def load_runs(out_dir: str | Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted((Path(out_dir) / 'runs').glob('*.json'))]
 
 
+#: the files :func:`write_tables` (and a suite's report, :mod:`~uncertain_bo.benchmarks.suite_report`) write in
+#: a benchmark's output folder
+TABLES = ('records.csv', 'summary.json', 'summary.md', 'summary.csv', 'suite.json', 'suite.md')
+
+
 def write_tables(results: Sequence[dict[str, Any]], out_dir: str | Path,
                  command: dict[str, Any] | None = None) -> None:
     """``records.csv`` (every iteration), ``summary.json``, ``summary.csv`` (aggregates) and, for exploration
     problems, ``summary.md`` in ``out_dir``."""
     from .metrics import FINAL_STATS, markdown_tables, summarize
 
+    from ..output_files import replacing, write_text
+
     out = Path(out_dir)
     dims = {len(r['records'][0]['target']) for r in results if r['records']}
     d = max(dims) if dims else 0
     head = ['problem', 'method', 'variant', 'beta', 'mismatch', 'field', 'seed']
     cols = head + RECORD_FIELDS + [f'{v}_{i}' for v in VECTOR_FIELDS for i in range(d)]
-    with open(out / 'records.csv', 'w', newline='') as fh:
+    with replacing(out / 'records.csv') as (tmp,), open(tmp, 'w', newline='') as fh:
         w = csv.writer(fh)
         w.writerow(cols)
         for res in results:
@@ -371,16 +380,16 @@ def write_tables(results: Sequence[dict[str, Any]], out_dir: str | Path,
     summary = summarize(results)
     if command is not None:
         summary['command'] = command
-    (out / 'summary.json').write_text(json.dumps(summary, indent=1))
+    write_text(out / 'summary.json', json.dumps(summary, indent=1))
     md = markdown_tables(summary)
     if md:
-        (out / 'summary.md').write_text(md)
+        write_text(out / 'summary.md', md)
     keys = ['problem', 'method', 'variant', 'beta', 'mismatch', 'field', 'n_runs', 'iterations', 'mean_regret_mean',
             'mean_regret_std', 'rec_regret_mean', 'rec_regret_std', 'rec_distance_median', 'argmax_tolerance',
             'n_within_tolerance', 'median_decision_seconds', 'p90_decision_seconds', 'median_wall_seconds']
     stats = [k for k in FINAL_STATS if any(k in g for g in summary['groups'])]
     keys += [f'{k}_{s}' for k in stats for s in ('median', 'mean', 'std')]
-    with open(out / 'summary.csv', 'w', newline='') as fh:
+    with replacing(out / 'summary.csv') as (tmp,), open(tmp, 'w', newline='') as fh:
         w = csv.DictWriter(fh, keys, extrasaction='ignore')
         w.writeheader()
         for g in summary['groups']:

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..output_files import save_figure, write_text
 from .metrics import strategy_label
 
 __all__ = ['suite_summary', 'suite_markdown', 'write_suite_report', 'plot_regret_vs_distance']
@@ -231,7 +232,7 @@ def plot_regret_vs_distance(results: Sequence[dict[str, Any]], path: str | Path,
     fig.suptitle(f'suite {suite}: regret of the recommendation against distance driven', fontsize=10)
     fig.tight_layout(rect=(0, 0.05 + 0.02 * (len(labels) // 4), 1, 0.97))
     path = Path(path)
-    fig.savefig(path, dpi=80)
+    save_figure(fig, path, dpi=80)
     plt.close(fig)
     return path
 
@@ -241,7 +242,7 @@ def write_suite_report(results: Sequence[dict[str, Any]], out_dir: str | Path, s
     """Write ``suite.md``, ``suite.json`` and ``suite_regret_vs_distance.png`` to ``out_dir``; returns the paths."""
     out = Path(out_dir)
     summary = suite_summary(results, suite, baselines)
-    (out / 'suite.json').write_text(json.dumps(summary, indent=1))
-    (out / 'suite.md').write_text(suite_markdown(summary))
+    write_text(out / 'suite.json', json.dumps(summary, indent=1))
+    write_text(out / 'suite.md', suite_markdown(summary))
     return [out / 'suite.md', out / 'suite.json', plot_regret_vs_distance(results, out / 'suite_regret_vs_distance.png',
                                                                           suite)]

@@ -1,7 +1,8 @@
-"""Data shipped inside the package: real field data (``fields/``) and benchmark suites (``suites/``).
+"""Data shipped inside the package: real field data (``fields/``), benchmark suites (``suites/``) and excerpts of real
+surveys (``surveys/``, the test data of ``uncertain-bo map``).
 
-Every file's source and licence is stated in the suite file that uses it (``suites/<name>.yaml``) and in
-``docs/field_suite.md``.
+Every field file's source and licence is stated in the suite file that uses it (``suites/<name>.yaml``) and in
+``docs/field_suite.md``; every survey's in ``surveys/README.md``.
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ The package, one module per concept (every public name is importable from ``unce
 module                 contents
 =====================  =========================================================================================
 ``batches``            :class:`LocationDistributions`, :class:`Dirac`, :class:`Gaussian`, :class:`Empirical`,
-                       :func:`cat`
+                       :func:`cat`, :func:`replace_rows`
 ``execution_noise``    the execution-noise models :math:`\hat P_{\mathbf x}`: :class:`ExecutionNoise`,
                        :class:`SampledExecutionNoise` (fixed base samples), :class:`GaussianExecutionNoise`
                        (the one Gaussian model; the other sampled models are in :mod:`uncertain_bo.noise`),
@@ -37,7 +37,7 @@ The moment matching of particle clouds (:func:`particle_moments`) is :mod:`uncer
 re-exported here.
 """
 from ..covariance import particle_moments
-from .batches import Dirac, Empirical, Gaussian, LocationDistributions, cat
+from .batches import Dirac, Empirical, Gaussian, LocationDistributions, cat, replace_rows
 from .checks import DTYPE  # noqa: F401  (float64, imported from here across the library)
 from .checks import InvalidDistributionError, check_covariance, ros_covariance_to_xy, weights_problem
 from .execution_noise import (DEFAULT_N_SAMPLES, ExecutionNoise, GaussianExecutionNoise, NoiseConfigError,
@@ -46,5 +46,5 @@ from .execution_noise import (DEFAULT_N_SAMPLES, ExecutionNoise, GaussianExecuti
 __all__ = [
     'InvalidDistributionError', 'LocationDistributions', 'Dirac', 'Gaussian', 'Empirical',
     'ExecutionNoise', 'SampledExecutionNoise', 'GaussianExecutionNoise', 'NoiseConfigError', 'check_covariance',
-    'ros_covariance_to_xy', 'cat', 'DEFAULT_N_SAMPLES', 'weights_problem', 'particle_moments',
+    'ros_covariance_to_xy', 'cat', 'replace_rows', 'DEFAULT_N_SAMPLES', 'weights_problem', 'particle_moments',
 ]

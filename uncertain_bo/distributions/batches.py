@@ -14,7 +14,7 @@ from torch import Tensor
 from ..linalg import psd_sqrt
 from .checks import DTYPE, InvalidDistributionError, _as_tensor, _first_covariance_problem, weights_problem
 
-__all__ = ['LocationDistributions', 'Dirac', 'Gaussian', 'Empirical', 'cat']
+__all__ = ['LocationDistributions', 'Dirac', 'Gaussian', 'Empirical', 'cat', 'replace_rows']
 
 
 class LocationDistributions(ABC):
@@ -262,6 +262,22 @@ class Empirical(LocationDistributions):
     def __repr__(self) -> str:
         n, m, d = self._samples.shape
         return f'Empirical(n={n}, m={m}, d={d}, weighted={self.is_weighted})'
+
+
+def replace_rows(batch: LocationDistributions, rows: Tensor, new: LocationDistributions) -> LocationDistributions:
+    """``batch`` with the distributions at ``rows`` replaced by ``new`` (one per row, in order); the kinds mix as in
+    :func:`cat` (a Gaussian replacing a Dirac makes a Gaussian batch).
+
+    Raises:
+        InvalidDistributionError: kinds that :func:`cat` cannot mix, or ``len(new) != len(rows)``.
+    """
+    rows = torch.as_tensor(rows, dtype=torch.long, device=batch.mean.device).reshape(-1)
+    if len(new) != rows.numel():
+        raise InvalidDistributionError(f'{rows.numel()} rows but {len(new)} distributions to put there')
+    n = len(batch)
+    order = torch.arange(n, device=rows.device)
+    order[rows] = n + torch.arange(rows.numel(), device=rows.device)
+    return cat([batch, new])[order]
 
 
 def cat(batches: Sequence[LocationDistributions]) -> LocationDistributions:

@@ -10,8 +10,12 @@ Modules, one concept each:
   :func:`update_planner` for run-time changes).
 - :mod:`~uncertain_bo.explorer.inputs` — pose estimates and readings: validation (stamps, frames, covariances,
   particle clouds) and pairing a reading with the pose nearest in time.
-- :mod:`~uncertain_bo.explorer.pose_gate` — pose plausibility: a pose that jumps further than the rover can have
-  driven (``max_speed``, both covariances) is a glitch and reaches nothing; re-anchoring after a re-initialisation.
+- :mod:`~uncertain_bo.explorer.pose_gate` — pose plausibility: a pose that moved further than the rover can have
+  driven (``max_speed``, both covariances; the last accepted estimate and windows up to 16 s) is a glitch or a
+  drift and reaches nothing; a place is believed once several poses agree (the first, a relocation).
+- :mod:`~uncertain_bo.explorer.area` — ``search_bounds`` widened by ``area_margin``: where poses may be.
+- :mod:`~uncertain_bo.explorer.commands` — the one place goals and stops leave the explorer, and the invariant
+  they keep (goals inside ``search_bounds``, stops inside the area at the trusted position).
 - :mod:`~uncertain_bo.explorer.location_policy` — which location distribution a measurement gets: a Gaussian,
   the particle cloud, or (for the GP) the commanded target, as the method asks.
 - :mod:`~uncertain_bo.explorer.budget` — the distance and time budgets beside ``max_measurements``.

@@ -110,6 +110,8 @@ class Deciding:
     def _send(self, target: np.ndarray, now: float) -> None:
         pose = self.latest_pose
         position = pose.xy if pose is not None else self.planner.position.numpy()
+        if self._goal_refused(target):         # outside search_bounds: decided anew (commands.py)
+            return
         reason = self.budget.unaffordable(now, position, target)
         if reason is not None:
             self._unsent = target
@@ -125,4 +127,4 @@ class Deciding:
         if self._en_route_from is None and pose is not None:
             self._en_route_from = np.asarray(pose.xy, dtype=float).copy()   # en-route spacing counts from here
         self.goal_resend.sent(now, position, target)
-        self.outputs.send_goal(target)
+        self._send_goal(target)

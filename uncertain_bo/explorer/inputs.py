@@ -5,14 +5,22 @@
   ``reading_timeout``; once newer poses exist the nearest one is final, and if it is more than
   ``max_pose_age`` away the reading is dropped with a warning.
 - Poses with NaN/inf, negative variances or non-PSD covariances (:func:`~uncertain_bo.covariance.
-  covariance_problem`), in the wrong frame, stamped more than ``max_pose_age`` before the host's clock (stale:
-  the localisation lags, or a bag is replayed without simulated time) or more than ``future_stamp_tolerance``
-  after it never reach the buffer. Readings are rejected outside ``reading_range``, stamped in the future, or
-  older than ``reading_timeout`` (stamped 0, another clock). A pose stamped before the newest buffered pose by
-  more than ``max_pose_age`` (bag loop, simulation reset) clears the pose and reading buffers; one stamped before
-  it by less (delivered late: a lossy radio link) is rejected (``'pose: out of order'``; a repeat is harmless). Each
-  rejection is logged with its reason (floods are throttled) and counted by category in :attr:`InputStreams.rejected`.
-  A zero covariance is valid: an exactly known position (a Dirac location).
+  covariance_problem`), in the wrong frame, outside ``search_bounds`` widened by ``area_margin``
+  (``'pose: outside the area'``: :mod:`~uncertain_bo.explorer.area`), stamped more than ``max_pose_age`` before the
+  host's clock (stale: the localisation lags, or a bag is replayed without simulated time) or more than
+  ``future_stamp_tolerance`` after it never reach the buffer. Readings are rejected outside ``reading_range``,
+  stamped in the future, or older than ``reading_timeout`` (stamped 0, another clock).
+- **Degenerate covariances**: a pose whose position standard deviation is below ``min_position_std`` along some
+  direction (an all-zero covariance: the publisher does not fill it in; a singular one) is rejected
+  (``'pose: degenerate covariance'``) or, with ``degenerate_pose_covariance: 'floor'``, used with that standard
+  deviation raised to ``min_position_std`` (a throttled warning; counted in :attr:`InputStreams.floored`).
+- **Stamps going backwards.** A pose stamped before the newest buffered pose by more than ``max_pose_age`` while the
+  host's clock also went back as much since that pose arrived (or where the host has no clock) starts a new time
+  base (bag loop, simulation reset): the pose and reading buffers are cleared and the gate confirms the place again
+  (:meth:`~uncertain_bo.explorer.pose_gate.PoseGate.restart`). Any other pose stamped before the newest one
+  (delivered late: a lossy radio link; or stamped by another clock while the node clock goes on) is rejected
+  (``'pose: out of order'``; a repeat is harmless): one pose stamped backwards clears nothing. Each rejection is
+  logged with its reason (floods are throttled) and counted by category in :attr:`InputStreams.rejected`.
 - **Header-less readings** (``std_msgs/Float64``) are stamped **on arrival**, with the host's clock when the
   reading is handed in (the ROS node: its clock when the subscription callback runs), and are then paired like
   any stamped reading. This assumes that the sensor's own latency plus transport and queueing is small against
@@ -23,13 +31,19 @@
   (simulated time before the first ``/clock``) cannot be stamped and is rejected (``'no clock to stamp it'``).
 - Particle clouds are validated like covariances (finite, in range, weights finite, non-negative with a
   positive finite sum).
-- A valid pose whose jump from the last accepted estimate is more than the rover can have driven since (``max_speed``),
-  given both covariances, is rejected as a glitch (``'pose: implausible jump'``) and reaches nothing: neither the
-  pairing of measurements and en-route readings nor the odometer. A burst of such rejections is reported, and a
-  localisation that stays at the new place is accepted there after a couple of seconds (re-anchored):
-  :mod:`~uncertain_bo.explorer.pose_gate`. Particle clouds are judged by their mean and covariance.
+- A valid pose that moved further from the accepted estimates (the last one and those up to 16 s before it) than
+  the rover can have driven since (``max_speed``), given both covariances, is rejected as a glitch
+  (``'pose: implausible jump'``) and reaches nothing: neither the pairing of measurements and en-route readings nor
+  the odometer. No pose is accepted before several agree on a place (the start, a new time base; poses held
+  meanwhile are not rejections, the ones the next poses contradict are counted as ``'pose: unconfirmed'``). A burst
+  of rejections is reported, and a localisation that stays at a new place is accepted there after a couple of
+  seconds (re-anchored): :mod:`~uncertain_bo.explorer.pose_gate`. Particle clouds are judged by their mean and
+  covariance. :attr:`InputStreams.trusted_pose` is the newest accepted pose within ``max_covariance_trace``
+  (where a stop holds the rover).
 - A valid reading that arrives before any pose estimate was accepted cannot be located: it is counted as rejected
-  (``'reading: before the first pose'``), which the waiting-for-pose status shows with the reason.
+  (``'reading: before the first pose'``), which the waiting-for-pose status shows with the reason; while pose
+  estimates arrive and the gate confirms the first place it is not used either, and not counted (the status says
+  how far the confirmation got).
 
 Both buffers are bounded (``pose_buffer_size`` poses, :data:`READING_QUEUE` readings), so memory stays
 bounded at any input rate.
@@ -40,12 +54,13 @@ import logging
 import math
 import time
 from collections import Counter, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
 
 from ..covariance import covariance_problem, particle_moments, weights_problem
+from .area import area_text, distance_outside
 from .pose_gate import PoseGate
 
 __all__ = ['PoseEstimate', 'Reading', 'InputStreams', 'MAX_ABS_COORDINATE', 'READING_QUEUE', 'WARN_PERIOD',
@@ -162,8 +177,9 @@ class InputStreams:
 
     Args:
         params: the explorer's parameters (read live: ``frame_id``, ``max_pose_age``, ``reading_timeout``,
-            ``future_stamp_tolerance``, ``reading_range``, ``max_covariance_trace``, ``max_speed``,
-            ``pose_buffer_size`` at construction and :meth:`resize`).
+            ``future_stamp_tolerance``, ``reading_range``, ``max_covariance_trace``, ``max_speed``, ``search_bounds``,
+            ``area_margin``, ``degenerate_pose_covariance``, ``min_position_std``, ``pose_buffer_size`` at
+            construction and :meth:`resize`).
         collecting: True while readings are wanted (the measuring window); readings handed in otherwise are
             validated and counted, not queued.
 
@@ -173,11 +189,20 @@ class InputStreams:
         rejected: rejected inputs by category (``'pose: stale stamp'``, ...); the set of keys is bounded.
         received: counts of ``'poses'`` and ``'readings'`` handed in.
         gate: the pose plausibility gate (:class:`~uncertain_bo.explorer.pose_gate.PoseGate`).
-        reanchored: True when the last accepted pose re-anchored the gate (a relocation: not distance driven).
+        reanchored: True when the last accepted pose confirmed a new place (the first, or a relocation: not
+            distance driven).
+        pending_reason: while the gate confirms its first place (or the place after a time-base restart): how far
+            it got; None otherwise.
+        trusted_pose: the newest accepted pose whose covariance trace is within ``max_covariance_trace`` (kept
+            across buffer resets), or None.
+        floored: poses whose degenerate covariance was floored (``degenerate_pose_covariance: 'floor'``).
         last_reason: the most recent rejection with its detail (None if none).
         window_received: readings handed in during the current measuring window.
         window_rejects: why readings of the current measuring window were not used, by category.
         latest_reading: the newest valid reading handed in, in any stage (en-route readings use it), or None.
+        sources: where the host takes each input from, ``'pose'`` / ``'reading'`` -> e.g.
+            ``'/odometry/filtered (nav_msgs/msg/Odometry)'`` (set by the ROS nodes; empty in-process): warnings
+            name it (:meth:`named`).
     """
 
     def __init__(self, params: dict[str, Any], collecting: Callable[[], bool]):
@@ -193,8 +218,18 @@ class InputStreams:
         self.latest_reading: Reading | None = None
         self.gate = PoseGate(params)
         self.reanchored = False
+        self.pending_reason: str | None = None
+        self.trusted_pose: PoseEstimate | None = None
+        self.floored = 0
+        self._newest_arrival: float | None = None   # the host clock when the newest buffered pose arrived
         self._located = False         # a pose estimate was accepted (readings before it cannot be located)
         self._warned: dict[str, tuple[float, int]] = {}
+        self.sources: dict[str, str] = {}
+
+    def named(self, what: str) -> str:
+        """``what`` (``'pose'``, ``'reading'``) with the topic and type it comes from, where the host said
+        (:attr:`sources`): ``'reading on /probe (std_msgs/msg/Float64)'``."""
+        return f'{what} on {self.sources[what]}' if what in self.sources else what
 
     @property
     def latest_pose(self) -> PoseEstimate | None:
@@ -214,8 +249,9 @@ class InputStreams:
     def add_pose(self, pose: PoseEstimate, now: float | None,
                  reduce: Callable[[PoseEstimate], PoseEstimate]) -> bool:
         """Buffer a pose estimate after validation and the plausibility gate
-        (:mod:`~uncertain_bo.explorer.pose_gate`). Returns False (and logs why, counted in :attr:`rejected`) if
-        rejected; :attr:`reanchored` says whether an accepted pose re-anchored the gate.
+        (:mod:`~uncertain_bo.explorer.pose_gate`). Returns False (and logs why, counted in :attr:`rejected`; a pose
+        the gate holds while it confirms its first place is not counted) if not accepted; :attr:`reanchored` says
+        whether an accepted pose confirmed a new place (not distance driven).
 
         Args:
             pose: the estimate.
@@ -229,25 +265,37 @@ class InputStreams:
         if problem is not None:
             self.reject('pose', *problem)
             return False
+        pose = self._degenerate_covariance(pose)
+        if pose is None:
+            return False
         max_age = self.params['max_pose_age']
         if now is not None:
             problem = self.stamp_problem(pose.stamp, now, max_age)
             if problem is not None:
                 self.reject('pose', *problem)
                 return False
-        if self.poses and pose.stamp < self.poses[-1].stamp - max_age:
+        if self.poses and pose.stamp < self.poses[-1].stamp:
+            if not self._time_base_restarted(pose.stamp, now):   # else the odometer would drive back to it
+                self.reject('pose', 'out of order', f'stamp {pose.stamp:.3f} s is before the newest pose '
+                            f'({self.poses[-1].stamp:.3f} s): delivered late, or stamped with another clock')
+                return False
             self.throttled_warning('jumped backwards',
                                    'pose stamp jumped backwards by %.3f s (bag replay or simulation reset?): '
-                                   'clearing the pose and reading buffers', self.poses[-1].stamp - pose.stamp)
+                                   'clearing the pose and reading buffers; the place is confirmed again',
+                                   self.poses[-1].stamp - pose.stamp)
             self.rejected['pose: stamp jumped backwards (buffer reset)'] += 1
             self.last_reason = 'pose stamp jumped backwards: pose and reading buffers reset'
             self.poses.clear()
             self.readings.clear()
-            self.gate.reset()
-        elif self.poses and pose.stamp < self.poses[-1].stamp:   # else the odometer would drive back to it
-            self.reject('pose', 'out of order', f'stamp {pose.stamp:.3f} s is before the newest pose (delivered late)')
-            return False
+            self.gate.restart()
         verdict = self.gate.check(pose.stamp, pose.xy, pose.cov)
+        if verdict.discarded:
+            self.rejected['pose: unconfirmed'] += verdict.discarded
+            self.last_reason = (f'pose rejected: {verdict.discarded} pose estimate(s) disagreed with the ones after '
+                                'them while the first place was confirmed')
+        if verdict.pending:
+            self.pending_reason = verdict.detail
+            return False
         if not verdict.accepted:
             self.reject('pose', 'implausible jump', verdict.detail)
             if verdict.burst_started:
@@ -256,15 +304,55 @@ class InputStreams:
                             '%g m/s below its speed? The new place is accepted once the estimates stay there',
                             self.gate.consecutive, verdict.detail, self.params['max_speed'])
             return False
+        self.pending_reason = None
         self.reanchored = verdict.reanchored
-        if verdict.reanchored:
+        if verdict.reanchored and self._located:
             log.warning('pose gate re-anchored: %s', verdict.detail)
             self.last_reason = f'pose re-anchored: {verdict.detail}'
+        elif verdict.reanchored:
+            log.info('pose gate: %s', verdict.detail)
         if pose.samples is not None:
             pose = reduce(pose)
         self.poses.append(pose)
+        self._newest_arrival = now
+        if position_trace(pose.cov) <= self.params['max_covariance_trace']:
+            self.trusted_pose = pose
         self._located = True
         return True
+
+    def _time_base_restarted(self, stamp: float, now: float | None) -> bool:
+        """A pose stamped before the newest buffered one starts a new time base (a simulation reset, a bag loop)
+        when its stamp is more than ``max_pose_age`` before the newest and the host clock, if there is one, jumped
+        back as much since that pose arrived; else it is merely out of order (delivered late, or stamped ahead by
+        a clock that is not the node's: a lone pose stamped back must not clear the buffers and the gate)."""
+        max_age = self.params['max_pose_age']
+        if stamp >= self.poses[-1].stamp - max_age:
+            return False
+        if now is None or self._newest_arrival is None:
+            return True
+        return now < self._newest_arrival - max_age
+
+    def _degenerate_covariance(self, pose: PoseEstimate) -> PoseEstimate | None:
+        """``pose`` itself, or with its covariance floored (``degenerate_pose_covariance: 'floor'``: warned,
+        counted in :attr:`floored`), or None when rejected as degenerate (counted): a position standard deviation
+        below ``min_position_std`` along some direction."""
+        floor = float(self.params['min_position_std']) ** 2
+        cov = psd_projection(pose.cov)
+        w, q = np.linalg.eigh(cov)
+        if w[0] >= floor:
+            return pose
+        std = math.sqrt(max(float(w[0]), 0.0))
+        what = (f'covariance {np.asarray(pose.cov).tolist()} has a position standard deviation of {std:.3g} m along '
+                f"({q[0, 0]:.2f}, {q[1, 0]:.2f}), below min_position_std = {self.params['min_position_std']:g} m "
+                '(an all-zero or singular covariance: is the localisation filling it in?)')
+        if self.params['degenerate_pose_covariance'] != 'floor':
+            self.reject('pose', 'degenerate covariance', what + "; degenerate_pose_covariance: 'floor' uses it")
+            return None
+        self.floored += 1
+        if self.floored <= 3 or self.floored % 100 == 0:
+            log.warning('pose covariance floored (%d so far): %s; raised to min_position_std', self.floored, what)
+        floored = (q * np.maximum(w, floor)) @ q.T
+        return replace(pose, cov=0.5 * (floored + floored.T))
 
     def add_reading(self, reading: Reading, now: float | None) -> bool:
         """Validate a sensor reading and queue it while :attr:`collecting`. Returns False (logged and counted in
@@ -312,6 +400,8 @@ class InputStreams:
             if problem is not None:
                 self.reject('reading', *problem)
                 return False
+        if not self._located and self.pending_reason is not None:
+            return False        # poses arrive, the gate confirms the first place: nothing to locate it with yet
         if not self._located:
             self.reject('reading', 'before the first pose', 'a reading arrived before any pose estimate was accepted: '
                         'it cannot be located (is the localisation publishing, in frame_id '
@@ -424,6 +514,12 @@ class InputStreams:
         if np.any(np.abs(xy) > MAX_ABS_COORDINATE):
             return ('position out of range', f'position {xy.tolist()} m is beyond ±{MAX_ABS_COORDINATE:g} m '
                     '(a sentinel or overflowed value)')
+        margin = float(self.params['area_margin'])
+        outside = distance_outside(xy, self.params, margin)
+        if outside > 0.0:
+            return ('outside the area', f'position ({xy[0]:.6g}, {xy[1]:.6g}) m is {outside:.3g} m outside '
+                    f'{area_text(self.params, margin)} (a glitch, another frame, or a rover started outside: '
+                    'drive it closer or widen area_margin)')
         cov = np.asarray(pose.cov, dtype=float)
         if cov.shape != (2, 2):
             return 'covariance wrong shape', f'expected a (2, 2) position covariance, got shape {cov.shape}'
@@ -484,7 +580,7 @@ class InputStreams:
         self.last_reason = f'{what} rejected: {detail}'
         n = self.rejected[key]
         if n <= 3 or n % 100 == 0:  # throttle floods of the same problem
-            log.warning('%s rejected (%s, %d so far): %s', what, category, n, detail)
+            log.warning('%s rejected (%s, %d so far): %s', self.named(what), category, n, detail)
 
     def throttled_warning(self, kind: str, fmt: str, *args) -> None:
         """Log a warning at most once per :data:`WARN_PERIOD` wall seconds per ``kind`` (with the count of

@@ -137,8 +137,9 @@ class LocationPolicy:
             return replace(pose, samples=None, weights=None)
         return replace(pose, samples=resample_particles(pose.samples, pose.weights, m, self.rng), weights=None)
 
-    def location(self, pose: PoseEstimate) -> LocationDistributions:
-        """The location distribution stored for ``pose`` (batch of 1)."""
+    def location(self, pose: PoseEstimate, warn: bool = True) -> LocationDistributions:
+        """The location distribution stored for ``pose`` (batch of 1); ``warn``: log when a pose without particles
+        becomes draws of its Gaussian in a run of particles (not for a revised pose, which never has any)."""
         gaussian = Gaussian(torch.as_tensor(pose.xy, dtype=DTYPE).reshape(1, 2),
                             torch.as_tensor(psd_projection(pose.cov), dtype=DTYPE).reshape(1, 2, 2))
         m = self.wanted_particles()
@@ -149,8 +150,9 @@ class LocationPolicy:
             if len(x) != m or pose.weights is not None:   # (poses are reduced on arrival already)
                 x = resample_particles(x, pose.weights, m, self.rng)
             return Empirical(torch.as_tensor(x, dtype=DTYPE).reshape(1, m, 2))
-        log.warning('pose without a particle cloud in a run of empirical locations: storing %d draws of its '
-                    'Gaussian', m)
+        if warn:
+            log.warning('pose without a particle cloud in a run of empirical locations: storing %d draws of its '
+                        'Gaussian', m)
         return Empirical(gaussian.sample(m, torch.Generator().manual_seed(int(self.rng.integers(2 ** 62)))))
 
     @staticmethod

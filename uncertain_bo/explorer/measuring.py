@@ -49,7 +49,7 @@ class Measuring:
             return
         if self._retries < self.params['reading_retries']:
             self._retries += 1
-            log.warning('no valid reading within reading_timeout = %.1f s; retry %d/%d',
+            log.warning('no valid %s within reading_timeout = %.1f s; retry %d/%d', self.inputs.named('reading'),
                         self.params['reading_timeout'], self._retries, self.params['reading_retries'])
             self._measure_start = now
             return
@@ -57,12 +57,12 @@ class Measuring:
         received, rejects = self.inputs.window_received, self.inputs.window_rejects
         if received == 0:
             self.rejected['measurement: sensor silent, target skipped'] += 1
-            self.last_reason = f'sensor silent at target {where}'
+            self.last_reason = f"sensor silent at target {where}: no {self.inputs.named('reading')} arrived"
         else:
             why = ', '.join(f'{n} {c}' for c, n in rejects.most_common()) or 'none paired'
             self.rejected['measurement: no usable reading, target skipped'] += 1
             self.last_reason = (f'no usable reading at target {where}: {received} readings '
-                                f'arrived but none could be used ({why})')
+                                f"arrived but none could be used ({why}; {self.inputs.named('reading')})")
         self._skip(now)
 
     def _skip(self, now: float) -> None:
@@ -122,8 +122,7 @@ class Measuring:
         index = m.index
         journal = self.planner.journal_file
         if journal is not None:
-            journal.append({'type': 'recommendation', 'index': index, 'target': rec.target.tolist(),
-                            'mean': rec.mean, 'std': rec.std})
+            journal.append(rec.record(index))
         self.outputs.measured(m, rec)
         if self.planner.n >= self.params['max_measurements']:
             self._end(f"max_measurements = {self.params['max_measurements']} reached")

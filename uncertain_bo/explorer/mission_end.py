@@ -66,9 +66,8 @@ class MissionEnd:
         self._done_limits = self._limits()
 
     def _finish(self, reason: str, stop: bool) -> None:
-        pose = self.latest_pose
-        if stop and pose is not None and self.state in (State.DRIVING, State.DWELLING, State.MEASURING):
-            self.outputs.stop(pose.xy)
+        if stop and self.state in (State.DRIVING, State.DWELLING, State.MEASURING):
+            self._stop()
         self._end(reason)
         if self.log_end:
             log.info('mission ends: %s', reason)
@@ -89,8 +88,7 @@ class MissionEnd:
             rec = future.result()
             journal = self.planner.journal_file
             if journal is not None:
-                journal.append({'type': 'recommendation', 'index': m.index, 'target': rec.target.tolist(),
-                                'mean': rec.mean, 'std': rec.std})
+                journal.append(rec.record(m.index))
             self.outputs.measured(m, rec)
         if self.journal_fault is not None:
             log.error('mission ended (%s) but %s: the end is reported once they are written', self.done_reason,

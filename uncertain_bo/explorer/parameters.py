@@ -66,8 +66,10 @@ EXPLORER_PARAMS = [
           "method's batch rule: GP-BUCB for the UCB methods), sends the rover to the first stop of their shortest "
           'route from where it is, and plans again after measuring there; 1 = the single best target. Chosen on the '
           'tuning set of the field suite (docs/field_suite.md, 16 seeds per field): 3 drove a third less than 1 with '
-          'no significant regret change, 5 halved the distance but lost regret. Each decision costs this many '
-          'acquisition maximisations. Batch methods (ugp_bucb) route their own batches; surveys keep their tour; '
+          'no significant regret change (a fifth less once the initial design was visited in full), 5 halved the '
+          'distance but lost regret. Each decision costs this many '
+          'acquisition maximisations. It starts after the initial design, which keeps its own tour; batch methods '
+          '(ugp_bucb) route their own batches; surveys keep their tour; '
           'a rover of a team decides one target at a time (the others\' targets pending). Without en-route '
           'readings only: with them (en_route_spacing) 1 was better on the same fields',
           range=(1, 100), read_only=True),
@@ -95,7 +97,9 @@ EXPLORER_PARAMS = [
     Param('execution_noise_prior_weight', 5.0, 'weight of execution_noise_std as the prior of the learned '
           'execution noise (learn_execution_noise), in pseudo-measurements', range=(0.0, 1e6), read_only=True),
     Param('n_initial', 5, "space-filling (scrambled Sobol) targets before the acquisition takes over, visited as a "
-          "short tour from the rover's first pose", range=(1, 10000), read_only=True),
+          "short tour from the rover's first pose, each once, in that order (the route horizon starts after it). "
+          'At most 1000: the tour is computed when the first pose arrives (0.04 s of CPU for 1000 targets; it grows '
+          'with the square: 2.5 s for 10000)', range=(1, 1000), read_only=True),
     Param('max_measurements', 30, 'stop after this many measurements', range=(1, 1000000)),
     Param('max_distance', 0.0, 'travel budget, m (0 = no limit). The mission ends before a target that lies '
           'further (straight line from the current position estimate) than the distance left; should the path '
@@ -140,7 +144,12 @@ EXPLORER_PARAMS = [
           'in time, s. A reading with no pose that close is held until one arrives, else dropped with a warning. '
           'Also the largest age of an arriving pose relative to the node clock: older poses are stale and rejected '
           '(localisation lagging; a bag replayed without use_sim_time), and a pose stamped this much before the '
-          'newest one (bag loop, simulation reset) clears the pose and reading buffers', range=(0.001, 60.0)),
+          'newest one while the node clock also jumped back this much (bag loop, simulation reset) clears the pose '
+          'and reading buffers (the place is then confirmed again: max_speed); without the clock jump it is out of '
+          'order and rejected', range=(0.001, 60.0)),
+    Param('revision_min_shift', 0.05, 'a revised trajectory (a smoother after a fix, a loop closure) re-places a '
+          'stored reading only when it moves its location mean, or its position standard deviation, by more than '
+          'this, m: a back end republishing an unchanged path journals nothing new', range=(0.0, 1000.0)),
     Param('reading_timeout', 10.0, 'wait this long for a valid reading after dwelling, s; then retry, and skip the '
           'target after reading_retries retries (with a warning)', range=(0.1, 3600.0)),
     Param('reading_retries', 2, 'retries (each waiting reading_timeout) when no usable reading arrived, before '
@@ -164,13 +173,27 @@ EXPLORER_PARAMS = [
           'with a sample-based method): each cloud is resampled (systematic) to this many equally weighted '
           'particles on arrival. Bounds memory, journal size (about 6 kB per measurement at 160) and kernel cost. '
           'A resumed journal keeps its own count', range=(1, 100000), read_only=True),
-    Param('max_speed', 5.0, 'pose plausibility, m/s (0 = off): a pose estimate further from the last accepted one '
-          'than the rover can have driven at this speed since, given both covariances (a Mahalanobis/chi-square '
-          "gate like robot_localization's *_rejection_threshold, with the possible motion taken out), is a glitch: "
-          "rejected and counted in /diagnostics ('pose: implausible jump'), so it reaches no measurement, no "
-          'en-route reading and not the distance driven. When the estimates stay at the new place (5 consistent '
-          'poses over 2 s: set_pose, initialpose, the rover carried) the new place is accepted, with a warning. '
-          'Set it above the rover\'s top speed (docs/field_robots.md, "Pose glitches")', range=(0.0, 1000.0)),
+    Param('max_speed', 5.0, 'pose plausibility, m/s (0 = off): a pose estimate further from the accepted ones (the '
+          'last, and those 0.25 to 16 s before it) than the rover can have driven at this speed since, given both '
+          "covariances (a Mahalanobis/chi-square gate like robot_localization's *_rejection_threshold, with the "
+          "possible motion taken out), is a glitch or a drift: rejected and counted in /diagnostics ('pose: "
+          "implausible jump'), so it reaches no measurement, no en-route reading and not the distance driven. No pose "
+          'is used before 5 consistent poses over 2 s agree on a place (at the start, and after the clock and the '
+          'stamps jumped back); when the estimates stay at a new place (5 consistent poses over 2 s: set_pose, '
+          'initialpose, the rover carried) the new place is accepted, with a warning. Set it above the rover\'s top '
+          'speed (docs/field_robots.md, "Pose glitches")', range=(0.0, 1000.0)),
+    Param('area_margin', 50.0, 'how far outside search_bounds a pose estimate may lie, m, on every side: poses beyond '
+          "are rejected and counted ('pose: outside the area'), so no measurement, en-route reading, distance driven "
+          "or 'hold here' stop ever uses a place beyond it, and the rover must start within it. Goals always lie "
+          'inside search_bounds', range=(0.0, 1e7)),
+    Param('degenerate_pose_covariance', 'reject', "a pose estimate whose position standard deviation is below "
+          'min_position_std along some direction (an all-zero covariance: the publisher does not fill it in; a '
+          "singular one) is 'reject': rejected and counted ('pose: degenerate covariance'), or 'floor': used with "
+          "that standard deviation raised to min_position_std, with a warning, counted ('pose covariances floored' "
+          'in /diagnostics). Particle clouds: their moment-matched covariance', choices=('reject', 'floor')),
+    Param('min_position_std', 0.01, 'smallest credible position standard deviation of a pose estimate along any '
+          'direction, m (see degenerate_pose_covariance): below what the localisation can know (RTK GNSS: about '
+          '0.02 m)', range=(1e-6, 1000.0)),
     Param('max_covariance_trace', 25.0, 'localisation divergence: when the trace of the position covariance (var x '
           '+ var y) exceeds this the rover is stopped, the explorer pauses (diagnostics ERROR, no measurements) and '
           f'resumes towards the same target once the trace is below {RESUME_FRACTION:g} x this, m². 25 m² ≈ 3.5 m '

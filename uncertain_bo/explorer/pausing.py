@@ -72,9 +72,8 @@ class Pausing:
         if self.state is not State.PAUSED:
             self._paused_from = self.state
             self.state = State.PAUSED
-            pose = self.latest_pose
-            if pose is not None and self._paused_from.value in _ACTIVE:
-                self.outputs.stop(pose.xy)
+            if self._paused_from.value in _ACTIVE:
+                self._stop()                 # held at the trusted position, never a diverged estimate's
         return True
 
     def _localisation_problem(self) -> str | None:
@@ -126,6 +125,6 @@ class Pausing:
             self.state = State.DRIVING
             self._goal_time = now
             self.goal_resend.sent(now, pose.xy, self.target)
-            self.outputs.send_goal(self.target)
+            self._send_goal(self.target)     # refused when search_bounds changed meanwhile: decided anew
         else:
             self.state = State.WAITING_FOR_POSE

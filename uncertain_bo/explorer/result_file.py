@@ -39,13 +39,19 @@ class ResultFile:
     explorer's planner, counters, budget and ``result_file``)."""
 
     def result(self, rec: Recommendation | None) -> dict[str, Any]:
-        """The run's result as written to ``result_file``: the recommendation (None before any measurement),
-        counts (measurements, en-route readings, rejected inputs), why it ended, distance driven (m), mission time
-        (s), the execution-noise model (:func:`execution_noise_summary`) and ``journal_damage``: what resuming the
-        journal skipped (:attr:`~uncertain_bo.planner.Planner.journal_damage`: records skipped, records missing,
-        the problems by line)."""
+        """The run's result as written to ``result_file``: the recommendation (None before any measurement: the
+        place ``recommended_target``, where the reading it names was taken ``recommended_location`` (mean, m, and
+        covariance, m², of its location distribution; None for a place that was not measured), which measurement
+        that is ``recommended_measurement`` (-1: an en-route reading or a place not measured), the predicted robust
+        value and std), counts (measurements, en-route readings, rejected inputs), why it ended, distance driven (m),
+        mission time (s), the execution-noise model (:func:`execution_noise_summary`), ``revisions``: revised
+        locations applied and rejected by reason (:mod:`uncertain_bo.planner_revisions`), and ``journal_damage``: what
+        resuming the journal skipped (:attr:`~uncertain_bo.planner.Planner.journal_damage`: records skipped, records
+        missing, the problems by line)."""
         now = self._last_now if self._last_now is not None else 0.0
         return {'recommended_target': rec.target.tolist() if rec is not None else None,
+                'recommended_location': rec.where_measured() if rec is not None else None,
+                'recommended_measurement': rec.index if rec is not None else None,
                 'predicted_robust_value': rec.mean if rec is not None else None,
                 'predicted_std': rec.std if rec is not None else None,
                 'measurements': self.planner.n, 'en_route_readings': self.planner.n_en_route,
@@ -53,6 +59,8 @@ class ResultFile:
                 'keep_out_zones': [z.record() for z in self.planner.keep_out.zones],
                 'stopped_because': self.done_reason, **self.budget.totals(now),
                 'execution_noise': execution_noise_summary(self.planner),
+                'revisions': {'applied': self.planner.revisions_applied,
+                              'rejected': dict(self.planner.revisions_rejected)},
                 'journal_damage': self.planner.journal_damage}
 
     def _write_result(self, rec: Recommendation | None) -> None:

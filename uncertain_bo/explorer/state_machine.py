@@ -20,9 +20,15 @@ in the module named after it:
   estimates; a target that cannot be measured is skipped and becomes a keep-out zone.
 - **Pausing** (:mod:`~uncertain_bo.explorer.pausing`): on diverged localisation or a journal that cannot be
   written (storage faults) the rover stops and no measurement is taken; the same target again once recovered.
+- **Commands** (:mod:`~uncertain_bo.explorer.commands`): every goal and stop leaves through one place that keeps
+  the invariant: goals inside ``search_bounds``, "hold here" stops inside ``search_bounds`` + ``area_margin`` at
+  the trusted position (never a diverged or rejected estimate), whatever the inputs.
 - **The end** (:mod:`~uncertain_bo.explorer.mission_end`) comes with ``max_measurements`` or a budget
   (``max_distance``, ``max_mission_time``: :mod:`~uncertain_bo.explorer.budget`), whichever is first;
   :attr:`Explorer.done_reason` says which. Raising a limit at run time continues the mission.
+- **Revised trajectories** (:mod:`~uncertain_bo.explorer.revisions`): :meth:`Explorer.on_revised_trajectory`
+  re-places stored readings at the localiser's revised past poses (a smoother after a fix, a loop closure), in any
+  stage.
 - **Restarts:** a planner resumed from a journal whose last decision has no observation yet hands that
   target back (:meth:`~uncertain_bo.planner.Planner.take_resumed_target`); the explorer re-sends it as the
   goal instead of deciding again, so a crash mid-drive costs neither a measurement nor a decision.
@@ -37,6 +43,7 @@ have their own modules and are importable from here too.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +55,7 @@ import torch
 from ..distributions import DTYPE
 from ..planner import Planner
 from .budget import TravelBudget
+from .commands import Commands
 from .deciding import Deciding
 from .en_route import EnRoute
 from .goal_resend import GoalResend
@@ -59,6 +67,7 @@ from .outputs import ExplorerOutputs, Measurement
 from .parameters import RESUME_CHECKED
 from .pausing import JOURNAL_RETRY_PERIOD, Pausing
 from .result_file import ResultFile, execution_noise_summary
+from .revisions import HELD_TRAJECTORIES, Revising
 from .states import State
 
 __all__ = ['Explorer', 'ExplorerOutputs', 'State', 'Measurement', 'execution_noise_summary', 'LIMITS',
@@ -68,7 +77,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile):
+class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Commands, Revising):
     """Measurement cycle around a :class:`~uncertain_bo.planner.Planner`.
 
     The ROS node (:mod:`uncertain_bo.ros.explorer`) and the in-process mission (:mod:`uncertain_bo.sim.mission`)
@@ -143,6 +152,7 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile):
         self._finish_reported = False
         self._en_route_from: np.ndarray | None = None   # where the last reading was stored (en-route spacing)
         self._en_route_due: float | None = None        # stamp from which an en-route reading is due
+        self._held_trajectories: deque = deque(maxlen=HELD_TRAJECTORIES)   # revisions waiting for the decider
         self._log_resume()
         if self.planner.n >= self.params['max_measurements']:
             self._end(f"max_measurements = {self.params['max_measurements']} reached")
@@ -295,6 +305,7 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile):
             return
         if self._check_pause(now):
             return
+        self._apply_held_revisions()
         if self.state is State.WAITING_FOR_POSE:
             if self.inputs.poses:
                 if self.planner.start is None and self.planner.n == 0:
@@ -325,10 +336,11 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile):
             return
         if self.goal_resend.due(now, pose.xy if pose is not None else None, self.target):
             self.goal_reason = 'resent'      # the controller has not moved the rover yet: the goal may be lost
-            self.outputs.send_goal(self.target)
+            if not self._send_goal(self.target):
+                return                       # refused (search_bounds changed meanwhile): stopped, deciding anew
         spent = self.budget.distance_spent()
         if spent is not None or now - self._goal_time > self.params['goal_timeout']:
-            where = pose.xy if pose is not None else self.target
+            where = self._stop()
             if spent is not None:
                 log.warning('%s on the way to target (%.2f, %.2f): stopping and measuring where the rover is, '
                             '(%.2f, %.2f), then ending the mission', spent, *self.target, *where)
@@ -337,6 +349,5 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile):
                             'rover is, (%.2f, %.2f) (still a valid pair: the location distribution says where)',
                             *self.target, self.params['goal_timeout'], *where)
                 self.goal_timeouts += 1
-            self.outputs.stop(where)
             self._timed_out = True
             self._start_dwell(now)

@@ -93,7 +93,7 @@ from linear_operator.utils.warnings import NumericalWarning
 from torch import Tensor
 
 from ..caught_warnings import logged_warnings
-from ..distributions import DTYPE, Dirac, LocationDistributions, cat
+from ..distributions import DTYPE, Dirac, LocationDistributions, cat, replace_rows
 from ..kernels import DistributionKernel, ExpectedRBFKernel
 from .likelihood import ReadingNoiseLikelihood, make_noise_prior
 from .prediction import ExactPrediction, SparsePrediction
@@ -270,6 +270,44 @@ class DistributionGP(ExactGP, Model):
                 known = noise.to(enc) / self._y_scale ** 2 + self.input_variance(locations).to(enc)
                 self._cache.add(self, enc, known)   # sparse: one refactorisation for the batch
                 self._cache.set_targets(self._standardized_y())
+
+    def revise(self, rows: Tensor, locations: LocationDistributions) -> None:
+        """Replace the training location distributions at ``rows`` (their readings and reported variances stay):
+        revised locations of past readings (:mod:`uncertain_bo.planner_revisions`). Hyperparameters are not refitted.
+
+        The cached exact posterior is refactored from the first revised row ``r`` on: rows ``< r`` of
+        :math:`L^{-1}` do not depend on later inputs and stay, the trailing block is one Cholesky factorisation of its
+        Schur complement, :math:`O(r^2 k + k^3)` for ``k = n - r`` trailing rows (the whole factor when ``r = 0``;
+        :meth:`~uncertain_bo.models.prediction.ExactPrediction.refactor_from`). The sparse posterior is rebuilt at its
+        next use (a revised reading may be an inducing input). bench/revision_latency.py measures both against
+        the decision time.
+
+        Args:
+            rows: ``(k,)`` distinct row indices in ``[0, n)``.
+            locations: ``k`` location distributions, one per row in order (kinds :func:`~uncertain_bo.distributions.
+                cat` can mix with the training batch).
+
+        Raises:
+            ValueError: rows out of range or repeated, or a length mismatch.
+            InvalidDistributionError: kinds that cannot be mixed with the training batch.
+        """
+        self._check_mutable()
+        rows = torch.as_tensor(rows, device=self._y.device).long().reshape(-1)
+        if rows.numel() == 0:
+            return
+        if (int(rows.min()) < 0 or int(rows.max()) >= self.n or rows.unique().numel() != rows.numel()
+                or len(locations) != rows.numel()):
+            raise ValueError(f'revise needs {rows.numel()} distinct rows in [0, {self.n}) and one location per row, '
+                             f'got {len(locations)} locations')
+        before = type(self._locations)
+        self._locations = replace_rows(self._locations, rows, locations)
+        self._sync_train_data()
+        if isinstance(self._cache, ExactPrediction) and type(self._locations) is before:   # (a Dirac batch that
+            # became Gaussian may encode to another width: rebuilt at the next use)
+            with torch.no_grad():
+                self._cache.refactor_from(self, int(rows.min()))
+        else:
+            self._cache = None
 
     def clear_posterior(self) -> None:
         """Forget the cached posterior (rebuilt at its next use); e.g. before a fit that would discard it."""

@@ -103,9 +103,11 @@ def fused_marginals(gp: 'DistributionGP', cache: 'ExactPrediction',
 
 def _training_side(kernel, cache: 'ExactPrediction', inv_ell: Tensor, outer: Tensor, c1: Tensor,
                    outputscale: float) -> TrainingSide | None:
-    """The cache's :class:`TrainingSide` for ``c1``, built (and kept on the cache) when the data, the hyperparameters
-    or ``c1`` changed; None when the training covariances are all equal (also kept)."""
-    key = (cache.enc.shape[0], tuple(inv_ell.reshape(-1).tolist()), tuple(c1.reshape(-1).tolist()), outputscale)
+    """The cache's :class:`TrainingSide` for ``c1``, built (and kept on the cache) when the data (more readings, or
+    revised inputs: :attr:`~uncertain_bo.models.prediction.ExactPrediction.revised`), the hyperparameters or ``c1``
+    changed; None when the training covariances are all equal (also kept)."""
+    key = (cache.enc.shape[0], cache.revised, tuple(inv_ell.reshape(-1).tolist()), tuple(c1.reshape(-1).tolist()),
+           outputscale)
     kept = getattr(cache, '_training_side', None)
     if kept is not None and kept[0] == key:
         return kept[1]

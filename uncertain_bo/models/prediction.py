@@ -114,6 +114,9 @@ class ExactPrediction(Prediction):
         self._enc[:n] = enc
         self._n = n
         self.alpha = enc.new_zeros(n)
+        #: how many times the training inputs were revised in place (:meth:`refactor_from`): what is derived from
+        #: them and kept elsewhere (the fused marginals' training side) is stale when it changes
+        self.revised = 0
 
     @property
     def linv(self) -> Tensor:
@@ -140,7 +143,7 @@ class ExactPrediction(Prediction):
     def copy(self) -> 'ExactPrediction':
         """An independent copy (a conditioned model grows its own)."""
         out = ExactPrediction.__new__(ExactPrediction)
-        out.mean, out._n = self.mean, self._n
+        out.mean, out._n, out.revised = self.mean, self._n, self.revised
         out._linv, out._enc, out.alpha = self._linv.clone(), self._enc.clone(), self.alpha.clone()
         return out
 
@@ -192,6 +195,34 @@ class ExactPrediction(Prediction):
         self._linv[n, n] = 1.0 / d
         self._enc[n] = enc_new.reshape(-1)
         self._n = n + 1
+
+    def refactor_from(self, gp: 'DistributionGP', start: int) -> None:
+        r"""Recompute rows ``start, ..., n - 1`` of :math:`L^{-1}` for the model's current training inputs (the inputs
+        of rows ``>= start`` changed: revised locations) and the weights :math:`\alpha`; rows ``< start`` do not
+        depend on them and stay. With :math:`L_{11}` the kept block, :math:`L_{21} = K_{21} L_{11}^{-\top}` and
+        :math:`L_{22} L_{22}^\top = K_{22} + \Lambda_2 - L_{21} L_{21}^\top`,
+
+        .. math::
+            L^{-1} = \begin{bmatrix} L_{11}^{-1} & 0 \\ -L_{22}^{-1} L_{21} L_{11}^{-1} & L_{22}^{-1}
+            \end{bmatrix}:
+
+        the factor a fresh :meth:`build` would give, at :math:`O(s^2 k + k^3)` for ``s = start`` and ``k = n - s``."""
+        enc = gp.encode(gp.train_locations).detach()
+        n = self._n
+        self._enc[:n] = enc
+        tail, head = enc[start:], enc[:start]
+        k22 = gp.covar_module.forward(tail, tail).detach()
+        k22 = k22 + torch.diag(gp.noise_diagonal()[start:].to(k22))
+        l11inv = self._linv[:start, :start]
+        l21 = (gp.covar_module.forward(tail, head).detach() @ l11inv.T if start else   # K_21 L_11^{-T}
+               tail.new_zeros(n - start, 0))
+        l22 = safe_cholesky(k22 - l21 @ l21.T)
+        eye = torch.eye(n - start, dtype=l22.dtype, device=l22.device)
+        l22inv = torch.linalg.solve_triangular(l22, eye, upper=False)
+        self._linv[start:n, :start] = -l22inv @ (l21 @ l11inv)
+        self._linv[start:n, start:n] = l22inv
+        self.revised += 1
+        self.set_targets(gp._standardized_y())
 
     def add(self, gp: 'DistributionGP', enc: Tensor, known_noise: Tensor) -> None:
         """Append readings ``(k, D)`` one row at a time; ``known_noise`` ``(k,)`` beyond :math:`\\lambda`."""

@@ -5,9 +5,10 @@ wildcards, namespaced and nested section keys), and every section that names one
 (explorer, pure_pursuit, sim_rover, ekf, particle_filter, field_sensor, sensor_covariance;
 :data:`uncertain_bo.ros.nodes.NODES`), or whose parameters are all one such node's (a node started under another
 name, ``-r __node:=navsat_covariance``), is resolved as rclpy would give that node its overrides and validated
-against the node's own parameter specs (types, ranges, choices, unknown names with a suggestion) and
-cross-checks (``search_bounds`` order, a field file that loads, a usable ``run_dir``). Then the checks that
-concern a mission rather than one value:
+against the node's own parameter specs (types, ranges, choices, unknown names with the closest known one) and
+the cross-checks the node itself runs at start-up (:func:`check_node_values`: ``search_bounds`` order and area, a
+team's ``rovers``, a field file that loads, a ``run_dir`` that can be written, ``goal_interface: nav2_action`` where
+nav2_msgs is installed). Then the checks that concern a mission rather than one value:
 
 - the explorer's ``reading_type`` against the type a simulated sensor in the same file publishes on the same
   ``reading`` topic (an error: the explorer would never receive a reading);
@@ -18,9 +19,10 @@ concern a mission rather than one value:
 - an empty file, and sections of no node of the package (warnings; a shared file may hold other packages'
   nodes, e.g. robot_localization's ``ekf_filter_node``).
 
-A mistake is :class:`~uncertain_bo.parameters.ParameterError` (the command prints one ``error:`` line and exits
-2); the command creates no file or folder. ``uncertain-bo demo --params`` runs the same checks before anything
-starts (:func:`check_graph`).
+Every mistake is found, not only the first (:attr:`CheckResult.errors`): the command prints one ``error:`` line
+for each and exits 2; it creates no file or folder. ``uncertain-bo demo --params`` runs the same checks before
+anything starts (its one ``error:`` line holds them all; :func:`check_graph`), and the launch files run
+:func:`check_node_parameters` on what each node they start gets.
 """
 from __future__ import annotations
 
@@ -30,12 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..parameters import ParameterError, validate
-from ..param_files import Section, declared_parameters, no_parameters_warning, read_param_file, section_applies
+from ..parameters import ParameterError, defaults
+from ..param_files import (ROS_PARAMETERS, ParamFile, Section, UnknownParameter, absolute_name, closest_name,
+                           declared_parameters, file_sections, is_ros_parameter, no_parameters_warning,
+                           read_param_file, section_applies, unknown_parameters)
+from ..user_errors import EXIT_USAGE, report
 from .nodes import NODES
 
-__all__ = ['NodeCheck', 'CheckResult', 'check_parameter_files', 'check_node_values', 'mission_warnings',
-           'check_graph', 'add_parser']
+__all__ = ['NodeCheck', 'CheckResult', 'check_parameter_files', 'check_node_parameters', 'check_node_values',
+           'node_value_problems', 'mission_warnings', 'check_graph', 'add_parser']
 
 #: nodes that publish readings on ``reading`` (simulated sensors) -> their noise-std parameter
 SENSOR_NOISE = {'sim_rover': 'reading_noise_std', 'field_sensor': 'noise_std'}
@@ -43,8 +48,6 @@ SENSOR_NOISE = {'sim_rover': 'reading_noise_std', 'field_sensor': 'noise_std'}
 EXECUTION_NOISE_SHARE = 0.25
 #: a warning when the reading-noise std exceeds this share of reading_range's width
 READING_NOISE_SHARE = 0.25
-#: parameters every node has (rclpy's)
-BUILT_IN = ('use_sim_time', 'start_type_description_service')
 
 
 @dataclass
@@ -56,22 +59,33 @@ class NodeCheck:
         fqn: the fully qualified name the file's sections were resolved for (``/rover1/explorer``).
         given: what the file sets for it (after rcl's merge of every matching section), validated.
         values: every parameter of the node (``given`` over the defaults), validated.
+        problems: what the node would refuse at start-up (one line each); empty when it would start.
     """
 
     node: str
     fqn: str
     given: dict[str, Any]
     values: dict[str, Any]
+    problems: list[str] = field(default_factory=list)
 
 
 @dataclass
 class CheckResult:
-    """What :func:`check_parameter_files` found: the nodes, the warnings and the sections it did not check."""
+    """What :func:`check_parameter_files` found: the nodes, the errors (one line each), the warnings and the
+    sections it did not check."""
 
     files: list[str]
     nodes: list[NodeCheck] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     not_checked: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def raise_errors(self) -> 'CheckResult':
+        """Raise the errors as one :class:`~uncertain_bo.parameters.ParameterError` (one line, every error); else
+        return self."""
+        if self.errors:
+            raise ParameterError('; '.join(self.errors))
+        return self
 
 
 def _split(key: str) -> tuple[str, str]:
@@ -91,12 +105,13 @@ def _fqn(namespace: str, node: str) -> str:
 
 
 def _known_somewhere(name: str, specs: Mapping[str, Mapping[str, Any]]) -> bool:
-    return name in BUILT_IN or any(name in s for s in specs.values())
+    return is_ros_parameter(name) or any(name in s for s in specs.values())
 
 
 def check_parameter_files(files: Sequence[str | Path], *, namespace: str | None = None,
                           base_files: Sequence[str | Path] = ()) -> CheckResult:
-    """Validate parameter files for the package's nodes, as those nodes would receive them.
+    """Validate parameter files for the package's nodes, as those nodes would receive them, and find every
+    problem (not only the first).
 
     Args:
         files: the files to check (command-line order: later files win, as with several ``--params-file``).
@@ -106,18 +121,23 @@ def check_parameter_files(files: Sequence[str | Path], *, namespace: str | None 
             values count as defaults, not as what ``files`` set.
 
     Returns:
-        :class:`CheckResult`.
-
-    Raises:
-        ParameterError: a file cannot be read or rcl would refuse it, a value is invalid, a name is not a
-            parameter of its node, a section meant for a node does not reach it, or two nodes disagree in a way
-            that breaks the mission (see the module docstring). The message names the file, node and parameter.
+        :class:`CheckResult`; its ``errors`` (one line each, naming the file, node and parameter) are every file
+        that cannot be read or that rcl would refuse, every name that is not a parameter of its node, every invalid
+        value, a section meant for a node that does not reach it, a node's cross-checks (the ones the node runs at
+        start-up: :func:`check_node_values`), and two nodes that disagree in a way that breaks the mission (see the
+        module docstring). :meth:`CheckResult.raise_errors` raises them as one.
     """
     files = [str(f) for f in files]
     result = CheckResult(files)
     sections: list[tuple[str, Section]] = []
+    readable = []
     for f in files:
-        found = read_param_file(f)
+        try:
+            found = read_param_file(f)
+        except ParameterError as exc:
+            result.errors.append(str(exc))
+            continue
+        readable.append(ParamFile(f, tuple(found)))
         if not found:
             result.warnings.append(no_parameters_warning(f))
         sections += [(f, s) for s in found]
@@ -129,9 +149,10 @@ def check_parameter_files(files: Sequence[str | Path], *, namespace: str | None 
         if token in NODES and not _is_pattern(ns):
             fqn = _fqn(ns, token)
             if namespace is not None and not section_applies(s.key, _fqn(namespace, token)):
-                raise ParameterError(
+                result.errors.append(
                     f"{f}: section {s.key!r} does not reach the node {_fqn(namespace, token)} (namespace "
                     f"{namespace}): key it {_fqn(namespace, token)!r} or '/**/{token}'")
+                continue
             if namespace is not None:
                 fqn = _fqn(namespace, token)
             if _foreign(s, specs[token]):
@@ -144,8 +165,9 @@ def check_parameter_files(files: Sequence[str | Path], *, namespace: str | None 
         else:
             close = difflib.get_close_matches(token, NODES, n=1, cutoff=0.8)
             if close:
-                raise ParameterError(f'{f}: section {s.key!r} names no node of uncertain_bo; did you mean '
+                result.errors.append(f'{f}: section {s.key!r} names no node of uncertain_bo; did you mean '
                                      f'{close[0]!r}? (nodes: {", ".join(NODES)})')
+                continue
             renamed = _renamed_node(s, specs)
             if renamed and not _is_pattern(ns):
                 targets.setdefault(_fqn(namespace if namespace is not None else ns, token), renamed)
@@ -162,37 +184,86 @@ def check_parameter_files(files: Sequence[str | Path], *, namespace: str | None 
             if not _known_somewhere(k, specs):
                 result.warnings.append(f'{f}: section {s.key!r}: {k!r} is a parameter of no node of uncertain_bo '
                                        '(ignored by them)')
-    all_files = [*map(str, base_files), *files]
+    try:
+        base = [file_sections(f) for f in base_files]
+    except ParameterError as exc:
+        result.errors.append(str(exc))
+        return result
     for fqn, name in targets.items():
-        declared = [*specs[name], *BUILT_IN]
-        given = declared_parameters(files, fqn, declared)
-        merged = declared_parameters(all_files, fqn, declared)
-        for k in merged:
-            if k not in declared:   # set in a section naming this node: a misspelling
-                close = difflib.get_close_matches(k, specs[name], n=3, cutoff=0.6)
-                hint = f' (did you mean {", ".join(close)}?)' if close else ''
-                raise ParameterError(f"{', '.join(files)}: node {fqn}: {k!r} is not a parameter of {name}{hint}; "
-                                     f'see `{name} --help`')
-        try:
-            values = validate(list(specs[name].values()), merged, allow_unknown=BUILT_IN)
-        except ParameterError as exc:
-            raise ParameterError(f"{', '.join(files)}: node {fqn}: {exc}") from None
-        given = {k: values[k] for k in given if k in values}
-        check_node_values(name, values, given, where=f"{', '.join(files)}: node {fqn}")
-        result.nodes.append(NodeCheck(name, fqn, given, values))
+        checked = check_node_parameters(name, fqn, [*base, *readable], given_files=readable)
+        result.errors += checked.problems
+        if not checked.problems:
+            result.nodes.append(checked)
     by_ns: dict[str, dict[str, NodeCheck]] = {}
     for n in result.nodes:
         by_ns.setdefault(n.fqn.rsplit('/', 1)[0], {})[n.node] = n
     for group in by_ns.values():
-        result.warnings += mission_warnings({k: v.values for k, v in group.items()},
-                                            {k: set(v.given) for k, v in group.items()})
+        try:
+            result.warnings += mission_warnings({k: v.values for k, v in group.items()},
+                                                {k: set(v.given) for k, v in group.items()})
+        except ParameterError as exc:
+            result.errors.append(str(exc))
     return result
+
+
+def check_node_parameters(node: str, fqn: str, parameters: Sequence[str | Path | ParamFile | Mapping[str, Any]], *,
+                          given_files: Sequence[str | Path | ParamFile] | None = None) -> NodeCheck:
+    """Every problem of what one node of the package gets: the parameter list a launch file hands it (files in
+    order, then dicts of overrides, as ``launch_ros.actions.Node(parameters=...)``) or a check's files.
+
+    Args:
+        node: the package's node (:data:`~uncertain_bo.ros.nodes.NODES` key).
+        fqn: the node's fully qualified name (which sections reach it; a bare name: the root namespace).
+        parameters: parameter files (paths, or :class:`~uncertain_bo.param_files.ParamFile` such as a file
+            re-keyed into a namespace) and override dicts, later ones winning.
+        given_files: the files whose values count as set by the user (:attr:`NodeCheck.given`, with every dict's;
+            the messages name them); None: all.
+
+    Returns:
+        :class:`NodeCheck` with ``problems``: a file that cannot be read or that rcl would refuse
+        (:func:`~uncertain_bo.param_files.read_param_file`; then nothing else), every name the node does not
+        declare (in a section naming it, or in a dict; with the file, line and closest name), every invalid value,
+        then - when every value is valid - the node's own start-up cross-checks (:func:`node_value_problems`: a
+        field that loads, a usable ``run_dir``, ...). Nothing is written.
+    """
+    fqn = absolute_name(fqn)
+    specs = {p.name: p for p in NODES[node].parameter_specs()}
+    declared = [*specs, *ROS_PARAMETERS]
+    try:
+        files = [file_sections(e) for e in parameters if not isinstance(e, Mapping)]   # each read once
+        user = files if given_files is None else [file_sections(f) for f in given_files]
+    except ParameterError as exc:
+        return NodeCheck(node, fqn, {}, {}, [str(exc)])
+    problems = [str(u) for u in unknown_parameters(files, fqn, declared)]
+    merged = declared_parameters(files, fqn, declared)
+    dict_names = set()
+    for entry in parameters:
+        if isinstance(entry, Mapping):
+            problems += [str(UnknownParameter(k, fqn, 'launch overrides', closest_name(k, declared)))
+                         for k in entry if k not in declared and not is_ros_parameter(k)]
+            merged.update(entry)
+            dict_names.update(entry)
+    given_names = set(declared_parameters(user, fqn, declared)) | dict_names
+    where = f"{', '.join(f.path for f in user)}: node {fqn}" if user else f'node {fqn}'
+    values = defaults(specs.values())
+    for k, v in merged.items():
+        if k in specs:
+            try:
+                values[k] = specs[k].check(v)
+            except ParameterError as exc:
+                problems.append(f'{where}: {exc}')
+        elif k in declared or is_ros_parameter(k):
+            values[k] = v
+    given = {k: values[k] for k in merged if k in given_names and k in values}
+    if not problems:
+        problems += node_value_problems(node, values, given, where=where)
+    return NodeCheck(node, fqn, given, values, problems)
 
 
 def _renamed_node(section: Section, specs: Mapping[str, Mapping[str, Any]]) -> str | None:
     """The one node of the package that declares every parameter of ``section`` (a node started under another
     name, ``-r __node:=navsat_covariance``), or None."""
-    keys = [k for k in section.parameters if k not in BUILT_IN]
+    keys = [k for k in section.parameters if not is_ros_parameter(k)]
     fits = [name for name, spec in specs.items() if keys and all(k in spec for k in keys)]
     return fits[0] if len(fits) == 1 else None
 
@@ -200,44 +271,76 @@ def _renamed_node(section: Section, specs: Mapping[str, Mapping[str, Any]]) -> s
 def _foreign(section: Section, specs: Mapping[str, Any]) -> bool:
     """A section named like one of our nodes whose parameters are mostly not that node's, nor misspellings of
     them (robot_localization's ``ekf:``, say)."""
-    keys = [k for k in section.parameters if k not in BUILT_IN]
+    keys = [k for k in section.parameters if not is_ros_parameter(k)]
     ours = [k for k in keys if k in specs or difflib.get_close_matches(k, specs, n=1, cutoff=0.8)]
     return 2 * len(ours) < len(keys)
 
 
 def check_node_values(node: str, values: Mapping[str, Any], given: Mapping[str, Any] | None = None, *,
                       where: str = '') -> None:
-    """Cross-checks of one node's validated values (what each value alone cannot show).
+    """Raise :func:`node_value_problems` (all of them, in one line), if any.
+
+    Raises:
+        ParameterError: see :func:`node_value_problems`.
+    """
+    problems = node_value_problems(node, values, given, where=where)
+    if problems:
+        raise ParameterError('; '.join(problems))
+
+
+def node_value_problems(node: str, values: Mapping[str, Any], given: Mapping[str, Any] | None = None, *,
+                        where: str = '') -> list[str]:
+    """Cross-checks of one node's validated values (what each value alone cannot show, and what this machine
+    lacks): the checks the explorer and the team explorer run at start-up themselves (``check_node_values``), so
+    that ``check`` and the node agree. Nothing is written.
 
     Args:
         node: the package's node.
         values: every parameter, validated.
         given: the parameters a user set (fields are loaded only when ``field``/``field_extent`` are among them;
             None: always).
-        where: prefix of the error message (file and node).
+        where: prefix of each message (file and node).
 
-    Raises:
-        ParameterError: ``search_bounds`` or ``reading_range`` out of order, a field that cannot be loaded, a
-            ``run_dir`` that is a file.
+    Returns:
+        One line for each problem: ``search_bounds`` (out of order, or of zero area) or ``reading_range`` out of
+        order, a team's ``rovers`` invalid or repeated, ``goal_interface: nav2_action`` or ``particle_cloud_type:
+        nav2_msgs/msg/ParticleCloud`` where nav2_msgs is not importable, a ``run_dir`` that is a file or cannot be
+        written (read-only, a kernel file system such as /proc), a field that cannot be loaded.
     """
     prefix = f'{where}: ' if where else ''
-    if node == 'explorer':
+    reasons = []
+    if node in ('explorer', 'team_explorer'):
         from ..explorer.parameters import check_explorer_parameters
         from ..user_errors import UsageError, check_run_dir
-        reason = check_explorer_parameters(values)
-        if reason:
-            raise ParameterError(prefix + reason)
+        reasons.append(check_explorer_parameters(values))
+        if node == 'team_explorer':
+            from .team_explorer import check_rovers
+            reasons.append(check_rovers(list(values['rovers'])))
+        if 'pose_source' in values:
+            from .rover_inputs import pose_message_type
+            try:
+                pose_message_type(values['pose_source'],
+                                  values.get('particle_cloud_type', 'geometry_msgs/msg/PoseArray'))
+            except ParameterError as exc:
+                reasons.append(str(exc))
+        if 'goal_interface' in values:
+            from .nav2_goals import resolve_goal_interface
+            try:
+                resolve_goal_interface(values['goal_interface'])
+            except ValueError as exc:
+                reasons.append(str(exc))
         if values.get('run_dir'):
             try:
                 check_run_dir(values['run_dir'], "parameter 'run_dir'")
             except UsageError as exc:
-                raise ParameterError(prefix + str(exc)) from None
+                reasons.append(str(exc))
     if node in ('sim_rover', 'field_sensor') and (given is None or {'field', 'field_extent'} & set(given)):
         from ..sim.field import Field, FieldError
         try:
             Field.load(values['field'], extent=values['field_extent'])
         except FieldError as exc:
-            raise ParameterError(prefix + str(exc)) from None
+            reasons.append(str(exc))
+    return [prefix + r for r in reasons if r]
 
 
 def mission_warnings(values: Mapping[str, Mapping[str, Any]],
@@ -322,7 +425,8 @@ def add_parser(sub) -> None:
                     'particle_filter, field_sensor) against their parameters, print the values each node gets and '
                     'the warnings that matter (reading type vs the topic\'s publisher, execution noise vs '
                     'search_bounds, sensor noise vs reading_range, an empty file, sections of other packages). '
-                    'Exit 0 when usable, 2 with one error line otherwise. Writes nothing.')
+                    'Exit 0 when usable; otherwise one error line for each problem found (all of them) and exit '
+                    '2. Writes nothing.')
     p.add_argument('params', nargs='+', type=Path, metavar='PARAMS.yaml',
                    help='parameter file(s), in --params-file order (later files win)')
     p.add_argument('--namespace', default=None, metavar='NS',
@@ -334,6 +438,10 @@ def add_parser(sub) -> None:
 def _cli(args) -> int:
     ns = None if args.namespace is None else '/' + args.namespace.strip('/')
     result = check_parameter_files(args.params, namespace=ns)
+    if result.errors:   # every problem, one line each
+        for text in result.errors:
+            report(text)
+        return EXIT_USAGE
     lines = []
     for n in result.nodes:
         shown = n.values if args.all else n.given

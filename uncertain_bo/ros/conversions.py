@@ -26,7 +26,8 @@ __all__ = [
     'StampedPose', 'StampedParticles', 'READING_TYPES', 'XY_INDICES',
     'ros_covariance_to_xy', 'xy_covariance_to_ros', 'validate_position_covariance',
     'odometry_to_pose', 'pose_with_covariance_to_pose', 'pose_array_to_particles', 'particles_to_pose',
-    'pose_array_from_cdr', 'compose_planar', 'invert_planar', 'map_to_odom',
+    'pose_array_from_cdr', 'particle_cloud_from_cdr', 'particle_cloud_to_particles', 'compose_planar',
+    'invert_planar', 'map_to_odom',
     'make_pose_array', 'pose_stamped_to_xy_yaw', 'path_to_points',
     'reading_from_msg', 'make_reading', 'twist_from_msg', 'make_twist',
     'make_odometry', 'make_pose_stamped', 'make_path', 'make_pose_with_covariance',
@@ -203,13 +204,14 @@ def pose_with_covariance_to_pose(msg: PoseWithCovarianceStamped) -> StampedPose:
 
 @dataclass
 class StampedParticles:
-    """A particle cloud (e.g. AMCL's ``particle_cloud`` as ``geometry_msgs/PoseArray``).
+    """A particle cloud (``geometry_msgs/PoseArray``, or Nav2 AMCL's ``nav2_msgs/msg/ParticleCloud`` with weights).
 
     Attributes:
         stamp: time of the cloud (s).
         frame_id: frame of the particles.
         samples: (m, 2) particle positions, metres.
-        weights: (m,) normalised weights, or None for equal weights (PoseArray carries none).
+        weights: (m,) weights (normalised where the cloud becomes a location distribution), or None for equal
+            weights (PoseArray carries none).
     """
 
     stamp: float
@@ -224,8 +226,9 @@ def pose_array_to_particles(msg: PoseArray) -> StampedParticles:
     return StampedParticles(from_time_msg(msg.header.stamp), msg.header.frame_id, pts)
 
 
-#: bytes of one serialised geometry_msgs/Pose (7 float64)
-_POSE_BYTES = 56
+#: float64 fields of one serialised cloud element: geometry_msgs/Pose (position 3, orientation 4) and, for
+#: nav2_msgs/Particle, its weight
+_POSE_DOUBLES, _PARTICLE_DOUBLES = 7, 8
 
 
 def pose_array_from_cdr(raw: bytes, limit: int | None = None,
@@ -251,44 +254,95 @@ def pose_array_from_cdr(raw: bytes, limit: int | None = None,
     Raises:
         ValueError: the buffer is shorter than its header says (truncated or not a PoseArray).
     """
+    return _cloud_from_cdr(raw, limit, rng, _POSE_DOUBLES,
+                           lambda: pose_array_to_particles(_deserialize(raw, PoseArray)))
+
+
+def particle_cloud_from_cdr(raw: bytes, limit: int | None = None, rng: np.random.Generator | None = None,
+                            msg_type=None) -> StampedParticles:
+    """Particle positions and weights of a **serialised** ``nav2_msgs/msg/ParticleCloud`` (what Nav2's AMCL
+    publishes on ``particle_cloud``: a header and ``particles[]``, each a ``geometry_msgs/Pose`` and a float64
+    ``weight``), read as :func:`pose_array_from_cdr` reads a PoseArray: one NumPy view of the CDR buffer.
+
+    Args:
+        raw: the serialised message (CDR with its 4-byte encapsulation header).
+        limit: keep at most this many particles, drawn without replacement uniformly at random with their weights
+            (None: all). The kept particles with their weights renormalised estimate the same weighted
+            distribution (a ratio estimator: unbiased as the subsample grows, each weight's share unchanged in
+            expectation).
+        rng: generator of the subsample (default: a fresh unseeded one).
+        msg_type: the ``ParticleCloud`` class, for a buffer in another encoding (rclpy deserialises it);
+            default: ``nav2_msgs.msg.ParticleCloud``.
+
+    Returns:
+        The cloud: stamp (s), frame_id, ``(m, 2)`` positions in metres and ``(m,)`` weights as published
+        (validated and normalised where they become a location distribution:
+        :meth:`~uncertain_bo.explorer.PoseEstimate.from_particles`, :func:`uncertain_bo.covariance.weights_problem`).
+
+    Raises:
+        ValueError: the buffer is shorter than its header says (truncated or not a ParticleCloud).
+    """
+    def fallback() -> StampedParticles:
+        if msg_type is None:
+            from nav2_msgs.msg import ParticleCloud
+            return particle_cloud_to_particles(_deserialize(raw, ParticleCloud))
+        return particle_cloud_to_particles(_deserialize(raw, msg_type))
+
+    return _cloud_from_cdr(raw, limit, rng, _PARTICLE_DOUBLES, fallback)
+
+
+def particle_cloud_to_particles(msg) -> StampedParticles:
+    """Particle positions and weights of a ``nav2_msgs/msg/ParticleCloud`` message (orientations are ignored).
+    No validation."""
+    pts = np.array([[p.pose.position.x, p.pose.position.y] for p in msg.particles], dtype=float).reshape(-1, 2)
+    weights = np.array([p.weight for p in msg.particles], dtype=float)
+    return StampedParticles(from_time_msg(msg.header.stamp), msg.header.frame_id, pts, weights)
+
+
+def _cloud_from_cdr(raw: bytes, limit: int | None, rng: np.random.Generator | None, doubles: int,
+                    fallback) -> StampedParticles:
+    """A serialised header-and-sequence cloud whose elements are ``doubles`` float64 (the pose's position first;
+    with 8, the weight last), subsampled to ``limit``; ``fallback()`` reads an encoding other than classic CDR."""
     buf = memoryview(raw)
     if len(buf) < 4 or bytes(buf[0:2]) not in (b'\x00\x00', b'\x00\x01'):
-        return _subsample(pose_array_to_particles(_deserialize_pose_array(raw)), limit, rng)
+        return _subsample(fallback(), limit, rng)
+    kind = 'PoseArray' if doubles == _POSE_DOUBLES else 'ParticleCloud'
     end = '<' if buf[1] == 1 else '>'
     body = buf[4:]
 
     def u32(offset: int) -> int:
         if offset + 4 > len(body):
-            raise ValueError('serialised PoseArray is truncated')
+            raise ValueError(f'serialised {kind} is truncated')
         return int(np.frombuffer(body, dtype=end + 'u4', count=1, offset=offset)[0])
 
     if len(body) < 12:
-        raise ValueError('serialised PoseArray is truncated (header)')
+        raise ValueError(f'serialised {kind} is truncated (header)')
     sec = int(np.frombuffer(body, dtype=end + 'i4', count=1, offset=0)[0])
     nanosec = u32(4)
     n_chars = u32(8)
     if 12 + n_chars > len(body):
-        raise ValueError('serialised PoseArray is truncated (frame_id)')
+        raise ValueError(f'serialised {kind} is truncated (frame_id)')
     frame_id = bytes(body[12:12 + max(n_chars - 1, 0)]).decode('utf-8', errors='replace')
     offset = 12 + n_chars
     offset += -offset % 4
     count = u32(offset)
     offset += 4
     offset += -offset % 8
-    if offset + count * _POSE_BYTES > len(body):
-        raise ValueError(f'serialised PoseArray is truncated: header says {count} poses')
-    poses = np.frombuffer(body, dtype=end + 'f8', count=count * 7, offset=offset).reshape(count, 7)
+    if offset + count * doubles * 8 > len(body):
+        raise ValueError(f'serialised {kind} is truncated: header says {count} poses')
+    elements = np.frombuffer(body, dtype=end + 'f8', count=count * doubles, offset=offset).reshape(count, doubles)
     index = None
     if limit is not None and count > limit:
         rng = rng or np.random.default_rng()
         index = np.sort(rng.choice(count, size=limit, replace=False))
-    xy = poses[:, :2] if index is None else poses[index, :2]
-    return StampedParticles(sec + nanosec * 1e-9, frame_id, np.array(xy, dtype=float))
+    kept = elements if index is None else elements[index]
+    weights = np.array(kept[:, 7], dtype=float) if doubles == _PARTICLE_DOUBLES else None
+    return StampedParticles(sec + nanosec * 1e-9, frame_id, np.array(kept[:, :2], dtype=float), weights)
 
 
-def _deserialize_pose_array(raw: bytes) -> PoseArray:
+def _deserialize(raw: bytes, msg_type):
     from rclpy.serialization import deserialize_message
-    return deserialize_message(raw, PoseArray)
+    return deserialize_message(raw, msg_type)
 
 
 def _subsample(cloud: StampedParticles, limit: int | None, rng: np.random.Generator | None) -> StampedParticles:
@@ -296,7 +350,8 @@ def _subsample(cloud: StampedParticles, limit: int | None, rng: np.random.Genera
     if limit is None or m <= limit:
         return cloud
     index = np.sort((rng or np.random.default_rng()).choice(m, size=limit, replace=False))
-    return StampedParticles(cloud.stamp, cloud.frame_id, cloud.samples[index])
+    weights = None if cloud.weights is None else cloud.weights[index]
+    return StampedParticles(cloud.stamp, cloud.frame_id, cloud.samples[index], weights)
 
 
 def particles_to_pose(cloud: StampedParticles) -> StampedPose:

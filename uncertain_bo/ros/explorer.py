@@ -7,7 +7,9 @@ Subscribes (the ROS contract of docs/architecture.md; every topic remappable):
     distribution (``max_particles`` particles) when the method's kernel takes sample sets (``airbo``,
     ``airbo_empirical``, ``ugp_kme``), else moment-matched to a Gaussian (the GP kernel follows the input
     type; see :mod:`uncertain_bo.explorer`); ``reading`` (sensor_msgs Temperature / FluidPressure /
-    Illuminance / RelativeHumidity or std_msgs/Float64, by parameter ``reading_type``).
+    Illuminance / RelativeHumidity or std_msgs/Float64, by parameter ``reading_type``); with
+    ``revised_path_topic`` set, that topic (nav_msgs/Path: a smoother's or SLAM back end's corrected past
+    trajectory, which re-places the stored readings: :mod:`uncertain_bo.ros.revised_path`).
 Publishes:
     ``goal_pose`` (geometry_msgs/PoseStamped) and ``plan`` (nav_msgs/Path, current estimate -> target), both
     latched (transient local) and re-sent until the controller acts (:mod:`uncertain_bo.explorer.goal_resend`);
@@ -44,6 +46,15 @@ reloaded, and a target that was decided but not yet measured is sent again (not 
 changes made at run time (``ros2 param set``) are journaled but not persisted: a restarted node uses its
 start-up configuration.
 
+**Inputs named.** The start-up line names every input with its resolved topic and type (and ``/clock`` under
+``use_sim_time``); warnings about an input name it the same way; an input from which nothing has arrived is
+reported with what publishes on its topic (:class:`~uncertain_bo.ros.rover_inputs.InputWatch`).
+
+**The end.** ``exit_when_done``: status 0 after the mission, :data:`EXIT_NOT_COMPLETED` (1) when it ended with no
+measurement (an ``[ERROR]`` line says why; ``explorer_result.json``'s ``stopped_because`` too). Ctrl-C or SIGTERM:
+the rover is stopped first (:meth:`ExplorerNode.stop_safely`: Nav2's goal cancelled, or a goal at the pose
+estimate), then the node ends with status 0 (:func:`~uncertain_bo.ros.spin.run_node`).
+
 **Storage faults.** When the journal cannot be written (full disk, I/O error, read-only or vanished ``run_dir``)
 the node stays up: the explorer stops the rover and pauses, /diagnostics is ERROR with the reason and the number
 of records held in memory (``journal records pending``, ``journal faults``, ``journal write failures``), and the
@@ -56,13 +67,14 @@ import math
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid, Path as PathMsg
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.clock import Clock, ClockType
+from rclpy.duration import Duration
 from rclpy.node import Node
 from visualization_msgs.msg import MarkerArray
 
@@ -71,19 +83,28 @@ from ..explorer import (Explorer, Measurement, State, planner_from_parameters,
 from ..operator_view import GridScale, StatusReporter, STATE_TEXT
 from ..parameters import ParameterError
 from ..planner import Recommendation
+from ..units import ValueFormat, reading_unit
 from .nav2_goals import Nav2Goals, resolve_goal_interface
+from .check import check_node_values
 from .conversions import make_path, make_pose_stamped
 from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, gp_maps, make_diagnostics, make_markers
 from .explorer_parameters import EXPLORER_NODE_PARAMS
 from .library_logs import forward_library_logs as forward_library_logs_to, stop_forwarding
 from .params import declare_parameters
 from .qos import LATCHED, RELIABLE_10
-from .rover_inputs import POSE_SOURCES, RoverInputs, node_clock_now, pose_estimate_from_msg
+from .revised_path import subscribe_revised_path
+from .rover_inputs import (CLOCK_TOPIC, CLOCK_TYPE, POSE_SOURCES, InputWatch, RoverInputs, node_clock_now,
+                           pose_estimate_from_msg, sim_time)
 from .spin import request_exit, run_node
 
 DECIDER_SWITCH_INTERVAL = 0.0002  # s: the interpreter's GIL switch interval with a background decider
 
-__all__ = ['ExplorerNode', 'EXPLORER_NODE_PARAMS', 'POSE_SOURCES', 'pose_estimate_from_msg', 'main']
+__all__ = ['ExplorerNode', 'EXPLORER_NODE_PARAMS', 'EXIT_NOT_COMPLETED', 'POSE_SOURCES', 'pose_estimate_from_msg',
+           'main']
+
+#: exit status of a mission that could not do its job: it ended with no measurement (for a team: or every rover
+#: was dropped); the reason is in the log and in explorer_result.json's ``stopped_because``
+EXIT_NOT_COMPLETED = 1
 
 #: least wall time between two state-change diagnostics (rejection floods do not flood /diagnostics), s
 _MIN_STATUS_GAP = 0.2
@@ -119,9 +140,7 @@ class ExplorerNode(Node):
             self._log_handler = forward_library_logs_to(self)
         self.p = declare_parameters(self, EXPLORER_NODE_PARAMS, on_change=self._on_parameters,
                                     cross_check=check_explorer_parameters)
-        reason = check_explorer_parameters(self.p)
-        if reason:
-            raise ParameterError(reason)
+        check_node_values('explorer', self.p)   # what `uncertain-bo check` runs: before anything is written
         self.run_dir = run_folder(self.p)
         planner = planner_from_parameters(
             self.p, journal=self.run_dir / 'journal.jsonl',
@@ -154,6 +173,9 @@ class ExplorerNode(Node):
         self.std_pub = self.create_publisher(OccupancyGrid, '~/gp_std', LATCHED)
         self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', RELIABLE_10)
         self.inputs = RoverInputs(self, self.explorer, self.p)   # pose_source's topic and reading
+        # says what it still waits for, until the mission ends
+        self.watch = InputWatch(self, lambda: [self.inputs] if self.explorer.state is not State.DONE else [])
+        self.revised_path_sub = subscribe_revised_path(self, self.explorer, self.p)   # revised_path_topic, or None
 
         self._reporter = StatusReporter()
         self._map_scales: tuple[GridScale, GridScale] | None = None
@@ -162,6 +184,7 @@ class ExplorerNode(Node):
         self._last_state: State | None = None
         self._last_rejected = 0
         self._last_status_wall = -math.inf
+        self._ended_empty = False      # the mission ended before its first measurement (said once)
         self.timer = self.create_timer(1.0 / self.p['tick_rate'], self._tick)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic, clock=self._steady)
@@ -169,9 +192,11 @@ class ExplorerNode(Node):
                 and self.explorer.location_particles else 'Gaussian location distributions')
         goals = (f"Nav2's {self.p['nav2_action_name']} action" if self.nav2 is not None
                  else f"topics {self.goal_pub.topic_name} and {self.plan_pub.topic_name}")
+        clock = f', clock on {CLOCK_TOPIC} ({CLOCK_TYPE})' if sim_time(self) else ''
         self.get_logger().info(
             f"exploring {self.p['search_bounds']} m with {self.p['method']} ({kind}), "
-            f"{self.p['max_measurements']} measurements, goals to {goals}; journal in {self.run_dir}")
+            f"{self.p['max_measurements']} measurements, goals to {goals}; inputs: {self.inputs.describe()}{clock}; "
+            f"journal in {self.run_dir}")
 
     def destroy_node(self) -> None:
         decider = getattr(self, '_decider', None)
@@ -200,11 +225,17 @@ class ExplorerNode(Node):
             return
         ex = self.explorer
         ex.tick(now)   # when done: reports a resumed journal that was already complete, else returns at once
-        if ex.state is State.DONE and not ex.planner.n and self.p['exit_when_done'] and ex.journal_fault is None:
-            self.get_logger().info(f'done before the first measurement: {ex.done_reason}')  # no finished()
-            self.timer.cancel()
-            request_exit(self, 0)
+        if ex.state is State.DONE and not ex.planner.n and ex.journal_fault is None:   # no finished() then
+            if not self._ended_empty:
+                self._ended_empty = True
+                self.get_logger().error(f'mission ended with no measurement: {ex.done_reason} (stopped_because in '
+                                        f"{self.run_dir / 'explorer_result.json'})")
+                self._publish_status()
+                if self.p['exit_when_done']:
+                    self.timer.cancel()
+                    request_exit(self, EXIT_NOT_COMPLETED)
             return
+        self._ended_empty = False      # (a limit raised at run time continues the mission)
         if self._maps_dirty and ex.state is not State.DECIDING:
             self._update_maps()
         self._status_on_change()
@@ -267,28 +298,57 @@ class ExplorerNode(Node):
         stamp = self._now()
         if self.nav2 is not None:
             self.nav2.cancel()
-        else:
-            self.goal_pub.publish(make_pose_stamped(stamp, self.p['frame_id'], position))
+        else:   # facing where the rover faces: a controller that checks the goal's heading (Nav2's) does not turn
+            self.goal_pub.publish(make_pose_stamped(stamp, self.p['frame_id'], position, self.inputs.heading or 0.0))
         # the latched plan must not keep an old target for a controller that (re)joins later
         self.plan_pub.publish(make_path(stamp, self.p['frame_id'], [position]))
+
+    def stop_safely(self) -> Callable[[], bool]:
+        """The node is being shut down (SIGINT, SIGTERM: :func:`~uncertain_bo.ros.spin.run_node` calls this before
+        it destroys the node): no further target is decided or sent, and the rover does not drive on to the current
+        one. Through Nav2's action its goal is cancelled (:meth:`~uncertain_bo.ros.nav2_goals.Nav2Goals.stop`); on
+        topics, as at a budget's end (:meth:`stop`), ``goal_pose`` becomes the current pose estimate with the
+        rover's heading (Nav2's bt_navigator takes it as a new goal that is already reached; ``pure_pursuit``
+        arrives at once and sends zero velocities) and ``plan`` a single point there. Nothing is sent before the
+        first goal.
+
+        Returns:
+            a predicate, true once that was delivered (Nav2 answered; every subscriber acknowledged).
+        """
+        for timer in (self.timer, self.status_timer, self.watch.timer):
+            timer.cancel()
+        if self._decider is not None:
+            self._decider.shutdown(wait=False, cancel_futures=True)   # a decision running there is not sent
+        if self.nav2 is not None:
+            return self.nav2.stop()
+        pose = self.explorer.latest_pose
+        if self.explorer.target is None or pose is None:
+            return lambda: True
+        self.get_logger().info(f'stopping the rover where it is, ({pose.xy[0]:.2f}, {pose.xy[1]:.2f}): goal on '
+                               f'{self.goal_pub.topic_name} and {self.plan_pub.topic_name}')
+        self.stop(pose.xy)
+        return lambda: all(pub.wait_for_all_acked(Duration()) for pub in (self.goal_pub, self.plan_pub))
 
     def measured(self, m: Measurement, rec: Recommendation) -> None:
         self.recommendation = rec
         self._maps_dirty = True
         sd = math.sqrt(max(position_trace(m.pose.cov) / 2.0, 0.0))
+        fmt = ValueFormat.of(self.explorer.planner.y.tolist())    # the decimals the readings' spread asks for
         self.get_logger().info(
-            f"measurement {m.index + 1}/{self.p['max_measurements']}: reading {m.reading.value:.6g} at "
+            f"measurement {m.index + 1}/{self.p['max_measurements']}: reading {fmt(m.reading.value)} at "
             f"({m.pose.xy[0]:.2f}, {m.pose.xy[1]:.2f}) ± {sd:.2f} m (target ({m.target[0]:.2f}, "
             f"{m.target[1]:.2f}){', goal timed out' if m.timed_out else ''}); best so far "
-            f"({rec.target[0]:.2f}, {rec.target[1]:.2f}) μ̂ = {rec.mean:.2f} ± {rec.std:.2f}")
+            f"({rec.target[0]:.2f}, {rec.target[1]:.2f}) μ̂ = {fmt.pm(rec.mean, rec.std)}")
 
     def finished(self, rec: Recommendation) -> None:
         # the explorer has written explorer_result.json and the journal
         self.recommendation = rec
+        value = ValueFormat.of(self.explorer.planner.y.tolist()).pm(rec.mean, rec.std)
+        unit = reading_unit(self.p)
         self.get_logger().info(
             f'done ({self.explorer.done_reason}): robust peak believed at ({rec.target[0]:.2f}, '
             f'{rec.target[1]:.2f}) m, '
-            f'E[f] ≈ {rec.mean:.2f} ± {rec.std:.2f}; journal {self.run_dir / "journal.jsonl"}')
+            f'E[f] ≈ {value}{" " + unit if unit else ""}; journal {self.run_dir / "journal.jsonl"}')
         self._update_maps()
         self._publish_status()
         self._publish_markers()

@@ -11,20 +11,29 @@ from ..explorer import EXPLORER_PARAMS
 from ..parameters import Param
 from .conversions import READING_TYPES
 from .nav2_goals import GOAL_INTERFACES
-from .rover_inputs import POSE_SOURCES
+from .rover_inputs import PARTICLE_CLOUD_TYPES, POSE_SOURCES
 
 __all__ = ['EXPLORER_NODE_PARAMS', 'POSE_SOURCES']
 
 EXPLORER_NODE_PARAMS = EXPLORER_PARAMS + [
     Param('pose_source', 'odometry', "pose input: 'odometry' (nav_msgs/Odometry on odometry/filtered), "
           "'pose_with_covariance' (geometry_msgs/PoseWithCovarianceStamped on pose, e.g. remapped to amcl_pose) or "
-          "'particle_cloud' (geometry_msgs/PoseArray on particle_cloud: the particles themselves for sample-based "
-          'methods such as airbo, see method; their mean and covariance otherwise)',
+          "'particle_cloud' (the cloud on particle_cloud, of particle_cloud_type: the particles themselves for "
+          'sample-based methods such as airbo, see method; their mean and covariance otherwise)',
           choices=tuple(POSE_SOURCES), read_only=True),
+    Param('particle_cloud_type', 'geometry_msgs/msg/PoseArray', "message type of the particle cloud (pose_source "
+          "'particle_cloud'): 'geometry_msgs/msg/PoseArray' (equally weighted particles: the shipped particle_filter) "
+          "or 'nav2_msgs/msg/ParticleCloud' (what Nav2's AMCL publishes on particle_cloud: its weights become the "
+          'location distribution\'s weights; needs nav2_msgs installed)', choices=tuple(PARTICLE_CLOUD_TYPES),
+          read_only=True),
     Param('reading_type', 'temperature', 'message type on the reading topic: temperature, fluid_pressure, '
           'illuminance, relative_humidity (stamped, with variance) or float64 (no header: stamped on arrival, '
           "which assumes the sensor's latency is small against dwell_time; prefer a stamped type for en-route "
           'readings from a moving rover)', choices=tuple(sorted(READING_TYPES)), read_only=True),
+    Param('reading_unit', '', "unit of the readings, for the journal and the reports (e.g. 'm³/m³' for a "
+          "soil-moisture probe on float64); empty = the unit reading_type's message defines (temperature °C, "
+          "fluid_pressure Pa, illuminance lx, relative_humidity 0-1; float64 none); 'none' = no known unit. The "
+          "simulated graphs set it from their field", read_only=True),
     Param('goal_interface', 'topic', "where goals go: 'topic' (goal_pose and plan: pure_pursuit, or Nav2's goal_pose), "
           "'nav2_action' (Nav2's NavigateToPose action: an aborted or rejected goal is skipped at once with Nav2's "
           "reason, feedback in /diagnostics) or 'auto' (the action where nav2_msgs is installed, else the topic). "
@@ -35,6 +44,13 @@ EXPLORER_NODE_PARAMS = EXPLORER_PARAMS + [
           "bt_navigator's navigate_to_pose: prefix it when Nav2 runs in a namespace)", read_only=True),
     Param('nav2_behavior_tree', '', 'the behavior_tree of each NavigateToPose goal (a BT XML file path); empty = '
           "Nav2's default", read_only=True),
+    Param('revised_path_topic', '', "the localiser's corrected past trajectory, nav_msgs/Path (a smoother or SLAM "
+          "back end that revises the past: fuse's Path2DPublisher, LIO-SAM's lio_sam/mapping/path): each stored "
+          'reading is re-placed at the revised pose at its stamp (docs/ros2.md, "Revised trajectories"); empty = '
+          'off', read_only=True),
+    Param('revised_path_std', 0.0, 'position standard deviation of the poses of revised_path_topic, m (a '
+          "nav_msgs/Path has no covariance: the back end's accuracy after optimisation); 0 = each reading keeps its "
+          'stored covariance and only its mean moves', range=(0.0, 1000.0), read_only=True),
     Param('tick_rate', 10.0, 'rate of the measurement-cycle timer on the node clock (simulated time under '
           'use_sim_time), Hz', range=(0.1, 1000.0), read_only=True),
     Param('exit_when_done', False, 'shut the node down after the last measurement (for launch files that end '

@@ -20,6 +20,7 @@ import bisect
 import datetime as _dt
 import json
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -27,9 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from ..param_files import declared_parameters
+from ..param_files import declared_parameters, unknown_parameters
 from ..parameters import ParameterError, config_path, node_parameters, unknown_sections, validate
+from ..units import simulated_reading_unit
 from ..user_errors import check_run_dir
+from .graph_session import (StopRequest, add_arguments as add_session_arguments, graph_session, resolve_domain_id,
+                            stop_on_signals)
 from .launch_args import LOCALISERS
 
 __all__ = ['add_parser', 'run_demo', 'spin_in_background',
@@ -136,6 +140,7 @@ def add_parser(sub) -> None:
         p.add_argument('--silence', default=None, metavar='ROVER:K',
                        help="failure drill (with --rovers): stop ROVER's localiser after the team's K-th measurement; "
                             'the team_explorer drops it after silence_timeout and the others finish the mission')
+        add_session_arguments(p)
         p.set_defaults(func=_cli)
 
 
@@ -145,7 +150,7 @@ def _cli(args) -> int:
     # every mistake in the command line and the parameter files ends here, before anything starts or is written
     if args.params:
         shipped = [config_path('sim.yaml'), config_path('explorer.yaml')]
-        for warning in check_parameter_files(args.params, base_files=shipped).warnings:
+        for warning in check_parameter_files(args.params, base_files=shipped).raise_errors().warnings:
             log.warning(warning)
     overrides: dict[str, dict[str, Any]] = {n: {} for n in NODES}
     if args.field is not None:
@@ -163,20 +168,25 @@ def _cli(args) -> int:
             overrides['explorer']['pose_source'] = 'particle_cloud'
     out = args.out or Path('runs') / ('demo-' + _dt.datetime.now().strftime('%Y%m%d-%H%M%S'))
     check_run_dir(out, '--out')
-    if args.rovers > 1 or args.silence is not None:
-        from .team_graph import parse_silence, run_team_demo
-        silence = parse_silence(args.silence, args.rovers)
-        summary = run_team_demo(out, overrides, rovers=args.rovers, extra_files=args.params, timeout=args.timeout,
-                                silence=silence)
-        return 0 if summary.get('completed') else 1
-    # user mistakes (ParameterError, FieldError, JournalError, UsageError) end in one line: cli.main
-    summary = run_demo(out, overrides, extra_files=args.params, timeout=args.timeout)
-    return 0 if summary.get('completed') else 1
+    args.domain_id = resolve_domain_id(args.domain_id)
+    # a Ctrl-C from here on stops the graph (at once if it comes before the graph runs) and the report is written
+    with stop_on_signals() as stop:
+        session = {'discovery': args.discovery, 'domain_id': args.domain_id, 'stop': stop}
+        if args.rovers > 1 or args.silence is not None:
+            from .team_graph import parse_silence, run_team_demo
+            silence = parse_silence(args.silence, args.rovers)
+            summary = run_team_demo(out, overrides, rovers=args.rovers, extra_files=args.params,
+                                    timeout=args.timeout, silence=silence, **session)
+        else:   # user mistakes (ParameterError, FieldError, JournalError, UsageError) end in one line: cli.main
+            summary = run_demo(out, overrides, extra_files=args.params, timeout=args.timeout, **session)
+    return 130 if summary.get('interrupted') else 0 if summary.get('completed') else 1
 
 
 def load_graph_parameters(extra_files: list[Path] | None = None,
                           overrides: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
-    """Validated parameters of every node: shipped YAML, then ``extra_files``, then ``overrides``.
+    """Validated parameters of every node: shipped YAML, then ``extra_files``, then ``overrides``; the explorer's
+    ``search_bounds`` and ``reading_unit`` follow the simulated field unless a file or override sets them
+    (:func:`~uncertain_bo.units.simulated_reading_unit`).
 
     Raises:
         ParameterError: a value is invalid or a file is malformed (before any node starts).
@@ -190,13 +200,20 @@ def load_graph_parameters(extra_files: list[Path] | None = None,
                              f"{', '.join(NODES)} (or '/**' for all)")
     user_bounds = 'search_bounds' in {**node_parameters(extra_files or [], 'explorer'),
                                       **(overrides or {}).get('explorer', {})}
+    specs = {name: getattr(importlib.import_module(module), spec_attr)
+             for name, (module, _, spec_attr, _) in NODES.items()}
+    unknown = [u for name in NODES for u in unknown_parameters(extra_files or [], name, [p.name for p in specs[name]])]
+    if unknown:   # every misspelt name, with its file and line, before any value is judged
+        raise ParameterError('; '.join(map(str, unknown)))
     out = {}
-    for name, (module, _, spec_attr, sim_time) in NODES.items():
-        specs = getattr(importlib.import_module(module), spec_attr)
-        values = {**declared_parameters(files, name, [p.name for p in specs]), **(overrides or {}).get(name, {})}
+    for name, (_, _, _, sim_time) in NODES.items():
+        values = {**declared_parameters(files, name, [p.name for p in specs[name]]), **(overrides or {}).get(name, {})}
         values['use_sim_time'] = sim_time
-        out[name] = validate(specs, values)
+        out[name] = validate(specs[name], values)
     _match_reading_types(out, extra_files or [], overrides or {})
+    user_explorer = {**node_parameters(extra_files or [], 'explorer'), **(overrides or {}).get('explorer', {})}
+    if 'reading_unit' not in user_explorer:
+        out['explorer']['reading_unit'] = simulated_reading_unit(out['sim_rover']['field'])   # the field's, not °C
     from ..sim.mission import search_whole_field
     return out if user_bounds else search_whole_field(out)
 
@@ -232,23 +249,30 @@ def prepare_graph(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
     ``parameters.json`` written.
 
     Raises:
-        ParameterError, FieldError, UsageError, JournalError: as :func:`run_demo` (nothing is started).
+        ParameterError, FieldError, UsageError, JournalError: as :func:`run_demo` (nothing is started); UsageError
+            also for an output of the run folder that is one of the demo's inputs (a parameter file, the field file,
+            the journal: :func:`~uncertain_bo.output_files.check_outputs`).
     """
     from ..journal import Journal
+    from ..output_files import check_outputs, write_text
     from ..sim.field import Field
+    from ..sim.world import start_outside
     from .launch_args import bounds_outside
 
     run_dir = check_run_dir(run_dir, 'run folder')
     params = load_graph_parameters(extra_files, overrides)
+    check_outputs([(run_dir / name, 'the run folder\'s') for name in DEMO_OUTPUTS],
+                  [*((f, 'the parameter file') for f in extra_files or []),
+                   (params['sim_rover']['field'], 'the field file'), (run_dir / 'journal.jsonl', 'the journal')])
     from .check import check_graph
     for warning in check_graph(params):   # what `uncertain-bo check` finds across the nodes, before any start
         log.warning(warning)
     sim = params['sim_rover']
     field = Field.load(sim['field'], extent=sim['field_extent'])   # before anything starts or is written
-    reason = bounds_outside(params['explorer']['search_bounds'], field.bounds)
+    reason = start_outside(sim, field) or bounds_outside(params['explorer']['search_bounds'], field.bounds)
     if reason:
         raise ParameterError(reason)
-    if (run_dir / 'journal.jsonl').is_file():   # an unreadable journal fails here, before anything is written
+    if os.path.lexists(run_dir / 'journal.jsonl'):   # an unreadable journal (or a pipe) fails here, before any write
         Journal(run_dir / 'journal.jsonl', read_only=True, strict=False)   # damaged records: the resume skips them
     params['explorer']['run_dir'] = str(run_dir)
     if 'decide_in_background' not in {**node_parameters(extra_files or [], 'explorer'),
@@ -257,14 +281,31 @@ def prepare_graph(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
         # get the GIL only between its callbacks (decisions of 0.05 s took 5-40 s, while simulated time ran
         # on). Deciding inline pauses the simulated world during a decision, as a lockstep clock should.
         params['explorer']['decide_in_background'] = False
+    _stamp_commands(params, extra_files or [], overrides or {})
     if params['explorer'].get('goal_interface', 'topic') != 'topic':
         # a robot's params file may name Nav2's action; the simulated graph's controller is pure_pursuit
         log.info("goal_interface %r -> 'topic': the simulation drives with pure_pursuit, not Nav2",
                  params['explorer']['goal_interface'])
         params['explorer']['goal_interface'] = 'topic'
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / 'parameters.json').write_text(json.dumps(params, indent=2))
+    write_text(run_dir / 'parameters.json', json.dumps(params, indent=2))
     return run_dir, params, field
+
+
+#: what a demo writes in its run folder besides the journal
+DEMO_OUTPUTS = ('parameters.json', 'trajectory.csv', 'explorer_result.json', 'summary.json', 'run.png')
+
+
+def _stamp_commands(params: dict[str, dict[str, Any]], extra_files: list[Path],
+                    overrides: dict[str, dict[str, Any]]) -> None:
+    """``sim_rover`` and ``pure_pursuit`` exchange ``TwistStamped`` commands (``stamped_cmd_vel``), so the lockstep
+    tells a late command from the answer to its last step (:mod:`uncertain_bo.ros.sim_rover`), unless a file or
+    an override sets ``stamped_cmd_vel`` for either node: then both take that value (one topic, one type)."""
+    nodes = ('sim_rover', 'pure_pursuit')
+    chosen = [n for n in nodes if 'stamped_cmd_vel' in {**node_parameters(extra_files, n), **overrides.get(n, {})}]
+    stamped = params[chosen[0]]['stamped_cmd_vel'] if chosen else True
+    for n in nodes:
+        params[n]['stamped_cmd_vel'] = stamped
 
 
 #: s the demo waits at exit for a decision still running on the executor thread
@@ -304,17 +345,25 @@ def stop_graph(executor, thread, nodes) -> None:
 
 
 def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, *,
-             extra_files: list[Path] | None = None, timeout: float = 1800.0) -> dict[str, Any]:
-    """Run the simulated exploration graph until the explorer is done; write the report.
+             extra_files: list[Path] | None = None, timeout: float = 1800.0, discovery: str = 'off',
+             domain_id: int | None = None, stop: StopRequest | None = None) -> dict[str, Any]:
+    """Run the simulated exploration graph until the explorer is done, SIGINT or SIGTERM asks it to stop, or
+    ``timeout``; write the report.
 
     Args:
         run_dir: output folder (journal, trajectory, summary.json, run.png).
         overrides: node name -> parameter values applied last.
         extra_files: extra parameter files.
         timeout: wall-clock limit, s.
+        discovery: who sees the graph's DDS traffic (:data:`~uncertain_bo.ros.graph_session.DISCOVERY`; default
+            nothing outside this process).
+        domain_id: ROS domain id (None: ``ROS_DOMAIN_ID``, else 0).
+        stop: the caller's request to stop, already taking SIGINT and SIGTERM
+            (:func:`~uncertain_bo.ros.graph_session.stop_on_signals`); None: the graph's own.
 
     Returns:
-        The summary dict (``completed`` False if the run timed out).
+        The summary dict (``completed`` False if the run timed out or was stopped; ``interrupted`` the signal's
+        name when a signal stopped it).
 
     Raises:
         ParameterError: invalid parameters, or ``search_bounds`` not inside the field (nothing is started).
@@ -324,62 +373,63 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
     """
     import importlib
 
-    import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
     from ..explorer import State, execution_noise_summary
     from ..sim.report import plot_run, summarize, write_trajectory
     from .params import parameter_overrides
 
+    domain_id = resolve_domain_id(domain_id)   # a bad ROS_DOMAIN_ID is found before anything is written
     run_dir, params, field = prepare_graph(run_dir, overrides, extra_files)
     sim = params['sim_rover']
 
-    rclpy.init()
-    nodes = {}
-    executor = thread = None
-    wall0 = time.monotonic()
-    try:
-        for name in graph_nodes(params):
-            module, cls_name, spec_attr, _ = NODES[name]
-            cls = getattr(importlib.import_module(module), cls_name)
-            specs = getattr(importlib.import_module(module), spec_attr)
-            nodes[name] = cls(parameter_overrides=parameter_overrides(params[name], specs))
-        recorder = _recorder_node()
-        executor = SingleThreadedExecutor()
-        for n in [*nodes.values(), recorder]:
-            executor.add_node(n)
-        thread, errors = spin_in_background(executor)
-        explorer = nodes['explorer'].explorer
-        completed = False
-        while thread.is_alive() and time.monotonic() - wall0 < timeout:
-            if nodes['explorer'].explorer.state is State.DONE:
-                completed = True
-                break
-            time.sleep(0.1)
-        if errors:
-            raise errors[0]
-        if not completed:
-            log.error('demo stopped after %.0f s wall time with %d/%d measurements (state: %s)',
-                      time.monotonic() - wall0, explorer.planner.n, params['explorer']['max_measurements'],
-                      explorer.state.value)
-        sim_stats = nodes['sim_rover'].stats()
-        trajectory = recorder.rows()
-        truth_at = recorder.truth_at
-    finally:
-        stop_graph(executor, thread, nodes.values())
-    wall = time.monotonic() - wall0
+    with graph_session(discovery, domain_id, stop) as stop:   # a Ctrl-C stops the graph, the report is written
+        nodes = {}
+        executor = thread = None
+        wall0 = time.monotonic()
+        try:
+            for name in graph_nodes(params):
+                module, cls_name, spec_attr, _ = NODES[name]
+                cls = getattr(importlib.import_module(module), cls_name)
+                specs = getattr(importlib.import_module(module), spec_attr)
+                nodes[name] = cls(parameter_overrides=parameter_overrides(params[name], specs))
+            recorder = _recorder_node()
+            executor = SingleThreadedExecutor()
+            for n in [*nodes.values(), recorder]:
+                executor.add_node(n)
+            thread, errors = spin_in_background(executor)
+            explorer = nodes['explorer'].explorer
+            completed = False
+            while thread.is_alive() and time.monotonic() - wall0 < timeout and not stop:
+                if nodes['explorer'].explorer.state is State.DONE:
+                    completed = True
+                    break
+                time.sleep(0.1)
+            if errors:
+                raise errors[0]
+            if not completed:
+                log.error('demo stopped after %.0f s wall time with %d/%d measurements (state: %s)%s',
+                          time.monotonic() - wall0, explorer.planner.n, params['explorer']['max_measurements'],
+                          explorer.state.value, f' by {stop.signal}' if stop else '')
+            sim_stats = nodes['sim_rover'].stats()
+            trajectory = recorder.rows()
+            truth_at = recorder.truth_at
+        finally:
+            stop_graph(executor, thread, nodes.values())
+        wall = time.monotonic() - wall0
 
-    write_trajectory(run_dir / 'trajectory.csv', trajectory)
-    cov = np.diag(np.square(params['explorer']['execution_noise_std']))
-    extra = {'completed': completed, 'wall_time_s': wall, 'simulation': sim_stats,
-             'stopped_because': explorer.done_reason, 'distance_estimate_m': explorer.budget.distance,
-             'execution_noise_model': execution_noise_summary(explorer.planner),
-             **_execution_scatter(explorer.planner.journal_file, truth_at)}
-    summary = summarize(run_dir, field, cov, extra=extra)
-    ex = params['explorer']
-    png = plot_run(run_dir, field, cov, title=f'{ex["method"]} exploration ({sim["localiser"]} localiser), '
-                                              f'{summary["measurements"]} measurements')
-    _print_result(summary, run_dir, png)
+        write_trajectory(run_dir / 'trajectory.csv', trajectory)
+        cov = np.diag(np.square(params['explorer']['execution_noise_std']))
+        interrupted = stop.signal if stop and not completed else None
+        extra = {'completed': completed, 'interrupted': interrupted, 'wall_time_s': wall, 'simulation': sim_stats,
+                 'stopped_because': explorer.done_reason or (f'interrupted ({interrupted})' if interrupted else None),
+                 'execution_noise_model': execution_noise_summary(explorer.planner),
+                 **_execution_scatter(explorer.planner.journal_file, truth_at)}
+        summary = summarize(run_dir, field, cov, extra=extra)
+        ex = params['explorer']
+        png = plot_run(run_dir, field, cov, title=f'{ex["method"]} exploration ({sim["localiser"]} localiser), '
+                                                  f'{summary["measurements"]} measurements')
+        _print_result(summary, run_dir, png)
     return summary
 
 
@@ -405,17 +455,9 @@ def _execution_scatter(journal, truth_at) -> dict[str, Any]:
 
 
 def _print_result(summary: dict[str, Any], run_dir: Path, png: Path) -> None:
-    rec = summary.get('recommended_target')
-    opt = summary['robust_optimum']
-    lines = ['', '=' * 78]
-    if rec:
-        lines.append(f"robust peak believed at ({rec[0]:.1f}, {rec[1]:.1f}) m: predicted E[f] = "
-                     f"{summary['predicted_robust_value']:.1f}, true g = {summary['recommended_robust_value']:.1f}")
-    lines.append(f"field's robust optimum g* = {opt['value']:.1f} at ({opt['target'][0]:.1f}, "
-                 f"{opt['target'][1]:.1f}) m (median of g: {opt['field_median_of_g']:.1f})")
-    if summary.get('final_normalised_regret') is not None:
-        lines.append(f"regret g* - g(x_rec) = {summary['final_regret']:.1f}  (normalised "
-                     f"{summary['final_normalised_regret']:.3f})")
+    from ..sim.report import result_lines
+
+    lines = ['', '=' * 78, *result_lines(summary)]
     if summary.get('decision_seconds_median_acquisition') is not None:
         lines.append(f"median decision time {summary['decision_seconds_median_acquisition']:.3f} s; "
                      f"simulation {summary['simulation']['real_time_factor']:.0f}x real time; "

@@ -1,23 +1,109 @@
-"""What the launch files share: checked launch arguments, the simulation launch files' common arguments
-(:func:`simulation_overrides`, for ``sim.launch.py`` and ``team.launch.py``), their optional rviz2
-(:func:`rviz_actions`) and the package's share directory.
+"""What the launch files share: their declared arguments and the refusal of any other (:func:`declare_arguments`),
+checked launch-argument values, the check of every node's parameters before any node starts
+(:func:`check_nodes`), the simulation launch files' common arguments (:func:`simulation_overrides`, for
+``sim.launch.py`` and ``team.launch.py``), their optional rviz2 (:func:`rviz_actions`) and the package's share
+directory.
 
 Plain Python (``launch`` is imported only inside the functions that build launch actions), so
 ``launch/*.launch.py`` and their tests use the same code. Errors are ``RuntimeError`` with the argument's name and
-what it must be: ``ros2 launch`` prints them and stops.
+what it must be: ``ros2 launch`` prints them (one line: ``[ERROR] [launch]: Caught exception in launch ...: <the
+error>``), starts nothing and exits 1.
 """
 from __future__ import annotations
 
 import os
 from typing import Any, Collection
 
-__all__ = ['PACKAGE', 'LOCALISERS', 'NodeFailed', 'bounds_outside', 'choice', 'exit_handler', 'flag', 'integer',
-           'params_file', 'rover_exit_handler', 'rviz_actions', 'share_directory', 'simulation_overrides']
+__all__ = ['PACKAGE', 'LOCALISERS', 'NodeFailed', 'bounds_outside', 'check_nodes', 'choice', 'declare_arguments',
+           'exit_handler', 'flag', 'integer', 'launched_directly', 'params_file', 'rover_exit_handler', 'rviz_actions',
+           'share_directory', 'simulation_overrides', 'unknown_arguments']
 
 PACKAGE = 'uncertain_bo'
 
 #: sim_rover's localiser -> the localiser node (executable and name) the simulation launch files start
 LOCALISERS = {'ekf': 'ekf', 'pf': 'particle_filter'}
+
+
+#: launch configurations ``ros2 launch`` itself adds (its ``--launch-prefix`` and ``--launch-prefix-filter`` options)
+ROS2_LAUNCH_CONFIGURATIONS = ('launch-prefix', 'launch-prefix-filter')
+
+
+def declare_arguments(arguments, launch_file: str) -> list:
+    """The launch actions that declare ``arguments`` (``(name, default, description)`` each) and then refuse any
+    other argument: ``ros2 launch`` hands every ``NAME:=VALUE`` to the launch file whether it declares it or not,
+    so a misspelt ``measurment:=5`` would be ignored. Put them first in the launch description: the refusal comes
+    before any node (or rviz2) starts.
+
+    The refusal applies when ``launch_file`` (the calling file's ``__file__``) is the one ``ros2 launch`` was given
+    (:func:`launched_directly`); included from another launch file, it sees that file's launch configurations too,
+    which are not mistakes.
+    """
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
+
+    names = [name for name, _, _ in arguments]
+
+    def refuse_unknown(context):
+        if launched_directly(launch_file):
+            problems = unknown_arguments(context.launch_configurations, names, os.path.basename(launch_file))
+            if problems:
+                raise RuntimeError('; '.join(problems))
+        return []
+
+    return [*[DeclareLaunchArgument(name, default_value=default, description=description)
+              for name, default, description in arguments],
+            OpaqueFunction(function=refuse_unknown)]
+
+
+def unknown_arguments(given, declared, launch_file: str) -> list[str]:
+    """One line for each of the launch arguments ``given`` (names, or a name -> value mapping) that the launch file
+    does not declare (nor ``ros2 launch`` itself adds, :data:`ROS2_LAUNCH_CONFIGURATIONS`), with the closest declared
+    name."""
+    from ..param_files import closest_name
+    values = given if hasattr(given, 'items') else dict.fromkeys(given)
+    out = []
+    for name, value in values.items():
+        if name in declared or name in ROS2_LAUNCH_CONFIGURATIONS:
+            continue
+        close = closest_name(name, declared)
+        shown = name if value is None else f'{name}:={value}'
+        out.append(f'launch argument {shown} is not an argument of {launch_file}'
+                   + (f' (did you mean {close}?)' if close else '') + f'; see `ros2 launch {PACKAGE} {launch_file} '
+                   '--show-args`')
+    return out
+
+
+def launched_directly(launch_file: str, argv=None) -> bool:
+    """Whether ``launch_file`` is the file this ``ros2 launch`` process was given (``ros2 launch uncertain_bo
+    FILE`` or ``ros2 launch PATH``), rather than a file that includes it. ``argv``: the process's command line
+    (default ``sys.argv``)."""
+    import sys
+    words = [a for a in (sys.argv if argv is None else argv)[1:] if ':=' not in a]
+    base, real = os.path.basename(launch_file), os.path.realpath(launch_file)
+    return any((w == base and i > 0 and words[i - 1] == PACKAGE) or os.path.realpath(w) == real
+               for i, w in enumerate(words))
+
+
+def check_nodes(nodes, user_files=()) -> None:
+    """Check what a launch file hands each node it starts, before any starts, as ``uncertain-bo check`` and the node
+    itself would (:func:`uncertain_bo.ros.check.check_node_parameters`): names the node does not declare (with
+    the file, line and closest name), invalid values, and the node's start-up checks (a field file that loads, a
+    ``run_dir`` that can be written, nav2_msgs for ``goal_interface: nav2_action``, ...).
+
+    Args:
+        nodes: ``(node, fully qualified name, parameters)`` for each node: the package's node
+            (:data:`uncertain_bo.ros.nodes.NODES` key) and the list given to ``launch_ros.actions.Node(parameters=)``
+            (files, or :class:`~uncertain_bo.param_files.ParamFile`, and dicts).
+        user_files: the user's ``params_file`` (its values count as set; messages name it).
+
+    Raises:
+        RuntimeError: every problem, in one line.
+    """
+    from .check import check_node_parameters
+    problems = []
+    for node, fqn, parameters in nodes:
+        problems += check_node_parameters(node, fqn, parameters, given_files=list(user_files)).problems
+    if problems:
+        raise RuntimeError('; '.join(dict.fromkeys(problems)))
 
 
 def simulation_overrides(args) -> tuple[dict[str, dict[str, Any]], bool]:
@@ -102,14 +188,16 @@ def params_file(args) -> str | None:
     """The ``params_file`` launch argument as an absolute path (``~`` expanded), or None when empty.
 
     Raises:
-        RuntimeError: the file does not exist.
+        RuntimeError: the file does not exist or is not a regular file (a device, a folder).
     """
     path = str(args.get('params_file', '') or '').strip()
     if not path:
         return None
     path = os.path.abspath(os.path.expanduser(path))
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise RuntimeError(f'launch argument params_file:={path!r}: no such file')
+    if not os.path.isfile(path):
+        raise RuntimeError(f'launch argument params_file:={path!r} is not a regular file: name a YAML file')
     return path
 
 

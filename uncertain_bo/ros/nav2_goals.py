@@ -15,7 +15,9 @@ Nav2 cannot reach is noticed only through ``goal_timeout``; through the action t
 The explorer's parameter ``goal_interface`` chooses: ``'nav2_action'`` (this module), ``'topic'`` (``goal_pose``
 and ``plan``, for ``pure_pursuit`` and controllers without the action), or ``'auto'``: the action where
 ``nav2_msgs`` is importable, the topic otherwise. A new goal preempts the running one (Nav2 does that itself);
-results of preempted goals are ignored. ``stop`` cancels the running goal.
+results of preempted goals are ignored. :meth:`Nav2Goals.cancel` cancels the running goal (a budget's end), and a
+goal whose acceptance comes only after that (sent just before it) as soon as it is accepted; :meth:`Nav2Goals.stop`
+does the same when the node is shut down (Ctrl-C, SIGTERM) and says when Nav2 has answered.
 """
 from __future__ import annotations
 
@@ -91,6 +93,9 @@ class Nav2Goals:
         self._seq = 0
         self._handle = None          # the accepted handle of the current goal
         self._accepted = False
+        self._cancelled = False      # the last command was a cancel (no goal sent since)
+        self._requests: list = []    # goal requests not answered yet (futures)
+        self._cancels: list = []     # cancel requests not answered yet (futures)
 
     @property
     def accepted(self) -> bool:
@@ -101,7 +106,7 @@ class Nav2Goals:
         """Send ``target`` ``(2,)`` m in ``frame`` as a new goal (preempting the running one)."""
         self._seq += 1
         seq = self._seq
-        self._handle, self._accepted, self.feedback = None, False, {}
+        self._handle, self._accepted, self.feedback, self._cancelled = None, False, {}, False
         goal = self.action_type.Goal()
         goal.pose = make_pose_stamped(stamp, frame, target)
         goal.behavior_tree = self.behavior_tree
@@ -111,18 +116,37 @@ class Nav2Goals:
                 f"Nav2's action server '{self.action_name}' is not available yet: goal sent anyway "
                 '(re-sent every goal_resend_period until accepted)', throttle_duration_sec=10.0)
         future = self.client.send_goal_async(goal, feedback_callback=lambda fb: self._on_feedback(seq, fb))
+        self._requests.append(future)
         future.add_done_callback(lambda f: self._on_response(seq, f))
 
     def cancel(self) -> None:
-        """Cancel the running goal (Nav2 stops the robot)."""
+        """Cancel the running goal (Nav2 stops the robot), and a goal sent before but not answered yet as soon as
+        Nav2 accepts it."""
         self._seq += 1      # its result no longer concerns the explorer
+        self._cancelled = True
         handle, self._handle, self._accepted = self._handle, None, False
         if handle is not None:
-            handle.cancel_goal_async()
+            self._cancel(handle)
+
+    def stop(self) -> Callable[[], bool]:
+        """:meth:`cancel`, for a node that is shutting down: returns a predicate that is true once Nav2 has answered
+        every goal and cancel request (spin the node until then; a goal it accepts meanwhile is cancelled)."""
+        if self._handle is not None or self._requests:
+            self.node.get_logger().info(f"cancelling the goal sent to Nav2's {self.action_name} action")
+        self.cancel()
+        return lambda: not self._requests and all(f.done() for f in self._cancels)
+
+    def _cancel(self, handle) -> None:
+        self._cancels = [f for f in self._cancels if not f.done()] + [handle.cancel_goal_async()]
 
     # ------------------------------------------------------------ callbacks (node executor)
     def _on_response(self, seq: int, future) -> None:
+        if future in self._requests:
+            self._requests.remove(future)
         if seq != self._seq:
+            handle = None if future.exception() is not None else future.result()
+            if self._cancelled and handle is not None and handle.accepted:
+                self._cancel(handle)   # accepted after the explorer cancelled it: it must not drive on
             return
         try:
             handle = future.result()

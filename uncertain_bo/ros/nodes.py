@@ -7,18 +7,35 @@ setup.py) point here, so that
 Ctrl-C arriving while the node's heavy modules are still being imported (several seconds on a small
 computer) ends the process quietly instead of with a ``KeyboardInterrupt`` traceback; the node's own
 ``main`` (:func:`uncertain_bo.ros.spin.run_node`) handles everything after that.
+
+Once ``main`` has ended (the node destroyed, rclpy shut down, every file written and the journal fsynced) the
+process ends at once (:func:`exit_now`), without the interpreter's finalisation: tearing down torch, NumPy and the
+DDS libraries module by module took 1.3-2.5 s on an idle 2-core machine and over 5 s under load (the nodes were
+found garbage-collecting there when ``ros2 launch`` escalated to SIGTERM), and it would wait for a decision still
+running on the explorer's worker thread. Should the node's own clean-up hang in the middleware (seen once in 102
+node exits under ``ros2 launch``: ``rcl_node_fini`` blocked in Fast DDS for over 5 s), the process is ended
+:data:`TEARDOWN_LIMIT` s after the node's run ended, with status 1 and every thread's stack on stderr
+(:func:`arm_hard_exit`).
 """
 from __future__ import annotations
 
+import faulthandler
 import importlib
+import logging
 import os
 import signal
 import sys
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ['NodeEntry', 'NODES', 'node_specs', 'exit_at_once', 'explorer', 'team_explorer', 'pure_pursuit',
-           'sim_rover', 'ekf', 'particle_filter', 'field_sensor', 'sensor_covariance']
+__all__ = ['NodeEntry', 'NODES', 'node_specs', 'exit_at_once', 'exit_now', 'arm_hard_exit', 'TEARDOWN_LIMIT',
+           'explorer', 'team_explorer', 'pure_pursuit', 'sim_rover', 'ekf', 'particle_filter', 'field_sensor',
+           'sensor_covariance']
+
+
+#: s after a node's run ended (its spin loop) by which a console script's process is gone even when its last word
+#: (at most 1 s, :data:`uncertain_bo.ros.spin.STOP_TIMEOUT`) and its clean-up have not finished
+TEARDOWN_LIMIT = 2.0
 
 
 @dataclass(frozen=True)
@@ -67,26 +84,48 @@ def exit_at_once(signum=None, frame=None) -> None:
     """SIGINT handler for the moments when nothing is started or written yet (imports, ``rclpy.init``): end
     the process at once, status 0. A ``KeyboardInterrupt`` raised there can cross C++ extension code
     (pybind11), which then aborts the process ("terminate called after throwing ... KeyboardInterrupt")."""
+    exit_now(0)
+
+
+def exit_now(code: int | str | None) -> None:
+    """End the process with ``code`` (``sys.exit``'s: None is 0, a string is printed and gives 1) once Python's
+    log handlers and standard streams are flushed, without the interpreter's finalisation (module docstring)."""
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+        code = 1
+    logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):
             pass
-    os._exit(0)
+    os._exit(int(code or 0))
+
+
+def arm_hard_exit() -> None:
+    """End the process :data:`TEARDOWN_LIMIT` s from now, with status 1 after writing every thread's stack on stderr,
+    unless it has ended by then (faulthandler's watchdog: a thread of its own that needs no GIL, so a clean-up
+    blocked in C code holding it is ended too)."""
+    faulthandler.dump_traceback_later(TEARDOWN_LIMIT, exit=True)
 
 
 def _main(name: str) -> None:
     """Run node ``name``'s ``main``; Ctrl-C at any moment (also while importing) exits quietly with status 0,
-    as it does once the node spins."""
+    as it does once the node spins; the process ends as soon as ``main`` has (:func:`exit_now`)."""
+    code: int | str | None = 0
     try:
         signal.signal(signal.SIGINT, exit_at_once)
         module = NODES[name].load()
+        from .spin import ending_hooks
+        ending_hooks.append(arm_hard_exit)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         module.main()
     except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C must not interrupt the exit
-        sys.exit(0)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)       # nor the interpreter's clean-up after a normal end
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    signal.signal(signal.SIGINT, signal.SIG_IGN)       # a second Ctrl-C must not interrupt the exit
+    exit_now(code)
 
 
 def explorer() -> None:

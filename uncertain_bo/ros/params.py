@@ -1,54 +1,60 @@
 """Declare node parameters from :class:`~uncertain_bo.parameters.Param` specs, with validation.
 
-Each spec becomes a declared ROS parameter with a ``ParameterDescriptor`` (description with unit,
-``FloatingPointRange`` / ``IntegerRange``, allowed choices in ``additional_constraints``, ``read_only``),
-so ``ros2 param describe`` shows the same information as the YAML comments. Values are validated by the
-spec both at start-up (overrides from ``--params-file`` or ``parameter_overrides``) and at run time
-(``ros2 param set``): a bad value fails with a message naming the parameter, the value and the allowed
-range, at start-up as :class:`~uncertain_bo.parameters.ParameterError`, at run time as a rejected
-``SetParametersResult``.
+Each spec becomes a declared ROS parameter with a ``ParameterDescriptor`` (description with unit, the allowed
+values in ``additional_constraints`` - type, range, choices, length -, ``read_only``), so ``ros2 param describe``
+shows the same information as the YAML comments. Values are validated by the spec alone, both at start-up
+(overrides from ``--params-file``, ``-p`` or ``parameter_overrides``) and at run time (``ros2 param set``): a bad
+value fails with a message naming the parameter, the value and what is allowed (``parameter 'max_measurements' =
+'abc' is invalid: expected a number; allowed: a int in [1, 1e+06]``), at start-up as
+:class:`~uncertain_bo.parameters.ParameterError`, at run time as the rejected ``SetParametersResult``'s reason
+(what ``ros2 param set`` prints). The descriptors therefore declare every parameter with ``dynamic_typing`` and
+without rclpy's ``integer_range`` / ``floating_point_range``: rclpy applies those before any callback, with
+messages that name neither the value nor the parameter (``Wrong parameter type, expected 'Type.INTEGER' got
+'Type.STRING'``). A value is stored with its spec's type all the same: integers given for float parameters (a
+start-up override, ``ros2 param set /explorer beta 2``) become doubles and whole doubles given for integer ones
+become integers (a pre-set callback, and the overrides before declaration).
 
-Float parameters are declared with ``dynamic_typing`` so that an integer written in YAML (``1`` instead of
-``1.0``) is accepted rather than failing with a type error; the spec still checks the value. Integers given
-for float parameters (a start-up override, or ``ros2 param set /explorer beta 2``) are stored as doubles
-(a pre-set callback converts them), so a float parameter never turns into an integer one.
+A node is refused at start-up when it is given a parameter it does not declare (:func:`declare_parameters`):
+rclpy itself ignores such an override silently, so a misspelt ``max_measurement: 8`` would run with the default
+of ``max_measurements``. A name set in a parameter-file section that names the node, by ``-p NAME:=VALUE`` or by
+``parameter_overrides`` is judged; a wildcard section's (``/**``) is not, as it may hold other nodes' parameters,
+nor are rclpy's own (``use_sim_time``, ``qos_overrides.*``). The parameter files are those of the process's
+command line (:func:`set_command_line`, which :func:`uncertain_bo.ros.spin.run_node` calls).
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType,
-                                SetParametersResult)
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from uncertain_bo.param_files import UnknownParameter, closest_name, is_ros_parameter, unknown_parameters
 from uncertain_bo.parameters import Param, ParameterError
 
-__all__ = ['declare_parameters', 'make_descriptor', 'parameter_overrides', 'ParameterError']
+__all__ = ['declare_parameters', 'make_descriptor', 'parameter_overrides', 'undeclared_overrides',
+           'set_command_line', 'ParameterError']
 
-_STATIC_TYPES = {
-    'bool': ParameterType.PARAMETER_BOOL,
-    'int': ParameterType.PARAMETER_INTEGER,
-    'str': ParameterType.PARAMETER_STRING,
-    'str_list': ParameterType.PARAMETER_STRING_ARRAY,
-}
+#: the command line rcl's global arguments came from (:func:`set_command_line`); its ``--params-file`` files tell
+#: a wildcard section's parameter from a node's own
+_COMMAND_LINE: list[str] = []
+
+
+def set_command_line(args: Sequence[str]) -> None:
+    """Record the command line ``rclpy.init`` was given (its ``--ros-args`` parts), for
+    :func:`undeclared_overrides`: :func:`uncertain_bo.ros.spin.run_node` calls it. Without it no parameter file is
+    known, and every undeclared override counts as given by ``-p`` or ``parameter_overrides``."""
+    _COMMAND_LINE[:] = list(args)
 
 
 def make_descriptor(spec: Param) -> ParameterDescriptor:
-    """``ParameterDescriptor`` for a spec (description, range, choices, read-only, typing)."""
-    d = ParameterDescriptor(name=spec.name, description=spec.description, read_only=spec.read_only)
-    kind = spec.kind
-    if kind in ('float', 'float_list'):
-        d.dynamic_typing = True
-    else:
-        d.type = _STATIC_TYPES[kind]
-    if spec.range is not None:
-        lo, hi = spec.range
-        if kind == 'float':
-            d.floating_point_range = [FloatingPointRange(from_value=float(lo), to_value=float(hi), step=0.0)]
-        elif kind == 'int':
-            d.integer_range = [IntegerRange(from_value=int(lo), to_value=int(hi), step=0)]
+    """``ParameterDescriptor`` for a spec: description, read-only, and what is allowed (type, range, choices,
+    length) as ``additional_constraints``; dynamically typed, so that the spec, not rclpy, judges a value
+    (module docstring)."""
+    d = ParameterDescriptor(name=spec.name, description=spec.description, read_only=spec.read_only,
+                            dynamic_typing=True)
     constraints = [f'allowed: {spec.allowed()}']
     if spec.length is not None:
         constraints.append(f'length {spec.length}')
@@ -83,8 +89,9 @@ def declare_parameters(node: Node, specs: Sequence[Param],
         to date when parameters change at run time, so components holding it see the new values.
 
     Raises:
-        ParameterError: a start-up value (override) is invalid; the message names the node, the parameter,
-            the value and the allowed range.
+        ParameterError: a start-up value (override) is invalid, the message naming the node, the parameter, the
+            value and the allowed range; or the node is given parameters it does not declare
+            (:func:`undeclared_overrides`: every one of them, with where it was given and the closest name).
     """
     by_name = {s.name: s for s in specs}
     values: dict[str, Any] = {}
@@ -119,16 +126,19 @@ def declare_parameters(node: Node, specs: Sequence[Param],
             on_change(changed)
 
     def pre_set(params: list[Parameter]) -> list[Parameter]:
-        return [_as_double(p, by_name.get(p.name)) for p in params]
+        return [_as_spec_type(p, by_name.get(p.name)) for p in params]
 
     declared = [False]
     node.add_pre_set_parameters_callback(pre_set)
     node.add_on_set_parameters_callback(on_set)
     node.add_post_set_parameters_callback(post_set)
     overrides = getattr(node, '_parameter_overrides', {})
+    unknown = undeclared_overrides(node, by_name)
+    if unknown:   # before any value is judged: a misspelt name explains the default it would have run with
+        raise ParameterError('; '.join(map(str, unknown)))
     for spec in specs:
         if spec.name in overrides:   # an integer override of a float parameter is declared as a double
-            overrides[spec.name] = _as_double(overrides[spec.name], spec)
+            overrides[spec.name] = _as_spec_type(overrides[spec.name], spec)
         try:
             node.declare_parameter(spec.name, _default_value(spec), make_descriptor(spec))
         except (InvalidParameterValueException, InvalidParameterTypeException) as exc:
@@ -145,15 +155,56 @@ def declare_parameters(node: Node, specs: Sequence[Param],
     return values
 
 
-def _as_double(p: Parameter, spec: Param | None) -> Parameter:
-    """``p`` with an integer (array) value turned into a double (array) when ``spec`` is a float (list)."""
+def _as_spec_type(p: Parameter, spec: Param | None) -> Parameter:
+    """``p`` stored with ``spec``'s type: an integer (array) as a double (array) for a float (list) spec, a whole
+    finite double as an integer for an integer spec; any other value unchanged (the spec judges it)."""
     if spec is None:
         return p
     if spec.kind == 'float' and p.type_ == Parameter.Type.INTEGER:
         return Parameter(p.name, Parameter.Type.DOUBLE, float(p.value))
     if spec.kind == 'float_list' and p.type_ == Parameter.Type.INTEGER_ARRAY:
         return Parameter(p.name, Parameter.Type.DOUBLE_ARRAY, [float(v) for v in p.value])
+    if spec.kind == 'int' and p.type_ == Parameter.Type.DOUBLE and math.isfinite(p.value) and p.value.is_integer():
+        return Parameter(p.name, Parameter.Type.INTEGER, int(p.value))
     return p
+
+
+def undeclared_overrides(node: Node, declared: Iterable[str]) -> list[UnknownParameter]:
+    """The overrides rcl handed ``node`` (``--params-file``, ``-p``) or its constructor got (``parameter_overrides``)
+    that name none of the ``declared`` parameters, nor rclpy's own: a misspelling that rclpy would silently ignore.
+    A name that only a wildcard section (``/**``) of the command line's parameter files sets is left out (it may be
+    another node's). Each is reported with where it was given (the file and line, or the command line) and the
+    declared name it most likely misspells.
+
+    Raises:
+        ParameterError: a parameter file of the command line cannot be read (it was read by rcl a moment ago).
+    """
+    declared = list(declared)
+    names = [n for n in getattr(node, '_parameter_overrides', {}) if n not in declared and not is_ros_parameter(n)]
+    if not names:
+        return []
+    from .spin import params_files_in, parameter_rules_in
+    fqn = node.get_fully_qualified_name()
+    files = params_files_in(_COMMAND_LINE)
+    rules = parameter_rules_in(_COMMAND_LINE)
+    in_files = {}   # name -> its first place in a section naming the node (file order)
+    for u in unknown_parameters(files, fqn, declared):
+        if u.name in names and u.name not in rules:   # a -p rule is what the node got (rcl applies it last)
+            in_files.setdefault(u.name, u)
+    out = list(in_files.values())
+    for name in names:
+        if name in rules:
+            where = f'the command line (-p {rules[name]})'
+            out.append(UnknownParameter(name, fqn, where, closest_name(name, declared)))
+        elif name not in in_files and not (files and _set_by_wildcard(files, fqn, name)):
+            out.append(UnknownParameter(name, fqn, 'parameter_overrides', closest_name(name, declared)))
+    return out
+
+
+def _set_by_wildcard(files: Sequence[str], fqn: str, name: str) -> bool:
+    from uncertain_bo.param_files import merged_sections, names_node, section_applies
+    return any(name in s.parameters for s in merged_sections(files)
+               if section_applies(s.key, fqn) and not names_node(s.key, fqn))
 
 
 def _plain(value: Any) -> Any:

@@ -8,7 +8,8 @@ Thin wrapper around :class:`uncertain_bo.sim.pure_pursuit.PurePursuit`:
   so RViz's goal tool matches) and ``odometry/filtered`` (``nav_msgs/Odometry``; best effort, so reliable and
   best-effort publishers both match);
 * publishes ``cmd_vel`` (``Twist``, or ``TwistStamped`` with ``stamped_cmd_vel``) **once per odometry
-  message** (zero when idle or arrived), so the simulation's lockstep loop closes.
+  message** (zero when idle or arrived), so the simulation's lockstep loop closes, and a zero one when it is shut
+  down (Ctrl-C, SIGTERM).
 
 A goal within ``xy_goal_tolerance`` of the current estimate is reached at once: publishing the current
 position as the goal stops the rover (that is how the explorer cancels a target). Arrival is latched until
@@ -16,11 +17,12 @@ a new plan or goal arrives.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped, Twist, TwistStamped
 from nav_msgs.msg import Odometry, Path
+from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
@@ -124,6 +126,15 @@ class PurePursuitNode(Node):
                 self.arrived = True
                 self.get_logger().info(f'goal ({self.path[-1, 0]:.2f}, {self.path[-1, 1]:.2f}) reached')
         self._pub.publish(cv.make_twist(v, w, self.p['stamped_cmd_vel'], pose.stamp, self.p['base_frame']))
+
+    def stop_safely(self) -> Callable[[], bool]:
+        """The node is being shut down (SIGINT, SIGTERM: :func:`~uncertain_bo.ros.spin.run_node` calls this): a
+        zero ``cmd_vel``, so that a base that keeps its last command does not drive on. Returns a predicate, true
+        once every subscriber acknowledged it."""
+        self.path = None
+        stamp = self._pose.stamp if self._pose is not None else self.get_clock().now().nanoseconds * 1e-9
+        self._pub.publish(cv.make_twist(0.0, 0.0, self.p['stamped_cmd_vel'], stamp, self.p['base_frame']))
+        return lambda: self._pub.wait_for_all_acked(Duration())
 
 
 def main(args=None) -> None:

@@ -6,22 +6,50 @@ Used by the explorer node (one rover, topics in the node's namespace) and by the
 The pose topic and type follow ``pose_source`` (:data:`POSE_SOURCES`), the reading's ``reading_type``. Poses are
 subscribed best effort (compatible with reliable and best-effort publishers, e.g. Gazebo bridges); particle clouds
 are read from the serialised message with NumPy and subsampled to ``cloud_receive_limit`` particles on receipt.
+
+A particle cloud is one of two message types (``particle_cloud_type``, :data:`PARTICLE_CLOUD_TYPES`), named as the
+stacks name them: ``geometry_msgs/msg/PoseArray`` (equally weighted particles: this package's ``particle_filter``,
+AMCL before Nav2) or ``nav2_msgs/msg/ParticleCloud`` (what Nav2's AMCL publishes on ``particle_cloud``: each particle
+a pose and a weight; the weights become the empirical location distribution's weights, checked by
+:func:`uncertain_bo.covariance.weights_problem` and normalised). ``nav2_msgs`` is imported only when that type is
+asked for.
+
+Each input is named by its resolved topic (remappings and namespace applied) and its type, e.g.
+``/soil/moisture (std_msgs/msg/Float64)``: in the node's start-up line (:meth:`RoverInputs.describe`) and in the
+explorer's warnings about it (:attr:`~uncertain_bo.explorer.inputs.InputStreams.sources`). :class:`InputWatch`
+says what a node is still waiting for: every input (and ``/clock`` under ``use_sim_time``) from which nothing has
+arrived, with what publishes on its topic, :data:`WAIT_FIRST_REPORT` s after it was subscribed and then every
+:data:`WAIT_REPORT_PERIOD` s until it arrives.
 """
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, Callable, Iterable
 
 import numpy as np
 from geometry_msgs.msg import PoseArray, PoseWithCovarianceStamped
 from nav_msgs.msg import Odometry
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 
 from ..explorer import Explorer, PoseEstimate, Reading
-from .conversions import (READING_TYPES, from_time_msg, pose_array_from_cdr, pose_array_to_particles,
-                          reading_from_msg, ros_covariance_to_xy)
+from ..parameters import ParameterError
+from .conversions import (READING_TYPES, from_time_msg, particle_cloud_from_cdr, particle_cloud_to_particles,
+                          pose_array_from_cdr, pose_array_to_particles, quaternion_to_yaw, reading_from_msg,
+                          ros_covariance_to_xy)
 
-__all__ = ['RoverInputs', 'POSE_SOURCES', 'pose_estimate_from_msg', 'node_clock_now']
+__all__ = ['RoverInputs', 'InputWatch', 'POSE_SOURCES', 'PARTICLE_CLOUD_TYPES', 'pose_message_type',
+           'pose_estimate_from_msg', 'node_clock_now', 'sim_time', 'type_name', 'CLOCK_TOPIC', 'CLOCK_TYPE',
+           'WAIT_FIRST_REPORT', 'WAIT_REPORT_PERIOD']
+
+#: wall seconds after subscribing before an input from which nothing arrived is reported (then every
+#: WAIT_REPORT_PERIOD s until it arrives)
+WAIT_FIRST_REPORT = 5.0
+WAIT_REPORT_PERIOD = 30.0
+
+#: where a node on simulated time takes its clock from
+CLOCK_TOPIC, CLOCK_TYPE = '/clock', 'rosgraph_msgs/msg/Clock'
 
 #: pose_source -> (message type, topic)
 POSE_SOURCES = {
@@ -29,6 +57,37 @@ POSE_SOURCES = {
     'pose_with_covariance': (PoseWithCovarianceStamped, 'pose'),
     'particle_cloud': (PoseArray, 'particle_cloud'),
 }
+
+#: ``particle_cloud_type`` -> (message class or None when imported on demand, reader of the serialised message)
+PARTICLE_CLOUD_TYPES = {
+    'geometry_msgs/msg/PoseArray': (PoseArray, pose_array_from_cdr),
+    'nav2_msgs/msg/ParticleCloud': (None, particle_cloud_from_cdr),
+}
+
+
+def pose_message_type(pose_source: str, particle_cloud_type: str = 'geometry_msgs/msg/PoseArray'):
+    """The message class subscribed for ``pose_source`` (a particle cloud's: ``particle_cloud_type``).
+
+    Raises:
+        uncertain_bo.parameters.ParameterError: ``nav2_msgs/msg/ParticleCloud`` asked for but ``nav2_msgs`` is not
+            importable (the message says how to get it), or an unknown type.
+    """
+    if pose_source != 'particle_cloud':
+        return POSE_SOURCES[pose_source][0]
+    if particle_cloud_type not in PARTICLE_CLOUD_TYPES:
+        raise ParameterError(f"parameter 'particle_cloud_type' = {particle_cloud_type!r}: one of "
+                             f"{', '.join(PARTICLE_CLOUD_TYPES)}")
+    cls = PARTICLE_CLOUD_TYPES[particle_cloud_type][0]
+    if cls is not None:
+        return cls
+    try:
+        from nav2_msgs.msg import ParticleCloud
+    except ImportError:
+        raise ParameterError("parameter 'particle_cloud_type' = 'nav2_msgs/msg/ParticleCloud' needs nav2_msgs, which "
+                             'is not importable here (install it: apt install ros-$ROS_DISTRO-nav2-msgs, and source '
+                             "the ROS setup), or subscribe a geometry_msgs/msg/PoseArray cloud") from None
+    return ParticleCloud
+
 
 #: pose estimates: best effort (compatible with reliable and best-effort publishers), keep last 10
 _POSE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -47,9 +106,19 @@ def pose_estimate_from_msg(msg, pose_source: str) -> PoseEstimate:
         return PoseEstimate(from_time_msg(msg.header.stamp), msg.header.frame_id,
                             np.array([pos.x, pos.y], dtype=float), ros_covariance_to_xy(msg.pose.covariance))
     if pose_source == 'particle_cloud':
-        cloud = pose_array_to_particles(msg)
+        cloud = pose_array_to_particles(msg) if hasattr(msg, 'poses') else particle_cloud_to_particles(msg)
         return PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples, cloud.weights)
     raise ValueError(f'unknown pose_source {pose_source!r}')
+
+
+def type_name(msg_type) -> str:
+    """The ROS name of a message class, as ``ros2 topic info`` writes it: ``'nav_msgs/msg/Odometry'``."""
+    return f"{msg_type.__module__.split('.')[0]}/msg/{msg_type.__name__}"
+
+
+def sim_time(node: Node) -> bool:
+    """True when ``node`` runs on simulated time (``use_sim_time``: its clock comes from :data:`CLOCK_TOPIC`)."""
+    return bool(node.get_parameter('use_sim_time').value)
 
 
 def node_clock_now(node: Node) -> float | None:
@@ -64,8 +133,8 @@ class RoverInputs:
     Args:
         node: the node that owns the subscriptions (its clock times the arrivals).
         explorer: the rover's measurement cycle.
-        params: validated explorer node parameters (``pose_source``, ``reading_type``, ``cloud_receive_limit``,
-            ``seed``).
+        params: validated explorer node parameters (``pose_source``, ``particle_cloud_type``, ``reading_type``,
+            ``cloud_receive_limit``, ``seed``).
         namespace: prefix of the topics (``'rover0'`` -> ``rover0/odometry/filtered``, ``rover0/reading``); ''
             for the node's own topics.
         seed: extra entropy of the cloud subsampling's random stream (rovers of one node differ by it).
@@ -73,6 +142,13 @@ class RoverInputs:
     Attributes:
         last_pose, last_reading: node-clock time (s) of the latest pose message and reading message that
             arrived (valid or not), None before the first: a team drops a rover silent for too long.
+        heading: yaw (rad) of the latest pose message with an orientation (odometry, pose with covariance),
+            None before one (and for particle clouds): the explorer's stop goal faces where the rover does.
+        types: ``'pose'`` / ``'reading'`` -> the message class subscribed.
+        subscribed: ``time.monotonic()`` when the subscriptions were made (:class:`InputWatch` counts from it).
+
+    Raises:
+        uncertain_bo.parameters.ParameterError: a ``nav2_msgs`` cloud type where ``nav2_msgs`` is not importable.
     """
 
     def __init__(self, node: Node, explorer: Explorer, params: dict[str, Any], namespace: str = '', seed: int = 0):
@@ -82,18 +158,43 @@ class RoverInputs:
         self._cloud_rng = np.random.default_rng(np.random.SeedSequence(entropy))
         self.last_pose: float | None = None
         self.last_reading: float | None = None
-        msg_type, topic = POSE_SOURCES[params['pose_source']]
+        self.heading: float | None = None
+        topic = POSE_SOURCES[params['pose_source']][1]
+        cloud_type = params['particle_cloud_type']
+        msg_type = pose_message_type(params['pose_source'], cloud_type)
+        self.types = {'pose': msg_type, 'reading': READING_TYPES[params['reading_type']][0]}
+        #: input -> the parameter that chose its message type (named when nothing arrives on it)
+        self.type_parameters = {'pose': 'particle_cloud_type' if params['pose_source'] == 'particle_cloud'
+                                else 'pose_source', 'reading': 'reading_type'}
         if params['pose_source'] == 'particle_cloud':
             # raw: read the serialised cloud with NumPy and subsample it before anything else
+            self._read_cloud = PARTICLE_CLOUD_TYPES[cloud_type][1]
             self.pose_sub = node.create_subscription(msg_type, prefix + topic, self.on_cloud_raw,
                                                      qos_profile_sensor_data, raw=True)
         else:
             # best effort matches both reliable and best-effort publishers (robot_localization, Gazebo
             # bridges); a short queue so a busy moment does not leave a backlog of old poses
             self.pose_sub = node.create_subscription(msg_type, prefix + topic, self.on_pose_msg, _POSE_QOS)
-        msg_type = READING_TYPES[params['reading_type']][0]
-        self.reading_sub = node.create_subscription(msg_type, prefix + 'reading', self.on_reading,
+        self.reading_sub = node.create_subscription(self.types['reading'], prefix + 'reading', self.on_reading,
                                                     qos_profile_sensor_data)
+        self.subscribed = time.monotonic()
+        explorer.inputs.sources.update({what: self.source(what) for what in self.types})
+
+    def topic(self, what: str) -> str:
+        """The resolved topic of input ``what`` (``'pose'``, ``'reading'``): remappings and namespace applied."""
+        return (self.pose_sub if what == 'pose' else self.reading_sub).topic_name
+
+    def source(self, what: str) -> str:
+        """Input ``what``'s topic and type: ``'/rover0/odometry/filtered (nav_msgs/msg/Odometry)'``."""
+        return f'{self.topic(what)} ({type_name(self.types[what])})'
+
+    def describe(self) -> str:
+        """The inputs for a start-up line: ``'pose on /odometry/filtered (nav_msgs/msg/Odometry), reading on ...'``."""
+        return ', '.join(self.explorer.inputs.named(what) for what in self.types)
+
+    def heard(self, what: str) -> bool:
+        """True once a message (valid or not) arrived on input ``what``."""
+        return self.explorer.received['poses' if what == 'pose' else 'readings'] > 0
 
     def arrival(self, info) -> float | None:
         """When a message arrived, s on the node clock (None before the clock runs).
@@ -112,6 +213,10 @@ class RoverInputs:
     def on_pose_msg(self, msg, info) -> None:
         self.last_pose = node_clock_now(self.node)
         try:
+            self.heading = quaternion_to_yaw(msg.pose.pose.orientation)
+        except (ValueError, AttributeError):
+            pass                 # no orientation (hand-written publishers leave it all-zero): the last one stays
+        try:
             pose = pose_estimate_from_msg(msg, self.p['pose_source'])
         except (ValueError, TypeError, IndexError) as exc:
             self.explorer.received['poses'] += 1
@@ -122,8 +227,8 @@ class RoverInputs:
     def on_cloud_raw(self, raw: bytes, info) -> None:
         self.last_pose = node_clock_now(self.node)
         try:
-            cloud = pose_array_from_cdr(raw, self.p['cloud_receive_limit'], self._cloud_rng)
-            pose = PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples)
+            cloud = self._read_cloud(raw, self.p['cloud_receive_limit'], self._cloud_rng)
+            pose = PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples, cloud.weights)
         except (ValueError, TypeError, IndexError) as exc:
             self.explorer.received['poses'] += 1
             self.explorer.reject('pose', 'malformed message', str(exc))
@@ -139,3 +244,60 @@ class RoverInputs:
             self.explorer.reject('reading', 'malformed message', str(exc))
             return
         self.explorer.on_reading(Reading(stamp, value, variance), self.arrival(info))
+
+
+class InputWatch:
+    """Tells the operator what a node is still waiting for (module docstring): on a steady clock (it runs while no
+    ``/clock`` does), a warning naming every input from which nothing has arrived, with its topic, its type and
+    what publishes there (no publisher; publishers of another type; publishers but nothing received yet).
+
+    Args:
+        node: the node (its logger; its graph for the publishers).
+        inputs: returns the inputs to watch now (a team's active rovers).
+    """
+
+    def __init__(self, node: Node, inputs: Callable[[], Iterable[RoverInputs]]):
+        self.node, self.inputs = node, inputs
+        self._started = time.monotonic()
+        self._reported: dict[str, float] = {}   # topic -> time.monotonic() of its last report
+        self.timer = node.create_timer(1.0, self.check, clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def waiting(self, now: float) -> list[tuple[str, str, Any, float, str]]:
+        """``(what, topic, type name, seconds waited, the parameter that chose the type)`` of every input from
+        which nothing has arrived yet; ``/clock`` first (under ``use_sim_time``, while the node clock does not
+        run)."""
+        out = []
+        if sim_time(self.node) and node_clock_now(self.node) is None:
+            out.append(('simulated time (use_sim_time is true)', CLOCK_TOPIC, CLOCK_TYPE, now - self._started, ''))
+        for inputs in self.inputs():
+            out += [(what, inputs.topic(what), type_name(inputs.types[what]), now - inputs.subscribed,
+                     inputs.type_parameters[what]) for what in inputs.types if not inputs.heard(what)]
+        return out
+
+    def check(self) -> None:
+        """Warn about the inputs waited for longer than :data:`WAIT_FIRST_REPORT` s (each again every
+        :data:`WAIT_REPORT_PERIOD` s)."""
+        now = time.monotonic()
+        due = [w for w in self.waiting(now) if w[3] >= WAIT_FIRST_REPORT
+               and now - self._reported.get(w[1], -float('inf')) >= WAIT_REPORT_PERIOD]
+        if not due:
+            return
+        for w in due:
+            self._reported[w[1]] = now
+        self.node.get_logger().warning('waiting: ' + '; '.join(
+            f'{topic} ({expected}): no {what} for {waited:.0f} s, {self.publishers(topic, expected, parameter)}'
+            for what, topic, expected, waited, parameter in due))
+
+    def publishers(self, topic: str, expected: str, parameter: str = '') -> str:
+        """What publishes on ``topic``, for a field engineer: nothing, another type than ``expected`` (chosen by
+        ``parameter``), or publishers that have sent nothing yet."""
+        infos = self.node.get_publishers_info_by_topic(topic)
+        if not infos:
+            return 'no publisher (is it running, and is the topic remapped?)'
+        nodes = ', '.join(sorted({f'{i.node_namespace.rstrip("/")}/{i.node_name}' for i in infos
+                                  if 'UNKNOWN' not in i.node_name})) or f'{len(infos)} publisher(s)'
+        wrong = sorted({i.topic_type for i in infos if i.topic_type != expected})
+        if wrong:
+            return (f'{nodes} publishes {", ".join(wrong)}, not {expected}'
+                    + (f' (parameter {parameter})' if parameter else ''))
+        return f'{nodes} publishes it, but nothing has arrived (a QoS mismatch, or nothing published yet)'

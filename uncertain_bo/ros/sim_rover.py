@@ -13,10 +13,23 @@ Thin wrapper around :class:`uncertain_bo.sim.world.SimWorld`:
 ``real_time_factor > 0`` paces the steps to that multiple of wall time. ``real_time_factor = 0`` is
 **lockstep**: after publishing step k the node waits for the next ``cmd_vel`` (the control loop
 ekf -> ``odometry/filtered`` -> pure_pursuit -> ``cmd_vel`` has closed) and then steps at once, or steps
-anyway after ``lockstep_timeout`` wall seconds, so it never deadlocks without a controller. Steps are
+anyway after waiting ``lockstep_timeout`` wall seconds, so it never deadlocks without a controller. Steps are
 taken inside callbacks (the ``cmd_vel`` subscription or a steady-clock timer), never in a waiting loop, so
 the node shares an executor (e.g. all nodes in one process on a ``MultiThreadedExecutor``) without
 starving the others.
+
+The wait counts only the wall time in which this node was responsive: the time between two calls of its timer
+counts up to two timer periods (:data:`RESPONSIVE_GAP`), so a gap in which the node's executor ran another
+callback (the in-process demo's explorer deciding inline for seconds) or its process got no CPU (a loaded
+machine) does not count. Otherwise the timer, which the executor serves before the subscription whose
+``cmd_vel`` waited meanwhile, would step without it; that answer would then step again, and every such gap would
+leave one more step circulating in the loop for good: the clock running further and further ahead of the
+estimates (six gaps: every pose 0.6 s old, rejected as stale by the explorer: the demo on a busy laptop). A slow
+machine makes the lockstep slower, never faster than its control loop. A step that had to be taken all the same
+(no ``cmd_vel`` for ``lockstep_timeout``) is exact with ``stamped_cmd_vel``: a ``TwistStamped`` stamped before the
+step published last (``pure_pursuit`` stamps its command with the estimate it came from) is used as the command but
+answers nothing; a plain ``Twist`` cannot tell, so after such a step its late answer steps once more. The
+in-process demo (``uncertain-bo demo``) runs ``sim_rover`` and ``pure_pursuit`` stamped.
 
 Within a step the position fix and reading are published before the wheel odometry, whose arrival makes
 the EKF publish its estimate.
@@ -58,13 +71,14 @@ from uncertain_bo.ros.spin import run_node
 from uncertain_bo.sim.ekf import PlanarEKF
 from uncertain_bo.sim.world import WORLD_PARAMS, SimStep, SimWorld
 
-__all__ = ['SIM_ROVER_PARAMS', 'SIM_ROVER_NODE_PARAMS', 'SimRoverNode', 'main']
+__all__ = ['SIM_ROVER_PARAMS', 'SIM_ROVER_NODE_PARAMS', 'SimRoverNode', 'main', 'RESPONSIVE_GAP']
 
 SIM_ROVER_NODE_PARAMS = [
     Param('real_time_factor', 0.0, 'simulated seconds per wall second; 0 = lockstep with the control loop '
           'as fast as the machine allows (dimensionless)', range=(0.0, 1000.0)),
     Param('lockstep_timeout', 1.0, 'in lockstep, step anyway when no cmd_vel arrived within this many wall '
-          'seconds after publishing a step (s)', range=(0.001, 60.0)),
+          'seconds after publishing a step, counting only the time this node was responsive (a gap in which its '
+          'executor was busy or its process had no CPU does not count) (s)', range=(0.001, 60.0)),
     Param('cmd_vel_timeout', 0.5, 'a velocity command older than this many simulated seconds is replaced '
           'by zero (rover stops) (s)', range=(0.0, 1e6)),
     Param('stamped_cmd_vel', False, 'subscribe cmd_vel as geometry_msgs/TwistStamped instead of Twist',
@@ -91,6 +105,9 @@ SIM_ROVER_PARAMS = WORLD_PARAMS + SIM_ROVER_NODE_PARAMS
 
 #: variance (m², rad²) reported for what a position fix does not measure (z, roll, pitch, yaw)
 _UNOBSERVED = 1e6
+#: in lockstep, the most time between two calls of the node's timer, in timer periods, that counts as waiting
+#: for cmd_vel (a longer gap: the node was not running, see the module docstring)
+RESPONSIVE_GAP = 2.0
 
 
 def _start_and_seed(p: dict[str, Any], n: int, i: int) -> dict[str, Any]:
@@ -169,7 +186,8 @@ class SimRoverNode(Node):
             self.world = worlds[0]
         self.rovers = [_SimulatedRover(self, name, w) for name, w in zip(names, worlds)]
         self._awaiting_cmd = False
-        self._published_wall = time.monotonic()
+        self._waited = 0.0                  # wall s waited for cmd_vel since the last step, while responsive
+        self._timer_wall: float | None = None   # when the timer last ran (monotonic s)
         self.steps = 0
         self.timeout_steps = 0              # lockstep steps taken because no cmd_vel came in time
         self._wall_start = time.monotonic()
@@ -190,8 +208,8 @@ class SimRoverNode(Node):
         if self._timer is not None:
             self.destroy_timer(self._timer)
         rtf = self.p['real_time_factor']
-        period = (self.world.dt / rtf) if rtf > 0 else min(0.25 * self.p['lockstep_timeout'], 0.05)
-        self._timer = self.create_timer(period, self._on_timer, callback_group=self._group,
+        self._timer_period = (self.world.dt / rtf) if rtf > 0 else min(0.25 * self.p['lockstep_timeout'], 0.05)
+        self._timer = self.create_timer(self._timer_period, self._on_timer, callback_group=self._group,
                                         clock=self._steady)
 
     def _on_params_set(self, params) -> None:
@@ -203,9 +221,16 @@ class SimRoverNode(Node):
         return [r for r in self.rovers if r.responsive] or self.rovers
 
     def _on_timer(self) -> None:
+        now = time.monotonic()
+        gap = 0.0 if self._timer_wall is None else now - self._timer_wall
+        self._timer_wall = now
         if self.p['real_time_factor'] > 0:
             self._step()
-        elif self._awaiting_cmd and time.monotonic() - self._published_wall >= self.p['lockstep_timeout']:
+            self._maybe_log_status()
+            return
+        if self._awaiting_cmd:   # the time waited while responsive (module docstring)
+            self._waited += min(gap, RESPONSIVE_GAP * self._timer_period)
+        if self._awaiting_cmd and self._waited >= self.p['lockstep_timeout']:
             awaited = self._awaited()
             late = [r for r in awaited if not r.answered]
             if len(late) < len(awaited):        # others answered: stop waiting for the late ones
@@ -219,11 +244,17 @@ class SimRoverNode(Node):
         self._maybe_log_status()
 
     def _on_cmd_vel(self, rover: _SimulatedRover, msg) -> None:
+        stamp = cv.from_time_msg(msg.header.stamp) if isinstance(msg, TwistStamped) else 0.0
         with self._lock:
             rover.cmd = cv.twist_from_msg(msg)
             rover.cmd_time = rover.world.t
-            rover.answered = rover.responsive = True
-        if self.p['real_time_factor'] == 0 and self._awaiting_cmd and all(r.answered for r in self._awaited()):
+            # a stamped command computed from an earlier step's estimate (it came after a timeout step) is used, but
+            # it does not answer the step published last: stepping on it would keep one more step in the loop
+            late = 0.0 < stamp < rover.world.t - 0.5 * rover.world.dt
+            if not late:
+                rover.answered = rover.responsive = True
+        if (not late and self.p['real_time_factor'] == 0 and self._awaiting_cmd
+                and all(r.answered for r in self._awaited())):
             self._step()
 
     # ------------------------------------------------------------------ stepping
@@ -263,7 +294,7 @@ class SimRoverNode(Node):
             r.pub_odom.publish(cv.make_odometry(
                 s.t, r.odom_frame, r.base_frame, r.odom_pose.xy, float(r.odom_pose.x[2, 0]),
                 r.odom_pose.pose_covariance_6x6(), v=o.v, w=o.w, vy=o.vy, twist_cov6x6=o.twist_cov))
-        self._published_wall = time.monotonic()
+        self._waited = 0.0
         self._awaiting_cmd = True
 
     # ------------------------------------------------------------------ status

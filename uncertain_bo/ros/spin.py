@@ -2,43 +2,69 @@
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 import signal
 import sys
 import tempfile
 import textwrap
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 import rclpy
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.signals import SignalHandlerOptions, install_signal_handlers, uninstall_signal_handlers
+from rclpy.signals import SignalHandlerOptions
 
 from ..parameters import Param, ParameterError
-from ..param_files import read_param_file, section_applies
+from ..param_files import parameter_rule_value, read_param_file, section_applies
 from ..user_errors import EXIT_USAGE, report, user_error_types
 from .nodes import exit_at_once
+from .params import set_command_line
 
-__all__ = ['run_node', 'params_files_in', 'user_arguments', 'node_help', 'request_exit']
+__all__ = ['run_node', 'params_files_in', 'parameter_rules_in', 'user_arguments', 'node_help', 'request_exit',
+           'STOP_TIMEOUT', 'ending_hooks']
+
+#: wall seconds a node has after SIGINT / SIGTERM to deliver its last messages (``stop_safely``: a Nav2 goal
+#: cancelled, a stop goal acknowledged) before it is destroyed
+STOP_TIMEOUT = 1.0
+#: longest wait of the spin loop for work, s: how late a signal can be noticed while the node is idle
+_SPIN_PERIOD = 0.1
+#: called once when a node's run ends (a signal, :func:`request_exit`, an error), before its last word and its
+#: clean-up: the console scripts arm a hard exit here (:func:`uncertain_bo.ros.nodes.arm_hard_exit`)
+ending_hooks: list[Callable[[], None]] = []
 
 
-def params_files_in(args: Sequence[str]) -> list[str]:
-    """The ``--params-file FILE`` arguments inside the ``--ros-args`` parts of a command line."""
-    files, in_ros = [], False
+def _ros_option_values(args: Sequence[str], options: tuple[str, ...]) -> list[str]:
+    """The values of the ``options`` (``--params-file FILE``, ``-p RULE``) inside the ``--ros-args`` parts of a
+    command line, in order."""
+    values, in_ros = [], False
     it = iter(args)
     for a in it:
         if a == '--ros-args':
             in_ros = True
         elif a == '--':
             in_ros = False
-        elif in_ros and a == '--params-file':
-            f = next(it, None)
-            if f is not None:
-                files.append(f)
-    return files
+        elif in_ros and a in options:
+            value = next(it, None)
+            if value is not None:
+                values.append(value)
+    return values
+
+
+def params_files_in(args: Sequence[str]) -> list[str]:
+    """The ``--params-file FILE`` arguments inside the ``--ros-args`` parts of a command line."""
+    return _ros_option_values(args, ('--params-file',))
+
+
+def parameter_rules_in(args: Sequence[str]) -> dict[str, str]:
+    """The ``-p`` / ``--param`` rules inside the ``--ros-args`` parts of a command line: parameter name (without a
+    ``node:`` prefix) -> the rule as given (``NAME:=VALUE``); the last rule of a name wins, as in rcl."""
+    return {rule.split(':=', 1)[0].rsplit(':', 1)[-1]: rule for rule in _ros_option_values(args, ('-p', '--param'))
+            if ':=' in rule}
 
 
 def user_arguments(args: Sequence[str]) -> list[str]:
@@ -91,14 +117,24 @@ def run_node(factory: Callable[[], Node], args=None, *, doc: str | None = None,
       back so that the error stays one line. Command-line arguments rcl refuses, an invalid parameter, a damaged
       journal or a field file that cannot be used end the same way
       (:func:`uncertain_bo.user_errors.user_error_types`).
+    - A parameter the node does not declare, set in a parameter-file section that names the node or by ``-p``
+      (a misspelling, ``max_measurement: 8``, which rclpy would ignore), ends it the same way before anything is
+      written: one line naming each such name, where it was given (file and line) and the closest declared name
+      (:func:`uncertain_bo.ros.params.undeclared_overrides`; this function records the command line for it). A
+      ``-p`` rule rcl cannot parse (``-p search_bounds:=[0, 60.0]``) is explained the same way.
     - A parameter-file section meant for this node that does not reach it (``explorerr:``, or a bare
       ``explorer:`` when the node runs in a namespace) is warned about: its values are not applied.
     - Ctrl-C at any moment ends the node quietly with status 0: while it is being built (Python's own
-      KeyboardInterrupt: no wait for start-up to finish) and while it spins (rclpy's handler, installed once
-      the node exists). Further SIGINTs are ignored while the node is destroyed: Ctrl-C under ``ros2 launch``
-      reaches a node twice (from the terminal's process group and forwarded by launch). SIGTERM (launch's
-      escalation) ends it as cleanly. A ``RuntimeError`` raised while the context is already shutting down
-      (rclpy can fail inside ``take_message`` after SIGINT) counts as a clean exit.
+      KeyboardInterrupt: no wait for start-up to finish) and while it spins. While it spins, SIGINT and SIGTERM
+      are only noted (:class:`_StopRequest`): the callback running then ends normally (nothing is cut off half
+      way, e.g. a journal record), the spin loop ends within ``_SPIN_PERIOD``, and the node has its last word
+      before anything is shut down: its ``stop_safely()``, where it has one, sends what must reach the robot (the
+      explorer cancels its Nav2 goal or publishes a stop) and returns a predicate that is true once that was
+      delivered; the node is spun until then, at most :data:`STOP_TIMEOUT`. (rclpy's own handler would shut the
+      context down inside the signal handler, after which nothing can be sent.) Further SIGINTs are ignored from
+      then on: Ctrl-C under ``ros2 launch`` reaches a node twice (from the terminal's process group and forwarded
+      by launch); a SIGTERM then (launch's escalation) ends the process at once. A ``RuntimeError`` raised while
+      the context is already shutting down counts as a clean exit.
     """
     argv = list(sys.argv if args is None else args)
     prog = Path(argv[0]).name if argv else 'node'
@@ -117,10 +153,12 @@ def run_node(factory: Callable[[], Node], args=None, *, doc: str | None = None,
         if not os.path.isfile(f) or not os.access(f, os.R_OK):
             sys.exit(report(f'cannot read parameter file {f}: ' + ('no such file' if not os.path.exists(f) else
                                                                    'not a readable file')))
+    set_command_line(argv)   # which overrides came from a file's own section, a wildcard or -p (ros/params.py)
     code = 0
     node = None
     initialised = interrupted = False
-    previous = signal.getsignal(signal.SIGINT)
+    previous = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    stop = _StopRequest()
     try:
         try:
             signal.signal(signal.SIGINT, exit_at_once)   # nothing is started or written yet
@@ -130,12 +168,16 @@ def run_node(factory: Callable[[], Node], args=None, *, doc: str | None = None,
             held.release()
             initialised = True
         except Exception as exc:  # noqa: BLE001 - rcl's RCLError (bad --ros-args or params file) has no public type
-            sys.exit(report(_init_problem(exc, files)))
+            sys.exit(report(_init_problem(exc, files, argv)))
         node = factory()
         _warn_unknown_sections(node, files)
-        install_signal_handlers(SignalHandlerOptions.ALL)   # from here rclpy's handler wakes the executor
-        _spin(node)
-        interrupted = getattr(node, 'exit_code', None) is None   # Ctrl-C / SIGTERM shut the context down
+        stop.install()
+        _spin(node, lambda: stop.signum is not None or getattr(node, 'exit_code', None) is not None, _SPIN_PERIOD)
+        _ending()
+        if stop.signum is not None:
+            interrupted = True
+            _quiet_signals()
+            _last_word(node, stop.signum)
         code = int(getattr(node, 'exit_code', 0) or 0)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -148,31 +190,73 @@ def run_node(factory: Callable[[], Node], args=None, *, doc: str | None = None,
         if rclpy.ok():
             raise
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)   # the clean-up below is not to be interrupted
+        _ending()
+        _quiet_signals()   # the clean-up below is not to be interrupted by a Ctrl-C (a SIGTERM ends it)
         if node is not None:
             node.destroy_node()
         if initialised and rclpy.ok():
             rclpy.shutdown()
-        uninstall_signal_handlers()
         # once interrupted, a further Ctrl-C (launch forwards the terminal's) must not turn the quiet end into a
-        # KeyboardInterrupt; else the caller's handler is back
-        signal.signal(signal.SIGINT, signal.SIG_IGN if interrupted or previous is None else previous)
+        # KeyboardInterrupt; else the caller's handlers are back
+        signal.signal(signal.SIGINT, signal.SIG_IGN if interrupted or previous[0] is None else previous[0])
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous[1] is None else previous[1])
     if code:
         sys.exit(code)
 
 
-def _spin(node: Node) -> None:
-    """Spin until the context shuts down or the node sets ``exit_code`` (:func:`request_exit`)."""
-    from rclpy.executors import SingleThreadedExecutor
+class _StopRequest:
+    """The SIGINT / SIGTERM handler while a node spins: notes the first signal (``signum``) and nothing else, so
+    that the callback it lands in finishes and the spin loop ends after it."""
 
+    def __init__(self):
+        self.signum: int | None = None
+
+    def install(self) -> None:
+        signal.signal(signal.SIGINT, self)
+        signal.signal(signal.SIGTERM, self)
+
+    def __call__(self, signum, frame) -> None:
+        if self.signum is None:
+            self.signum = signum
+
+
+def _ending() -> None:
+    """Call the :data:`ending_hooks` (once per process)."""
+    while ending_hooks:
+        ending_hooks.pop(0)()
+
+
+def _quiet_signals() -> None:
+    """From the first signal on: a further Ctrl-C is ignored, a SIGTERM (launch's escalation) ends the process."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _spin(node: Node, done: Callable[[], bool], period: float, deadline: float = math.inf) -> bool:
+    """Spin ``node`` (waiting at most ``period`` s for work) until ``done()``: True; False when its context shut
+    down or ``time.monotonic()`` passed ``deadline`` first."""
     executor = SingleThreadedExecutor(context=node.context)
     executor.add_node(node)
     try:
-        while rclpy.ok(context=node.context) and getattr(node, 'exit_code', None) is None:
-            executor.spin_once(timeout_sec=0.2)
+        while not done():
+            if not rclpy.ok(context=node.context) or time.monotonic() >= deadline:
+                return False
+            executor.spin_once(timeout_sec=period)
+        return True
     finally:
         executor.remove_node(node)
         executor.shutdown(timeout_sec=0.0)
+
+
+def _last_word(node: Node, signum: int) -> None:
+    """After SIGINT / SIGTERM: the node's ``stop_safely()`` (where it has one) sends what must reach the robot
+    before the node goes and returns a predicate, true once it is delivered; the node is spun until then, at most
+    :data:`STOP_TIMEOUT` s."""
+    node.get_logger().info(f'{signal.Signals(signum).name}: shutting down')
+    stop_safely = getattr(node, 'stop_safely', None)
+    if stop_safely is not None and not _spin(node, stop_safely(), 0.02, time.monotonic() + STOP_TIMEOUT):
+        node.get_logger().warning(f'not confirmed within {STOP_TIMEOUT:g} s: the last messages to the robot may '
+                                  'not have arrived')
 
 
 class _Held:
@@ -204,10 +288,17 @@ def _held_stderr() -> Iterator[_Held]:
             held.text = tmp.read().decode(errors='replace')
 
 
-def _init_problem(exc: BaseException, files: Sequence[str]) -> str:
+def _init_problem(exc: BaseException, files: Sequence[str], argv: Sequence[str] = ()) -> str:
     """One line for rcl's refusal to start: the parameter file and line it could not parse (explained by our
-    reader, which follows rcl's rules), else rcl's message without its source locations."""
+    reader, which follows rcl's rules) or the ``-p`` rule it could not parse (explained the same way), else rcl's
+    message without its source locations."""
     message = re.sub(r', at \S+:\d+', '', str(exc)).replace('failed to initialize rcl: ', '')
+    if 'parse parameter override rule' in message:   # rcl: "... Sequence should be of same type ..."
+        for rule in parameter_rules_in(argv).values():
+            try:
+                parameter_rule_value(rule)
+            except ParameterError as perr:
+                return str(perr)
     if "parse params file" in message:
         for f in files:
             try:

@@ -8,7 +8,8 @@ number) and its own inputs (:class:`~uncertain_bo.ros.rover_inputs.RoverInputs`)
 for its one rover. For each namespace ``NS`` of parameter ``rovers``:
 
 Subscribes ``NS/odometry/filtered`` (or ``NS/pose`` / ``NS/particle_cloud``, by ``pose_source``) and ``NS/reading``
-(``reading_type``).
+(``reading_type``); with ``revised_path_topic`` set, ``NS/<revised_path_topic>`` (nav_msgs/Path: the rover's
+corrected past, which re-places its own readings in the shared planner by ``(rover, seq)``).
 Publishes ``NS/goal_pose`` (geometry_msgs/PoseStamped) and ``NS/plan`` (nav_msgs/Path), latched, as the explorer
 node does; ``/diagnostics`` (one DiagnosticStatus per rover, named ``<node>: NS exploration``, with the team's
 values); ``~/markers`` (the shared scene of :mod:`uncertain_bo.ros.operator_view`: every measurement, the team's
@@ -22,7 +23,9 @@ seen, it gets no more targets, its diagnostics say so (WARN); what it measured s
 rovers go on. The mission ends when every rover not dropped has ended (``max_measurements`` is the team's
 budget), or when every rover is dropped (not completed: with ``exit_when_done`` the node then exits with status 1);
 then ``explorer_result.json`` is written with the team's recommendation and, per rover, its measurements, why it
-ended or was dropped.
+ended or was dropped (naming the silent input's topic and type). A mission that ends with no measurement is not
+completed either (exit status 1 with ``exit_when_done``). Ctrl-C or SIGTERM stops every rover that is driving
+where it is before the node ends (:meth:`TeamExplorerNode.stop_safely`).
 
 Decisions run inline (in the tick), one rover at a time: the rovers share one planner, which must not be used from
 two threads (a rover's measurement is stored while another's decision would run).
@@ -44,30 +47,34 @@ import json
 import math
 import re
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid, Path as PathMsg
 from rclpy.clock import Clock, ClockType
+from rclpy.duration import Duration
 from rclpy.node import Node
 from visualization_msgs.msg import MarkerArray
 
 from ..explorer import Explorer, Measurement, State, TravelBudget, check_explorer_parameters, \
     planner_from_parameters, run_folder
 from ..operator_view import STATE_TEXT, StatusReporter
-from ..parameters import Param, ParameterError
+from ..parameters import Param
 from ..planner import Recommendation
 from ..team import TeamPlanner
+from .check import check_node_values
+from ..units import ValueFormat, reading_unit
 from .conversions import make_path, make_pose_stamped
-from .explorer import EXPLORER_NODE_PARAMS
+from .explorer import EXIT_NOT_COMPLETED, EXPLORER_NODE_PARAMS
 from .library_logs import forward_library_logs as forward_library_logs_to, stop_forwarding
 from .qos import LATCHED, RELIABLE_10
 from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, gp_maps, make_diagnostics, make_markers, \
     rover_markers
 from .params import declare_parameters
-from .rover_inputs import RoverInputs, node_clock_now
+from .revised_path import subscribe_revised_path
+from .rover_inputs import CLOCK_TOPIC, CLOCK_TYPE, InputWatch, RoverInputs, node_clock_now, sim_time
 from .spin import request_exit, run_node
 
 __all__ = ['TeamExplorerNode', 'TEAM_EXPLORER_PARAMS', 'main']
@@ -111,6 +118,8 @@ class _Rover:
         self.explorer.budget = TravelBudget.resumed(node.p, records)    # its own totals, not the last rover's
         resumed = [r for r in records if r.get('type') == 'observation']
         self.inputs = RoverInputs(node, self.explorer, node.p, namespace=name, seed=index)
+        topic = node.p['revised_path_topic'].lstrip('/')    # its revised path, under its namespace (or off)
+        self.revised_path_sub = subscribe_revised_path(node, self.explorer, node.p, f'{name}/{topic}' if topic else '')
         self.goal_pub = node.create_publisher(PoseStamped, f'{name}/goal_pose', LATCHED)
         self.plan_pub = node.create_publisher(PathMsg, f'{name}/plan', LATCHED)
         self.reporter = StatusReporter()
@@ -128,9 +137,9 @@ class _Rover:
 
     def silence(self, now: float, since: float) -> str | None:
         """Why this rover counts as silent at ``now`` (node clock, s; ``since``: when the node started listening),
-        or None."""
+        or None; it names the topics and types."""
         timeout = self.node.p['silence_timeout']
-        quiet = [f'no {what} for {now - (last if last is not None else since):.1f} s'
+        quiet = [f'no {self.explorer.inputs.named(what)} for {now - (last if last is not None else since):.1f} s'
                  for what, last in (('pose', self.inputs.last_pose), ('reading', self.inputs.last_reading))
                  if now - (last if last is not None else since) > timeout]
         return f"{' and '.join(quiet)} (silence_timeout = {timeout:g} s)" if quiet else None
@@ -150,8 +159,19 @@ class _Rover:
 
     def stop(self, position: np.ndarray) -> None:
         stamp, frame = self.node.now_s(), self.node.p['frame_id']
-        self.goal_pub.publish(make_pose_stamped(stamp, frame, position))
+        self.goal_pub.publish(make_pose_stamped(stamp, frame, position, self.inputs.heading or 0.0))
         self.plan_pub.publish(make_path(stamp, frame, [position]))
+
+    def stop_safely(self) -> Callable[[], bool]:
+        """The node is shut down: this rover stops where it is, as the explorer node's does
+        (:meth:`~uncertain_bo.ros.explorer.ExplorerNode.stop_safely`), if it was sent a goal and is not dropped
+        (a dropped rover was stopped then). Returns a predicate, true once every subscriber acknowledged."""
+        pose = self.explorer.latest_pose
+        if self.explorer.target is None or pose is None or not self.active:
+            return lambda: True
+        self.node.get_logger().info(f'{self.name}: stopping where it is, ({pose.xy[0]:.2f}, {pose.xy[1]:.2f})')
+        self.stop(pose.xy)
+        return lambda: all(pub.wait_for_all_acked(Duration()) for pub in (self.goal_pub, self.plan_pub))
 
     def measured(self, m: Measurement, rec: Recommendation) -> None:
         self.measurements += 1
@@ -200,9 +220,7 @@ class TeamExplorerNode(Node):
             self._log_handler = forward_library_logs_to(self)
         self.p = declare_parameters(self, TEAM_EXPLORER_PARAMS, on_change=self._on_parameters,
                                     cross_check=self._cross_check)
-        reason = check_explorer_parameters(self.p) or check_rovers(self.p['rovers'])
-        if reason:
-            raise ParameterError(reason)
+        check_node_values('team_explorer', self.p)   # what `uncertain-bo check` runs: before anything is written
         self.run_dir = run_folder(self.p)
         journal = self.run_dir / 'journal.jsonl'
         self.planner = planner_from_parameters(
@@ -224,15 +242,27 @@ class TeamExplorerNode(Node):
         self.timer = self.create_timer(1.0 / self.p['tick_rate'], self._tick)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic, clock=self._steady)
+        self.watch = InputWatch(self, lambda: [r.inputs for r in self.rovers.values() if r.active and not self.done])
+        clock = f'; clock on {CLOCK_TOPIC} ({CLOCK_TYPE})' if sim_time(self) else ''
         self.get_logger().info(
             f"exploring {self.p['search_bounds']} m with {self.p['method']} for {len(self.rovers)} rovers "
-            f"({', '.join(self.rovers)}), {self.p['max_measurements']} measurements in all; journal in "
-            f'{self.run_dir}')
+            f"({', '.join(self.rovers)}), {self.p['max_measurements']} measurements in all; inputs: "
+            + '; '.join(f'{r.name}: {r.inputs.describe()}' for r in self.rovers.values())
+            + f'{clock}; journal in {self.run_dir}')
 
     def destroy_node(self) -> None:
         stop_forwarding(self._log_handler)
         self._log_handler = None
         super().destroy_node()
+
+    def stop_safely(self) -> Callable[[], bool]:
+        """The node is being shut down (SIGINT, SIGTERM: :func:`~uncertain_bo.ros.spin.run_node` calls this): no
+        further target, and every rover that is driving stops where it is (:meth:`_Rover.stop_safely`). Returns a
+        predicate, true once that was delivered."""
+        for timer in (self.timer, self.status_timer, self.watch.timer):
+            timer.cancel()
+        delivered = [rover.stop_safely() for rover in self.rovers.values()]
+        return lambda: all(d() for d in delivered)
 
     def now_s(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -272,10 +302,11 @@ class TeamExplorerNode(Node):
         self.recommendation = self.team.record(rover.name, rec)
         self._maps_dirty = True
         sd = math.sqrt(max(float(m.pose.cov[0][0] + m.pose.cov[1][1]) / 2.0, 0.0))
+        fmt = ValueFormat.of(self.planner.y.tolist())       # the decimals the readings' spread asks for
         self.get_logger().info(
             f"{rover.name}: measurement {self.planner.n}/{self.p['max_measurements']} of the team: reading "
-            f'{m.reading.value:.6g} at ({m.pose.xy[0]:.2f}, {m.pose.xy[1]:.2f}) ± {sd:.2f} m; best so far '
-            f'({rec.target[0]:.2f}, {rec.target[1]:.2f}) μ̂ = {rec.mean:.2f} ± {rec.std:.2f}')
+            f'{fmt(m.reading.value)} at ({m.pose.xy[0]:.2f}, {m.pose.xy[1]:.2f}) ± {sd:.2f} m; best so far '
+            f'({rec.target[0]:.2f}, {rec.target[1]:.2f}) μ̂ = {fmt.pm(rec.mean, rec.std)}')
 
     def _finish(self, completed: bool) -> None:
         self.done, self.completed = True, completed
@@ -283,8 +314,11 @@ class TeamExplorerNode(Node):
         first = next((r for r in self.rovers.values() if r.name not in self.team.dropped),
                      next(iter(self.rovers.values())))
         result = first.explorer.result(rec)
-        if not completed:
+        every_dropped = not completed
+        if every_dropped:
             result['stopped_because'] = 'every rover was dropped'
+        elif not self.planner.n:
+            completed = self.completed = False   # a mission with no measurement did not do its job
         for key in ('distance_driven_m', 'mission_time_s', 'rejected', 'targets_skipped'):
             result.pop(key, None)               # per rover, below
         now = self.now_s()
@@ -296,22 +330,25 @@ class TeamExplorerNode(Node):
         result['duplicates'] = self.team.duplicates
         (self.run_dir / 'explorer_result.json').write_text(json.dumps(result, indent=2))
         # the team's end, logged once
-        best = (f'robust peak believed at ({rec.target[0]:.2f}, {rec.target[1]:.2f}) m, E[f] ≈ {rec.mean:.2f} ± '
-                f'{rec.std:.2f}' if rec is not None else 'no measurement, no recommendation')
+        unit = reading_unit(self.p)
+        best = (f'robust peak believed at ({rec.target[0]:.2f}, {rec.target[1]:.2f}) m, E[f] ≈ '
+                f'{ValueFormat.of(self.planner.y.tolist()).pm(rec.mean, rec.std)}{" " + unit if unit else ""}'
+                if rec is not None else 'no measurement, no recommendation')
         said = (f'{self.planner.n} of {self.p["max_measurements"]} measurements by {", ".join(self.rovers)} '
                 f'(dropped: {", ".join(self.team.dropped) or "none"}); {best}; '
                 f'journal {self.run_dir / "journal.jsonl"}')
         if completed:
             self.get_logger().info(f'team done: {said}')
         else:
-            self.get_logger().error('team done, not completed: every rover was dropped (silent for '
-                                    f'silence_timeout): {said}')
+            why = ('every rover was dropped (silent for silence_timeout)' if every_dropped else
+                   f"no measurement ({result['stopped_because']})")
+            self.get_logger().error(f'team done, not completed: {why}: {said}')
         self._update_maps()
         self.publish_status()
         self.publish_markers()
         if self.p['exit_when_done']:
             self.timer.cancel()
-            request_exit(self, 0 if completed else 1)
+            request_exit(self, 0 if completed else EXIT_NOT_COMPLETED)
 
     def _cross_check(self, values: dict[str, Any]) -> str | None:
         """A run-time change's cross-parameter checks: the explorer's, and ``rovers`` only growing while the

@@ -31,6 +31,7 @@ import numpy as np
 from ..parameters import ParameterError
 from ..user_errors import UsageError
 from .graph import LOCALISER_NODES, NODES, prepare_graph, spin_in_background, stop_graph
+from .graph_session import StopRequest, graph_session, resolve_domain_id
 
 __all__ = ['run_team_demo', 'team_node_parameters', 'parse_silence']
 
@@ -78,8 +79,11 @@ def team_node_parameters(params: dict[str, dict[str, Any]], rovers: int, *,
 
 def run_team_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, *, rovers: int = 2,
                   extra_files: list[Path] | None = None, timeout: float = 1800.0,
-                  silence: tuple[str, int] | None = None, silence_timeout: float | None = None) -> dict[str, Any]:
-    """Run the team graph until the team explorer is done; write and print the report.
+                  silence: tuple[str, int] | None = None, silence_timeout: float | None = None,
+                  discovery: str = 'off', domain_id: int | None = None,
+                  stop: StopRequest | None = None) -> dict[str, Any]:
+    """Run the team graph until the team explorer is done, SIGINT or SIGTERM asks it to stop, or ``timeout``; write
+    and print the report.
 
     Args:
         run_dir: output folder (journal.jsonl with every measurement's rover, explorer_result.json, summary.json).
@@ -89,9 +93,12 @@ def run_team_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
         timeout: wall-clock limit, s.
         silence: ``(rover, K)``: stop that rover's localiser after the team's K-th measurement.
         silence_timeout: the team explorer's ``silence_timeout`` (s; default its parameter's).
+        discovery, domain_id, stop: who sees the graph's DDS traffic and the caller's request to stop, as
+            :func:`~uncertain_bo.ros.graph.run_demo`.
 
     Returns:
-        The summary dict: ``completed`` (the team explorer finished), ``rovers`` (per rover: measurements,
+        The summary dict: ``completed`` (the team explorer finished), ``interrupted`` (the signal that stopped it,
+        or None), ``rovers`` (per rover: measurements,
         dropped, why it ended), ``dropped``, the team's ``final_regret`` and the rest of
         :func:`~uncertain_bo.sim.report.summarize`'s.
 
@@ -100,7 +107,6 @@ def run_team_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
         journal already in ``run_dir`` (the demo starts a new team mission; a ``team_explorer`` restarted on its
         ``run_dir`` resumes it).
     """
-    import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
     from ..sim.report import summarize
@@ -110,73 +116,72 @@ def run_team_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
     if (Path(run_dir) / 'journal.jsonl').is_file():
         raise ParameterError(f'{run_dir} holds a journal: demo --rovers starts a new mission (give a new --out; '
                              'a team_explorer restarted on a run_dir resumes its journal)')
+    domain_id = resolve_domain_id(domain_id)   # a bad ROS_DOMAIN_ID is found before anything is written
     run_dir, params, field = prepare_graph(run_dir, overrides, extra_files)
     team_params = team_node_parameters(params, rovers, silence_timeout=silence_timeout)
     localiser = LOCALISER_NODES[params['sim_rover']['localiser']]
 
-    rclpy.init()
-    nodes: dict[str, Any] = {}
-    executor = thread = None
-    wall0 = time.monotonic()
-    silenced: str | None = None
-    try:
-        for key, values in team_params.items():
-            ns, _, name = key.rpartition('/')
-            if name == 'team_explorer':
-                nodes[key] = TeamExplorerNode(parameter_overrides=parameter_overrides(values, TEAM_EXPLORER_PARAMS))
-                continue
-            module, cls_name, spec_attr, _ = NODES[name]
-            mod = importlib.import_module(module)
-            specs = getattr(mod, spec_attr)
-            nodes[key] = getattr(mod, cls_name)(namespace=ns or None,
-                                                parameter_overrides=parameter_overrides(values, specs))
-        team = nodes['team_explorer']
-        executor = SingleThreadedExecutor()
-        for n in nodes.values():
-            executor.add_node(n)
-        thread, errors = spin_in_background(executor)
-        while thread.is_alive() and time.monotonic() - wall0 < timeout and not team.done:
-            if silence is not None and silenced is None and team.planner.n >= silence[1]:
-                silenced = f'{silence[0]}/{localiser}'
-                executor.remove_node(nodes[silenced])      # its pose stops: the team explorer will drop it
-                log.warning('failure drill: %s stopped after measurement %d', silenced, team.planner.n)
-            time.sleep(0.05)
-        if errors:
-            raise errors[0]
-        completed = team.completed
-        if not completed:
-            log.error('team demo stopped after %.0f s wall time with %d/%d measurements', time.monotonic() - wall0,
-                      team.planner.n, params['explorer']['max_measurements'])
-        per_rover = {name: {'measurements': r.measurements, 'dropped': r.dropped_reason,
-                            'stopped_because': r.explorer.done_reason,
-                            'distance_estimate_m': r.explorer.budget.distance}
-                     for name, r in team.rovers.items()}
-        dropped, duplicates = list(team.team.dropped), team.team.duplicates
-        sim_stats = nodes['sim_rover'].stats()
-    finally:
-        stop_graph(executor, thread, nodes.values())
-    cov = np.diag(np.square(params['explorer']['execution_noise_std']))
-    summary = summarize(run_dir, field, cov, extra={
-        'completed': completed, 'wall_time_s': time.monotonic() - wall0, 'simulation': sim_stats,
-        'rovers': per_rover, 'dropped': dropped, 'duplicates': duplicates, 'silenced': silenced})
-    _print_team_result(summary, run_dir)
+    with graph_session(discovery, domain_id, stop) as stop:   # a Ctrl-C stops the graph, the report is written
+        nodes: dict[str, Any] = {}
+        executor = thread = None
+        wall0 = time.monotonic()
+        silenced: str | None = None
+        try:
+            for key, values in team_params.items():
+                ns, _, name = key.rpartition('/')
+                if name == 'team_explorer':
+                    nodes[key] = TeamExplorerNode(parameter_overrides=parameter_overrides(values,
+                                                                                          TEAM_EXPLORER_PARAMS))
+                    continue
+                module, cls_name, spec_attr, _ = NODES[name]
+                mod = importlib.import_module(module)
+                specs = getattr(mod, spec_attr)
+                nodes[key] = getattr(mod, cls_name)(namespace=ns or None,
+                                                    parameter_overrides=parameter_overrides(values, specs))
+            team = nodes['team_explorer']
+            executor = SingleThreadedExecutor()
+            for n in nodes.values():
+                executor.add_node(n)
+            thread, errors = spin_in_background(executor)
+            while thread.is_alive() and time.monotonic() - wall0 < timeout and not team.done and not stop:
+                if silence is not None and silenced is None and team.planner.n >= silence[1]:
+                    silenced = f'{silence[0]}/{localiser}'
+                    executor.remove_node(nodes[silenced])      # its pose stops: the team explorer will drop it
+                    log.warning('failure drill: %s stopped after measurement %d', silenced, team.planner.n)
+                time.sleep(0.05)
+            if errors:
+                raise errors[0]
+            completed = team.completed
+            if not completed:
+                log.error('team demo stopped after %.0f s wall time with %d/%d measurements%s',
+                          time.monotonic() - wall0, team.planner.n, params['explorer']['max_measurements'],
+                          f' by {stop.signal}' if stop else '')
+            per_rover = {name: {'measurements': r.measurements, 'dropped': r.dropped_reason,
+                                'stopped_because': r.explorer.done_reason,
+                                'distance_driven_m': r.explorer.budget.distance}
+                         for name, r in team.rovers.items()}
+            dropped, duplicates = list(team.team.dropped), team.team.duplicates
+            sim_stats = nodes['sim_rover'].stats()
+        finally:
+            stop_graph(executor, thread, nodes.values())
+        cov = np.diag(np.square(params['explorer']['execution_noise_std']))
+        summary = summarize(run_dir, field, cov, extra={
+            'completed': completed, 'interrupted': stop.signal if stop and not completed else None,
+            'wall_time_s': time.monotonic() - wall0, 'simulation': sim_stats,
+            'rovers': per_rover, 'dropped': dropped, 'duplicates': duplicates, 'silenced': silenced})
+        _print_team_result(summary, run_dir)
     return summary
 
 
 def _print_team_result(summary: dict[str, Any], run_dir: Path) -> None:
+    from ..sim.report import result_lines
+
     lines = ['', '=' * 78, f"team of {len(summary['rovers'])}: {summary['measurements']} measurements"]
     for name, r in summary['rovers'].items():
-        lines.append(f"  {name}: {r['measurements']} measurements, {r['distance_estimate_m']:.0f} m driven (estimate)"
+        lines.append(f"  {name}: {r['measurements']} measurements, {r['distance_driven_m']:.0f} m driven (odometer)"
                      + (f"; dropped: {r['dropped']}" if r['dropped'] else
                         f"; ended: {r['stopped_because']}" if r['stopped_because'] else ''))
-    rec, opt = summary.get('recommended_target'), summary['robust_optimum']
-    if rec:
-        lines.append(f"robust peak believed at ({rec[0]:.1f}, {rec[1]:.1f}) m: predicted E[f] = "
-                     f"{summary['predicted_robust_value']:.1f}, true g = {summary['recommended_robust_value']:.1f}")
-    lines.append(f"field's robust optimum g* = {opt['value']:.1f} at ({opt['target'][0]:.1f}, "
-                 f"{opt['target'][1]:.1f}) m")
-    if summary.get('final_normalised_regret') is not None:
-        lines.append(f"team's regret g* - g(x_rec) = {summary['final_regret']:.1f}  (normalised "
-                     f"{summary['final_normalised_regret']:.3f}); wall time {summary['wall_time_s']:.0f} s")
+    lines += result_lines(summary, whose="team's ")
+    lines.append(f"wall time {summary['wall_time_s']:.0f} s")
     lines += [f'run folder: {run_dir}  (journal.jsonl: each measurement with its rover; summary.json)', '=' * 78]
     print('\n'.join(lines), flush=True)

@@ -30,8 +30,8 @@ import numpy as np
 from scipy.interpolate import RegularGridInterpolator
 from scipy.signal import fftconvolve
 
-from .field_files import csv_grid, npz_grid
-from .field_spec import DEFAULT_EXTENT, FIELD_NAMES, FieldError, _check_extent
+from .field_files import MAX_CSV_POINTS, csv_grid, npz_grid
+from .field_spec import DEFAULT_EXTENT, FIELD_NAMES, FieldError, _check_extent, field_unit
 from .field_statistics import FieldStatistics, field_statistics
 
 __all__ = ['Field', 'FieldError', 'FieldStatistics', 'DEFAULT_EXTENT', 'FIELD_NAMES']
@@ -51,12 +51,15 @@ class Field:
             **south** edge (``ymin``), column 0 the west edge (``xmin``). ``ny, nx >= 2``, all finite.
         extent: ``(xmin, xmax, ymin, ymax)`` metres; the outermost nodes lie on the rectangle's edges.
         name: label used in messages and plots.
+        unit: the unit of the values for reports (e.g. ``'m (elevation)'``), or None when it is not known
+            (:meth:`load` sets it: :func:`~uncertain_bo.sim.field_spec.field_unit`).
 
     Raises:
         FieldError: wrong shape, non-finite values, or an empty rectangle.
     """
 
-    def __init__(self, values: np.ndarray, extent: Sequence[float] = DEFAULT_EXTENT, name: str = 'field'):
+    def __init__(self, values: np.ndarray, extent: Sequence[float] = DEFAULT_EXTENT, name: str = 'field',
+                 unit: str | None = None):
         z = np.asarray(values, dtype=float)
         if z.ndim != 2 or z.shape[0] < 2 or z.shape[1] < 2:
             raise FieldError(f'field {name!r}: values must be a 2-D grid with at least 2x2 nodes, '
@@ -68,6 +71,7 @@ class Field:
         self._z.setflags(write=False)
         self._extent = _check_extent(extent, f'field {name!r}')
         self.name = name
+        self.unit = unit
         xmin, xmax, ymin, ymax = self._extent
         self._xs = np.linspace(xmin, xmax, z.shape[1])
         self._ys = np.linspace(ymin, ymax, z.shape[0])
@@ -186,7 +190,7 @@ class Field:
 
     @classmethod
     def from_csv(cls, path: str | Path, resolution: float | None = None,
-                 extent: Sequence[float] | None = None, max_points: int = 2000) -> 'Field':
+                 extent: Sequence[float] | None = None, max_points: int = MAX_CSV_POINTS) -> 'Field':
         """Interpolate scattered ``x,y,value`` measurements onto a grid with a Gaussian process.
 
         A BoTorch ``SingleTaskGP`` (Matérn-5/2 ARD kernel, inputs normalised to the unit square, outcome
@@ -208,7 +212,8 @@ class Field:
                 lines starting with ``#`` are skipped.
             resolution: grid spacing in metres (default: 100 cells along the longer side).
             extent: ``(xmin, xmax, ymin, ymax)`` metres of the grid (default: bounding box of the points).
-            max_points: refuse files with more points than this (exact GP cost grows as n³).
+            max_points: refuse files with more points than this (default
+                :data:`~uncertain_bo.sim.field_files.MAX_CSV_POINTS`, 2000: the exact GP's cost grows as n³).
 
         Raises:
             FieldError: (one line naming the file) missing file, a directory, not UTF-8 text, a malformed
@@ -221,7 +226,8 @@ class Field:
 
     @classmethod
     def load(cls, spec: str | Path, extent: Sequence[float] | None = None) -> 'Field':
-        """Field from a specification string.
+        """Field from a specification string, with the unit of its values (:func:`~uncertain_bo.sim.field_spec.
+        field_unit`).
 
         Args:
             spec: a name from :meth:`names` (``'default'``, ``'jacksboro'``, ``'jacksboro-rough'``,
@@ -235,6 +241,12 @@ class Field:
             FieldError: (one line) unknown name (the known ones are listed), unsupported file type, or any
                 error of :meth:`from_npz` / :meth:`from_csv`.
         """
+        field = cls._load(spec, extent)
+        field.unit = field_unit(spec)
+        return field
+
+    @classmethod
+    def _load(cls, spec: str | Path, extent: Sequence[float] | None) -> 'Field':
         s = str(spec).strip()
         if s.lower() in FIELD_NAMES:
             return cls.named(s, extent if extent is not None else DEFAULT_EXTENT)
@@ -362,12 +374,12 @@ class Field:
             raise ValueError(f'cov must be positive semi-definite (eigenvalues {evals.tolist()})')
         name = f'{self.name}*N(0,cov)'
         if evals[1] <= 0.0:
-            return Field(self._z, self._extent, name=name)
+            return Field(self._z, self._extent, name=name, unit=self.unit)
         dx, dy = self.spacing
         hx = int(math.ceil(4.0 * math.sqrt(max(c[0, 0], 0.0)) / dx))
         hy = int(math.ceil(4.0 * math.sqrt(max(c[1, 1], 0.0)) / dy))
         if hx == 0 and hy == 0:
-            return Field(self._z, self._extent, name=name)
+            return Field(self._z, self._extent, name=name, unit=self.unit)
         u = np.arange(-hx, hx + 1) * dx
         v = np.arange(-hy, hy + 1) * dy
         uu, vv = np.meshgrid(u, v)                      # (2hy+1, 2hx+1)
@@ -380,7 +392,7 @@ class Field:
         k /= k.sum()
         padded = np.pad(self._z, ((hy, hy), (hx, hx)), mode='edge')
         g = fftconvolve(padded, k[::-1, ::-1], mode='valid')
-        return Field(g, self._extent, name=name)
+        return Field(g, self._extent, name=name, unit=self.unit)
 
     def statistics(self, cov=0.75 ** 2, regret: float = 0.1) -> 'FieldStatistics':
         """How hard the field is to search: its value range, how small the robust-peak region is, and how

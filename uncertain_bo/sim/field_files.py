@@ -21,9 +21,13 @@ import numpy as np
 
 from .field_spec import FIELD_NAMES, FieldError, _check_extent
 
-__all__ = ['npz_grid', 'csv_grid']
+__all__ = ['npz_grid', 'csv_grid', 'MAX_CSV_POINTS']
 
 Extent = tuple[float, float, float, float]
+
+#: most points a ``.csv`` field file may hold: the GP that interpolates them costs O(n³) time and O(n²) memory to
+#: fit, so a larger survey is thinned, or gridded by the user and given as an ``.npz`` grid (no limit)
+MAX_CSV_POINTS = 2000
 
 
 def npz_grid(path: str | Path, extent: Sequence[float] | None = None,
@@ -88,7 +92,7 @@ def npz_grid(path: str | Path, extent: Sequence[float] | None = None,
 
 
 def csv_grid(path: str | Path, resolution: float | None = None, extent: Sequence[float] | None = None,
-             max_points: int = 2000) -> tuple[np.ndarray, Extent, str]:
+             max_points: int = MAX_CSV_POINTS) -> tuple[np.ndarray, Extent, str]:
     """The grid of :meth:`Field.from_csv <uncertain_bo.sim.field.Field.from_csv>` (arguments, the rule for
     what ``extent`` means, and errors there): the posterior mean of a GP fitted to the points.
 
@@ -128,7 +132,10 @@ def csv_grid(path: str | Path, resolution: float | None = None, extent: Sequence
         raise FieldError(f'{path}: need at least 3 measurements x,y,value to interpolate a field, '
                          f'got {len(rows)}')
     if len(rows) > max_points:
-        raise FieldError(f'{path}: {len(rows)} points exceed max_points={max_points}; thin the data')
+        raise FieldError(f'{path}: {len(rows)} points, more than the {max_points} a .csv field file may hold (the GP '
+                         f'that interpolates them grows as n³): thin it to {max_points} rows (keep one in '
+                         f'{math.ceil(len(rows) / max_points)}), '
+                         'or grid the survey yourself and give it as an .npz grid (no limit)')
     pts = np.asarray(rows)
     xy, y = pts[:, :2], pts[:, 2]
     lo, hi = xy.min(axis=0), xy.max(axis=0)
@@ -148,11 +155,11 @@ def csv_grid(path: str | Path, resolution: float | None = None, extent: Sequence
     else:
         covered = ox * oy / ((xmax - xmin) * (ymax - ymin))
         if covered < 0.5:
+            box = [float(f'{v:.6g}') for v in (lo[0], hi[0], lo[1], hi[1])]
             raise FieldError(
-                f'{path}: the points (x {lo[0]:g}..{hi[0]:g}, y {lo[1]:g}..{hi[1]:g}) cover only '
-                f'{100 * covered:.0f} % of the extent {[xmin, xmax, ymin, ymax]}; the field would be '
-                'flat where there are no data: pass an extent inside the points, or one disjoint from '
-                'them to map the points onto it')
+                f'{path}: the points cover {100 * covered:.0f} % of the extent {[xmin, xmax, ymin, ymax]} (flat where '
+                f"there are no data): set field_extent (report: --extent) to the points' box {box} or inside it, "
+                'the start (initial_x, initial_y) within, or disjoint from the points to map them onto it')
     if resolution is None:
         resolution = max(xmax - xmin, ymax - ymin) / 100.0
     if not (resolution > 0 and math.isfinite(resolution)):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-__all__ = ['FieldError', 'DEFAULT_EXTENT', 'FIELD_NAMES']
+__all__ = ['FieldError', 'DEFAULT_EXTENT', 'FIELD_NAMES', 'BUILT_IN_UNIT', 'field_unit']
 
 #: Default rectangle (xmin, xmax, ymin, ymax) in metres onto which the built-in field is mapped.
 DEFAULT_EXTENT = (0.0, 200.0, 0.0, 200.0)
@@ -44,6 +44,26 @@ FIELD_NAMES = {
     'jacksboro-smooth': 'central 1/8 x 1/8 window of the same DEM (x8 zoom): features about ten to tens of '
                         'metres wide on 200 m x 200 m, robust-peak region 0.7 % of the area',
 }
+
+
+#: the unit of the built-in fields' values (:data:`FIELD_NAMES`: USGS elevation)
+BUILT_IN_UNIT = 'm (elevation)'
+
+
+def field_unit(spec) -> str | None:
+    """The unit of the values of the field ``spec`` names (as :meth:`Field.load <uncertain_bo.sim.field.Field.load>`
+    takes it), without loading it: :data:`BUILT_IN_UNIT` for the built-in names, a shipped suite field's ``units``
+    (``uncertain_bo/data/suites/*.yaml``), None for a file (a grid or point survey says nothing of its unit) or an
+    unknown name."""
+    key = str(spec).strip().lower()
+    if key in FIELD_NAMES:
+        return BUILT_IN_UNIT
+    if key.endswith(('.npz', '.csv')):
+        return None
+    from .field_catalogue import catalogue
+
+    units = catalogue().get(key, {}).get('units')
+    return str(units) if units else None
 
 
 class FieldError(ValueError):

@@ -5,10 +5,15 @@ given ``--field`` is scored against that field (:mod:`uncertain_bo.sim.report`: 
 optimum within the run's search bounds). Any other run has no ground truth (a real robot's run folder): it is
 reported without regret, the GP drawn over its own search bounds and in its own units
 (:mod:`uncertain_bo.run_report`); it is never scored against the simulator's default field.
+
+Nothing is written onto the report's inputs (:func:`~uncertain_bo.output_files.check_outputs`: a ``summary.json``,
+``run.png`` or ``compare.png`` that is, or links to, a journal, the field file or another file the report reads is
+one ``error:`` line, exit 2), and each output is written atomically.
 """
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +52,7 @@ def run(args) -> int:
 
     # read-only: a mistyped folder is an error (nothing is created) and a running mission's journal is
     # never modified; the field is checked before anything is written
+    _check_outputs(args)
     journal = Journal(args.run_dir / 'journal.jsonl', read_only=True)
     std = args.execution_std or journal.header.get('parameters', {}).get('execution_noise_std', [2.0, 2.0])
     cov = np.diag(np.square(std))
@@ -66,8 +72,8 @@ def run(args) -> int:
     field = Field.load(spec, extent=extent)
     summary = summarize(args.run_dir, field, cov)
     png = plot_run(args.run_dir, field, cov)
-    keys = ('measurements', 'recommended_target', 'final_regret', 'final_normalised_regret')
-    print(json.dumps({k: summary[k] for k in keys}, indent=2))
+    keys = ('measurements', 'recommended_target', 'reading_unit', 'final_regret', 'final_normalised_regret')
+    print(json.dumps(_shown(summary, keys), indent=2, ensure_ascii=False))
     print(f'wrote {args.run_dir / "summary.json"} and {png}')
     if args.compare:
         from .report import plot_comparison
@@ -83,11 +89,59 @@ def _report_without_truth(run_dir: Path) -> int:
     summary = summarize_run(run_dir)
     png = plot_field_run(run_dir)
     keys = ('measurements', 'search_bounds', 'reading_unit', 'recommended_target', 'predicted_robust_value',
-            'targets_skipped')
-    print(json.dumps({k: summary[k] for k in keys}, indent=2, ensure_ascii=False))
+            'predicted_std', 'targets_skipped')
+    print(json.dumps(_shown(summary, keys), indent=2, ensure_ascii=False))
     print(f'no ground truth for this run (no simulated field in its parameters.json): no regret; give --field to '
           f'score it against a known field\nwrote {run_dir / "summary.json"} and {png}')
     return 0
+
+
+#: what a report reads in a run folder, and what it writes there
+REPORT_INPUTS = ('journal.jsonl', 'parameters.json', 'explorer_result.json', 'trajectory.csv')
+REPORT_OUTPUTS = ('summary.json', 'run.png')
+
+
+def _check_outputs(args) -> None:
+    """Refuse a report that would write onto one of its inputs (a link at an output's place to a journal, ...).
+
+    Raises:
+        uncertain_bo.user_errors.UsageError: an output is an input (nothing is written).
+    """
+    from ..output_files import check_outputs
+
+    runs = [args.run_dir, *args.compare]
+    outputs = [(d / name, 'the report') for d in runs for name in REPORT_OUTPUTS]
+    if args.compare:
+        outputs.append((args.run_dir / 'compare.png', 'the comparison'))
+    inputs = [(d / name, f"the run's {name}") for d in runs for name in REPORT_INPUTS]
+    if args.field is not None and Path(args.field).exists():
+        inputs.append((Path(args.field), 'the field file'))
+    check_outputs(outputs, inputs)
+
+
+#: summary keys in the field's units, printed with the precision of the field (summary.json keeps every digit)
+FIELD_VALUES = ('final_regret', 'predicted_robust_value')
+
+
+def _shown(summary: dict, keys: tuple[str, ...]) -> dict:
+    """``keys`` of ``summary`` as printed: field values with the decimals the spread of the run's readings asks
+    for (:func:`~uncertain_bo.sim.report.summary_format`), a std to 2 significant digits, positions to the cm."""
+    from .report import summary_format
+
+    fmt = summary_format(summary)
+    out = {}
+    for k in keys:
+        v = summary.get(k)
+        if isinstance(v, float) and not math.isfinite(v):
+            pass
+        elif isinstance(v, float) and k in FIELD_VALUES:
+            v = float(fmt(v))
+        elif isinstance(v, float) and k in ('predicted_std', 'final_normalised_regret'):
+            v = float(f'{v:.3g}' if k == 'final_normalised_regret' else f'{v:.2g}')
+        elif k == 'recommended_target' and v:
+            v = [round(float(c), 2) for c in v]
+        out[k] = v
+    return out
 
 
 def _run_parameters(run_dir: Path) -> dict:

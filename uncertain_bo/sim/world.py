@@ -29,7 +29,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from uncertain_bo.parameters import Param, validate
+from uncertain_bo.parameters import Param, ParameterError, validate
 from uncertain_bo.sim.field import DEFAULT_EXTENT, FIELD_NAMES, Field
 from uncertain_bo.sim.rover import (FIX_PARAMS, ODOMETRY_PARAMS, ROVER_PARAMS, DiffDriveRover, PositionFix,
                                     RoverState, WheelOdometry)
@@ -37,7 +37,7 @@ from uncertain_bo.sim.sensor import SENSOR_PARAMS, FieldSensor, absolute_noise_r
 from uncertain_bo.sim.surfacing import SURFACING_PARAMS, Surfacing
 
 __all__ = ['SIM_PARAMS', 'WORLD_PARAMS', 'SimWorld', 'SimStep', 'OdometryMeasurement', 'FixMeasurement',
-           'FixEvent', 'Reading']
+           'FixEvent', 'Reading', 'start_outside']
 
 SIM_PARAMS = [
     Param('field', 'jacksboro-smooth', 'ground-truth field (field units, metres of elevation for the named ones): '
@@ -152,6 +152,19 @@ class SimStep:
     surfacing: bool = False
 
 
+def start_outside(params: Mapping[str, Any], field: Field) -> str | None:
+    """Why the rover's true start ``(initial_x, initial_y)`` of ``params`` lies outside ``field`` (its rectangle,
+    sim_rover's ``field_extent``), one line saying what to set; None when it lies inside. A rover outside the field
+    reads the value of its nearest edge (a simulated sensor outside a Gazebo world reads nothing)."""
+    x, y = float(params['initial_x']), float(params['initial_y'])
+    xmin, xmax, ymin, ymax = field.bounds
+    if xmin <= x <= xmax and ymin <= y <= ymax:
+        return None
+    return (f"sim_rover's start (initial_x, initial_y) = ({x:g}, {y:g}) m is outside the field's field_extent "
+            f'[{xmin:g}, {xmax:g}, {ymin:g}, {ymax:g}]: set initial_x and initial_y inside it (and the ekf\'s '
+            'initial_x, initial_y to match), or set field_extent around the start')
+
+
 class SimWorld:
     """Simulated rover, its sensors and one sim clock.
 
@@ -162,7 +175,7 @@ class SimWorld:
         seed: overrides ``params['seed']``.
 
     Raises:
-        ParameterError: a parameter is invalid.
+        ParameterError: a parameter is invalid, or the rover starts outside the field (:func:`start_outside`).
         FieldError: the field specification cannot be loaded.
     """
 
@@ -174,6 +187,9 @@ class SimWorld:
         p = self.params
         if field is None:
             field = Field.load(p['field'], extent=p['field_extent'])
+        reason = start_outside(p, field)
+        if reason:
+            raise ParameterError(reason)
         self.field = field
         self.seed = int(p['seed'] if seed is None else seed)
         ss = np.random.SeedSequence(self.seed)

@@ -1,0 +1,150 @@
+r"""Revised trajectories: the localiser's corrected past poses re-place the explorer's stored readings.
+
+A smoother after a fix, a SLAM back end after a loop closure, publishes a **revised trajectory**: a list of stamped
+poses (:class:`~uncertain_bo.explorer.inputs.PoseEstimate`: stamp, frame, mean, covariance) covering a stretch of the
+past. :meth:`Revising.on_revised_trajectory` maps each stored reading of this rover to the revised pose at the
+reading's own stamp and hands the planner the revisions (:meth:`~uncertain_bo.planner.Planner.revise`,
+:mod:`uncertain_bo.planner_revisions`):
+
+- **which poses**: each one is checked as a pose estimate is on arrival (:meth:`~uncertain_bo.explorer.inputs.
+  InputStreams.pose_problem`: frame ``frame_id``, finite stamp and position within range, a finite, symmetric, PSD
+  covariance); an invalid one is left out and counted (``'revision: <what was wrong>'``). No pose gate: a revision is
+  allowed to move the past by more than the rover could drive, which is what a loop closure does;
+- **which readings**: every stored reading with a stamp (measurements and en-route readings; a team rover's own:
+  :meth:`~uncertain_bo.planner_revisions.PlannerRevisions.stored_readings`) that the trajectory covers;
+- **the revised pose at a reading's stamp** ``t``: the linear interpolation of the mean and of the covariance (a
+  convex combination of PSD matrices, so PSD) between the two revised poses around ``t`` when both lie within
+  ``max_pose_age`` of it (the tolerance a reading is paired with a pose by); the nearer of them when only it does;
+  none (the reading keeps its location) when neither does. A smoother's keyframes are often further apart than
+  ``max_pose_age``: a reading between two distant keyframes is not guessed at;
+- **only a change**: a reading is revised only when the revised pose moves its location mean, or its position
+  standard deviation (the square root of the covariance's trace), by more than ``revision_min_shift`` (m); a back end
+  that republishes its whole path every second journals nothing new while nothing moves;
+- **what it becomes**: the location distribution a new pose would get (:class:`~uncertain_bo.explorer.
+  location_policy.LocationPolicy`): a Gaussian, or in a run of particles ``max_particles`` draws of the revised
+  Gaussian;
+- **its stamp**: the trajectory's (the message's header stamp): the planner rejects and counts revisions older than
+  a reading's last one or than the pose it was stored with (``'revision: out of order'``), so a late, stale
+  trajectory changes nothing.
+
+Counts are in :attr:`~uncertain_bo.explorer.state_machine.Explorer.rejected` (the diagnostics) under
+``'revision: ...'``; the planner keeps its own (:attr:`~uncertain_bo.planner_revisions.PlannerRevisions.
+revisions_rejected`).
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+import math
+from typing import Sequence
+
+import numpy as np
+
+from ..planner_revisions import LocationRevision, RevisionOutcome
+from .inputs import PoseEstimate, position_trace
+
+__all__ = ['Revising', 'pose_at', 'HELD_TRAJECTORIES']
+
+log = logging.getLogger('uncertain_bo.explorer.state_machine')
+
+#: revised trajectories held while the planner is busy deciding (the oldest beyond it are dropped: a newer revision of
+#: a reading supersedes an older one anyway)
+HELD_TRAJECTORIES = 8
+
+
+def pose_at(trajectory: Sequence[PoseEstimate], stamp: float, tolerance: float) -> tuple[np.ndarray,
+                                                                                         np.ndarray] | None:
+    """The revised pose ``(mean (2,), covariance (2, 2))`` at ``stamp`` (s) of a ``trajectory`` sorted by stamp: the
+    linear interpolation between the poses around ``stamp`` when both lie within ``tolerance`` (s) of it, the nearer
+    one when only it does, None when neither does (module docstring)."""
+    stamps = [p.stamp for p in trajectory]
+    i = bisect.bisect_left(stamps, stamp)
+    after = trajectory[i] if i < len(trajectory) else None
+    before = trajectory[i - 1] if i > 0 else None
+    near_before = before is not None and stamp - before.stamp <= tolerance
+    near_after = after is not None and after.stamp - stamp <= tolerance
+    if near_before and near_after and after.stamp > before.stamp:
+        w = (stamp - before.stamp) / (after.stamp - before.stamp)
+        return ((1 - w) * np.asarray(before.xy) + w * np.asarray(after.xy),
+                (1 - w) * np.asarray(before.cov) + w * np.asarray(after.cov))
+    if near_after:
+        return np.asarray(after.xy, dtype=float), np.asarray(after.cov, dtype=float)
+    if near_before:
+        return np.asarray(before.xy, dtype=float), np.asarray(before.cov, dtype=float)
+    return None
+
+
+class Revising:
+    """Revised trajectories for :class:`~uncertain_bo.explorer.state_machine.Explorer` (a part of it: it reads the
+    explorer's parameters, inputs and location policy and revises its planner's readings)."""
+
+    def on_revised_trajectory(self, poses: Sequence[PoseEstimate], stamp: float,
+                              source: str = 'revised_trajectory', keep_covariance: bool = False) -> RevisionOutcome:
+        """Re-place the stored readings a revised trajectory covers (module docstring).
+
+        Args:
+            poses: the revised poses (any order; ``frame_id`` the explorer's, stamps on the clock of the readings).
+            stamp: when the localiser made the revision (s; e.g. the message's header stamp).
+            source: where it came from, for the journal.
+            keep_covariance: the poses carry no covariance of their own (a ``nav_msgs/Path``): each reading keeps
+                its stored location's covariance and only its mean moves (the poses' ``cov`` is not read).
+
+        Returns:
+            What the planner applied and rejected (:class:`~uncertain_bo.planner_revisions.RevisionOutcome`); poses
+            left out are counted in :attr:`rejected` only. While the planner decides on the ``decider`` thread the
+            trajectory is held (the newest :data:`HELD_TRAJECTORIES`) and applied by the first :meth:`tick` after
+            the decision: the outcome is then empty.
+        """
+        if not self._background_idle():
+            self._held_trajectories.append((list(poses), stamp, source, keep_covariance))
+            return RevisionOutcome()
+        valid = []
+        for pose in poses:
+            problem = self.inputs.pose_problem(pose)
+            if problem is None:
+                valid.append(pose)
+            else:
+                self.reject('revision', *problem)
+        valid.sort(key=lambda p: p.stamp)
+        outcome = RevisionOutcome()
+        if not valid:
+            return outcome
+        tolerance = float(self.params['max_pose_age'])
+        min_shift = float(self.params['revision_min_shift'])
+        first, last = valid[0].stamp - tolerance, valid[-1].stamp + tolerance
+        log_ = self.planner.observations
+        current = {r.key: row[1] for r, row in zip(log_.readings, log_.rows)}
+        revisions = []
+        for reading in self.planner.stored_readings():
+            if reading.stamp is None or not first <= reading.stamp <= last:
+                continue
+            revised = pose_at(valid, reading.stamp, tolerance)
+            if revised is None:
+                continue
+            xy, cov = revised
+            old = current[reading.key]
+            if keep_covariance:
+                cov = old.covariance[0].cpu().numpy()
+            moved = float(np.linalg.norm(xy - old.mean[0].cpu().numpy()))
+            spread = abs(math.sqrt(max(position_trace(cov), 0.0))
+                         - math.sqrt(max(float(old.covariance[0].trace()), 0.0)))
+            if max(moved, spread) <= min_shift:
+                continue
+            location = self.locations.location(PoseEstimate(reading.stamp, self.params['frame_id'], xy, cov),
+                                               warn=False)
+            revisions.append(LocationRevision(reading.key, location, float(stamp), source))
+        if not revisions:
+            return outcome
+        outcome = self.planner.revise(revisions)
+        for what, reason, detail in outcome.rejections:
+            self.reject('revision', reason, f'{what}: {detail}')
+        if outcome.applied:
+            log.info('%s: %d reading(s) re-placed at their revised locations (%d rejected)', source,
+                     len(outcome.applied), len(outcome.rejections))
+        return outcome
+
+    def _apply_held_revisions(self) -> None:
+        """Apply the trajectories held while the planner was busy on the decider, oldest first (called by
+        :meth:`tick`)."""
+        while self._held_trajectories and self._background_idle():
+            self.on_revised_trajectory(*self._held_trajectories.popleft())
