@@ -79,6 +79,45 @@ def test_user_mistakes_are_one_line_exit_2_nothing_written(tmp_path, capsys, arg
     assert not (tmp_path / 'out').exists()
 
 
+def _grid_file(path, peak=(0.3, 0.7), nodes=21):
+    import numpy as np
+
+    xs = np.linspace(0.0, 1.0, nodes)
+    X, Y = np.meshgrid(xs, xs)
+    np.savez(path, values=np.exp(-((X - peak[0]) ** 2 + (Y - peak[1]) ** 2) / 0.02), xmin=0.0, xmax=1.0, ymin=0.0,
+             ymax=1.0)
+    return path
+
+
+@pytest.mark.parametrize('make, extra, message', [
+    (lambda d: (d / 'bad.csv').write_text('x,y,value\n1,2,3\n4,5\n6,7,8\n9,1,2\n') and d / 'bad.csv', [],
+     'bad.csv:3: expected 3 columns x,y,value, got 2'),
+    (lambda d: d / 'missing.csv', [], 'missing.csv does not exist; check the path'),
+    (lambda d: _grid_file(d / 'ok.npz'), ['--sim-param', 'initial_x=-50'], "start (initial_x, initial_y) = (-50, 100)"),
+])
+def test_a_field_file_that_cannot_be_run_is_one_line_before_any_run(tmp_path, capsys, make, extra, message):
+    """`bench --problem rover-denied --field PATH`: a bad file, or a start outside the field, is found by reading the
+    file once before any run (it used to fail every run, exit 1, with the output folder written)."""
+    path = make(tmp_path)
+    rc = main(['bench', '--problem', 'rover-denied', '--method', 'lawnmower', '--seeds', '1', '--iterations', '3',
+               '--n-jobs', '1', '--field', str(path), '--out', str(tmp_path / 'out'), *extra])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and message in err and '\n' not in err and 'Traceback' not in err, err
+    assert not (tmp_path / 'out').exists()
+
+
+def test_a_field_file_is_read_once_while_it_is_unchanged(tmp_path):
+    from uncertain_bo.benchmarks.rover import load_field
+
+    path = _grid_file(tmp_path / 'f.npz')
+    first = load_field(str(path), (0.0, 200.0, 0.0, 200.0))
+    assert load_field(str(path), [0, 200, 0, 200]) is first
+    assert load_field(str(path), (0.0, 100.0, 0.0, 200.0)).bounds == (0.0, 100.0, 0.0, 200.0)
+    _grid_file(path, peak=(0.8, 0.2), nodes=31)          # the file changed: read again
+    again = load_field(str(path), (0.0, 200.0, 0.0, 200.0))
+    assert again is not first and again.value([160.0, 40.0]) > first.value([160.0, 40.0])
+
+
 def test_sim_param_on_a_problem_without_a_simulator(tmp_path, capsys):
     rc = main(['bench', '--problem', 'rkhs2d', '--sim-param', 'fix_std=1', '--out', str(tmp_path / 'o')])
     assert rc == 2 and '--sim-param' in capsys.readouterr().err and not (tmp_path / 'o').exists()

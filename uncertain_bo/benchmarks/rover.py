@@ -42,7 +42,9 @@ first step). ``--suite denied`` runs its scenario family (docs/gnss_denied.md); 
 file's defaults, and ``--sim-param`` changes any of them. Regret and distance are measured as for ``rover``.
 
 **Fields.** ``BenchSettings.field`` (``uncertain-bo bench --field``) replaces ``sim_rover.field`` for every
-seed: a named field (:meth:`~uncertain_bo.sim.field.Field.load`) or a ``.npz`` / ``.csv`` path.
+seed: a named field (:meth:`~uncertain_bo.sim.field.Field.load`) or a ``.npz`` / ``.csv`` path. A field file is
+read once per process (:func:`load_field`; a ``.csv`` survey's GP fit takes seconds) and already by
+:meth:`Rover.check`, so that a bad file, or a start outside the field, is one error line before any run.
 
 **Baselines.** Every method runs through the same mission, survey baselines (``lawnmower``, ``random``) and
 ``botorch_robust`` included (:mod:`uncertain_bo.acquisition.survey`, :mod:`~uncertain_bo.acquisition.botorch_robust`).
@@ -51,7 +53,8 @@ the regrets are also normalised as the demo prints them, :math:`(g^* - g(\mathbf
 """
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, lru_cache
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -63,7 +66,34 @@ from ..distributions import DTYPE, Gaussian, GaussianExecutionNoise
 from ..planner import Planner
 from .base import BenchSettings, Instance, Measurement, Problem, World, register_problem
 
-__all__ = ['Rover', 'RoverDenied', 'RoverInstance']
+__all__ = ['Rover', 'RoverDenied', 'RoverInstance', 'load_field']
+
+
+def load_field(spec: str, extent) -> Any:
+    """:meth:`Field.load <uncertain_bo.sim.field.Field.load>` of ``spec`` onto ``extent`` (m), a field file read once
+    per process for as long as it is unchanged (its size and modification time), named fields as ``Field.load``
+    caches them. The GP fit of a ``.csv`` is deterministic, so every seed and method sees the same field.
+
+    Raises:
+        FieldError: as ``Field.load``.
+    """
+    from ..sim.field import Field
+
+    path = Path(str(spec).strip())
+    try:
+        stat = path.stat() if path.is_file() else None
+    except OSError:
+        stat = None
+    if stat is None:     # a name, or a path Field.load explains
+        return Field.load(spec, extent=extent)
+    return _file_field(str(path.resolve()), stat.st_size, stat.st_mtime_ns, tuple(float(v) for v in extent))
+
+
+@lru_cache(maxsize=4)
+def _file_field(path: str, size: int, mtime_ns: int, extent: tuple[float, ...]) -> Any:
+    from ..sim.field import Field
+
+    return Field.load(path, extent=extent)
 
 
 class RoverInstance(Instance):
@@ -72,7 +102,6 @@ class RoverInstance(Instance):
     def __init__(self, seed: int, overrides: dict[str, dict[str, Any]] | None = None,
                  files: list | None = None, draw_start: bool = False):
         from ..sim.drift import initial_estimate
-        from ..sim.field import Field
         from ..sim.mission import mission_parameters
 
         over = {node: dict(v) for node, v in (overrides or {}).items()}
@@ -83,7 +112,7 @@ class RoverInstance(Instance):
         if draw_start:      # the localiser starts from a draw of its own initial distribution around the truth
             self.params = initial_estimate(self.params, seed)
         sim, ex = self.params['sim_rover'], self.params['explorer']
-        self.field = Field.load(sim['field'], extent=sim['field_extent'])
+        self.field = load_field(sim['field'], sim['field_extent'])
         xmin, xmax, ymin, ymax = ex['search_bounds']
         self.bounds = torch.tensor([[xmin, ymin], [xmax, ymax]], dtype=DTYPE)
         self.execution_std = np.asarray(ex['execution_noise_std'], dtype=float)
@@ -208,22 +237,32 @@ class Rover(Problem):
         return RoverInstance(seed, over or None, [config_path(f) for f in self.param_files], self.draw_start)
 
     def check(self, settings: BenchSettings) -> None:
-        """Validate ``settings``' field name and node parameters without building the field.
+        """Validate ``settings``' field and node parameters: a named field without building it, a field file by
+        reading it (:func:`load_field`, which keeps it for the runs) and the rover's start inside it.
 
         Raises:
             ValueError: an unknown node (``--sim-param NODE.NAME``), or a parameter the node does not have or
-                a value out of its range (:class:`~uncertain_bo.parameters.ParameterError`).
+                a value out of its range (:class:`~uncertain_bo.parameters.ParameterError`), a field file that
+                cannot be used (:class:`~uncertain_bo.sim.field.FieldError`), a start outside the field's
+                ``field_extent`` (ParameterError, :func:`~uncertain_bo.sim.world.start_outside`).
         """
-        from ..parameters import config_path
+        from ..parameters import ParameterError, config_path
+        from ..sim.field import FIELD_NAMES
+        from ..sim.field_catalogue import catalogue
         from ..sim.mission import mission_parameters
+        from ..sim.world import start_outside
 
         for name, _ in settings.sim:
             node = name.rpartition('.')[0] or 'sim_rover'
             if node not in SIM_NODES:
                 raise ValueError(f'--sim-param {name}: no simulation node {node!r}; use NAME for sim_rover or '
                                  f'NODE.NAME with NODE one of {", ".join(SIM_NODES[1:])}')
-        mission_parameters(self.overrides_for(0, settings.field, settings.explorer, settings.sim),
-                           files=[config_path(f) for f in self.param_files])
+        sim = mission_parameters(self.overrides_for(0, settings.field, settings.explorer, settings.sim),
+                                 files=[config_path(f) for f in self.param_files])['sim_rover']
+        if str(sim['field']).strip().lower() not in {*FIELD_NAMES, *catalogue()}:   # a file: read here, not per run
+            reason = start_outside(sim, load_field(sim['field'], sim['field_extent']))
+            if reason:
+                raise ParameterError(reason)
 
     def instance_for(self, seed: int, settings: BenchSettings) -> RoverInstance:
         return self.instance(seed, settings.field, settings.explorer, settings.sim)
