@@ -56,6 +56,10 @@ def test_seeps_and_background():
     assert lag == pytest.approx(math.exp(-0.5), abs=0.08)
     assert np.array_equal(b, background_values(Xb, Yb, 0.6, 40.0, 3))
     assert not np.array_equal(b, background_values(Xb, Yb, 0.6, 40.0, 4))
+    # on a grid it is computed by rows and columns (cos(a + b) expanded): the same values as at scattered points
+    pts = np.random.default_rng(0).integers(0, Xb.shape[0], size=(50, 2))
+    at = background_values(Xb[pts[:, 0], pts[:, 1]], Yb[pts[:, 0], pts[:, 1]], 0.6, 40.0, 3)
+    assert np.allclose(b[pts[:, 0], pts[:, 1]], at, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize('name', ['leak-plume-a', 'pipeline-leaks', 'seeps-canyon'])

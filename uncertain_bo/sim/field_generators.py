@@ -109,7 +109,16 @@ def background_values(X: np.ndarray, Y: np.ndarray, std: float, lengthscale: flo
     rng = np.random.default_rng(int(seed))
     w = rng.standard_normal((features, 2)) / float(lengthscale)
     phase = rng.uniform(0.0, 2.0 * math.pi, features)
-    vals = np.zeros(np.shape(X))
-    for (wx, wy), ph in zip(w, phase):          # one feature at a time: memory of one grid, not m grids
-        vals += np.cos(X * wx + Y * wy + ph)
+    X, Y = np.asarray(X, dtype=float), np.asarray(Y, dtype=float)
+    if X.ndim == 2 and Y.shape == X.shape and np.array_equal(X, np.broadcast_to(X[:1], X.shape)) \
+            and np.array_equal(Y, np.broadcast_to(Y[:, :1], Y.shape)):
+        # a grid (np.meshgrid): cos(a + b) = cos a cos b - sin a sin b with a = w_x x + b_k over the columns and
+        # b = w_y y over the rows, two (ny, m) @ (m, nx) products instead of m cosines of the whole grid
+        a = np.outer(w[:, 0], X[0]) + phase[:, None]             # (m, nx)
+        b = np.outer(Y[:, 0], w[:, 1])                           # (ny, m)
+        vals = np.cos(b) @ np.cos(a) - np.sin(b) @ np.sin(a)
+    else:
+        vals = np.zeros(np.shape(X))
+        for (wx, wy), ph in zip(w, phase):          # one feature at a time: memory of one grid, not m grids
+            vals += np.cos(X * wx + Y * wy + ph)
     return vals * (math.sqrt(2.0 / features) * float(std))
