@@ -25,7 +25,8 @@ def rows(folder: Path) -> dict[tuple[str, str], list[tuple[float, float, float, 
     for path in sorted((folder / 'runs').glob('*.json')):
         run = json.loads(path.read_text())
         err = [float(np.hypot(*(np.subtract(r['executed'], r['location_mean'])))) for r in run['records']]
-        key = (run['spec']['settings'].get('field'), strategy_label(run['spec']))
+        field = run['spec']['settings'].get('field') or run['instance'].get('field')   # --field, or the problem's
+        key = (str(field), strategy_label(run['spec']))
         out[key].append((float(np.median(err)), float(np.max(err)), run['final']['rec_normalised_regret'],
                          run['final']['distance_driven_m']))
     return out
