@@ -2,6 +2,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from uncertain_bo.sim.mission import Mission, mission_parameters
 
@@ -75,3 +76,27 @@ def test_shipped_reading_noise_is_relative_and_a_users_absolute_noise_replaces_i
     assert p['sim_rover']['reading_noise_fraction'] == 0.0 and p['sim_rover']['reading_noise_std'] == 0.2
     p = mission_parameters({'sim_rover': {'reading_noise_std': 0.05, 'reading_noise_fraction': 0.01}})
     assert p['sim_rover']['reading_noise_fraction'] == 0.01                      # both given: the user's own
+
+
+def test_the_relocalise_hook_takes_the_surfacing_action_and_its_time_counts():
+    """A rule plugged into the mission runner surfaces once, 40 s into the mission: the rover stops for
+    surface_duration, gets one fix, and the mission's time includes it."""
+    def run(rule):
+        params = small_field(max_measurements=3, method='lawnmower', max_covariance_trace=1e4)
+        params['sim_rover'].update(fix_rate=0.0, surface_duration=60.0, surface_fix_std=1.0)
+        return Mission(params).run(max_sim_time=3000.0, relocalise=rule)
+
+    asked = []
+
+    def rule(loop):
+        asked.append(loop.t)
+        return loop.t >= 40.0 and loop.world.surfacing.count == 0
+
+    with_fix, without = run(rule), run(None)
+    assert with_fix.completed and without.completed and asked
+    assert with_fix.surfacings == 1 and without.surfacings == 0 and without.fix_events == []
+    (event,) = with_fix.fix_events
+    assert event.source == 'surface' and event.t == pytest.approx(40.0 + 60.0)   # asked at 40 s, fixed 60 s later
+    assert np.allclose(event.cov, np.eye(2))
+    # the same targets and drive otherwise: the minute stopped is part of the mission's time
+    assert with_fix.sim_time == pytest.approx(without.sim_time + 60.0, abs=5.0)

@@ -130,7 +130,7 @@ def test_parameters_validated_with_units_in_descriptions():
         PositionFix({'fix_std': 0.0})
     for spec in ROVER_PARAMS + ODOMETRY_PARAMS + FIX_PARAMS:
         assert '(' in spec.description, f'{spec.name}: description should give a unit in parentheses'
-        assert spec.range is not None
+        assert spec.range is not None or spec.choices is not None
 
 
 def test_live_parameter_dict_is_read_at_each_step():
@@ -161,3 +161,56 @@ def test_integrate_pose_matches_fine_euler_and_wrap():
     assert exact[:2] == pytest.approx(p[:2], abs=1e-4)
     assert exact[2] == pytest.approx(wrap_angle(3.0 + 1.8))
     assert -math.pi <= exact[2] < math.pi
+
+
+def test_fixes_only_within_a_fix_sources_radius():
+    fx = PositionFix({'fix_std': 2.0, 'fix_beacons': [0.0, 0.0, 10.0, 0.5, 15.0, 0.0, 8.0, 0.2],
+                      'degraded_zone': [-100.0, 100.0, -100.0, 100.0], 'degraded_fix_dropout': 1.0})
+    assert fx.beacons.shape == (2, 4)
+    assert fx.available_at(np.array([9.9, 0.0])) and fx.available_at(np.array([22.9, 0.0]))
+    assert not fx.available_at(np.array([0.0, 10.1])) and not fx.available_at(np.array([23.1, 0.0]))
+    assert fx.std_at(np.array([3.0, 0.0])) == 0.5
+    assert fx.std_at(np.array([8.0, 0.0])) == 0.2                 # both cover it: the more precise one
+    assert fx.dropout_at(np.array([3.0, 0.0])) == 0.0             # with sources the zone does not apply
+    assert np.allclose(fx.covariance_at(np.array([16.0, 1.0])), 0.04 * np.eye(2))
+    rng = np.random.default_rng(4)
+    z = np.array([fx.measure(np.array([15.0, 0.0]), rng) for _ in range(5000)])
+    assert z.std(axis=0) == pytest.approx([0.2, 0.2], rel=0.05)
+    # no sources (all zeros): fixes everywhere, as before
+    plain = PositionFix({'fix_std': 2.0})
+    assert plain.available_at(np.array([1e5, -1e5])) and plain.beacons.shape == (0, 4)
+
+
+@pytest.mark.parametrize('beacons, message', [
+    ([0.0, 0.0, 5.0], 'multiple of 4'),
+    ([0.0, 0.0, -5.0, 1.0], 'radius'),
+    ([0.0, 0.0, 5.0, 0.0], 'std > 0'),
+])
+def test_malformed_fix_sources_are_refused(beacons, message):
+    with pytest.raises(ParameterError, match=message):
+        PositionFix({'fix_beacons': beacons})
+
+
+def test_odometry_sources_see_what_they_measure():
+    params = {'wheel_slip_std': 0.2, 'lateral_slip_std': 0.1, 'odom_linear_vel_std': 0.0,
+              'odom_angular_vel_std': 0.0}
+    r = DiffDriveRover(params)
+    rng = np.random.default_rng(2)
+    st = None
+    for _ in range(50):
+        st = r.step(0.5, 0.2, 0.05, rng)
+    wheel = WheelOdometry(params).measure_twist(st, rng)
+    gyro = WheelOdometry({**params, 'odometry_source': 'wheel_gyro'}).measure_twist(st, rng)
+    ground = WheelOdometry({**params, 'odometry_source': 'ground_velocity'}).measure_twist(st, rng)
+    assert wheel == pytest.approx((st.wheel_v, 0.0, st.wheel_w))
+    assert gyro == pytest.approx((st.wheel_v, 0.0, st.w))         # the gyro sees the slipping yaw rate
+    assert ground == pytest.approx((st.v, st.vy, st.w))            # a ground sensor sees all the motion
+    od = WheelOdometry({**params, 'odometry_source': 'ground_velocity'})
+    od.scale_error = 0.25
+    assert od.measure_twist(st, rng)[:2] == pytest.approx((st.v / 1.25, st.vy / 1.25))
+    # the covariance reports what the source misses: the slip for the wheels, nothing for a ground sensor
+    g = WheelOdometry({**params, 'odometry_source': 'ground_velocity'}).velocity_covariance(st)
+    assert np.allclose(g, 0.0)
+    c = WheelOdometry({**params, 'odometry_source': 'wheel_gyro'}).velocity_covariance(st)
+    w = WheelOdometry(params).velocity_covariance(st)
+    assert c[0, 0] == w[0, 0] > 0 and c[2, 2] == 0.0 < w[2, 2] and c[0, 2] == 0.0 != w[0, 2]

@@ -239,3 +239,63 @@ def test_relative_reading_noise_scales_with_the_field(plane):
     # fraction 0 = the absolute std; an explicit noise_std switches the fraction off
     assert FieldSensor(plane, params={'reading_noise_std': 0.7, 'reading_noise_fraction': 0.0}).noise_std == 0.7
     assert FieldSensor(plane, noise_std=0.3, params={'reading_noise_fraction': 0.5}).noise_std == 0.3
+
+
+def test_fixes_only_within_reach_of_a_fix_source(plane):
+    beacons = [60.0, 0.0, 10.0, 0.5, 140.0, 0.0, 5.0, 0.5]
+    w = SimWorld(plane, {'fix_rate': 2.0, 'fix_beacons': beacons, 'reading_rate': 0.0, 'wheel_slip_std': 0.0,
+                         'initial_x': 0.0, 'initial_y': 0.0, 'initial_yaw': 0.0, 'seed': 2})
+    steps = drive(w, 1500, v=1.5, w=0.0)                     # 150 s east along y = 0, past both sources
+    fixed = [s for s in steps if s.fix is not None]
+    due = [s for s in steps if s.fix_due]
+    inside = [s for s in due if abs(s.truth.pose[0] - 60.0) <= 10.0 or abs(s.truth.pose[0] - 140.0) <= 5.0]
+    assert len(fixed) == len(inside) > 10                   # every due fix within reach, and only those
+    assert all(s.fix_due for s in fixed)
+    assert [e.source for e in w.fix_events] == ['beacon'] * len(fixed)
+    assert [e.t for e in w.fix_events] == [s.t for s in fixed]
+    assert all(np.array_equal(e.xy, s.fix.xy) and np.array_equal(e.truth, s.truth.pose[:2])
+               for e, s in zip(w.fix_events, fixed))
+    assert w.distance_since_fix == pytest.approx(w.true_pose[0] - max(s.truth.pose[0] for s in fixed), abs=0.2)
+    # a rover parked inside a source gets its fixes with its std; parked outside, none
+    park = SimWorld(plane, {'fix_rate': 20.0, 'fix_beacons': beacons, 'initial_x': 62.0, 'initial_y': 3.0,
+                            'seed': 5, 'wheel_slip_std': 0.0})
+    err = np.array([s.fix.xy - s.truth.pose[:2] for s in (park.step(0.0, 0.0) for _ in range(4000))])
+    assert err.std(axis=0) == pytest.approx([0.5, 0.5], rel=0.05)
+    away = SimWorld(plane, {'fix_rate': 20.0, 'fix_beacons': beacons, 'initial_x': 100.0, 'initial_y': 100.0})
+    assert all(s.fix is None and s.fix_due for s in (away.step(0.0, 0.0) for _ in range(100)))
+
+
+def test_surfacing_costs_its_time_and_gives_one_fix(plane):
+    w = SimWorld(plane, {'fix_rate': 0.0, 'surface_duration': 30.0, 'surface_fix_std': 2.0, 'reading_rate': 0.0,
+                         'sim_rate': 10.0, 'seed': 1})
+    drive(w, 100, v=1.5, w=0.0)                              # 10 s under way
+    t0 = w.t
+    assert w.request_surfacing() is True and w.request_surfacing() is False
+    steps = [w.step(1.5, 0.3) for _ in range(300)]          # turning while surfaced: ignored
+    steps += [w.step(1.5, 0.0) for _ in range(100)]
+    held = [s for s in steps if s.surfacing]
+    assert len(held) == 300 and held[-1].t == pytest.approx(t0 + 30.0)
+    still = [s.truth.pose for s in held if s.t > t0 + 2.0]  # stopped within its acceleration limits (1.5 s)
+    assert np.ptp(np.array(still), axis=0) == pytest.approx([0, 0, 0], abs=1e-9)
+    fixes = [s for s in steps if s.fix is not None]
+    assert len(fixes) == 1 and fixes[0].t == pytest.approx(t0 + 30.0)
+    assert np.allclose(fixes[0].fix.cov, 4.0 * np.eye(2)) and w.fix_events[-1].source == 'surface'
+    assert w.surfacing.count == 1 and w.surfacing.time_spent == pytest.approx(30.0)
+    assert np.hypot(*(steps[-1].truth.pose[:2] - still[-1][:2])) > 10.0    # under way again
+
+
+def test_surface_every_takes_the_action_after_that_much_path(plane):
+    w = SimWorld(plane, {'fix_rate': 0.0, 'surface_every': 50.0, 'surface_duration': 10.0, 'reading_rate': 0.0,
+                         'initial_x': 10.0, 'initial_y': 100.0, 'wheel_slip_std': 0.0})
+    steps = drive(w, 1800, v=1.5, w=0.0)                     # 180 s
+    events = list(w.fix_events)
+    n = w.surfacing.count
+    assert n == 4 and [e.source for e in events] == ['surface'] * n
+    starts = [s.truth.pose[0] for s, nxt in zip(steps, steps[1:]) if nxt.surfacing and not s.surfacing]
+    fixed_at = [10.0] + [e.truth[0] for e in events]
+    assert np.array(starts) - fixed_at[:-1] == pytest.approx([50.0] * n, abs=0.2)   # 50 m of path after each fix
+    # stopping from 1.5 m/s at 1 m/s² takes 1.125 m (and 1.5 s); the fix is where the rover stopped
+    assert np.array(fixed_at[1:]) - starts == pytest.approx([1.125] * n, abs=0.2)
+    # the time it costs: 10 s held per action, in which it rolls 1.125 m while stopping; each start from rest
+    # (n + 1) costs 0.75 s at full speed
+    assert w.distance_travelled == pytest.approx(1.5 * (w.t - n * 10.0 - (n + 1) * 0.75) + n * 1.125, abs=0.3)

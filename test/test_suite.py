@@ -36,10 +36,51 @@ def test_sim_overrides_carry_the_noise_relative_to_the_field_and_the_zone():
 
 
 def test_bad_suite_names_and_parts():
-    with pytest.raises(SuiteError, match="unknown suite 'nope'; shipped suites: fields"):
+    with pytest.raises(SuiteError, match="unknown suite 'nope'; shipped suites: denied, fields"):
         load_suite('nope')
     with pytest.raises(SuiteError, match="has no part 'test'"):
         load_suite('fields').field_names('test')
+
+
+def test_denied_suite_loads_with_its_parts_and_mixes_what_it_says():
+    """The GNSS-denied family: both parts exist and share no field; each part holds a narrow (plume or seeps) and a
+    broad field, at least two drift sources and a noisy sensor; the tuning part and the whole suite hold beacons
+    and surfacing."""
+    from uncertain_bo.sim.drift import DRIFT_SOURCES
+
+    s = load_suite('denied')
+    tuning, held = s.field_names('tuning'), s.field_names('held_out')
+    assert len(tuning) >= 4 and len(held) >= 4 and not set(tuning) & set(held)
+    over = {f: s.sim_overrides(f) for f in s.field_names()}
+    for part in (tuning, held):
+        kinds = {s.fields[f]['source']['kind'] for f in part}
+        assert kinds & {'plume', 'seeps'} and any('dome' in f or 'terrain' in f for f in part)
+        assert len({over[f]['odometry_source'] + str(over[f]['odom_scale_error_std']) for f in part}) >= 2
+        assert max(s.fields[f]['noise_fraction'] for f in part) >= 0.10
+    assert any(over[f].get('surface_every', 0) > 0 for f in tuning)
+    assert any(over[f].get('fix_beacons', [0])[2] > 0 for f in tuning)
+    for f, o in over.items():
+        # a drift source's parameters reach the simulator and, identically, the localiser (a consistent filter)
+        assert o['odom_scale_error_std'] == o['ekf.odom_scale_error_std'] > 0
+        assert o['ekf.initial_yaw_std'] > 0 and o['field_extent'] == list(s.extent_of(f))
+        assert o['reading_noise_std'] > 0 and o['reading_noise_fraction'] == 0.0
+    wheel = DRIFT_SOURCES['wheel'].parameters()
+    assert all(over['leak-plume-a'][k] == v for k, v in wheel.items())
+    assert s.extent_of('seeps-shelf') == (0.0, 500.0, 0.0, 500.0) and s.extent_of('leak-plume-a') == s.extent
+    _, _, z = Field.load('seeps-shelf', extent=s.extent_of('seeps-shelf')).grid()
+    assert over['seeps-shelf']['reading_noise_std'] == pytest.approx(0.05 * np.ptp(z))
+
+
+def test_a_suite_with_an_unknown_drift_source_or_a_bad_extent_is_refused():
+    from uncertain_bo.benchmarks.suite import _check
+
+    base = {'localisation': {'x': {'drift': 'wheel'}}, 'split': {'tuning': ['a']},
+            'fields': {'a': {'noise_fraction': 0.1, 'localisation': 'x'}}}
+    assert _check('t', base).localisation['x'] == {'drift': 'wheel'}
+    with pytest.raises(SuiteError, match="localisation 'x': unknown drift source 'lidar'"):
+        _check('t', {**base, 'localisation': {'x': {'drift': 'lidar'}}})
+    with pytest.raises(SuiteError, match="field 'a'.*extent"):
+        _check('t', {**base, 'fields': {'a': {'noise_fraction': 0.1, 'localisation': 'x', 'extent': [0, 0, 0, 1]}}})
 
 
 def _run(field, method, seed, regret, distance=500.0):

@@ -34,8 +34,17 @@ Field, robust objective and everything else are those of ``rover``. Any other lo
 noisier or lost, so the EKF's covariance — each reading's location distribution — differs strongly between
 readings, on a field whose features are as narrow as the localisation error there).
 
+**``rover-denied``**: the GNSS-denied scenario family, ``rover`` with ``config/gnss_denied.yaml`` applied over
+the defaults (dead-reckoning drift of a calibrated source, :mod:`uncertain_bo.sim.drift`; absolute fixes only
+within reach of a few known sources, ``fix_beacons``, or from the surfacing action, ``surface_every``), the
+localisers starting from a draw of their own initial distribution around the true start (consistent from the
+first step). ``--suite denied`` runs its scenario family (docs/gnss_denied.md); any other ``--field`` takes the
+file's defaults, and ``--sim-param`` changes any of them. Regret and distance are measured as for ``rover``.
+
 **Fields.** ``BenchSettings.field`` (``uncertain-bo bench --field``) replaces ``sim_rover.field`` for every
-seed: a named field (:meth:`~uncertain_bo.sim.field.Field.load`) or a ``.npz`` / ``.csv`` path.
+seed: a named field (:meth:`~uncertain_bo.sim.field.Field.load`) or a ``.npz`` / ``.csv`` path. A field file is
+read once per process (:func:`load_field`; a ``.csv`` survey's GP fit takes seconds) and already by
+:meth:`Rover.check`, so that a bad file, or a start outside the field, is one error line before any run.
 
 **Baselines.** Every method runs through the same mission, survey baselines (``lawnmower``, ``random``) and
 ``botorch_robust`` included (:mod:`uncertain_bo.acquisition.survey`, :mod:`~uncertain_bo.acquisition.botorch_robust`).
@@ -44,7 +53,8 @@ the regrets are also normalised as the demo prints them, :math:`(g^* - g(\mathbf
 """
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, lru_cache
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -56,15 +66,42 @@ from ..distributions import DTYPE, Gaussian, GaussianExecutionNoise
 from ..planner import Planner
 from .base import BenchSettings, Instance, Measurement, Problem, World, register_problem
 
-__all__ = ['Rover', 'RoverInstance']
+__all__ = ['Rover', 'RoverDenied', 'RoverInstance', 'load_field']
+
+
+def load_field(spec: str, extent) -> Any:
+    """:meth:`Field.load <uncertain_bo.sim.field.Field.load>` of ``spec`` onto ``extent`` (m), a field file read once
+    per process for as long as it is unchanged (its size and modification time), named fields as ``Field.load``
+    caches them. The GP fit of a ``.csv`` is deterministic, so every seed and method sees the same field.
+
+    Raises:
+        FieldError: as ``Field.load``.
+    """
+    from ..sim.field import Field
+
+    path = Path(str(spec).strip())
+    try:
+        stat = path.stat() if path.is_file() else None
+    except OSError:
+        stat = None
+    if stat is None:     # a name, or a path Field.load explains
+        return Field.load(spec, extent=extent)
+    return _file_field(str(path.resolve()), stat.st_size, stat.st_mtime_ns, tuple(float(v) for v in extent))
+
+
+@lru_cache(maxsize=4)
+def _file_field(path: str, size: int, mtime_ns: int, extent: tuple[float, ...]) -> Any:
+    from ..sim.field import Field
+
+    return Field.load(path, extent=extent)
 
 
 class RoverInstance(Instance):
     """The demo's field and simulated rover for one seed."""
 
     def __init__(self, seed: int, overrides: dict[str, dict[str, Any]] | None = None,
-                 files: list | None = None):
-        from ..sim.field import Field
+                 files: list | None = None, draw_start: bool = False):
+        from ..sim.drift import initial_estimate
         from ..sim.mission import mission_parameters
 
         over = {node: dict(v) for node, v in (overrides or {}).items()}
@@ -72,8 +109,10 @@ class RoverInstance(Instance):
         over.setdefault('explorer', {}).setdefault('seed', seed)
         self.seed = seed
         self.params = mission_parameters(over, files=files)
+        if draw_start:      # the localiser starts from a draw of its own initial distribution around the truth
+            self.params = initial_estimate(self.params, seed)
         sim, ex = self.params['sim_rover'], self.params['explorer']
-        self.field = Field.load(sim['field'], extent=sim['field_extent'])
+        self.field = load_field(sim['field'], sim['field_extent'])
         xmin, xmax, ymin, ymax = ex['search_bounds']
         self.bounds = torch.tensor([[xmin, ymin], [xmax, ymax]], dtype=DTYPE)
         self.execution_std = np.asarray(ex['execution_noise_std'], dtype=float)
@@ -164,6 +203,9 @@ class Rover(Problem):
     overrides: dict[str, dict[str, Any]] = {}
     #: shipped parameter files (names in ``config/``) applied over the defaults, before :attr:`overrides`
     param_files: tuple[str, ...] = ()
+    #: the localisers start from a draw of their initial distribution around the true start
+    #: (:func:`~uncertain_bo.sim.drift.initial_estimate`) instead of at it
+    draw_start = False
     default_methods = 'ugp_ucb,gp_ucb,lawnmower,random,botorch_robust'
 
     def overrides_for(self, seed: int, field: str | None = None, explorer: tuple[tuple[str, Any], ...] = (),
@@ -182,11 +224,9 @@ class Rover(Problem):
             over.setdefault('sim_rover', {})['field'] = field
             suite = suite_of(field)
             if suite is not None:
-                over['sim_rover'].update(load_suite(suite).sim_overrides(suite_field_name(field)))
+                _route(over, load_suite(suite).sim_overrides(suite_field_name(field)).items())
         over.setdefault('explorer', {}).update(dict(explorer))
-        for name, value in sim:
-            node, _, param = name.rpartition('.')
-            over.setdefault(node or 'sim_rover', {})[param] = value
+        _route(over, sim)
         return over
 
     def instance(self, seed: int, field: str | None = None, explorer: tuple[tuple[str, Any], ...] = (),
@@ -194,28 +234,45 @@ class Rover(Problem):
         from ..parameters import config_path
 
         over = self.overrides_for(seed, field, explorer, sim)
-        return RoverInstance(seed, over or None, [config_path(f) for f in self.param_files])
+        return RoverInstance(seed, over or None, [config_path(f) for f in self.param_files], self.draw_start)
 
     def check(self, settings: BenchSettings) -> None:
-        """Validate ``settings``' field name and node parameters without building the field.
+        """Validate ``settings``' field and node parameters: a named field without building it, a field file by
+        reading it (:func:`load_field`, which keeps it for the runs) and the rover's start inside it.
 
         Raises:
             ValueError: an unknown node (``--sim-param NODE.NAME``), or a parameter the node does not have or
-                a value out of its range (:class:`~uncertain_bo.parameters.ParameterError`).
+                a value out of its range (:class:`~uncertain_bo.parameters.ParameterError`), a field file that
+                cannot be used (:class:`~uncertain_bo.sim.field.FieldError`), a start outside the field's
+                ``field_extent`` (ParameterError, :func:`~uncertain_bo.sim.world.start_outside`).
         """
-        from ..parameters import config_path
+        from ..parameters import ParameterError, config_path
+        from ..sim.field import FIELD_NAMES
+        from ..sim.field_catalogue import catalogue
         from ..sim.mission import mission_parameters
+        from ..sim.world import start_outside
 
         for name, _ in settings.sim:
             node = name.rpartition('.')[0] or 'sim_rover'
             if node not in SIM_NODES:
                 raise ValueError(f'--sim-param {name}: no simulation node {node!r}; use NAME for sim_rover or '
                                  f'NODE.NAME with NODE one of {", ".join(SIM_NODES[1:])}')
-        mission_parameters(self.overrides_for(0, settings.field, settings.explorer, settings.sim),
-                           files=[config_path(f) for f in self.param_files])
+        sim = mission_parameters(self.overrides_for(0, settings.field, settings.explorer, settings.sim),
+                                 files=[config_path(f) for f in self.param_files])['sim_rover']
+        if str(sim['field']).strip().lower() not in {*FIELD_NAMES, *catalogue()}:   # a file: read here, not per run
+            reason = start_outside(sim, load_field(sim['field'], sim['field_extent']))
+            if reason:
+                raise ParameterError(reason)
 
     def instance_for(self, seed: int, settings: BenchSettings) -> RoverInstance:
         return self.instance(seed, settings.field, settings.explorer, settings.sim)
+
+
+def _route(over: dict[str, dict[str, Any]], pairs) -> None:
+    """Set ``(name, value)`` pairs into ``over``: ``NAME`` for ``sim_rover``, ``NODE.NAME`` for another node."""
+    for name, value in pairs:
+        node, _, param = name.rpartition('.')
+        over.setdefault(node or 'sim_rover', {})[param] = value
 
 
 def suite_field_name(field: str) -> str:
@@ -245,6 +302,21 @@ class RoverDegraded(Rover):
     param_files = ('gnss_degraded.yaml',)
 
 
+class RoverDenied(Rover):
+    """``rover`` without GNSS: dead-reckoning drift, fixes only near known places or by surfacing
+    (``config/gnss_denied.yaml``; docs/gnss_denied.md)."""
+
+    name = 'rover-denied'
+    description = ('simulated rover + EKF + pure pursuit without GNSS: odometry drift calibrated to published rates '
+                   '(default: wheel odometry with slip and a MEMS gyro, 3 %DT), fixes only within 10 m of five '
+                   'beacons (config/gnss_denied.yaml); the localiser starts from a draw of its own uncertainty. Any '
+                   '--field, --suite denied for the scenario family, --sim-param for the drift, fix sources and '
+                   'surfacing (drift presets: docs/gnss_denied.md)')
+    param_files = ('gnss_denied.yaml',)
+    draw_start = True
+
+
 register_problem('rover', Rover)
 register_problem('rover-pf', RoverPF)
 register_problem('rover-degraded', RoverDegraded)
+register_problem('rover-denied', RoverDenied)

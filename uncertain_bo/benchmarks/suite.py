@@ -1,12 +1,15 @@
-"""Field suites: real fields with a sensor noise and a localisation setting each, split into a tuning set and a
+"""Field suites: fields with a sensor noise and a localisation setting each, split into a tuning set and a
 held-out set (``uncertain_bo/data/suites/<name>.yaml``; ``uncertain-bo bench --suite NAME``).
 
 A suite file holds ``extent`` (the rover's area, m), ``localisation`` (named settings: simulator parameters
-applied over ``config/sim.yaml``), ``split`` (``tuning`` and ``held_out`` field lists) and ``fields``: per field
-its ``source`` (see :mod:`uncertain_bo.sim.field_catalogue`), ``noise_fraction`` (reading-noise std as a
-fraction of the field's value range), ``localisation`` (a setting's name) and, for settings with a
-GNSS-degraded zone, ``degraded_zone`` ``[xmin, xmax, ymin, ymax]`` (m). :meth:`Suite.sim_overrides` turns one
-field's entry into the ``sim_rover`` parameters of a rover mission.
+applied over ``config/sim.yaml`` and the problem's own files; ``NODE.NAME`` for the localisers and the
+controller, as ``--sim-param`` spells them; ``drift: NAME`` for a calibrated dead-reckoning drift source,
+:data:`~uncertain_bo.sim.drift.DRIFT_SOURCES`), ``split`` (``tuning`` and ``held_out`` field lists) and
+``fields``: per field its ``source`` (see :mod:`uncertain_bo.sim.field_catalogue`), ``noise_fraction``
+(reading-noise std as a fraction of the field's value range), ``localisation`` (a setting's name), optionally its
+own ``extent`` (m; else the suite's) and, for settings with a GNSS-degraded zone, ``degraded_zone`` ``[xmin,
+xmax, ymin, ymax]`` (m). :meth:`Suite.sim_overrides` turns one field's entry into the parameters of a rover
+mission.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-__all__ = ['Suite', 'SuiteError', 'load_suite', 'SPLITS']
+__all__ = ['Suite', 'SuiteError', 'load_suite', 'expand_setting', 'SPLITS']
 
 #: the parts of a suite ``--suite NAME:PART`` selects
 SPLITS = ('tuning', 'held_out')
@@ -54,24 +57,46 @@ class Suite:
         """``'tuning'`` or ``'held_out'``."""
         return next(p for p in SPLITS if field in self.split.get(p, []))
 
+    def extent_of(self, field: str) -> tuple[float, float, float, float]:
+        """The area ``(xmin, xmax, ymin, ymax)`` (m) ``field`` is mapped onto: its own ``extent``, else the suite's."""
+        from ..sim.field_spec import _check_extent
+
+        own = self.fields[field].get('extent')
+        return self.extent if own is None else _check_extent(own, f'suite {self.name!r}, field {field!r}')
+
     def noise_std(self, field: str) -> float:
         """Reading-noise std (field units): ``noise_fraction`` x the field's value range (max - min)."""
         from ..sim.field_catalogue import catalogue_field
 
-        _, _, z = catalogue_field(field, self.extent).grid()
+        _, _, z = catalogue_field(field, self.extent_of(field)).grid()
         return float(self.fields[field]['noise_fraction']) * float(z.max() - z.min())
 
     def sim_overrides(self, field: str) -> dict[str, Any]:
-        """The ``sim_rover`` parameters of a mission on ``field``: the field and its extent, the absolute
-        reading-noise std (:meth:`noise_std`; the relative default is switched off), and the field's
-        localisation setting (with its ``degraded_zone``)."""
+        """The parameters of a mission on ``field``: the field and its extent, the absolute reading-noise std
+        (:meth:`noise_std`; the relative default is switched off), and the field's localisation setting (its
+        ``drift`` source expanded, with its ``degraded_zone``). ``sim_rover`` names bare, other nodes' as
+        ``NODE.NAME``."""
         entry = self.fields[field]
-        over: dict[str, Any] = {'field': field, 'field_extent': list(self.extent),
+        over: dict[str, Any] = {'field': field, 'field_extent': list(self.extent_of(field)),
                                 'reading_noise_std': self.noise_std(field), 'reading_noise_fraction': 0.0}
-        over.update(self.localisation[entry['localisation']])
+        over.update(expand_setting(self.localisation[entry['localisation']]))
         if 'degraded_zone' in entry:
             over['degraded_zone'] = [float(v) for v in entry['degraded_zone']]
         return over
+
+
+def expand_setting(setting: dict[str, Any]) -> dict[str, Any]:
+    """A localisation setting with its ``drift: NAME`` replaced by that drift source's parameters
+    (:meth:`~uncertain_bo.sim.drift.DriftSource.parameters`); the setting's own values apply over them.
+
+    Raises:
+        ValueError: an unknown drift source.
+    """
+    from ..sim.drift import drift_source
+
+    out = dict(setting)
+    name = out.pop('drift', None)
+    return out if name is None else {**drift_source(str(name)).parameters(), **out}
 
 
 def _check(name: str, spec: dict[str, Any]) -> Suite:
@@ -99,7 +124,18 @@ def _check(name: str, spec: dict[str, Any]) -> Suite:
         if entry.get('localisation') not in loc:
             raise SuiteError(f'suite {name!r}, field {f!r}: localisation {entry.get("localisation")!r} is not '
                              f'one of {", ".join(loc)}')
-    return Suite(name, extent, fields, split, loc)
+    for setting, values in loc.items():
+        try:
+            expand_setting(values)
+        except ValueError as exc:
+            raise SuiteError(f'suite {name!r}, localisation {setting!r}: {exc}') from None
+    suite = Suite(name, extent, fields, split, loc)
+    for f in listed:
+        try:
+            suite.extent_of(f)
+        except FieldError as exc:
+            raise SuiteError(str(exc)) from None
+    return suite
 
 
 @lru_cache(maxsize=None)

@@ -290,10 +290,10 @@ class SimRoverNode(Node):
                 s.t, p['map_frame'], r.base_frame, truth.pose[:2], truth.pose[2], np.zeros(36),
                 v=truth.v, w=truth.w, vy=truth.vy, twist_cov6x6=np.zeros(36)))
             o = s.odometry
-            r.odom_pose.add_odometry(s.t, o.v, o.w, o.vel_cov)
+            r.odom_pose.add_odometry(s.t, o.v, o.w, o.vel_cov, vy=o.vy)
             r.pub_odom.publish(cv.make_odometry(
                 s.t, r.odom_frame, r.base_frame, r.odom_pose.xy, float(r.odom_pose.x[2, 0]),
-                r.odom_pose.pose_covariance_6x6(), v=o.v, w=o.w, twist_cov6x6=o.twist_cov))
+                r.odom_pose.pose_covariance_6x6(), v=o.v, w=o.w, vy=o.vy, twist_cov6x6=o.twist_cov))
         self._waited = 0.0
         self._awaiting_cmd = True
 

@@ -258,12 +258,15 @@ class Field:
         if s and Path(s).exists():
             raise FieldError(f'field file {s}: unsupported type; use a .npz grid or a .csv of x,y,value '
                              'measurements')
-        from .field_catalogue import catalogue, catalogue_field
+        from .field_catalogue import catalogue, catalogue_field, suite_of
         if low in catalogue():     # a field of a shipped suite (uncertain_bo/data/suites)
             return catalogue_field(low, extent if extent is not None else DEFAULT_EXTENT)
-        raise FieldError(f'unknown field {s!r}: use one of {", ".join(FIELD_NAMES)}, a suite field '
-                         f'({", ".join(catalogue())}), or a path to a .npz grid or a .csv of x,y,value '
-                         'measurements')
+        by_suite: dict[str | None, list[str]] = {}
+        for name in catalogue():
+            by_suite.setdefault(suite_of(name), []).append(name)
+        suites = '; '.join(f'{suite}: {", ".join(names)}' for suite, names in by_suite.items())
+        raise FieldError(f'unknown field {s!r}: use one of {", ".join(FIELD_NAMES)}, a suite field ({suites}), '
+                         'or a path to a .npz grid or a .csv of x,y,value measurements')
 
     # ------------------------------------------------------------------ queries
     @property

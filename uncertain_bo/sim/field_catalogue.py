@@ -16,6 +16,16 @@ name. Source kinds:
     bounding box is mapped onto the area (x and y scaled separately) and the field is the posterior mean
     of a GP fitted to the points (BoTorch ``SingleTaskGP``, Matérn-5/2 ARD, maximum marginal likelihood),
     the same interpolation as :meth:`Field.from_csv`.
+``plume``
+    A Gaussian plume from one or more leaks in a steady wind (:func:`~uncertain_bo.sim.field_generators.
+    plume_values`): ``size`` (the reference rectangle, m), ``wind_deg``, ``spread`` (optional
+    ``vertical_spread``), ``sources`` (``[x, y, amplitude, sigma0]`` each, m on the reference), optional
+    ``level`` (the ambient value added everywhere), ``background`` (``{std, lengthscale, seed}``:
+    :func:`~uncertain_bo.sim.field_generators.background_values`) and ``spacing`` (node spacing on the reference, m;
+    default a third of the narrowest ``sigma0``, at most :data:`MAX_SPACING`).
+``seeps``
+    Narrow Gaussian spots (:func:`~uncertain_bo.sim.field_generators.seep_values`): ``size``, ``seeps`` (``[x, y,
+    amplitude, width]`` each), optional ``level``, ``background`` and ``spacing`` as for ``plume``.
 
 Every grid is mapped as a whole onto the extent (default 200 m x 200 m) and then resampled by exact
 bilinear interpolation onto a grid with node spacing at most :data:`MAX_SPACING` metres, so that the robust
@@ -99,12 +109,42 @@ def _build(name: str, extent: tuple[float, float, float, float]) -> Field:
         field = Field.from_npz(data_path('fields', src['file']), extent=extent, key=src.get('key'))
     elif kind == 'points':
         field = _points_field(data_path('fields', src['file']), extent, float(src.get('resolution', 2.0)))
+    elif kind in ('plume', 'seeps'):
+        try:
+            field = Field(_generated(src), extent, name=name)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FieldError(f'suite {suite!r}, field {name!r}: malformed {kind} source ({exc})') from None
     else:
         raise FieldError(f"suite {suite!r}, field {name!r}: unknown source kind {kind!r} "
-                         "(use dem_window, npz or points)")
+                         "(use dem_window, npz, points, plume or seeps)")
     field = _refined(field)
     field.name = name
     return field
+
+
+def _generated(src: dict[str, Any]) -> np.ndarray:
+    """The grid of a ``plume`` or ``seeps`` source (module docstring) on its reference rectangle."""
+    from .field_generators import background_values, generator_grid, plume_values, seep_values
+
+    items = [[float(v) for v in item] for item in src['sources' if src['kind'] == 'plume' else 'seeps']]
+    if not items or any(len(item) != 4 for item in items):
+        raise ValueError('expected a non-empty list of [x, y, amplitude, width] entries')
+    narrowest = min(item[3] for item in items)
+    if not narrowest > 0:
+        raise ValueError(f'every width must be > 0 m, got {narrowest}')
+    spacing = float(src.get('spacing', min(MAX_SPACING, narrowest / 3.0)))
+    if not spacing > 0:
+        raise ValueError(f'spacing must be > 0 m, got {spacing}')
+    X, Y = generator_grid(src['size'], spacing)
+    if src['kind'] == 'plume':
+        z = plume_values(X, Y, items, float(src['wind_deg']), float(src['spread']),
+                         None if src.get('vertical_spread') is None else float(src['vertical_spread']))
+    else:
+        z = seep_values(X, Y, items)
+    bg = src.get('background') or {}
+    if bg:
+        z = z + background_values(X, Y, float(bg['std']), float(bg['lengthscale']), int(bg['seed']))
+    return z + float(src.get('level', 0.0))
 
 
 def _points_field(path, extent: tuple[float, float, float, float], resolution: float) -> Field:

@@ -113,15 +113,17 @@ def csv_grid(path: str | Path, resolution: float | None = None, extent: Sequence
     except OSError as exc:
         raise FieldError(f'cannot read field file {path}: {exc.strerror}') from None
     rows = []
+    header_allowed = True       # the first row that is not blank or a comment may be a header
     for lineno, row in enumerate(csv.reader(text.splitlines()), start=1):
         if not row or all(not c.strip() for c in row) or row[0].lstrip().startswith('#'):
             continue
         if len(row) != 3:
             raise FieldError(f'{path}:{lineno}: expected 3 columns x,y,value, got {len(row)}: {row}')
+        first, header_allowed = header_allowed, False
         try:
             vals = [float(c) for c in row]
         except ValueError:
-            if not rows and lineno == 1:
+            if first:
                 continue  # header
             raise FieldError(f'{path}:{lineno}: not a number in row {row}') from None
         if not all(math.isfinite(v) for v in vals):

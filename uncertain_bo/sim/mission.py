@@ -27,6 +27,7 @@ from .ekf import EKF_PARAMS, PlanarEKF
 from .particle_filter import PF_PARAMS, ParticleFilter
 from .field import Field
 from .pure_pursuit import PURE_PURSUIT_PARAMS, PurePursuit
+from .rover import PositionFix
 from .world import WORLD_PARAMS, SimWorld
 
 __all__ = ['Mission', 'MissionResult', 'MissionHost', 'RoverLoop',
@@ -42,7 +43,7 @@ def mission_parameters(overrides: dict[str, dict[str, Any]] | None = None,
     switches the shipped relative reading noise off (the user's absolute value is used).
 
     Raises:
-        ParameterError: an invalid value.
+        ParameterError: an invalid value (also a ``degraded_zone`` or ``fix_beacons`` that is not well formed).
     """
     from ..parameters import config_path, node_parameters
 
@@ -62,6 +63,7 @@ def mission_parameters(overrides: dict[str, dict[str, Any]] | None = None,
         values = {k: v for k, v in node_parameters(paths, node).items() if k in names}
         values.update((overrides or {}).get(node, {}))
         out[node] = validate(spec, values)
+    PositionFix(out['sim_rover'])       # the checks across values: degraded_zone's corners, fix_beacons' quadruples
     return out if user_bounds else search_whole_field(out)
 
 
@@ -102,6 +104,8 @@ class MissionResult:
         distance_estimate: distance driven as the explorer measured it on the pose estimates (what
             ``max_distance`` is checked against), m.
         en_route_readings: readings stored on the way (``en_route_spacing``; not in ``measurements``).
+        fix_events: the absolute fixes the world gave (:class:`~uncertain_bo.sim.world.FixEvent`), in time order.
+        surfacings: surfacing actions taken; their time is part of ``sim_time``.
     """
 
     planner: Planner
@@ -116,6 +120,8 @@ class MissionResult:
     stop_reason: str | None = None
     distance_estimate: float = 0.0
     en_route_readings: int = 0
+    fix_events: list = field(default_factory=list, repr=False)
+    surfacings: int = 0
 
 
 class MissionHost:
@@ -182,12 +188,21 @@ class Mission:
         self.ekf, self.law = localiser_and_law(params)
 
     def run(self, *, max_sim_time: float = 1e5,
-            on_measurement: Callable[[Measurement, Recommendation], None] | None = None) -> MissionResult:
-        """Run until the explorer is done (or ``max_sim_time`` simulated seconds)."""
+            on_measurement: Callable[[Measurement, Recommendation], None] | None = None,
+            relocalise: Callable[['RoverLoop'], bool] | None = None) -> MissionResult:
+        """Run until the explorer is done (or ``max_sim_time`` simulated seconds).
+
+        Args:
+            max_sim_time: simulated seconds at most.
+            on_measurement: called with each stored measurement and the recommendation after it.
+            relocalise: the re-localisation hook (:attr:`RoverLoop.relocalise`): called every step; True takes the
+                surfacing action now.
+        """
         host = MissionHost(on_measurement)
         explorer = Explorer(self.planner, host, self.params['explorer'], result_file=self.result_file)
         wall0 = time.perf_counter()
-        rover = RoverLoop(self.world, self.ekf, self.law, explorer, host, self.params['explorer']['frame_id'])
+        rover = RoverLoop(self.world, self.ekf, self.law, explorer, host, self.params['explorer']['frame_id'],
+                          relocalise=relocalise)
         while rover.t <= max_sim_time:
             if rover.advance():
                 break
@@ -195,7 +210,8 @@ class Mission:
                              np.array(host.true_positions).reshape(-1, 2), rover.t,
                              time.perf_counter() - wall0, explorer.state is State.DONE,
                              dict(explorer.rejected), np.array(rover.trajectory), explorer.done_reason,
-                             explorer.budget.distance, self.planner.n_en_route)
+                             explorer.budget.distance, self.planner.n_en_route, list(self.world.fix_events),
+                             self.world.surfacing.count)
 
 
 class RoverLoop:
@@ -211,6 +227,11 @@ class RoverLoop:
         explorer: the measurement cycle receiving its poses and readings.
         host: the explorer's outputs (:class:`MissionHost`: the current plan, measurements, true position).
         frame: the pose estimates' frame id.
+        relocalise: the re-localisation hook: called with this loop at every step (after the localiser has
+            fused the step's fix and odometry, before the next command); when it returns True the rover takes the
+            surfacing action now (:meth:`~uncertain_bo.sim.world.SimWorld.request_surfacing`: stopped for
+            ``surface_duration`` s, then one fix). A rule, or an explorer deciding to re-localise, plugs in here;
+            the world's own ``surface_every`` rule needs no hook.
 
     Attributes:
         t: simulated time of the current step (s).
@@ -218,9 +239,10 @@ class RoverLoop:
     """
 
     def __init__(self, world: SimWorld, localiser, law: PurePursuit, explorer: Explorer, host: 'MissionHost',
-                 frame: str):
+                 frame: str, relocalise: Callable[['RoverLoop'], bool] | None = None):
         self.world, self.localiser, self.law, self.explorer, self.host, self.frame = (
             world, localiser, law, explorer, host, frame)
+        self.relocalise = relocalise
         self.pf = isinstance(localiser, ParticleFilter)
         self.tick_every = max(1, round(1.0 / (world.dt * 10.0)))  # explorer at 10 Hz, like the node's timer
         self.trajectory: list[tuple[float, ...]] = []
@@ -237,7 +259,7 @@ class RoverLoop:
         s, ekf, explorer, host = self._s, self.localiser, self.explorer, self.host
         if s.fix is not None:
             ekf.add_fix(s.t, s.fix.xy, s.fix.cov)
-        ekf.add_odometry(s.t, s.odometry.v, s.odometry.w, s.odometry.vel_cov)
+        ekf.add_odometry(s.t, s.odometry.v, s.odometry.w, s.odometry.vel_cov, vy=s.odometry.vy)
         host.truth = s.truth.pose[:2]
         host.position = ekf.xy.copy()
         if s.reading is not None:
@@ -252,6 +274,8 @@ class RoverLoop:
                 return True
         if s.step % round(1.0 / self.world.dt) == 0:
             self.trajectory.append((s.t, *s.truth.pose[:2], *ekf.xy))
+        if self.relocalise is not None and self.relocalise(self):
+            self.world.request_surfacing()
         v = w = 0.0
         if host.path is not None:
             v, w, arrived = self.law.command(tuple(ekf.pose), host.path)

@@ -19,6 +19,10 @@ r"""Particle-filter localiser of the simulated rover: a particle cloud over the 
   the effective sample size :math:`N_\mathrm{eff} = 1 / \sum_i w_i^2` drops below
   ``resample_threshold`` x ``particles``; the weights are then uniform again.
 
+With ``odom_scale_error_std`` > 0 every particle also carries its own value of the odometry's constant
+scale-factor error (drawn from ``N(0, odom_scale_error_std²)`` at the start, kept through resampling) and moves
+with the measured speeds times ``1 +`` it, as the EKF's fourth state does.
+
 The location distribution it reports is the particle cloud itself (:attr:`ParticleFilter.particles`,
 :attr:`ParticleFilter.weights`), and its moment-matched summary :math:`\mathcal N(\bar{\mathbf x},
 \Sigma)` (:attr:`~ParticleFilter.xy`, :attr:`~ParticleFilter.cov_xy`; circular mean and wrapped spread for
@@ -50,7 +54,7 @@ __all__ = ['PF_PARAMS', 'ParticleFilter', 'effective_sample_size']
 
 _SHARED = ('initial_x', 'initial_y', 'initial_yaw', 'initial_xy_std', 'initial_yaw_std', 'process_noise_scale',
            'min_linear_vel_std', 'min_angular_vel_std', 'fix_gate_mahalanobis', 'fix_gate_max_rejections',
-           'min_fix_std', 'max_dt', 'unobserved_variance')
+           'min_fix_std', 'max_dt', 'odom_scale_error_std', 'unobserved_variance')
 
 #: parameters of the particle filter: the EKF's (same meaning) plus the Monte Carlo ones
 PF_PARAMS = [p for p in EKF_PARAMS if p.name in _SHARED] + [
@@ -113,6 +117,8 @@ class ParticleFilter(StampedFusion):
                                                np.asarray(P0, dtype=float).reshape(3, 3), size=n,
                                                method='eigh')
         self._x[:, 2] = wrap_angle(self._x[:, 2])
+        scale_std = float(p['odom_scale_error_std'])
+        self._scale = self.rng.normal(0.0, scale_std, n) if scale_std > 0 else None
         self._w = np.full(n, 1.0 / n)
         self.t = float(t0)
         self._init_fusion()
@@ -170,8 +176,10 @@ class ParticleFilter(StampedFusion):
     def _propagate(self, v, vy, w, h, n, S):
         root = _psd_root(S)
         u0 = np.array([v, vy, w])
-        for _ in range(n):      # every particle moves with its own velocity error
+        for _ in range(n):      # every particle moves with its own velocity error (and scale error)
             u = u0 + self.rng.standard_normal((len(self._x), 3)) @ root.T
+            if self._scale is not None:
+                u[:, :2] *= 1.0 + self._scale[:, None]
             self._x = _move(self._x, u[:, 0], u[:, 1], u[:, 2], h)
 
     def _fuse_fix(self, z, R, L, lost):
@@ -199,6 +207,8 @@ class ParticleFilter(StampedFusion):
         with _global_numpy_seed(self.rng):
             idx = systematic_resample(w)
         self._x = self._x[idx]
+        if self._scale is not None:
+            self._scale = self._scale[idx]
         self._w = np.full(len(self._x), 1.0 / len(self._x))
         self.n_resamples += 1
 

@@ -7,12 +7,18 @@ The three pieces are the simulated robot's physics and its two localisation sens
   its commanded rotation speed times ``(1 + ε)``, ``ε ~ N(0, wheel_slip_std²)`` drawn independently per
   wheel and per control step, plus an optional sideways (lateral) slip velocity. Slip is the physical
   **execution noise**: the rover does not move exactly as commanded.
-* :class:`WheelOdometry` measures the wheels' rotation (what encoders see, i.e. the motion *without*
-  slip) plus encoder noise, and reports a twist covariance that accounts for both the encoder noise and
-  the slip it cannot see, so a filter that trusts the covariance stays consistent.
+* :class:`WheelOdometry` is the rover's odometry, from one of three sources (``odometry_source``): the wheels'
+  rotation (what encoders see, i.e. the motion *without* slip), the wheels for the speed and a gyro for the yaw
+  rate, or a sensor of the ground motion itself (visual odometry, a DVL with an INS: slip included). It adds
+  white noise per step and, optionally, a constant scale-factor error drawn once per run
+  (``odom_scale_error_std``: the dead-reckoning drift that grows in proportion to the distance driven,
+  :mod:`uncertain_bo.sim.drift`). The twist covariance it reports accounts for the white noise and the slip it
+  cannot see (the scale error is a bias a filter estimates as a state), so a filter that trusts the covariance
+  stays consistent.
 * :class:`PositionFix` is an absolute position measurement (GNSS/UWB-like): true ``xy`` plus
   ``N(0, fix_std² I)`` at ``fix_rate`` Hz, optionally with outliers, and noisier (or lost) inside an optional
-  GNSS-degraded zone.
+  GNSS-degraded zone; or, with ``fix_beacons``, only within the radius of a few sources at known places
+  (beacons, fiducials, UWB anchors, open-sky patches), each with its own std.
 
 Parameters are declared once as :class:`~uncertain_bo.parameters.Param` lists (``ROVER_PARAMS``,
 ``ODOMETRY_PARAMS``, ``FIX_PARAMS``); every component takes a mapping of validated values and reads it at
@@ -29,7 +35,7 @@ import numpy as np
 from uncertain_bo.parameters import Param, ParameterError, validate
 
 __all__ = ['ROVER_PARAMS', 'ODOMETRY_PARAMS', 'FIX_PARAMS', 'RoverState', 'DiffDriveRover',
-           'WheelOdometry', 'PositionFix', 'wrap_angle']
+           'WheelOdometry', 'PositionFix', 'beacon_array', 'wrap_angle']
 
 ROVER_PARAMS = [
     Param('max_linear_vel', 2.0, 'largest forward/backward speed the rover executes (m/s); commands '
@@ -50,8 +56,17 @@ ROVER_PARAMS = [
 ODOMETRY_PARAMS = [
     Param('odom_linear_vel_std', 0.02, 'wheel-encoder noise on the measured forward speed (m/s, 1 sigma)',
           range=(0.0, 5.0)),
-    Param('odom_angular_vel_std', 0.02, 'wheel-encoder noise on the measured yaw rate (rad/s, 1 sigma)',
-          range=(0.0, 5.0)),
+    Param('odom_angular_vel_std', 0.02, 'noise on the measured yaw rate (rad/s, 1 sigma, per step): the wheel '
+          "encoders', or the gyro's or ground sensor's (odometry_source)", range=(0.0, 5.0)),
+    Param('odometry_source', 'wheel', "what the odometry measures: 'wheel' (speed and yaw rate from the wheels' "
+          "rotation: slip unseen), 'wheel_gyro' (speed from the wheels, slip unseen; yaw rate from a gyro: the "
+          "true yaw rate plus odom_angular_vel_std noise) or 'ground_velocity' (visual odometry, a DVL with an INS: "
+          'the true ground motion (v, vy, w) plus odom_linear_vel_std / odom_angular_vel_std noise, slip seen)',
+          choices=('wheel', 'wheel_gyro', 'ground_velocity')),
+    Param('odom_scale_error_std', 0.0, "std of the odometry's constant scale-factor error e, drawn once per run from "
+          'the seed: the measured speeds are the true ones divided by (1 + e) (systematic slip on soil, a wrong wheel '
+          "radius, a DVL's scale factor; dimensionless). A localiser given the same odom_scale_error_std estimates "
+          'e as a state; 0 = none', range=(0.0, 0.3)),
 ]
 
 FIX_PARAMS = [
@@ -75,6 +90,11 @@ FIX_PARAMS = [
           'degraded_fix_dropout; 0 = a sharp edge', range=(0.0, 1e4)),
     Param('degraded_fix_dropout', 0.0, 'probability that a due fix is lost deep inside the degraded zone '
           '(probability in [0, 1])', range=(0.0, 1.0)),
+    Param('fix_beacons', [0.0, 0.0, 0.0, 0.0], 'absolute fixes only at known places (beacons, fiducials, UWB '
+          'anchors, open-sky patches): a flat list x, y, radius, std for each source (m, map frame); within radius '
+          'of a source the due fixes (fix_rate) have that std (the smallest where sources overlap), elsewhere there '
+          'are none, and fix_std / degraded_zone do not apply. All zeros = no sources: fixes everywhere',
+          range=(-1e7, 1e7)),
 ]
 
 
@@ -180,43 +200,74 @@ def integrate_pose(pose: np.ndarray, v: float, vy: float, w: float, dt: float) -
 
 
 class WheelOdometry:
-    """Wheel-encoder odometry: measured twist = wheel rotation + encoder noise.
+    """The rover's odometry: measured body twist = what its source sees, over (1 + scale error), + white noise.
 
-    The rover's slip is invisible to the encoders; :meth:`twist_covariance` therefore reports the encoder
-    noise **plus** the slip variance implied by the current wheel speeds, so that the odometry's
-    covariance describes its actual error with respect to the true ground motion.
+    ``odometry_source`` says what is measured: ``'wheel'`` the wheels' rotation (slip invisible), ``'wheel_gyro'``
+    the wheels' forward speed (slip invisible) and the true yaw rate from a gyro, ``'ground_velocity'`` the true
+    ground motion ``(v, vy, w)`` (visual odometry, a DVL aided by an INS). The measured speeds are divided by
+    ``1 + scale_error`` (:attr:`scale_error`, drawn once per run by the world from ``odom_scale_error_std``).
+    :meth:`velocity_covariance` reports the white noise plus the slip variance the source cannot see, implied by
+    the current wheel speeds, so that a filter trusting it stays consistent; the scale error is a bias, left to a
+    filter that models it as a state (``ekf.odom_scale_error_std``).
 
     Args:
         params: values for ``ODOMETRY_PARAMS`` and ``ROVER_PARAMS`` (slip and wheel separation are needed
             for the covariance); read at use time.
+
+    Attributes:
+        scale_error: this run's constant scale-factor error (dimensionless; 0 until the world draws it).
     """
 
     def __init__(self, params: Mapping[str, Any] | None = None):
         self.params = _ensure(params, ODOMETRY_PARAMS + ROVER_PARAMS)
+        self.scale_error = 0.0
 
     def measure(self, state: RoverState, rng: np.random.Generator) -> tuple[float, float]:
-        """Measured ``(v, w)`` (m/s, rad/s) for a rover step: wheel-implied velocities + N(0, std²)."""
+        """Measured ``(v, w)`` (m/s, rad/s) for a rover step (:meth:`measure_twist` without ``vy``)."""
+        v, _, w = self.measure_twist(state, rng)
+        return v, w
+
+    def measure_twist(self, state: RoverState, rng: np.random.Generator) -> tuple[float, float, float]:
+        """Measured ``(v, vy, w)`` (m/s, m/s, rad/s) for a rover step: the source's velocities over
+        ``1 + scale_error``, plus ``N(0, odom_linear_vel_std²)`` on the speeds (``vy`` only for
+        ``'ground_velocity'``; the wheel sources report 0) and ``N(0, odom_angular_vel_std²)`` on the yaw rate."""
         p = self.params
-        v = state.wheel_v + (rng.normal(0.0, p['odom_linear_vel_std']) if p['odom_linear_vel_std'] else 0.0)
-        w = state.wheel_w + (rng.normal(0.0, p['odom_angular_vel_std']) if p['odom_angular_vel_std'] else 0.0)
-        return float(v), float(w)
+        source = p['odometry_source']
+        if source == 'wheel':
+            v, vy, w = state.wheel_v, 0.0, state.wheel_w
+        elif source == 'wheel_gyro':
+            v, vy, w = state.wheel_v, 0.0, state.w
+        else:
+            v, vy, w = state.v, state.vy, state.w
+        k = 1.0 / (1.0 + self.scale_error)
+        v = k * v + (rng.normal(0.0, p['odom_linear_vel_std']) if p['odom_linear_vel_std'] else 0.0)
+        w = w + (rng.normal(0.0, p['odom_angular_vel_std']) if p['odom_angular_vel_std'] else 0.0)
+        if source == 'ground_velocity':
+            vy = k * vy + (rng.normal(0.0, p['odom_linear_vel_std']) if p['odom_linear_vel_std'] else 0.0)
+        return float(v), float(vy), float(w)
 
     def velocity_covariance(self, state: RoverState) -> np.ndarray:
-        """3x3 covariance of the error of the measured ``(v, vy, w)`` w.r.t. the true ground motion.
+        """3x3 covariance of the error of the measured ``(v, vy, w)`` w.r.t. the true ground motion (the scale
+        error excluded).
 
-        Slip part: with rim speeds ``l, r``, slip ``σ`` and separation ``L``, ``v = (l ε_l + r ε_r)/2`` and
-        ``w = (r ε_r - l ε_l)/L`` give ``var v = σ²(l² + r²)/4``, ``var w = σ²(l² + r²)/L²``,
-        ``cov(v, w) = σ²(r² - l²)/(2L)``; ``var vy = lateral_slip_std²``; encoder variances are added.
+        Slip part, for what the source cannot see: with rim speeds ``l, r``, slip ``σ`` and separation ``L``,
+        ``v = (l ε_l + r ε_r)/2`` and ``w = (r ε_r - l ε_l)/L`` give ``var v = σ²(l² + r²)/4``, ``var w = σ²(l² +
+        r²)/L²``, ``cov(v, w) = σ²(r² - l²)/(2L)`` (``'wheel'``; ``'wheel_gyro'`` keeps ``var v`` only,
+        ``'ground_velocity'`` none); ``var vy = lateral_slip_std²`` for the wheel sources; the white noise
+        variances are added (on ``vy`` too for ``'ground_velocity'``).
         """
         p = self.params
-        s2 = p['wheel_slip_std'] ** 2
+        source = p['odometry_source']
+        s2 = p['wheel_slip_std'] ** 2 if source != 'ground_velocity' else 0.0
         L = p['wheel_separation']
         l2, r2 = state.wheel_left ** 2, state.wheel_right ** 2
         cov = np.zeros((3, 3))
         cov[0, 0] = s2 * (l2 + r2) / 4.0 + p['odom_linear_vel_std'] ** 2
-        cov[2, 2] = s2 * (l2 + r2) / L ** 2 + p['odom_angular_vel_std'] ** 2
-        cov[0, 2] = cov[2, 0] = s2 * (r2 - l2) / (2.0 * L)
-        cov[1, 1] = p['lateral_slip_std'] ** 2
+        cov[2, 2] = p['odom_angular_vel_std'] ** 2
+        if source == 'wheel':
+            cov[2, 2] += s2 * (l2 + r2) / L ** 2
+            cov[0, 2] = cov[2, 0] = s2 * (r2 - l2) / (2.0 * L)
+        cov[1, 1] = p['odom_linear_vel_std'] ** 2 if source == 'ground_velocity' else p['lateral_slip_std'] ** 2
         return cov
 
     def twist_covariance(self, state: RoverState) -> np.ndarray:
@@ -242,12 +293,17 @@ class PositionFix:
     ``u = min(d / degraded_ramp, 1)`` (``s = 1`` anywhere inside for a zero ramp), and a due fix is lost with
     probability ``s · degraded_fix_dropout``. Without a zone the fixes are exactly those of the plain model.
 
+    With **fix sources at known places** (``fix_beacons``: ``x, y, radius, std`` per source) a fix exists only
+    within a source's radius, with that source's std (the smallest of the sources covering ``xy``); the zone
+    and ``fix_std`` do not apply there (:meth:`available_at`, :meth:`std_at`).
+
     Args:
         params: values for ``FIX_PARAMS``; read at use time.
 
     Raises:
-        ParameterError: a parameter is out of range, or ``degraded_zone`` is not all zeros and has
-            ``xmin >= xmax`` or ``ymin >= ymax``.
+        ParameterError: a parameter is out of range, ``degraded_zone`` is not all zeros and has
+            ``xmin >= xmax`` or ``ymin >= ymax``, or ``fix_beacons`` is not a whole number of ``x, y, radius,
+            std`` quadruples with radius >= 0 and std > 0 where radius > 0.
     """
 
     def __init__(self, params: Mapping[str, Any] | None = None):
@@ -256,6 +312,18 @@ class PositionFix:
         if any(zone) and not (zone[0] < zone[1] and zone[2] < zone[3]):
             raise ParameterError(f'parameter \'degraded_zone\' = {list(zone)!r} is invalid: expected [xmin, xmax, '
                                  'ymin, ymax] metres with xmin < xmax and ymin < ymax, or all zeros for no zone')
+        beacon_array(self.params['fix_beacons'])
+
+    @property
+    def beacons(self) -> np.ndarray:
+        """``(k, 4)`` fix sources ``x, y, radius, std`` (m) with a positive radius; ``(0, 4)`` without sources."""
+        return beacon_array(self.params['fix_beacons'])
+
+    def available_at(self, xy: np.ndarray) -> bool:
+        """Whether a fix due at ``xy`` (2,) metres can be had: everywhere without fix sources, else within the
+        radius of one (the degraded zone's dropouts are drawn separately, :meth:`dropout_at`)."""
+        b = self.beacons
+        return len(b) == 0 or bool(np.any(np.hypot(b[:, 0] - xy[0], b[:, 1] - xy[1]) <= b[:, 2]))
 
     @property
     def covariance(self) -> np.ndarray:
@@ -280,8 +348,13 @@ class PositionFix:
         return u * u * (3.0 - 2.0 * u)
 
     def std_at(self, xy: np.ndarray) -> float:
-        """Standard deviation (m) of each coordinate of a fix taken at ``xy`` (2,) metres."""
+        """Standard deviation (m) of each coordinate of a fix taken at ``xy`` (2,) metres (with fix sources: the
+        smallest std of those covering ``xy``; ``fix_std`` where none does, though no fix is had there)."""
         p = self.params
+        b = self.beacons
+        if len(b):
+            inside = np.hypot(b[:, 0] - xy[0], b[:, 1] - xy[1]) <= b[:, 2]
+            return float(b[inside, 3].min()) if inside.any() else p['fix_std']
         s = self.zone_weight(xy)
         return p['fix_std'] if s == 0.0 else p['fix_std'] + s * (p['degraded_fix_std'] - p['fix_std'])
 
@@ -290,7 +363,10 @@ class PositionFix:
         return self.std_at(xy) ** 2 * np.eye(2)
 
     def dropout_at(self, xy: np.ndarray) -> float:
-        """Probability (0-1) that a fix due at ``xy`` (2,) metres is lost."""
+        """Probability (0-1) that a fix due at ``xy`` (2,) metres is lost in the degraded zone (0 with fix
+        sources: there :meth:`available_at` decides)."""
+        if len(self.beacons):
+            return 0.0
         s = self.zone_weight(xy)
         return 0.0 if s == 0.0 else s * self.params['degraded_fix_dropout']
 
@@ -302,6 +378,24 @@ class PositionFix:
         if p['fix_outlier_prob'] > 0 and rng.random() < p['fix_outlier_prob']:
             z = z + rng.normal(0.0, p['fix_outlier_std'], 2)
         return z
+
+
+def beacon_array(values) -> np.ndarray:
+    """``fix_beacons`` (a flat list ``x, y, radius, std, ...``, m) as a ``(k, 4)`` array of the sources with a
+    positive radius (``(0, 4)``: none).
+
+    Raises:
+        ParameterError: not a whole number of quadruples, a negative radius, or a std <= 0 with a radius > 0.
+    """
+    v = np.asarray(values, dtype=float).ravel()
+    if v.size % 4:
+        raise ParameterError(f"parameter 'fix_beacons' = {list(values)!r} is invalid: expected x, y, radius, std "
+                             f'for each fix source (a multiple of 4 numbers, metres), got {v.size}')
+    b = v.reshape(-1, 4)
+    if np.any(b[:, 2] < 0) or np.any((b[:, 2] > 0) & (b[:, 3] <= 0)):
+        raise ParameterError(f"parameter 'fix_beacons' = {list(values)!r} is invalid: each source needs a radius "
+                             '>= 0 and, with a radius > 0, a std > 0 (m)')
+    return b[b[:, 2] > 0]
 
 
 def _has_all(params: Mapping[str, Any], specs) -> bool:

@@ -7,14 +7,23 @@ and returns the measurements due at the new time: wheel odometry (every step), a
 :class:`~uncertain_bo.sim.rover.PositionFix`, with the true covariance), a field reading (at ``reading_rate``
 Hz, taken at the true position) and the ground truth. :attr:`SimWorld.distance_travelled` is the odometer.
 
+GNSS-denied operation (:mod:`uncertain_bo.sim.drift`): the odometry drifts (its source, white noise and a
+constant scale error drawn per run), absolute fixes come only at known places (``fix_beacons``) or from the
+surfacing action (:mod:`uncertain_bo.sim.surfacing`: :meth:`SimWorld.request_surfacing`, or every
+``surface_every`` metres), which stops the rover for ``surface_duration`` seconds. Every absolute fix is kept in
+:attr:`SimWorld.fix_events` (time, source, true and measured position, covariance), so a smoother or a revision of
+past poses can be checked against the truth.
+
 Everything is deterministic given ``seed``: slip, odometry, fix and reading noise use independent random
 streams spawned from it, so changing e.g. the fix rate does not change the slip realisation. Fix dropouts in
-the degraded zone draw from a fifth stream, so a world without a zone is bit-for-bit the one before zones
-existed, and a zone changes neither the slip nor the odometry nor the readings.
+the degraded zone draw from a fifth stream, the odometry's scale error from a sixth and the surfacing fixes from
+a seventh, so a world without them is bit-for-bit the one before they existed, and none of them changes the slip,
+the odometry's white noise or the readings.
 """
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -25,9 +34,10 @@ from uncertain_bo.sim.field import DEFAULT_EXTENT, FIELD_NAMES, Field
 from uncertain_bo.sim.rover import (FIX_PARAMS, ODOMETRY_PARAMS, ROVER_PARAMS, DiffDriveRover, PositionFix,
                                     RoverState, WheelOdometry)
 from uncertain_bo.sim.sensor import SENSOR_PARAMS, FieldSensor, absolute_noise_rule
+from uncertain_bo.sim.surfacing import SURFACING_PARAMS, Surfacing
 
 __all__ = ['SIM_PARAMS', 'WORLD_PARAMS', 'SimWorld', 'SimStep', 'OdometryMeasurement', 'FixMeasurement',
-           'Reading', 'start_outside']
+           'FixEvent', 'Reading', 'start_outside']
 
 SIM_PARAMS = [
     Param('field', 'jacksboro-smooth', 'ground-truth field (field units, metres of elevation for the named ones): '
@@ -53,30 +63,55 @@ SIM_PARAMS = [
           'itself', choices=('ekf', 'pf'), read_only=True),
 ]
 
+#: fix events a world keeps (about 28 h of fixes at 1 Hz; bounds the memory of a long-running simulation)
+MAX_FIX_EVENTS = 100_000
+
 #: every parameter of the simulated world
-WORLD_PARAMS = SIM_PARAMS + ROVER_PARAMS + ODOMETRY_PARAMS + FIX_PARAMS + SENSOR_PARAMS
+WORLD_PARAMS = SIM_PARAMS + ROVER_PARAMS + ODOMETRY_PARAMS + FIX_PARAMS + SURFACING_PARAMS + SENSOR_PARAMS
 
 
 @dataclass
 class OdometryMeasurement:
-    """Wheel odometry of one step: measured body twist and its covariance.
+    """Odometry of one step: measured body twist and its covariance.
 
     Attributes:
         v, w: measured forward speed (m/s) and yaw rate (rad/s).
         vel_cov: (3, 3) covariance over (v, vy, w) of the error w.r.t. the true ground motion.
         twist_cov: (6, 6) covariance over (vx, vy, vz, wx, wy, wz), as in nav_msgs/Odometry.
+        vy: measured sideways speed (m/s; 0 but for a ``'ground_velocity'`` source).
     """
 
     v: float
     w: float
     vel_cov: np.ndarray
     twist_cov: np.ndarray
+    vy: float = 0.0
 
 
 @dataclass
 class FixMeasurement:
     """Absolute position fix: ``xy`` (2,) metres, map frame, with covariance ``cov`` (2, 2) m²."""
 
+    xy: np.ndarray
+    cov: np.ndarray
+
+
+@dataclass
+class FixEvent:
+    """One absolute fix the world gave.
+
+    Attributes:
+        t: its time (s).
+        source: ``'gnss'`` (fixes everywhere, ``fix_rate``), ``'beacon'`` (a fix source of ``fix_beacons``) or
+            ``'surface'`` (the surfacing action).
+        truth: where the rover truly was (2,), m.
+        xy: the fix (2,), m.
+        cov: its covariance (2, 2), m².
+    """
+
+    t: float
+    source: str
+    truth: np.ndarray
     xy: np.ndarray
     cov: np.ndarray
 
@@ -101,7 +136,9 @@ class SimStep:
         fix: position fix when due, else None.
         reading: field reading when due (and not dropped out), else None.
         reading_due: True when a reading was due (even if it dropped out).
-        fix_due: True when a fix was due (even if it was lost in the degraded zone).
+        fix_due: True when a fix was due (even if it was lost in the degraded zone or out of every fix
+            source's reach).
+        surfacing: True while the surfacing action holds the rover (the commands of this step were ignored).
     """
 
     t: float
@@ -112,6 +149,7 @@ class SimStep:
     reading: Reading | None
     reading_due: bool
     fix_due: bool = False
+    surfacing: bool = False
 
 
 def start_outside(params: Mapping[str, Any], field: Field) -> str | None:
@@ -158,14 +196,23 @@ class SimWorld:
         self._rng_slip, self._rng_odom, self._rng_fix, self._rng_reading = (
             np.random.default_rng(s) for s in ss.spawn(4))
         self._rng_zone = np.random.default_rng(ss.spawn(1)[0])    # fifth child: fix dropouts in the zone
+        rng_scale = np.random.default_rng(ss.spawn(1)[0])         # sixth: the odometry's scale error
+        self._rng_surface = np.random.default_rng(ss.spawn(1)[0])  # seventh: the surfacing fixes
         self.dt = 1.0 / float(p['sim_rate'])
         self.rover = DiffDriveRover(self.params, pose=(p['initial_x'], p['initial_y'], p['initial_yaw']))
         self.odometry = WheelOdometry(self.params)
+        if p['odom_scale_error_std'] > 0:
+            self.odometry.scale_error = float(rng_scale.normal(0.0, p['odom_scale_error_std']))
         self.fix_sensor = PositionFix(self.params)
+        self.surfacing = Surfacing(self.params)
         self.sensor = FieldSensor(field, rng=self._rng_reading, params=self.params)
         self.k = 0
         #: odometer: true path length driven so far (m), updated by every :meth:`step`
         self.distance_travelled = 0.0
+        #: true path length driven since the last absolute fix (or the start), m
+        self.distance_since_fix = 0.0
+        #: the absolute fixes given so far, in time order (the last :data:`MAX_FIX_EVENTS`)
+        self.fix_events: deque[FixEvent] = deque(maxlen=MAX_FIX_EVENTS)
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any] | None = None) -> 'SimWorld':
@@ -190,38 +237,62 @@ class SimWorld:
                                    self.odometry.twist_covariance(state))
         return SimStep(self.t, self.k, state, odom, None, None, False)
 
+    def request_surfacing(self) -> bool:
+        """Start the surfacing action now (:mod:`uncertain_bo.sim.surfacing`): the rover is held stopped for
+        ``surface_duration`` s and gets one fix (``surface_fix_std``) at its end. Returns False when one is
+        already under way."""
+        return self.surfacing.request(self.t)
+
     def step(self, v_cmd: float, w_cmd: float) -> SimStep:
-        """Execute ``(v_cmd, w_cmd)`` (m/s, rad/s) for one step of ``1 / sim_rate`` s.
+        """Execute ``(v_cmd, w_cmd)`` (m/s, rad/s) for one step of ``1 / sim_rate`` s (zero while the surfacing
+        action holds the rover).
 
         Returns:
             :class:`SimStep` with the ground truth and the measurements due at the new time; the fix carries
-            the covariance of the fix noise where the rover truly is (larger in the degraded zone).
+            the covariance of the fix noise where the rover truly is (larger in the degraded zone, the source's
+            own near a fix source, the surfacing fix's at the end of the action).
 
         Raises:
             ValueError: a non-finite command.
         """
+        held = self.surfacing.active
+        if held:
+            v_cmd = w_cmd = 0.0
         state = self.rover.step(v_cmd, w_cmd, self.dt, self._rng_slip)
         self.k += 1
         # constant body velocities over the step: the path's speed is constant, its length exact
-        self.distance_travelled += math.hypot(state.v, state.vy) * self.dt
-        v, w = self.odometry.measure(state, self._rng_odom)
+        step_length = math.hypot(state.v, state.vy) * self.dt
+        self.distance_travelled += step_length
+        self.distance_since_fix += step_length
+        v, vy, w = self.odometry.measure_twist(state, self._rng_odom)
         odom = OdometryMeasurement(v, w, self.odometry.velocity_covariance(state),
-                                   self.odometry.twist_covariance(state))
+                                   self.odometry.twist_covariance(state), vy)
         fix = None
+        source = None
         fix_due = self._due(self.params['fix_rate'])
+        xy = state.pose[:2]
         if fix_due:
-            xy = state.pose[:2]
             z = self.fix_sensor.measure(xy, self._rng_fix)      # drawn even if lost: streams stay aligned
             drop = self.fix_sensor.dropout_at(xy)
-            if not (drop > 0.0 and self._rng_zone.random() < drop):
+            if not (drop > 0.0 and self._rng_zone.random() < drop) and self.fix_sensor.available_at(xy):
                 fix = FixMeasurement(z, self.fix_sensor.covariance_at(xy))
+                source = 'beacon' if len(self.fix_sensor.beacons) else 'gnss'
+        if self.surfacing.ends_at(self.t):
+            std = self.params['surface_fix_std']
+            fix = FixMeasurement(xy + self._rng_surface.normal(0.0, std, 2), std ** 2 * np.eye(2))
+            source = 'surface'
+        if fix is not None:
+            self.distance_since_fix = 0.0
+            self.fix_events.append(FixEvent(self.t, source, xy.copy(), fix.xy.copy(), fix.cov.copy()))
+        if self.surfacing.due(self.distance_since_fix):
+            self.surfacing.request(self.t)
         reading = None
         reading_due = self._due(self.params['reading_rate'])
         if reading_due:
             value = self.sensor.read(state.pose[:2])
             if value is not None:
                 reading = Reading(value, self.sensor.variance)
-        return SimStep(self.t, self.k, state, odom, fix, reading, reading_due, fix_due)
+        return SimStep(self.t, self.k, state, odom, fix, reading, reading_due, fix_due, held)
 
     def _due(self, rate: float) -> bool:
         """True when a multiple of ``1 / rate`` lies in ``(t_{k-1}, t_k]`` (exact step arithmetic)."""
