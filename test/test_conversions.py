@@ -134,3 +134,43 @@ def test_twists():
     ts = cv.make_twist(0.3, -0.1, stamped=True, stamp=2.0, frame='base_link')
     assert isinstance(ts, TwistStamped) and cv.twist_from_msg(ts) == (0.3, -0.1)
     assert cv.from_time_msg(ts.header.stamp) == 2.0
+
+
+def test_the_heading_and_its_covariance_row_reach_the_pose_estimate():
+    # (x, y, yaw) of a 6x6 covariance over (x, y, z, roll, pitch, yaw): rows and columns 0, 1, 5, cross terms kept
+    from uncertain_bo.ros.rover_inputs import pose_estimate_from_msg
+    cov = np.diag([1.0, 2.0, 1e6, 1e6, 1e6, 0.09])
+    cov[0, 5] = cov[5, 0] = 0.2
+    cov[1, 5] = cov[5, 1] = -0.1
+    cov[0, 1] = cov[1, 0] = 0.4
+    assert np.array_equal(cv.ros_covariance_to_planar(cov.reshape(-1)),
+                          [[1.0, 0.4, 0.2], [0.4, 2.0, -0.1], [0.2, -0.1, 0.09]])
+    with pytest.raises(ValueError, match='36'):
+        cv.ros_covariance_to_planar(np.zeros(9))
+    for msg, source in ((cv.make_odometry(1.0, 'map', 'base_link', [3.0, 4.0], 2.5, cov), 'odometry'),
+                        (cv.make_pose_with_covariance(1.0, 'map', [3.0, 4.0], 2.5, cov), 'pose_with_covariance')):
+        p = pose_estimate_from_msg(msg, source)
+        assert p.yaw == pytest.approx(2.5) and np.array_equal(p.yaw_cov, [0.2, -0.1, 0.09])
+        assert np.array_equal(p.pose_covariance, cv.ros_covariance_to_planar(cov))
+    # an all-zero orientation (hand-written publishers) is no heading, and no error
+    msg = cv.make_odometry(1.0, 'map', 'base_link', [3.0, 4.0], 0.0, cov)
+    msg.pose.pose.orientation = Quaternion(x=0.0, y=0.0, z=0.0, w=0.0)
+    assert pose_estimate_from_msg(msg, 'odometry').yaw is None
+
+
+def test_each_particle_keeps_its_heading():
+    from rclpy.serialization import serialize_message
+    rng = np.random.default_rng(0)
+    pts, yaws = rng.normal(size=(200, 2)) * 5.0, rng.uniform(-math.pi, math.pi, 200)
+    msg = cv.make_pose_array(2.0, 'map', pts)
+    for p, yaw in zip(msg.poses, yaws):
+        p.orientation = cv.yaw_to_quaternion(yaw)
+    msg.poses[7].orientation = Quaternion(x=0.0, y=0.0, z=0.0, w=0.0)          # no rotation: no heading
+    want = yaws.copy()
+    want[7] = np.nan
+    raw = serialize_message(msg)
+    for cloud in (cv.pose_array_to_particles(msg), cv.pose_array_from_cdr(raw)):
+        assert np.allclose(cloud.yaws, want, rtol=0, atol=1e-12, equal_nan=True)
+    sub = cv.pose_array_from_cdr(raw, limit=50, rng=rng)
+    heading = {tuple(p): y for p, y in zip(pts, want)}
+    assert all(np.allclose(heading[tuple(p)], y, equal_nan=True) for p, y in zip(sub.samples, sub.yaws))

@@ -56,6 +56,18 @@ def test_reading_is_field_at_true_position(plane):
         assert s.reading.variance == 0.0
 
 
+def test_a_sensor_on_an_arm_reads_the_field_where_the_arm_holds_it(plane):
+    # sensor_offset (1.5, -0.5): 1.5 m forward, 0.5 m to the right of base_link, turned by the true heading
+    w = SimWorld(plane, {'reading_noise_std': 0.0, 'reading_rate': 20.0, 'sensor_offset': [1.5, -0.5]})
+    headings = []
+    for s in drive(w, 200, w=0.8):
+        x, y, yaw = s.truth.pose
+        sx, sy = x + 1.5 * np.cos(yaw) + 0.5 * np.sin(yaw), y + 1.5 * np.sin(yaw) - 0.5 * np.cos(yaw)
+        assert s.reading.value == pytest.approx(3.0 * sx - 2.0 * sy + 7.0, abs=1e-9)
+        headings.append(yaw)
+    assert np.ptp(headings) > 1.0           # the arm really turned
+
+
 def test_reading_noise_and_dropout(plane):
     rng = np.random.default_rng(0)
     sensor = FieldSensor(plane, noise_std=0.5, rng=rng)

@@ -171,9 +171,11 @@ class RoverInstance(Instance):
         def on_measurement(meas, rec) -> None:
             planner = mission.planner
             decision = [d for d in planner.decisions if d.index == meas.index][-1]
-            executed = torch.as_tensor(mission.world.true_pose[:2], dtype=DTYPE)
-            location = Gaussian(torch.as_tensor(meas.pose.xy, dtype=DTYPE).reshape(1, 2),
-                                torch.as_tensor(meas.pose.cov, dtype=DTYPE).reshape(1, 2, 2))
+            world = mission.world
+            executed = torch.as_tensor(world.sensor.position(world.true_pose), dtype=DTYPE)   # the sensor's
+            xy, cov = meas.place                        # where the reading was taken (the sensor)
+            location = Gaussian(torch.as_tensor(xy, dtype=DTYPE).reshape(1, 2),
+                                torch.as_tensor(cov, dtype=DTYPE).reshape(1, 2, 2))
             m = Measurement(executed, location, float(meas.reading.value),
                             extra={'timed_out': bool(meas.timed_out), 'sim_time': float(meas.reading.stamp),
                                    'distance_driven': float(mission.world.distance_travelled)})

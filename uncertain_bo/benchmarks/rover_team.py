@@ -86,8 +86,9 @@ class RoverTeamInstance(RoverInstance):
             member = team.members[rover]
             view = member.view
             executed = torch.as_tensor(member.host.truth, dtype=DTYPE)
-            location = Gaussian(torch.as_tensor(meas.pose.xy, dtype=DTYPE).reshape(1, 2),
-                                torch.as_tensor(meas.pose.cov, dtype=DTYPE).reshape(1, 2, 2))
+            xy, cov = meas.place                        # where the reading was taken (the sensor)
+            location = Gaussian(torch.as_tensor(xy, dtype=DTYPE).reshape(1, 2),
+                                torch.as_tensor(cov, dtype=DTYPE).reshape(1, 2, 2))
             m = Measurement(executed, location, float(meas.reading.value),
                             extra={'timed_out': bool(meas.timed_out), 'sim_time': float(meas.reading.stamp),
                                    'distance_driven': team.distance(), 'rover': rover,

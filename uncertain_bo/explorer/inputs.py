@@ -31,6 +31,10 @@
   (simulated time before the first ``/clock``) cannot be stamped and is rejected (``'no clock to stamp it'``).
 - Particle clouds are validated like covariances (finite, in range, weights finite, non-negative with a
   positive finite sum).
+- **The heading**, only with a ``sensor_offset`` (a sensor away from ``base_link``: :mod:`uncertain_bo.lever_arm`):
+  a pose without a finite heading, with a yaw covariance that makes the (x, y, yaw) covariance invalid, or a cloud
+  without one finite heading per particle is rejected (:func:`heading_problem`: ``'pose: no heading'``, ...). Without
+  an offset the heading is not looked at (a hand-written publisher's all-zero orientation costs nothing).
 - A valid pose that moved further from the accepted estimates (the last one and those up to 16 s before it) than
   the rover can have driven since (``max_speed``), given both covariances, is rejected as a glitch
   (``'pose: implausible jump'``) and reaches nothing: neither the pairing of measurements and en-route readings nor
@@ -60,11 +64,12 @@ from typing import Any, Callable
 import numpy as np
 
 from ..covariance import covariance_problem, particle_moments, weights_problem
+from ..lever_arm import pose_moments
 from .area import area_text, distance_outside
 from .pose_gate import PoseGate
 
 __all__ = ['PoseEstimate', 'Reading', 'InputStreams', 'MAX_ABS_COORDINATE', 'READING_QUEUE', 'WARN_PERIOD',
-           'STALE_REPLAY_AGE', 'WAIT', 'position_trace', 'psd_projection']
+           'STALE_REPLAY_AGE', 'WAIT', 'position_trace', 'psd_projection', 'heading_problem']
 
 log = logging.getLogger(__name__)
 
@@ -116,11 +121,44 @@ def psd_projection(cov: np.ndarray) -> np.ndarray:
     return np.array([[a, s], [s, d]])
 
 
+def heading_problem(pose: 'PoseEstimate', offset) -> tuple[str, str] | None:
+    """``(category, detail)`` of what is wrong with ``pose``'s heading for placing a sensor at ``offset`` ``(2,)`` m
+    (``sensor_offset``: :mod:`uncertain_bo.lever_arm`), or None: no heading (an orientation that is no rotation), a
+    non-finite one, a yaw covariance that makes the (x, y, yaw) covariance invalid, a cloud without one finite heading
+    per particle."""
+    need = f'sensor_offset = [{float(offset[0]):g}, {float(offset[1]):g}] m needs the heading of base_link'
+    if pose.samples is not None:
+        t = None if pose.sample_yaw is None else np.asarray(pose.sample_yaw, dtype=float).reshape(-1)
+        if t is None or t.shape[0] != np.asarray(pose.samples).shape[0]:
+            return 'particles without headings', f'{need}: the particle cloud must carry one heading per particle'
+        if not np.all(np.isfinite(t)):
+            return ('non-finite particle headings', f'{need}: a particle\'s orientation is no rotation (all-zero or '
+                    'non-finite quaternion)')
+    if pose.yaw is None or not math.isfinite(pose.yaw):
+        return ('no heading', f'{need}, and this pose has none (an all-zero or non-finite orientation quaternion: is '
+                'the localisation filling it in?)')
+    if pose.yaw_cov is not None:
+        row = np.asarray(pose.yaw_cov, dtype=float)
+        if row.shape != (3,):
+            return 'heading covariance wrong shape', f'yaw covariance row must be (3,), got shape {row.shape}'
+        reason = covariance_problem(pose.pose_covariance)
+        if reason:
+            return (f'heading covariance {reason.split(" (")[0]}',
+                    f'the (x, y, yaw) covariance {reason} (yaw row {row.tolist()})')
+    return None
+
+
 @dataclass(frozen=True)
 class PoseEstimate:
-    """A localisation estimate: stamp (s), frame, position mean ``(2,)`` m, covariance ``(2, 2)`` m², and
-    optionally the particle cloud it summarises: ``samples`` ``(m, 2)`` m with ``weights`` ``(m,)`` (None:
-    equal weights)."""
+    """A localisation estimate of ``base_link``: stamp (s), frame, position mean ``(2,)`` m, covariance ``(2, 2)``
+    m², and optionally the particle cloud it summarises: ``samples`` ``(m, 2)`` m with ``weights`` ``(m,)`` (None:
+    equal weights).
+
+    The heading, where the source gives one (a sensor mounted away from ``base_link`` needs it:
+    ``sensor_offset``, :mod:`uncertain_bo.lever_arm`): ``yaw`` (rad, REP-103: counter-clockwise from +x; None:
+    unknown), ``yaw_cov`` ``(3,)`` the yaw row of the (x, y, yaw) covariance: ``[cov(x, yaw) m·rad, cov(y, yaw)
+    m·rad, var(yaw) rad²]`` (None: zero, the heading known exactly), and ``sample_yaw`` ``(m,)`` each particle's
+    heading (rad)."""
 
     stamp: float
     frame_id: str
@@ -128,10 +166,26 @@ class PoseEstimate:
     cov: np.ndarray
     samples: np.ndarray | None = None
     weights: np.ndarray | None = None
+    yaw: float | None = None
+    yaw_cov: np.ndarray | None = None
+    sample_yaw: np.ndarray | None = None
+
+    @property
+    def pose_covariance(self) -> np.ndarray:
+        """``(3, 3)`` covariance over (x, y, yaw): :attr:`cov` bordered by :attr:`yaw_cov` (zeros where None)."""
+        c = np.zeros((3, 3))
+        c[:2, :2] = np.asarray(self.cov, dtype=float).reshape(2, 2)
+        if self.yaw_cov is not None:
+            row = np.asarray(self.yaw_cov, dtype=float).reshape(3)
+            c[2, :] = row
+            c[:2, 2] = row[:2]
+        return c
 
     @classmethod
-    def from_particles(cls, stamp: float, frame_id: str, samples, weights=None) -> 'PoseEstimate':
-        """Estimate of a particle cloud: the cloud plus its moment-matched mean and (population) covariance.
+    def from_particles(cls, stamp: float, frame_id: str, samples, weights=None, yaws=None) -> 'PoseEstimate':
+        """Estimate of a particle cloud: the cloud plus its moment-matched mean and (population) covariance; with
+        the particles' headings, also the circular mean heading and the yaw row of the (x, y, yaw) covariance
+        (:func:`uncertain_bo.lever_arm.pose_moments`).
 
         Not validated beyond what moment matching needs (the explorer validates on arrival); overflow
         gives non-finite moments, which the explorer rejects.
@@ -141,11 +195,13 @@ class PoseEstimate:
             frame_id: frame of the particles.
             samples: ``(m, 2)`` particle positions, m (``(m, k)`` with ``k > 2``: the first two columns).
             weights: ``(m,)`` non-negative weights with a positive finite sum (normalised here), or None.
+            yaws: ``(m,)`` the particles' headings, rad, or None (unknown; non-finite ones are kept as they are and
+                rejected on arrival only where a ``sensor_offset`` needs them).
 
         Raises:
-            ValueError: an empty cloud, samples not ``(m, >= 2)``, or weights that are not finite,
+            ValueError: an empty cloud, samples not ``(m, >= 2)``, weights that are not finite,
                 non-negative, one per particle with a positive finite sum
-                (:func:`uncertain_bo.covariance.particle_moments`).
+                (:func:`uncertain_bo.covariance.particle_moments`), or not one heading per particle.
         """
         x = np.asarray(samples, dtype=float)
         if x.ndim != 2 or x.shape[1] < 2:
@@ -155,7 +211,13 @@ class PoseEstimate:
         w = None if weights is None else np.asarray(weights, dtype=float).reshape(-1)
         if w is not None:
             w = w / w.sum()
-        return cls(float(stamp), frame_id, mean, cov, x, w)
+        if yaws is None:
+            return cls(float(stamp), frame_id, mean, cov, x, w)
+        t = np.array(yaws, dtype=float).reshape(-1)
+        if t.shape[0] != x.shape[0]:
+            raise ValueError(f'particle headings must be one per particle ({x.shape[0]}), got {t.shape[0]}')
+        pose, pose_cov = pose_moments(x, t, w)
+        return cls(float(stamp), frame_id, mean, cov, x, w, float(pose[2]), pose_cov[2].copy(), t)
 
 
 @dataclass(frozen=True)
@@ -539,6 +601,9 @@ class InputStreams:
                 problem = weights_problem(np.asarray(pose.weights, dtype=float).reshape(-1), x.shape[0])
                 if problem:
                     return 'invalid particle weights', f'particle {problem}'
+        offset = self.params.get('sensor_offset', (0.0, 0.0))
+        if any(float(v) != 0.0 for v in offset):
+            return heading_problem(pose, offset)
         return None
 
     def stamp_problem(self, stamp: float, now: float, max_age: float) -> tuple[str, str] | None:

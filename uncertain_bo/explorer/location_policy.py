@@ -1,4 +1,4 @@
-"""Which location distribution :math:`P^L_t` a measurement gets: a Gaussian, a particle cloud, or (for the GP)
+r"""Which location distribution :math:`P^L_t` a measurement gets: a Gaussian, a particle cloud, or (for the GP)
 the commanded target.
 
 The method decides what its GP trains on (:attr:`~uncertain_bo.planner.Planner.input_kind`; docs/architecture.md,
@@ -20,6 +20,17 @@ The method decides what its GP trains on (:attr:`~uncertain_bo.planner.Planner.i
 A run keeps one kind: a resumed journal's kind (and particle count) wins over the parameters, and a pose
 without particles in a run of empirical locations is stored as ``max_particles`` deterministic draws of its
 Gaussian.
+
+**Where the sensor is** (``sensor_offset``, :mod:`uncertain_bo.lever_arm`): this is the one place where a pose
+estimate of ``base_link`` becomes the location distribution of a reading (measurements, en-route readings and revised
+locations alike), so the lever arm is applied here and nowhere else. With an offset :math:`\mathbf r` the Gaussian is
+the exact mean and covariance of :math:`\mathbf p + R(\theta)\mathbf r` under the pose's Gaussian over (x, y, yaw)
+(:func:`~uncertain_bo.lever_arm.sensor_moments`: the heading's uncertainty times the arm, and its correlation with
+the position, join the covariance); a particle cloud is moved particle by particle with each one's own heading (no
+linearisation), and a Gaussian pose in a run of particles becomes draws of its (x, y, yaw) Gaussian moved so. A
+cloud in a run of Gaussians is summarised on arrival (its particles are dropped) by its (x, y, yaw) moments
+(:meth:`~uncertain_bo.explorer.inputs.PoseEstimate.from_particles`), whose exact sensor moments are then used. With
+the offset ``[0, 0]`` every location is bit for bit what it was without the parameter.
 """
 from __future__ import annotations
 
@@ -30,11 +41,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..covariance import particle_moments
 from ..distributions import DTYPE, Empirical, Gaussian, InvalidDistributionError, LocationDistributions
+from ..lever_arm import sensor_moments, sensor_position
 from ..planner import Planner
 from .inputs import PoseEstimate, psd_projection
 
-__all__ = ['LocationPolicy', 'resample_particles', 'takes_sample_sets']
+__all__ = ['LocationPolicy', 'planar_gaussian', 'resample_particles', 'takes_sample_sets']
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +88,21 @@ def takes_sample_sets(planner: Planner) -> bool:
     return planner.input_kind == 'samples'
 
 
+def planar_gaussian(pose: PoseEstimate) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean (3,), covariance (3, 3))`` of ``pose`` over (x m, y m, yaw rad): its position, heading and
+    :attr:`~uncertain_bo.explorer.inputs.PoseEstimate.pose_covariance` with the position block projected onto the
+    PSD cone as every stored location's is (:func:`~uncertain_bo.explorer.inputs.psd_projection`)."""
+    cov = pose.pose_covariance
+    cov[:2, :2] = psd_projection(pose.cov)
+    return np.array([pose.xy[0], pose.xy[1], pose.yaw], dtype=float), cov
+
+
 class LocationPolicy:
     """Turns pose estimates into the location distributions a run stores (see the module docstring).
 
     Args:
         planner: the run's planner (its method decides the kind; its resumed observations fix it).
-        params: the explorer's parameters (``max_particles``, ``seed``).
+        params: the explorer's parameters (``max_particles``, ``seed``, ``sensor_offset``).
 
     Attributes:
         kind: what the method's GP trains on (:attr:`~uncertain_bo.planner.Planner.input_kind`): ``'target'``,
@@ -88,6 +110,8 @@ class LocationPolicy:
         samples: ``kind == 'samples'`` (empirical location distributions are kept as such).
         stored_particles: the run's kind once decided: None (nothing stored yet), 0 (Gaussian) or the particle
             count of its empirical locations.
+        offset: ``(2,)`` the sensor in ``base_link``, m (``sensor_offset``; read-only, so read once).
+        lever_arm: the offset is not zero: readings are placed at the sensor, not at ``base_link``.
     """
 
     def __init__(self, planner: Planner, params: dict[str, Any]):
@@ -96,6 +120,8 @@ class LocationPolicy:
         self.kind = planner.input_kind
         self.samples = self.kind == 'samples'
         self.stored_particles = self._journal_particles(planner)
+        self.offset = np.array(params.get('sensor_offset', (0.0, 0.0)), dtype=float).reshape(2)
+        self.lever_arm = bool(np.any(self.offset != 0.0))
 
     def _journal_particles(self, planner: Planner) -> int | None:
         """Kind of the planner's existing locations: None (none yet), 0 (parametric) or the particle count."""
@@ -131,37 +157,67 @@ class LocationPolicy:
 
     def on_arrival(self, pose: PoseEstimate) -> PoseEstimate:
         """``pose`` with its particle cloud reduced to what the run stores: resampled to the run's particle
-        count (equal weights), or dropped when the run stores Gaussians."""
+        count (equal weights; each particle keeps its heading), or dropped when the run stores Gaussians."""
         m = self.wanted_particles()
         if m is None:
-            return replace(pose, samples=None, weights=None)
-        return replace(pose, samples=resample_particles(pose.samples, pose.weights, m, self.rng), weights=None)
+            return replace(pose, samples=None, weights=None, sample_yaw=None)
+        x, yaw = self._resampled(pose, m)
+        return replace(pose, samples=x, weights=None, sample_yaw=yaw)
+
+    def _resampled(self, pose: PoseEstimate, m: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """``m`` equally weighted particles of ``pose``'s cloud and their headings (None where it has none)."""
+        if pose.sample_yaw is None:
+            return resample_particles(pose.samples, pose.weights, m, self.rng), None
+        both = np.column_stack([pose.samples, pose.sample_yaw])     # the same draws as the positions alone
+        drawn = resample_particles(both, pose.weights, m, self.rng)
+        return np.ascontiguousarray(drawn[:, :2]), np.ascontiguousarray(drawn[:, 2])
+
+    def sensor_gaussian(self, pose: PoseEstimate) -> tuple[np.ndarray, np.ndarray]:
+        """``(mean (2,) m, covariance (2, 2) m²)`` of where the sensor was for ``pose`` (module docstring): ``pose``'s
+        own position and covariance without a lever arm; with one, the moments of its cloud moved particle by
+        particle, or the exact moments of its Gaussian over (x, y, yaw)."""
+        if not self.lever_arm:
+            return pose.xy, pose.cov
+        if pose.samples is not None and pose.sample_yaw is not None:
+            return particle_moments(sensor_position(pose.samples, pose.sample_yaw, self.offset), pose.weights)
+        return sensor_moments(*planar_gaussian(pose), self.offset)
 
     def location(self, pose: PoseEstimate, warn: bool = True) -> LocationDistributions:
-        """The location distribution stored for ``pose`` (batch of 1); ``warn``: log when a pose without particles
-        becomes draws of its Gaussian in a run of particles (not for a revised pose, which never has any)."""
-        gaussian = Gaussian(torch.as_tensor(pose.xy, dtype=DTYPE).reshape(1, 2),
-                            torch.as_tensor(psd_projection(pose.cov), dtype=DTYPE).reshape(1, 2, 2))
+        """The location distribution stored for ``pose`` (batch of 1): where the sensor was (module docstring);
+        ``warn``: log when a pose without particles becomes draws of its Gaussian in a run of particles (not for a
+        revised pose, which never has any)."""
+        xy, cov = self.sensor_gaussian(pose)
+        gaussian = Gaussian(torch.as_tensor(xy, dtype=DTYPE).reshape(1, 2),
+                            torch.as_tensor(psd_projection(cov), dtype=DTYPE).reshape(1, 2, 2))
         m = self.wanted_particles()
         if m is None or (self.stored_particles is None and pose.samples is None):
             return gaussian
         if pose.samples is not None:
-            x = pose.samples
+            x, yaw = pose.samples, pose.sample_yaw
             if len(x) != m or pose.weights is not None:   # (poses are reduced on arrival already)
-                x = resample_particles(x, pose.weights, m, self.rng)
+                x, yaw = self._resampled(pose, m)
+            if self.lever_arm:
+                x = sensor_position(x, yaw, self.offset)
             return Empirical(torch.as_tensor(x, dtype=DTYPE).reshape(1, m, 2))
         if warn:
             log.warning('pose without a particle cloud in a run of empirical locations: storing %d draws of its '
                         'Gaussian', m)
-        return Empirical(gaussian.sample(m, torch.Generator().manual_seed(int(self.rng.integers(2 ** 62)))))
+        generator = torch.Generator().manual_seed(int(self.rng.integers(2 ** 62)))
+        if not self.lever_arm:
+            return Empirical(gaussian.sample(m, generator))
+        mean, cov = planar_gaussian(pose)
+        draws = Gaussian(torch.as_tensor(mean, dtype=DTYPE).reshape(1, 3),
+                         torch.as_tensor(cov, dtype=DTYPE).reshape(1, 3, 3)).sample(m, generator)[0].numpy()
+        return Empirical(torch.as_tensor(sensor_position(draws[:, :2], draws[:, 2], self.offset),
+                                         dtype=DTYPE).reshape(1, m, 2))
 
-    @staticmethod
-    def describe(pose: PoseEstimate, location: LocationDistributions) -> str:
+    def describe(self, pose: PoseEstimate, location: LocationDistributions) -> str:
         """Where ``location`` came from, for the journal (``'pose -> gaussian'``, ``'particle cloud -> empirical
-        (160 particles)'``, ...)."""
+        (160 particles)'``, ``'pose -> gaussian at sensor_offset [0.8, 0.1] m'``, ...)."""
         return ('particle cloud' if pose.samples is not None else 'pose') + (
             f' -> empirical ({location.samples.shape[1]} particles)' if isinstance(location, Empirical)
-            else ' -> gaussian')
+            else ' -> gaussian') + (f' at sensor_offset [{self.offset[0]:g}, {self.offset[1]:g}] m'
+                                    if self.lever_arm else '')
 
     def stored(self, location: LocationDistributions) -> None:
         """Record that ``location`` was stored: the first stored location fixes the run's kind."""

@@ -108,7 +108,7 @@ class Measuring:
         self._en_route_from = np.asarray(pose.xy, dtype=float).copy()
         self._en_route_due = None
         self.budget.measured(now - self._stop_start)
-        m = Measurement(index, self.target.copy(), pose, reading, self._timed_out)
+        m = Measurement(index, self.target.copy(), pose, reading, self._timed_out, location)
         if self.decider is not None:
             # the recommendation refits the GP when the schedule says so (seconds): on the decider, so that the
             # host's executor keeps taking poses and readings meanwhile (they would queue up and arrive stale)

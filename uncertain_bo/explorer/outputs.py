@@ -8,6 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ..distributions import LocationDistributions
 from ..planner import Recommendation
 from .inputs import PoseEstimate, Reading
 
@@ -16,13 +17,24 @@ __all__ = ['ExplorerOutputs', 'Measurement']
 
 @dataclass(frozen=True)
 class Measurement:
-    """A stored measurement (what went into the planner)."""
+    """A stored measurement (what went into the planner): its index, target ``(2,)`` m, the pose estimate of
+    ``base_link`` it was paired with, the reading, whether the goal timed out, and the location distribution stored
+    for it (batch of 1: where the sensor was, :class:`~uncertain_bo.explorer.location_policy.LocationPolicy`)."""
 
     index: int
     target: np.ndarray
     pose: PoseEstimate
     reading: Reading
     timed_out: bool
+    location: LocationDistributions | None = None
+
+    @property
+    def place(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(mean (2,) m, covariance (2, 2) m²)`` of where the reading was taken: the stored location's (the sensor's),
+        else the pose estimate's."""
+        if self.location is None:
+            return np.asarray(self.pose.xy, dtype=float), np.asarray(self.pose.cov, dtype=float)
+        return self.location.mean[0].cpu().numpy(), self.location.covariance[0].cpu().numpy()
 
 
 class ExplorerOutputs(Protocol):

@@ -38,6 +38,14 @@ EXPLORER_PARAMS = [
     Param('frame_id', 'map', 'world-fixed frame of pose estimates and goals. Poses in any other frame are rejected. '
           'A map-frame estimate with absolute corrections: an odom-frame covariance grows without bound',
           read_only=True),
+    Param('sensor_offset', [0.0, 0.0], 'where the sensor (probe) is on the rover: [x, y] in base_link (REP-103: x '
+          'forward, y left), m. Each reading is placed at the sensor, not at base_link: the pose estimate\'s position '
+          'plus this offset turned by its heading, with the heading\'s uncertainty times the offset in its location '
+          'covariance (exact moments of a Gaussian pose over x, y and yaw; each particle of a cloud moved by its own '
+          'heading). [0, 0]: the sensor at base_link. Non-zero: pose estimates must carry a heading (orientation) '
+          'and are otherwise rejected. Goals and the pose gate stay base_link\'s: where the sensor measures around a '
+          'target depends on the heading the rover arrives with (docs/field_robots.md, "A sensor away from '
+          'base_link")', range=(-1000.0, 1000.0), length=2, read_only=True),
     Param('method', 'ugp_ucb', "BO method (registry name). 'ugp_ucb': GP over location distributions (Oliveira et "
           "al. 2019); 'igp_ucb': GP-UCB on the commanded targets; 'airbo': MMD kernel over sample sets (Yang et al. "
           "2023). The GP kernel follows the input type: with pose_source 'particle_cloud' a sample-based method "

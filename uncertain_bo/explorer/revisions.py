@@ -22,7 +22,9 @@ reading's own stamp and hands the planner the revisions (:meth:`~uncertain_bo.pl
   that republishes its whole path every second journals nothing new while nothing moves;
 - **what it becomes**: the location distribution a new pose would get (:class:`~uncertain_bo.explorer.
   location_policy.LocationPolicy`): a Gaussian, or in a run of particles ``max_particles`` draws of the revised
-  Gaussian;
+  Gaussian; with a ``sensor_offset``, at the sensor for the revised pose's heading (a revised pose needs one then;
+  without a yaw covariance the heading counts as exact, and with ``keep_covariance`` the stored covariance, the
+  sensor's already, is kept as it is: only the mean moves);
 - **its stamp**: the trajectory's (the message's header stamp): the planner rejects and counts revisions older than
   a reading's last one or than the pose it was stored with (``'revision: out of order'``), so a late, stale
   trajectory changes nothing.
@@ -36,10 +38,12 @@ from __future__ import annotations
 import bisect
 import logging
 import math
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
 
+from ..lever_arm import wrap_angle
 from ..planner_revisions import LocationRevision, RevisionOutcome
 from .inputs import PoseEstimate, position_trace
 
@@ -52,11 +56,12 @@ log = logging.getLogger('uncertain_bo.explorer.state_machine')
 HELD_TRAJECTORIES = 8
 
 
-def pose_at(trajectory: Sequence[PoseEstimate], stamp: float, tolerance: float) -> tuple[np.ndarray,
-                                                                                         np.ndarray] | None:
-    """The revised pose ``(mean (2,), covariance (2, 2))`` at ``stamp`` (s) of a ``trajectory`` sorted by stamp: the
-    linear interpolation between the poses around ``stamp`` when both lie within ``tolerance`` (s) of it, the nearer
-    one when only it does, None when neither does (module docstring)."""
+def pose_at(trajectory: Sequence[PoseEstimate], stamp: float, tolerance: float) -> PoseEstimate | None:
+    """The revised pose at ``stamp`` (s) of a ``trajectory`` sorted by stamp (a :class:`~uncertain_bo.explorer.inputs.
+    PoseEstimate` stamped ``stamp``, without particles): the linear interpolation between the poses around ``stamp``
+    when both lie within ``tolerance`` (s) of it (of the mean, the covariance, and where both have them of the heading
+    along the shorter arc and of the yaw covariance row), the nearer one when only it does, None when neither does
+    (module docstring)."""
     stamps = [p.stamp for p in trajectory]
     i = bisect.bisect_left(stamps, stamp)
     after = trajectory[i] if i < len(trajectory) else None
@@ -65,13 +70,18 @@ def pose_at(trajectory: Sequence[PoseEstimate], stamp: float, tolerance: float) 
     near_after = after is not None and after.stamp - stamp <= tolerance
     if near_before and near_after and after.stamp > before.stamp:
         w = (stamp - before.stamp) / (after.stamp - before.stamp)
-        return ((1 - w) * np.asarray(before.xy) + w * np.asarray(after.xy),
-                (1 - w) * np.asarray(before.cov) + w * np.asarray(after.cov))
-    if near_after:
-        return np.asarray(after.xy, dtype=float), np.asarray(after.cov, dtype=float)
-    if near_before:
-        return np.asarray(before.xy, dtype=float), np.asarray(before.cov, dtype=float)
-    return None
+        yaw = yaw_cov = None
+        if before.yaw is not None and after.yaw is not None:
+            yaw = float(wrap_angle(before.yaw + w * wrap_angle(after.yaw - before.yaw)))
+        if before.yaw_cov is not None and after.yaw_cov is not None:
+            yaw_cov = (1 - w) * np.asarray(before.yaw_cov, dtype=float) + w * np.asarray(after.yaw_cov, dtype=float)
+        return PoseEstimate(stamp, before.frame_id, (1 - w) * np.asarray(before.xy) + w * np.asarray(after.xy),
+                            (1 - w) * np.asarray(before.cov) + w * np.asarray(after.cov), yaw=yaw, yaw_cov=yaw_cov)
+    nearer = after if near_after else before if near_before else None
+    if nearer is None:
+        return None
+    return PoseEstimate(stamp, nearer.frame_id, np.asarray(nearer.xy, dtype=float), np.asarray(nearer.cov, dtype=float),
+                        yaw=nearer.yaw, yaw_cov=nearer.yaw_cov)
 
 
 class Revising:
@@ -121,17 +131,16 @@ class Revising:
             revised = pose_at(valid, reading.stamp, tolerance)
             if revised is None:
                 continue
-            xy, cov = revised
             old = current[reading.key]
-            if keep_covariance:
-                cov = old.covariance[0].cpu().numpy()
+            if keep_covariance:   # the stored location's covariance, the sensor's: no second lever arm on it
+                revised = replace(revised, cov=old.covariance[0].cpu().numpy(), yaw_cov=None)
+            xy, cov = self.locations.sensor_gaussian(revised)
             moved = float(np.linalg.norm(xy - old.mean[0].cpu().numpy()))
             spread = abs(math.sqrt(max(position_trace(cov), 0.0))
                          - math.sqrt(max(float(old.covariance[0].trace()), 0.0)))
             if max(moved, spread) <= min_shift:
                 continue
-            location = self.locations.location(PoseEstimate(reading.stamp, self.params['frame_id'], xy, cov),
-                                               warn=False)
+            location = self.locations.location(replace(revised, frame_id=self.params['frame_id']), warn=False)
             revisions.append(LocationRevision(reading.key, location, float(stamp), source))
         if not revisions:
             return outcome

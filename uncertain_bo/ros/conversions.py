@@ -23,19 +23,21 @@ from std_msgs.msg import Float64, Header
 from ..covariance import covariance_problem, particle_moments
 
 __all__ = [
-    'StampedPose', 'StampedParticles', 'READING_TYPES', 'XY_INDICES',
-    'ros_covariance_to_xy', 'xy_covariance_to_ros', 'validate_position_covariance',
+    'StampedPose', 'StampedParticles', 'READING_TYPES', 'XY_INDICES', 'PLANAR_INDICES',
+    'ros_covariance_to_xy', 'ros_covariance_to_planar', 'xy_covariance_to_ros', 'validate_position_covariance',
     'odometry_to_pose', 'pose_with_covariance_to_pose', 'pose_array_to_particles', 'particles_to_pose',
     'pose_array_from_cdr', 'particle_cloud_from_cdr', 'particle_cloud_to_particles', 'compose_planar',
     'invert_planar', 'map_to_odom',
     'make_pose_array', 'pose_stamped_to_xy_yaw', 'path_to_points',
     'reading_from_msg', 'make_reading', 'twist_from_msg', 'make_twist',
     'make_odometry', 'make_pose_stamped', 'make_path', 'make_pose_with_covariance',
-    'to_time_msg', 'from_time_msg', 'yaw_to_quaternion', 'quaternion_to_yaw', 'make_header',
+    'to_time_msg', 'from_time_msg', 'yaw_to_quaternion', 'quaternion_to_yaw', 'quaternions_to_yaw', 'make_header',
 ]
 
 #: flat indices of the (x, y) block in a row-major 6x6 covariance: xx, xy, yx, yy
 XY_INDICES = (0, 1, 6, 7)
+#: rows (and columns) of x, y and yaw in a 6x6 pose covariance over (x, y, z, roll, pitch, yaw)
+PLANAR_INDICES = (0, 1, 5)
 
 #: reading type name -> (message class, value field); Float64 has no header (no stamp).
 READING_TYPES = {
@@ -130,6 +132,18 @@ def quaternion_to_yaw(q: Quaternion) -> float:
     return math.atan2(2.0 * (q.w * q.z + q.x * q.y), q.w * q.w + q.x * q.x - q.y * q.y - q.z * q.z)
 
 
+def quaternions_to_yaw(xyzw: np.ndarray) -> np.ndarray:
+    """Yaw (rad, in [-pi, pi]) of each row ``(x, y, z, w)`` of an ``(m, 4)`` array of quaternions, as
+    :func:`quaternion_to_yaw`; NaN for a zero or non-finite quaternion (no rotation at all)."""
+    q = np.asarray(xyzw, dtype=float).reshape(-1, 4)
+    x, y, z, w = q.T
+    with np.errstate(invalid='ignore', over='ignore'):
+        yaw = np.arctan2(2.0 * (w * z + x * y), w * w + x * x - y * y - z * z)
+        bad = ~np.all(np.isfinite(q), axis=1) | np.all(q == 0.0, axis=1)
+    yaw[bad] = np.nan
+    return yaw
+
+
 # ---------------------------------------------------------------------------------------- covariance
 def ros_covariance_to_xy(cov36: Sequence[float]) -> np.ndarray:
     """(2, 2) position block (x, y) of a row-major 6x6 ROS covariance (flat indices 0, 1, 6, 7).
@@ -141,6 +155,19 @@ def ros_covariance_to_xy(cov36: Sequence[float]) -> np.ndarray:
     if c.size != 36:
         raise ValueError(f'a ROS pose covariance has 36 entries (row-major 6x6), got {c.size}')
     return np.array([[c[0], c[1]], [c[6], c[7]]])
+
+
+def ros_covariance_to_planar(cov36: Sequence[float]) -> np.ndarray:
+    """(3, 3) block over (x, y, yaw) of a row-major 6x6 ROS pose covariance (rows and columns 0, 1, 5): the
+    position block of :func:`ros_covariance_to_xy` bordered by the yaw row and column, m², m·rad, rad².
+
+    Raises:
+        ValueError: ``cov36`` does not have 36 entries.
+    """
+    c = np.asarray(cov36, dtype=float).reshape(-1)
+    if c.size != 36:
+        raise ValueError(f'a ROS pose covariance has 36 entries (row-major 6x6), got {c.size}')
+    return c.reshape(6, 6)[np.ix_(PLANAR_INDICES, PLANAR_INDICES)].copy()
 
 
 def xy_covariance_to_ros(cov_xy: np.ndarray, yaw_var: float = 0.0, other_var: float = 0.0) -> np.ndarray:
@@ -212,18 +239,26 @@ class StampedParticles:
         samples: (m, 2) particle positions, metres.
         weights: (m,) weights (normalised where the cloud becomes a location distribution), or None for equal
             weights (PoseArray carries none).
+        yaws: (m,) particle headings from their orientations, rad (NaN for an orientation that is no rotation), or
+            None when not read.
     """
 
     stamp: float
     frame_id: str
     samples: np.ndarray
     weights: np.ndarray | None = None
+    yaws: np.ndarray | None = None
 
 
 def pose_array_to_particles(msg: PoseArray) -> StampedParticles:
-    """Particle positions of a ``geometry_msgs/PoseArray`` (orientations are ignored). No validation."""
+    """Particle positions and headings of a ``geometry_msgs/PoseArray``. No validation."""
     pts = np.array([[p.position.x, p.position.y] for p in msg.poses], dtype=float).reshape(-1, 2)
-    return StampedParticles(from_time_msg(msg.header.stamp), msg.header.frame_id, pts)
+    return StampedParticles(from_time_msg(msg.header.stamp), msg.header.frame_id, pts,
+                            yaws=_yaws(p.orientation for p in msg.poses))
+
+
+def _yaws(orientations) -> np.ndarray:
+    return quaternions_to_yaw(np.array([[q.x, q.y, q.z, q.w] for q in orientations], dtype=float).reshape(-1, 4))
 
 
 #: float64 fields of one serialised cloud element: geometry_msgs/Pose (position 3, orientation 4) and, for
@@ -249,7 +284,7 @@ def pose_array_from_cdr(raw: bytes, limit: int | None = None,
         rng: generator of the subsample (default: a fresh unseeded one).
 
     Returns:
-        The cloud: stamp (s), frame_id, ``(m, 2)`` positions in metres, equal weights.
+        The cloud: stamp (s), frame_id, ``(m, 2)`` positions in metres, equal weights, ``(m,)`` headings.
 
     Raises:
         ValueError: the buffer is shorter than its header says (truncated or not a PoseArray).
@@ -275,7 +310,8 @@ def particle_cloud_from_cdr(raw: bytes, limit: int | None = None, rng: np.random
             default: ``nav2_msgs.msg.ParticleCloud``.
 
     Returns:
-        The cloud: stamp (s), frame_id, ``(m, 2)`` positions in metres and ``(m,)`` weights as published
+        The cloud: stamp (s), frame_id, ``(m, 2)`` positions in metres, ``(m,)`` headings, and ``(m,)`` weights as
+        published
         (validated and normalised where they become a location distribution:
         :meth:`~uncertain_bo.explorer.PoseEstimate.from_particles`, :func:`uncertain_bo.covariance.weights_problem`).
 
@@ -292,17 +328,18 @@ def particle_cloud_from_cdr(raw: bytes, limit: int | None = None, rng: np.random
 
 
 def particle_cloud_to_particles(msg) -> StampedParticles:
-    """Particle positions and weights of a ``nav2_msgs/msg/ParticleCloud`` message (orientations are ignored).
-    No validation."""
+    """Particle positions, weights and headings of a ``nav2_msgs/msg/ParticleCloud`` message. No validation."""
     pts = np.array([[p.pose.position.x, p.pose.position.y] for p in msg.particles], dtype=float).reshape(-1, 2)
     weights = np.array([p.weight for p in msg.particles], dtype=float)
-    return StampedParticles(from_time_msg(msg.header.stamp), msg.header.frame_id, pts, weights)
+    return StampedParticles(from_time_msg(msg.header.stamp), msg.header.frame_id, pts, weights,
+                            _yaws(p.pose.orientation for p in msg.particles))
 
 
 def _cloud_from_cdr(raw: bytes, limit: int | None, rng: np.random.Generator | None, doubles: int,
                     fallback) -> StampedParticles:
-    """A serialised header-and-sequence cloud whose elements are ``doubles`` float64 (the pose's position first;
-    with 8, the weight last), subsampled to ``limit``; ``fallback()`` reads an encoding other than classic CDR."""
+    """A serialised header-and-sequence cloud whose elements are ``doubles`` float64 (the pose's position, then its
+    orientation (x, y, z, w); with 8, the weight last), subsampled to ``limit``; ``fallback()`` reads an encoding
+    other than classic CDR."""
     buf = memoryview(raw)
     if len(buf) < 4 or bytes(buf[0:2]) not in (b'\x00\x00', b'\x00\x01'):
         return _subsample(fallback(), limit, rng)
@@ -337,7 +374,8 @@ def _cloud_from_cdr(raw: bytes, limit: int | None, rng: np.random.Generator | No
         index = np.sort(rng.choice(count, size=limit, replace=False))
     kept = elements if index is None else elements[index]
     weights = np.array(kept[:, 7], dtype=float) if doubles == _PARTICLE_DOUBLES else None
-    return StampedParticles(sec + nanosec * 1e-9, frame_id, np.array(kept[:, :2], dtype=float), weights)
+    return StampedParticles(sec + nanosec * 1e-9, frame_id, np.array(kept[:, :2], dtype=float), weights,
+                            quaternions_to_yaw(kept[:, 3:7]))
 
 
 def _deserialize(raw: bytes, msg_type):
@@ -351,7 +389,8 @@ def _subsample(cloud: StampedParticles, limit: int | None, rng: np.random.Genera
         return cloud
     index = np.sort((rng or np.random.default_rng()).choice(m, size=limit, replace=False))
     weights = None if cloud.weights is None else cloud.weights[index]
-    return StampedParticles(cloud.stamp, cloud.frame_id, cloud.samples[index], weights)
+    yaws = None if cloud.yaws is None else cloud.yaws[index]
+    return StampedParticles(cloud.stamp, cloud.frame_id, cloud.samples[index], weights, yaws)
 
 
 def particles_to_pose(cloud: StampedParticles) -> StampedPose:

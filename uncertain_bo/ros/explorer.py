@@ -347,11 +347,12 @@ class ExplorerNode(Node):
     def measured(self, m: Measurement, rec: Recommendation) -> None:
         self.recommendation = rec
         self._maps_dirty = True
-        sd = math.sqrt(max(position_trace(m.pose.cov) / 2.0, 0.0))
+        xy, cov = m.place                                         # where the reading was taken (the sensor)
+        sd = math.sqrt(max(position_trace(cov) / 2.0, 0.0))
         fmt = ValueFormat.of(self.explorer.planner.y.tolist())    # the decimals the readings' spread asks for
         self.get_logger().info(
             f"measurement {m.index + 1}/{self.p['max_measurements']}: reading {fmt(m.reading.value)} at "
-            f"({m.pose.xy[0]:.2f}, {m.pose.xy[1]:.2f}) ± {sd:.2f} m (target ({m.target[0]:.2f}, "
+            f"({xy[0]:.2f}, {xy[1]:.2f}) ± {sd:.2f} m (target ({m.target[0]:.2f}, "
             f"{m.target[1]:.2f}){', goal timed out' if m.timed_out else ''}); best so far "
             f"({rec.target[0]:.2f}, {rec.target[1]:.2f}) μ̂ = {fmt.pm(rec.mean, rec.std)}")
 

@@ -7,8 +7,9 @@ its fixed-lag or batch graph, in the map frame), LIO-SAM's ``lio_sam/mapping/pat
 optimised graph after a loop closure or a GNSS factor). The topic is the parameter ``revised_path_topic`` (empty:
 off). A ``nav_msgs/Path`` has no covariance: each revised pose gets ``revised_path_std``² I (the back end's accuracy
 after optimisation), or, with ``revised_path_std`` 0, each reading keeps its stored covariance and only its mean
-moves. The revision's stamp is the message header's (the time of the optimisation), or its newest pose's when the
-header stamp is 0 (publishers that leave it unset). Each pose's own stamp and frame are used (its header's, else the
+moves (with a ``sensor_offset``: to the sensor at the revised pose and heading; a Path has no heading covariance).
+The revision's stamp is the message header's (the time of the optimisation), or its newest pose's when the header
+stamp is 0 (publishers that leave it unset). Each pose's own stamp and frame are used (its header's, else the
 message's). Subscribed best effort, keep last 1: compatible with reliable and best-effort publishers; a newer path
 supersedes an older one.
 
@@ -24,7 +25,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from ..explorer import Explorer, PoseEstimate
-from .conversions import from_time_msg
+from .conversions import from_time_msg, quaternion_to_yaw
 
 __all__ = ['poses_from_path', 'subscribe_revised_path', 'revise', 'SOURCE']
 
@@ -44,8 +45,12 @@ def poses_from_path(msg: Path, std: float) -> tuple[list[PoseEstimate], float]:
     poses = []
     for p in msg.poses:
         stamp = from_time_msg(p.header.stamp)
+        try:
+            yaw = quaternion_to_yaw(p.pose.orientation)     # where a sensor_offset places the readings
+        except ValueError:
+            yaw = None
         poses.append(PoseEstimate(stamp if stamp > 0 else header_stamp, p.header.frame_id or msg.header.frame_id,
-                                  np.array([p.pose.position.x, p.pose.position.y], dtype=float), cov))
+                                  np.array([p.pose.position.x, p.pose.position.y], dtype=float), cov, yaw=yaw))
     stamp = header_stamp if header_stamp > 0 else max((p.stamp for p in poses), default=0.0)
     return poses, stamp
 

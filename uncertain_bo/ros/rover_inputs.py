@@ -38,7 +38,7 @@ from ..explorer import Explorer, PoseEstimate, Reading
 from ..parameters import ParameterError
 from .conversions import (READING_TYPES, from_time_msg, particle_cloud_from_cdr, particle_cloud_to_particles,
                           pose_array_from_cdr, pose_array_to_particles, quaternion_to_yaw, reading_from_msg,
-                          ros_covariance_to_xy)
+                          ros_covariance_to_planar, ros_covariance_to_xy)
 
 __all__ = ['RoverInputs', 'RoverMessages', 'InputWatch', 'POSE_SOURCES', 'PARTICLE_CLOUD_TYPES', 'pose_message_type',
            'pose_estimate_from_msg', 'node_clock_now', 'node_clock_ns', 'seconds', 'sim_time', 'type_name',
@@ -101,14 +101,19 @@ def pose_estimate_from_msg(msg, pose_source: str) -> PoseEstimate:
         ValueError: the message cannot be read (bad quaternion, empty particle cloud, ...).
     """
     if pose_source in ('odometry', 'pose_with_covariance'):
-        # position and covariance only: the orientation is not needed (and often left all-zero by
-        # hand-written publishers, which must not cost the measurement)
+        # the heading only matters with a sensor_offset (inputs.heading_problem): an orientation that is no rotation
+        # (hand-written publishers leave it all-zero) must not cost the measurement otherwise
         pos = msg.pose.pose.position
+        try:
+            yaw = quaternion_to_yaw(msg.pose.pose.orientation)
+        except ValueError:
+            yaw = None
         return PoseEstimate(from_time_msg(msg.header.stamp), msg.header.frame_id,
-                            np.array([pos.x, pos.y], dtype=float), ros_covariance_to_xy(msg.pose.covariance))
+                            np.array([pos.x, pos.y], dtype=float), ros_covariance_to_xy(msg.pose.covariance),
+                            yaw=yaw, yaw_cov=ros_covariance_to_planar(msg.pose.covariance)[2])
     if pose_source == 'particle_cloud':
         cloud = pose_array_to_particles(msg) if hasattr(msg, 'poses') else particle_cloud_to_particles(msg)
-        return PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples, cloud.weights)
+        return PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples, cloud.weights, cloud.yaws)
     raise ValueError(f'unknown pose_source {pose_source!r}')
 
 
@@ -184,7 +189,7 @@ class RoverMessages:
         """A serialised particle cloud (of ``particle_cloud_type``) that arrived at ``now``."""
         try:
             cloud = self._read_cloud(raw, self.p['cloud_receive_limit'], self._cloud_rng)
-            pose = PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples, cloud.weights)
+            pose = PoseEstimate.from_particles(cloud.stamp, cloud.frame_id, cloud.samples, cloud.weights, cloud.yaws)
         except (ValueError, TypeError, IndexError) as exc:
             self.explorer.received['poses'] += 1
             self.explorer.reject('pose', 'malformed message', str(exc))

@@ -310,11 +310,12 @@ class TeamExplorerNode(Node):
     def measured(self, rover: _Rover, m: Measurement, rec: Recommendation) -> None:
         self.recommendation = self.team.record(rover.name, rec)
         self._maps_dirty = True
-        sd = math.sqrt(max(float(m.pose.cov[0][0] + m.pose.cov[1][1]) / 2.0, 0.0))
+        xy, cov = m.place                                   # where the reading was taken (the sensor)
+        sd = math.sqrt(max(float(cov[0][0] + cov[1][1]) / 2.0, 0.0))
         fmt = ValueFormat.of(self.planner.y.tolist())       # the decimals the readings' spread asks for
         self.get_logger().info(
             f"{rover.name}: measurement {self.planner.n}/{self.p['max_measurements']} of the team: reading "
-            f'{fmt(m.reading.value)} at ({m.pose.xy[0]:.2f}, {m.pose.xy[1]:.2f}) ± {sd:.2f} m; best so far '
+            f'{fmt(m.reading.value)} at ({xy[0]:.2f}, {xy[1]:.2f}) ± {sd:.2f} m; best so far '
             f'({rec.target[0]:.2f}, {rec.target[1]:.2f}) μ̂ = {fmt.pm(rec.mean, rec.std)}')
 
     def _finish(self, completed: bool) -> None:

@@ -93,7 +93,7 @@ class MissionResult:
         planner: the planner with every observation.
         measurements: stored measurements in order.
         recommendations: the planner's recommendation after each measurement.
-        true_positions: ``(n, 2)`` where each reading was really taken, m.
+        true_positions: ``(n, 2)`` where each reading was really taken (the sensor's true position), m.
         sim_time: simulated duration, s.
         wall_time: wall-clock duration, s.
         completed: the explorer finished before ``max_sim_time``: all measurements taken, or a budget spent
@@ -260,14 +260,17 @@ class RoverLoop:
         if s.fix is not None:
             ekf.add_fix(s.t, s.fix.xy, s.fix.cov)
         ekf.add_odometry(s.t, s.odometry.v, s.odometry.w, s.odometry.vel_cov, vy=s.odometry.vy)
-        host.truth = s.truth.pose[:2]
+        host.truth = self.world.sensor.position(s.truth.pose)      # where a reading is taken: the sensor
         host.position = ekf.xy.copy()
         if s.reading is not None:
             explorer.on_reading(Reading(s.t, s.reading.value, s.reading.variance))
         if self.pf:
-            explorer.on_pose(PoseEstimate.from_particles(s.t, self.frame, ekf.particles[:, :2], ekf.weights))
+            particles = ekf.particles
+            explorer.on_pose(PoseEstimate.from_particles(s.t, self.frame, particles[:, :2], ekf.weights,
+                                                         particles[:, 2]))
         else:
-            explorer.on_pose(PoseEstimate(s.t, self.frame, ekf.xy.copy(), ekf.cov_xy.copy()))
+            explorer.on_pose(PoseEstimate(s.t, self.frame, ekf.xy.copy(), ekf.cov_xy.copy(), yaw=float(ekf.pose[2]),
+                                          yaw_cov=ekf.covariance[2].copy()))
         if s.step % self.tick_every == 0:
             explorer.tick(s.t)
             if explorer.state is State.DONE:

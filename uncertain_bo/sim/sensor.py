@@ -1,7 +1,9 @@
-"""Scalar field sensor: reads the field at the rover's **true** position, plus reading noise.
+"""Scalar field sensor: reads the field at the sensor's **true** position, plus reading noise.
 
 The explorer only ever knows the location distribution from its filter; the reading itself is taken where
-the rover really is. This gap is the input uncertainty the BO methods model.
+the sensor really is: at the rover's reference point (``base_link``), or with ``sensor_offset`` on an arm or a mast
+away from it, at the true pose's position plus the offset turned by the true heading
+(:func:`uncertain_bo.lever_arm.sensor_position`). This gap is the input uncertainty the BO methods model.
 """
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from uncertain_bo.lever_arm import sensor_position
 from uncertain_bo.parameters import Param
 from uncertain_bo.sim.field import Field
 from uncertain_bo.sim.rover import _ensure, _has_all
@@ -25,6 +28,10 @@ SENSOR_PARAMS = [
     Param('reading_rate', 1.0, 'readings per simulated second (Hz); 0 disables readings', range=(0.0, 100.0)),
     Param('reading_dropout_prob', 0.0, 'probability that a due reading is lost (not published) '
           '(probability in [0, 1])', range=(0.0, 1.0)),
+    Param('sensor_offset', [0.0, 0.0], "where the simulated sensor is on the rover: [x, y] in base_link (x forward, y "
+          "left), m; it reads the field there, at the true position plus this offset turned by the true heading. Give "
+          "the explorer's sensor_offset the same value to tell it (0, 0: at base_link)", range=(-1000.0, 1000.0),
+          length=2, read_only=True),
 ]
 
 
@@ -76,6 +83,14 @@ class FieldSensor:
     def variance(self) -> float:
         """Reading noise variance (field units²), published with each reading."""
         return self.noise_std ** 2
+
+    def position(self, pose_true) -> np.ndarray:
+        """Where the sensor truly is, ``(2,)`` m, for the rover's true pose ``(x, y, yaw)`` (m, m, rad)."""
+        pose = np.asarray(pose_true, dtype=float)
+        offset = self.params.get('sensor_offset', (0.0, 0.0))
+        if not any(offset):
+            return pose[:2]
+        return sensor_position(pose[:2], pose[2], offset)
 
     def read(self, xy_true) -> float | None:
         """A noisy reading at the true position ``xy_true`` (2,) metres, or None if it dropped out."""

@@ -289,7 +289,7 @@ class SimWorld:
         reading = None
         reading_due = self._due(self.params['reading_rate'])
         if reading_due:
-            value = self.sensor.read(state.pose[:2])
+            value = self.sensor.read(self.sensor.position(state.pose))
             if value is not None:
                 reading = Reading(value, self.sensor.variance)
         return SimStep(self.t, self.k, state, odom, fix, reading, reading_due, fix_due, held)
