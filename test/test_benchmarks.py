@@ -265,7 +265,8 @@ def _read_csv(path):
     ('rkhs2d', 'ugp_ucb,igp_ucb,uei', 6, ['--mismatch', '1,2', '--n-jobs', '2', '--n-initial', '3']),
     ('michalewicz4d', 'ugp_ucb,igp_ucb,uei', 12, ['--n-jobs', '1', '--raw-samples', '128', '--refit-every', '5']),
     # simulated missions: a method, plain GP-UCB and the three baselines (lawnmower, random, BoTorch's robust loop)
-    ('rover', 'ugp_ucb,gp_ucb,lawnmower,random,botorch_robust', 7, ['--n-jobs', '2', '--raw-samples', '128']),
+    ('rover', 'ugp_ucb,gp_ucb,lawnmower,random,botorch_robust', 4,
+     ['--n-jobs', '2', '--raw-samples', '128', '--n-initial', '2']),
 ])
 def test_bench_and_plot_commands_smoke(problem, methods, iterations, extra, tmp_path, capsys):
     out = tmp_path / problem
