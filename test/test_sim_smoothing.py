@@ -12,6 +12,7 @@ from uncertain_bo.parameters import config_path
 from uncertain_bo.sim.drift import initial_estimate
 from uncertain_bo.sim.ekf import PlanarEKF
 from uncertain_bo.sim.mission import Mission, mission_parameters
+from uncertain_bo.sim.report import summarize
 
 ODOM_COV = np.diag([1e-4, 1e-4, 1e-5])
 
@@ -83,6 +84,13 @@ def test_smoothing_on_fixes_re_places_readings_nearer_the_truth_once_in_the_jour
     assert np.allclose(resumed.observations.locations.mean.numpy(), now, rtol=0, atol=1e-12)
     assert np.allclose(resumed.observations.locations.covariance.numpy(),
                        planner.observations.locations.covariance.numpy(), rtol=0, atol=1e-12)
+    summary = summarize(tmp_path, mission.field, np.diag([0.75 ** 2] * 2))    # the report: before and after
+    revised = {r['index'] for r in revisions if r['revises'] == 'observation'}
+    assert summary['readings_revised'] == len({(r['revises'], r['index']) for r in revisions}) and revised
+    for i, row in enumerate(summary['per_measurement']):
+        assert np.allclose(row['location_mean'], now[i], rtol=0, atol=1e-9)
+        assert ('location_mean_as_taken' in row) == (i in revised)
+        assert np.allclose(row.get('location_mean_as_taken', now[i]), taken[i], rtol=0, atol=1e-9)
 
 
 def test_without_smoothing_every_reading_keeps_its_filtered_location(tmp_path):
