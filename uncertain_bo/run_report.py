@@ -27,7 +27,7 @@ from .plot_style import MAP_MARKER, legend_outside, scatter_targets, unit_label
 from .units import reading_unit
 
 __all__ = ['summarize_run', 'plot_field_run', 'run_search_bounds', 'measured_place', 'run_totals', 'reading_label',
-           'draw_revisions']
+           'draw_revisions', 'reading_locations', 'revision_totals']
 
 
 def reading_label(what: str, params: dict[str, Any]) -> str:
@@ -67,6 +67,24 @@ def measured_place(record: dict[str, Any], search_bounds: list[float] | None) ->
         return mean
     lo, hi = search_bounds[0::2], search_bounds[1::2]
     return [min(max(v, a), b) for v, a, b in zip(mean, lo, hi)]
+
+
+def reading_locations(journal: Any, record: dict, revisions: dict) -> dict[str, Any]:
+    """A stored reading's place in a report: ``location_mean``, where the model holds it (its last revision, else where
+    it was taken), and for a revised one ``location_mean_as_taken`` (``revisions``: :attr:`~uncertain_bo.journal.
+    Journal.revisions`)."""
+    from .journal import location_from_record
+
+    out = {'location_mean': journal.location(record, revisions).mean[0].tolist()}
+    if (record.get('type', 'observation'), record['index']) in revisions:
+        out['location_mean_as_taken'] = location_from_record(record['location']).mean[0].tolist()
+    return out
+
+
+def revision_totals(revisions: dict) -> dict[str, int]:
+    """``readings_revised`` and ``revisions`` (records) of a journal's
+    :attr:`~uncertain_bo.journal.Journal.revisions`."""
+    return {'readings_revised': len(revisions), 'revisions': sum(len(v) for v in revisions.values())}
 
 
 def draw_revisions(ax: Any, journal: Any, color: str = 'red') -> int:
@@ -134,7 +152,7 @@ def summarize_run(run_dir: str | Path) -> dict[str, Any]:
     Raises:
         uncertain_bo.journal.JournalError: no journal in ``run_dir``, or a damaged one.
     """
-    from .journal import Journal, location_from_record
+    from .journal import Journal
 
     run_dir = Path(run_dir)
     journal = Journal(run_dir / 'journal.jsonl', read_only=True)   # never touches a running mission's file
@@ -146,11 +164,9 @@ def summarize_run(run_dir: str | Path) -> dict[str, Any]:
     revisions = journal.revisions
     for r in obs:
         row = {'index': r['index'], 'target': r['target'], 'y': r['y'],
-               'location_mean': journal.location(r, revisions).mean[0].tolist(),   # revised, where it was
+               **reading_locations(journal, r, revisions),          # revised, where it was
                'distance_driven_m': r.get('distance_driven_m'), 'mission_time_s': r.get('mission_time_s'),
                'goal_timed_out': bool(r.get('goal_timed_out', False))}
-        if ('observation', r['index']) in revisions:
-            row['location_mean_as_taken'] = location_from_record(r['location']).mean[0].tolist()
         if r['index'] in recs:
             row.update(recommendation=recs[r['index']]['target'], predicted_robust_value=recs[r['index']]['mean'])
         per.append(row)
@@ -170,8 +186,7 @@ def summarize_run(run_dir: str | Path) -> dict[str, Any]:
         'predicted_std': last['std'] if last else None,
         'readings': ({'min': min(ys), 'max': max(ys), 'mean': float(np.mean(ys))} if ys else None),
         **run_totals(run_dir, obs),
-        'readings_revised': len(revisions),
-        'revisions': sum(len(v) for v in revisions.values()),
+        **revision_totals(revisions),
         'targets_skipped': len(zones),
         'keep_out_zones': [{k: z.get(k) for k in ('index', 'centre', 'radius', 'reason')} for z in zones],
         'decision_seconds': [d['seconds'] for d in journal.records   # 'seconds' is optional in the journal

@@ -136,7 +136,10 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
         :attr:`~uncertain_bo.benchmarks.base.Instance.regret_scale` (the rover problems:
         :math:`g^* - \\operatorname{median} g`) the three regrets divided by it (``rec_nregret``,
         ``reading_nregret``, ``best_visited_nregret``, the demo's normalised regret); and, for simulated
-        missions, the cumulative true path length ``distance_driven`` (m) and ``sim_time`` (s) at the reading.
+        missions, the cumulative true path length ``distance_driven`` (m) and ``sim_time`` (s) at the reading;
+        where the localiser revised stored readings (``ekf.smooth_on_fix``), ``location_mean_revised``: the
+        measurement's location mean in the model at the end (``location_mean`` is where it was taken), and
+        ``final['revisions_applied']``.
         Each record also carries ``rec_<name>`` for every value of the instance's
         :meth:`~uncertain_bo.benchmarks.base.Instance.extra_values` at the recommendation (e.g. the quadrature
         problems' empirical mean and ρ-regrets at other radii), and ``final`` repeats the last as
@@ -188,6 +191,10 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
     t_start = time.perf_counter()
     planner = inst.drive(meth, settings, seed, iterations, record)
     wall = time.perf_counter() - t_start
+    revised = planner.observations.locations if planner.revisions_applied else None
+    if revised is not None and len(revised.mean) == len(records):   # where the model holds each reading at the end
+        for r, mean in zip(records, revised.mean):
+            r['location_mean_revised'] = _vec(mean)
     rules = {}
     if records:
         from ..acquisition.recommendation import RECOMMENDATION_RULES
@@ -207,6 +214,7 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
              'best_visited_normalised_regret': last.get('best_visited_nregret'),
              'distance_driven_m': last.get('distance_driven'), 'mission_time_s': last.get('sim_time'),
              'edge_fraction': _edge_fraction(planner), 'en_route_readings': planner.n_en_route, **rules,
+             **({'revisions_applied': planner.revisions_applied} if planner.revisions_applied else {}),
              **{f'extra_{k[4:]}': v for k, v in last.items() if k.startswith('rec_') and k[4:] in extra_names}}
     return {'spec': spec.to_json(), 'instance': {**inst.info(), 'optimum_value': g_star,
                                                  'optimum': _vec(x_star)},

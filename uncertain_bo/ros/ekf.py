@@ -12,7 +12,13 @@ Thin wrapper around :class:`uncertain_bo.sim.ekf.PlanarEKF`:
 * publishes the REP-105 TF tree ``map -> odom -> base_link`` on ``/tf`` with it (``odom -> base_link``
   is the wheel odometry's dead-reckoned pose, ``map -> odom`` the correction that makes the chain equal
   the estimate), as robot_localization does on a real rover; where ``tf2_msgs`` is not installed (the
-  PyPI ROS wheels have none) the node says so once and publishes no TF.
+  PyPI ROS wheels have none) the node says so once and publishes no TF;
+* with ``smooth_on_fix``, publishes the revised past on ``smoothed_path`` (``nav_msgs/Path``, frame ``map_frame``,
+  header stamped with the filter time of the smoothing, each pose with its own step's stamp and smoothed heading):
+  the last ``smoothing_lag`` seconds of steps, fixed-lag RTS smoothed, whenever a fix ends a dead-reckoning stretch
+  and when a stretch of fixes ends (:meth:`~uncertain_bo.sim.ekf.PlanarEKF.revised_past`); an explorer with
+  ``revised_path_topic: smoothed_path`` re-places its stored readings on it (a ``nav_msgs/Path`` carries no
+  covariance: with ``revised_path_std`` 0 only the readings' means move).
 
 The filter runs on message stamps (sim time with ``use_sim_time: true``). The first odometry message sets
 the filter time; a stamp jumping back by more than ``time_jump_reset`` seconds (restarted simulation,
@@ -28,7 +34,7 @@ from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import PoseWithCovarianceStamped
-from nav_msgs.msg import Odometry
+from nav_msgs.msg import Odometry, Path
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
@@ -150,8 +156,8 @@ class LocaliserNode(Node):
         gap = stamp - self.ekf.t
         if gap > self.p['max_odometry_gap']:
             self.get_logger().warning(f'wheel odometry gap of {gap:.1f} s; not integrating it')
-            self.ekf.inflate((self.p['max_linear_vel_for_gaps'] * gap) ** 2, math.pi ** 2)
             self.ekf.t = stamp
+            self.ekf.inflate((self.p['max_linear_vel_for_gaps'] * gap) ** 2, math.pi ** 2)
         self.ekf.add_odometry(stamp, v, w, vel_cov, vy=vy)
         self.publish_estimate(stamp, msg)
         self.n_published += 1
@@ -211,9 +217,25 @@ class EkfNode(LocaliserNode):
 
     def __init__(self, node_name: str = 'ekf', **kwargs: Any):
         super().__init__(node_name, **kwargs)
+        self._smoothed_pub = (self.create_publisher(Path, 'smoothed_path', RELIABLE_10) if self.p['smooth_on_fix']
+                              else None)
+        self.n_smoothed_published = 0
 
     def make_filter(self, t0: float) -> PlanarEKF:
         return PlanarEKF(self.p, t0=t0)
+
+    def publish_estimate(self, stamp: float, odom: Odometry) -> None:
+        """As :meth:`LocaliserNode.publish_estimate`, then the smoothed past on ``smoothed_path`` when a smoothing is
+        due (module docstring)."""
+        super().publish_estimate(stamp, odom)
+        past = self.ekf.revised_past() if self._smoothed_pub is not None else None
+        if past is None:
+            return
+        frame = self.p['map_frame']
+        msg = Path(header=cv.make_header(self.ekf.t, frame))
+        msg.poses = [cv.make_pose_stamped(float(t), frame, x[:2], float(x[2])) for t, x in zip(past.t, past.x)]
+        self._smoothed_pub.publish(msg)
+        self.n_smoothed_published += 1
 
 
 def main(args=None) -> None:

@@ -28,13 +28,23 @@ filtered and predicted state and Jacobian, and give the Rauch-Tung-Striebel smoo
 smoother): after a fix that ends a long dead-reckoning leg, every past pose of the leg moves towards the truth
 and its covariance shrinks, which is what a reading taken on the leg should be re-placed with.
 
+**Fixed-lag smoothing on fixes** (``smooth_on_fix``): the filter keeps the last ``smoothing_lag`` seconds of steps
+(memory and the cost of a smoothing bounded by the lag, not the mission) and :meth:`PlanarEKF.revised_past` gives the
+smoothed window when a smoothing is due: at a fix fused after at least ``smoothing_min_gap`` s without one (a
+dead-reckoning stretch ends), and once more when fixes stop for ``smoothing_min_gap`` s after fixes fused since the
+last smoothing (a beacon's later fixes, which refine the heading and the scale error, revise the past again); never
+between fixes in a stretch of them. The in-process mission hands it to the explorer
+(:mod:`uncertain_bo.sim.smoothing`), the ``ekf`` node publishes it (``smoothed_path``).
+
 :meth:`PlanarEKF.add_odometry` / :meth:`PlanarEKF.add_fix` handle message time stamps: a fix stamped after
 the filter time waits until odometry has propagated the state up to it, so the result does not depend on
 the order in which the two streams arrive.
 """
 from __future__ import annotations
 
+import itertools
 import math
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -78,6 +88,15 @@ EKF_PARAMS = [
           "sim_rover's odom_scale_error_std): > 0 adds it to the state, every measured speed is multiplied by (1 + "
           'the estimate) and fixes taken while driving estimate it; 0 = the three-state filter', range=(0.0, 0.3),
           read_only=True),
+    Param('smooth_on_fix', False, 'revise the past on absolute fixes: keep the last smoothing_lag s of steps and '
+          'smooth them (fixed-lag extended RTS) at a fix after smoothing_min_gap s without one, and when fixes stop '
+          'for that long; the in-process mission re-places the stored readings at the smoothed poses, the ekf node '
+          'publishes them as nav_msgs/Path on smoothed_path (docs/gnss_denied.md)', read_only=True),
+    Param('smoothing_lag', 900.0, 'how far back smooth_on_fix revises (s): the steps kept and smoothed (10 a second at '
+          'sim_rate 10, about 20 us each per smoothing)', range=(1.0, 1e5), read_only=True),
+    Param('smoothing_min_gap', 5.0, 'smooth_on_fix: a fix after this long without one ends a dead-reckoning stretch, '
+          'and fixes stopping for this long end a stretch of fixes; both smooth the past (s; 0 = at every fix)',
+          range=(0.0, 1e5), read_only=True),
     Param('unobserved_variance', 1e6, 'variance reported for the unobserved z, roll and pitch in the 6x6 '
           'pose covariance (m², rad²); large but finite', range=(1.0, 1e12)),
 ]
@@ -134,10 +153,16 @@ class PlanarEKF(ExtendedKalmanFilter, StampedFusion):
         if n == 4:
             self.P[3, 3] = scale_std ** 2
         self._H = np.eye(2, n)
-        self._history: dict[str, list] | None = None
+        self._history: dict[str, deque] | None = None
+        self._lag: float | None = None
         self.t = float(t0)
         self._u = (0.0, 0.0, 0.0, 0.0)  # (v, vy, w, dt) for predict_x
         self._init_fusion()
+        self._last_fix_t: float | None = None   # filter time of the last fused fix
+        self._smoothing_due = False             # a fix ended a dead-reckoning stretch
+        self._fixes_unsmoothed = False          # fixes fused since the last smoothing
+        if params['smooth_on_fix']:
+            self.keep_history(lag=float(params['smoothing_lag']))
 
     # ------------------------------------------------------------------ state access
     @property
@@ -190,12 +215,16 @@ class PlanarEKF(ExtendedKalmanFilter, StampedFusion):
             self._predict_once(v, vy, w, h, S)
             if self._history is not None:
                 hist = self._history
-                hist['t'].append(self.t + (i + 1) * h)
+                t = self.t + (i + 1) * h
+                hist['t'].append(t)
                 hist['F'].append(self.F.copy())
                 hist['x_pred'].append(self.x[:, 0].copy())
                 hist['P_pred'].append(self.P.copy())
                 hist['x'].append(self.x[:, 0].copy())
                 hist['P'].append(self.P.copy())
+                while self._lag is not None and hist['t'][0] < t - self._lag:   # fixed lag: drop the oldest step
+                    for v in hist.values():
+                        v.popleft()
 
     def _predict_once(self, v, vy, w, dt, S):
         k = 1.0 + self.scale_error         # the measured speeds over the estimated scale error
@@ -245,19 +274,28 @@ class PlanarEKF(ExtendedKalmanFilter, StampedFusion):
         if self._history is not None:       # the filtered state at this step's time is now the updated one
             self._history['x'][-1] = self.x[:, 0].copy()
             self._history['P'][-1] = self.P.copy()
+        gap = math.inf if self._last_fix_t is None else self.t - self._last_fix_t
+        self._last_fix_t = self.t
+        if gap >= float(self.params['smoothing_min_gap']):
+            self._smoothing_due = True
+        else:
+            self._fixes_unsmoothed = True
 
     # ------------------------------------------------------------------ the revised past
-    def keep_history(self, enabled: bool = True) -> None:
+    def keep_history(self, enabled: bool = True, lag: float | None = None) -> None:
         """Start (or stop, dropping it) keeping every step's filtered and predicted state from now on, for
-        :meth:`smoothed`. Memory: about 0.5 kB a step (36,000 steps, an hour at 10 Hz: 18 MB)."""
+        :meth:`smoothed`: all of them (``lag`` None), or those of the last ``lag`` seconds (a fixed lag). Memory:
+        about 0.5 kB a step (36,000 steps, an hour at 10 Hz: 18 MB)."""
         self._history = None
+        self._lag = lag
         if enabled:
-            self._history = {'t': [self.t], 'x': [self.x[:, 0].copy()], 'P': [self.P.copy()], 'F': [None],
-                             'x_pred': [None], 'P_pred': [None]}
+            self._history = {'t': deque([self.t]), 'x': deque([self.x[:, 0].copy()]), 'P': deque([self.P.copy()]),
+                             'F': deque([None]), 'x_pred': deque([None]), 'P_pred': deque([None])}
 
-    def smoothed(self) -> SmoothedTrajectory:
-        """The Rauch-Tung-Striebel smoothed states of every step since :meth:`keep_history`, given every odometry
-        message and fix fused so far (the last one equals the current estimate).
+    def smoothed(self, since: float | None = None) -> SmoothedTrajectory:
+        """The Rauch-Tung-Striebel smoothed states of the steps kept (:meth:`keep_history`), given every odometry
+        message and fix fused so far (the last one equals the current estimate); with ``since`` (s) only the steps from
+        the last one at or before it on (the backward pass stops there).
 
         Raises:
             RuntimeError: no history is kept.
@@ -265,24 +303,45 @@ class PlanarEKF(ExtendedKalmanFilter, StampedFusion):
         hist = self._history
         if hist is None:
             raise RuntimeError('no history: call keep_history() before the steps to be smoothed')
-        xs, Ps = np.array(hist['x']), np.array(hist['P'])
+        t = np.fromiter(hist['t'], float, len(hist['t']))
+        i0 = 0 if since is None else max(0, int(np.searchsorted(t, since, side='right')) - 1)
+        tail = {k: list(itertools.islice(v, i0, None)) for k, v in hist.items()}
+        xs, Ps = np.array(tail['x']), np.array(tail['P'])
         for k in range(len(xs) - 2, -1, -1):
-            F, P_pred = hist['F'][k + 1], hist['P_pred'][k + 1]
+            F, P_pred = tail['F'][k + 1], tail['P_pred'][k + 1]
             C = np.linalg.solve(P_pred, F @ Ps[k]).T        # P_k F^T P_pred^-1 (both covariances symmetric)
-            d = xs[k + 1] - hist['x_pred'][k + 1]
+            d = xs[k + 1] - tail['x_pred'][k + 1]
             d[2] = wrap_angle(d[2])
             xs[k] = xs[k] + C @ d
             xs[k, 2] = wrap_angle(xs[k, 2])
             Ps[k] = Ps[k] + C @ (Ps[k + 1] - P_pred) @ C.T
             Ps[k] = 0.5 * (Ps[k] + Ps[k].T)
-        return SmoothedTrajectory(np.array(hist['t']), xs, Ps)
+        return SmoothedTrajectory(t[i0:], xs, Ps)
+
+    def smoothing_due(self) -> bool:
+        """With ``smooth_on_fix``: whether :meth:`revised_past` would smooth now (module docstring)."""
+        if self._history is None or not self.params['smooth_on_fix']:
+            return False
+        ended = (self._fixes_unsmoothed and self._last_fix_t is not None
+                 and self.t - self._last_fix_t >= float(self.params['smoothing_min_gap']))
+        return self._smoothing_due or ended
+
+    def revised_past(self, since: float | None = None) -> SmoothedTrajectory | None:
+        """With ``smooth_on_fix``: the smoothed window (:meth:`smoothed` from ``since`` on, s) when a smoothing is
+        due (:meth:`smoothing_due`; call after fusing each step), else None. Without it: None."""
+        if not self.smoothing_due():
+            return None
+        self._smoothing_due = self._fixes_unsmoothed = False
+        return self.smoothed(since)
 
     def inflate(self, var_xy: float, var_yaw: float) -> None:
         """Add ``var_xy`` (m²) to the x and y variances and ``var_yaw`` (rad²) to the heading variance (e.g. over
-        an odometry gap that was not integrated)."""
+        an odometry gap that was not integrated). A kept history starts again here: no smoothing through the gap."""
         self.P[0, 0] += var_xy
         self.P[1, 1] += var_xy
         self.P[2, 2] += var_yaw
+        if self._history is not None:
+            self.keep_history(lag=self._lag)
 
 
 def _displacement(th: float, v: float, vy: float, w: float, dt: float) -> np.ndarray:

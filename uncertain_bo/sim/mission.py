@@ -28,6 +28,7 @@ from .particle_filter import PF_PARAMS, ParticleFilter
 from .field import Field
 from .pure_pursuit import PURE_PURSUIT_PARAMS, PurePursuit
 from .rover import PositionFix
+from .smoothing import revise_stored_readings
 from .world import WORLD_PARAMS, SimWorld
 
 __all__ = ['Mission', 'MissionResult', 'MissionHost', 'RoverLoop',
@@ -260,6 +261,7 @@ class RoverLoop:
         if s.fix is not None:
             ekf.add_fix(s.t, s.fix.xy, s.fix.cov)
         ekf.add_odometry(s.t, s.odometry.v, s.odometry.w, s.odometry.vel_cov, vy=s.odometry.vy)
+        revise_stored_readings(ekf, explorer, self.frame)     # ekf.smooth_on_fix: the revised past after a fix
         host.truth = self.world.sensor.position(s.truth.pose)      # where a reading is taken: the sensor
         host.position = ekf.xy.copy()
         if s.reading is not None:

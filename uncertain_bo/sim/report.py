@@ -32,7 +32,8 @@ from ..journal import Journal
 from ..output_files import replacing, save_figure, write_text
 from ..planner import Planner
 from ..plot_style import MAP_MARKER, legend_outside, scatter_targets, unit_label
-from ..run_report import draw_revisions, measured_place, run_search_bounds, run_totals
+from ..run_report import (draw_revisions, measured_place, reading_locations, revision_totals, run_search_bounds,
+                          run_totals)
 from ..units import ValueFormat
 from .field import Field
 from .robust_optimum import robust_optimum
@@ -112,7 +113,7 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
         if best is None or r['y'] > best[0]:
             best = (r['y'], g_star - g_place)
         row = {'index': r['index'], 'target': target.tolist(), 'y': r['y'],
-               'location_mean': journal.location(r, revisions).mean[0].tolist(),     # revised, where it was
+               **reading_locations(journal, r, revisions),         # revised, where it was (and where it was taken)
                'target_robust_value': g_t, 'uncertain_inputs_regret': g_star - g_t,
                'highest_reading_normalised_regret': best[1] / span if span > 0 else math.nan,
                'distance_driven_m': r.get('distance_driven_m'), 'true_path_length_m': d,
@@ -152,6 +153,7 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
         'decision_seconds': [d['seconds'] for d in decisions if 'seconds' in d],   # optional in the journal
         'decision_seconds_median_acquisition': _median(
             [d['seconds'] for d in decisions if d.get('phase') == 'acquisition' and 'seconds' in d]),
+        **revision_totals(revisions),
         'per_measurement': per,
         **_explorer_result(run_dir),
         **(extra or {}),
