@@ -80,8 +80,10 @@ def test_launch_ros_file_wildcards_and_namespaces_resolve_as_rcl_does(tmp_path, 
     ('explorer:\n  ros__parameters:\n    search_bounds: [0.0, 500.0, 0.0, 40.0]\nsim_rover:\n  ros__parameters:\n'
      '    field_extent: [0.0, 200.0, 0.0, 200.0]\n', r"is not inside sim_rover's field_extent"),
     ('explorer:\n  ros__parameters:\n    beta: [1,\n', r'is not valid YAML'),
+    ('explorer:\n  ros__parameters:\n    fix_sources: [40.0, 40.0, 10.0]\n',
+     r"'fix_sources' = \[40.0, 40.0, 10.0\] is invalid: expected x, y, radius, cost for each fix source"),
 ], ids=['unknown key', 'misspelt node', 'reversed bounds', 'mixed array', 'out of range', 'reading type',
-        'missing field', 'bounds outside the field', 'broken YAML'])
+        'missing field', 'bounds outside the field', 'broken YAML', 'fix sources not in fours'])
 def test_a_mistake_is_one_error_line_and_exit_2(text, expect, tmp_path, monkeypatch, capsys):
     code, out, err = check([write(tmp_path, text)], tmp_path, monkeypatch, capsys)
     assert code == 2 and len(err) == 1 and err[0].startswith('error: '), err
