@@ -56,7 +56,7 @@ def fix_sources_problem(values: Any) -> str | None:
     v = np.asarray(values, dtype=float).ravel()
     if v.size % 4:
         return (f"parameter 'fix_sources' = {list(values)!r} is invalid: expected x, y, radius, cost for each fix "
-                f'source (a multiple of 4 numbers: m, m, m, m of detour it costs), got {v.size}')
+                f'source (a multiple of 4 numbers, metres; cost: metres of detour), got {v.size}')
     if np.any(v.reshape(-1, 4)[:, 2:] < 0):
         return f"parameter 'fix_sources' = {list(values)!r} is invalid: each source needs a radius >= 0 and a cost >= 0"
     return None
