@@ -84,9 +84,11 @@ def test_launch_ros_file_wildcards_and_namespaces_resolve_as_rcl_does(tmp_path, 
      r"'sensor_offset' = \[nan, 0.5\] is invalid: not a finite number"),
     ('sim_rover:\n  ros__parameters:\n    sensor_offset: [1.5, 0.0, 0.3]\n',
      r"'sensor_offset' = \[1.5, 0.0, 0.3\] is invalid: expected 2 elements, got 3"),
+    ('explorer:\n  ros__parameters:\n    fix_sources: [40.0, 40.0, 10.0]\n',
+     r"'fix_sources' = \[40.0, 40.0, 10.0\] is invalid: expected x, y, radius, cost for each fix source"),
 ], ids=['unknown key', 'misspelt node', 'reversed bounds', 'mixed array', 'out of range', 'reading type',
         'missing field', 'bounds outside the field', 'broken YAML', 'non-finite sensor offset',
-        'sensor offset of three'])
+        'sensor offset of three', 'fix sources not in fours'])
 def test_a_mistake_is_one_error_line_and_exit_2(text, expect, tmp_path, monkeypatch, capsys):
     code, out, err = check([write(tmp_path, text)], tmp_path, monkeypatch, capsys)
     assert code == 2 and len(err) == 1 and err[0].startswith('error: '), err

@@ -548,3 +548,16 @@ def test_en_route_readings_over_ros(sim):
     assert s.run(lambda: p.diag()[2].get('en-route readings') == str(planner.n_en_route))
     result = json.loads((s.node.run_dir / 'explorer_result.json').read_text())
     assert result['en_route_readings'] == planner.n_en_route and result['measurements'] == 1
+
+
+def test_the_surfacing_request_goes_out_on_surface_only_when_something_listens(context, tmp_path):
+    """The explorer node's surfacing action (explorer/relocalising.py, surface_cost > 0): std_msgs/Empty on
+    surface; with nothing subscribed it says it cannot (the explorer then does not wait for a fix)."""
+    from std_msgs.msg import Empty
+    with wall_clock_run(context, tmp_path) as (node, probe, ex):
+        assert node.request_surfacing() is False
+        asked = []
+        probe.node.create_subscription(Empty, 'surface', lambda m: asked.append(m), 10)
+        assert spin_until(ex, lambda: node.surface_pub.get_subscription_count() > 0)
+        assert node.request_surfacing() is True
+        assert spin_until(ex, lambda: len(asked) == 1)

@@ -254,3 +254,20 @@ def test_a_stamped_command_from_before_the_last_step_does_not_answer_it(context,
         assert (sim.steps, sim.timeout_steps) == (3, 1)
     finally:
         sim.destroy_node()
+
+
+def test_the_surface_topic_starts_the_surfacing_action(context):
+    """An explorer that decides to re-localise by surfacing publishes std_msgs/Empty on surface: the rover is held
+    for surface_duration, once (a second request while under way changes nothing)."""
+    sim = SimRoverNode(context=context, parameter_overrides=parameter_overrides(
+        {'status_period': 0.0, 'surface_duration': 30.0}))
+    try:
+        rover = sim.rovers[0]
+        assert '/surface' in {s.topic_name for s in sim.subscriptions}
+        assert not rover.world.surfacing.active
+        sim._on_surface(rover)
+        sim._on_surface(rover)
+        assert rover.world.surfacing.active and rover.world.surfacing.count == 1
+        assert rover.world.surfacing.until == pytest.approx(rover.world.t + 30.0)
+    finally:
+        sim.destroy_node()

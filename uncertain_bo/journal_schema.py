@@ -18,6 +18,8 @@ writer of the same version can add some)::
     keep_out        index*, centre*, radius*, reason, wall_time
     resume          measurements*, lost_indices*, lost_en_route_indices*, records_skipped*, wall_time
     revision        revises*, index*, stamp*, location*, source, wall_time, rover, seq
+    relocalisation  phase*, index*, position*, kind, source, centre, target, sigma_l, lengthscale, threshold,
+                    detour_m, cost_s, seconds, reason, stamp, wall_time
 
 Values:
 
@@ -80,6 +82,13 @@ location). A revision is damage, skipped and counted (:func:`revision_order_prob
 applies too) when no kept record before it holds the reading it revises (not stored yet, lost, or skipped as
 damaged), or when it is **out of order**: its stamp is not after the stamp of the last revision of that reading kept
 before it, or is before the ``pose_stamp`` of the reading's own record (the estimate it would revise is newer).
+
+A ``relocalisation`` record is one step of a re-localisation the explorer decided
+(:mod:`uncertain_bo.explorer.relocalising`): ``phase`` ``'start'`` (``kind`` ``'fix_source'`` or ``'surface'``,
+the source, the position estimate and its std ``sigma_l`` then, the lengthscale and threshold of the rule, the
+target it was taken for) or ``'end'`` (``sigma_l`` after it, the ``seconds`` it took, the ``reason`` it ended);
+``index`` is the number of measurements stored before it. It holds no reading: a reader counts re-localisations
+from it, never a measurement.
 
 A ``resume`` record is what a planner appends when it resumed a journal that had lost records (skipped as damaged,
 or missing): the indices it lost are then declared (``lost_indices``, ``lost_en_route_indices``), later
@@ -366,6 +375,14 @@ def _revises(v: Any, what: str, dim: int | None) -> None:
 
 _REVISES: _Check = _revises
 
+
+def _phase(v: Any, what: str, dim: int | None) -> None:
+    if v not in ('start', 'end'):
+        raise _Bad(f"{what} is {_describe(v)}, not 'start' or 'end'")
+
+
+_PHASE: _Check = _phase
+
 #: record type -> (required fields, optional fields), each field -> its check ``(value, what, dim)``
 RECORD_TYPES: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
     'header': ({'format': _TEXT, 'version': lambda v, what, dim: _index(v, what, low=1)},
@@ -395,6 +412,11 @@ RECORD_TYPES: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
                 'records_skipped': _INDEX}, {'wall_time': _TIME}),
     'revision': ({'revises': _REVISES, 'index': _INDEX, 'stamp': _TIME, 'location': _location},
                  {'source': _TEXT, 'wall_time': _TIME, 'rover': _TEXT, 'seq': _INDEX}),
+    'relocalisation': ({'phase': _PHASE, 'index': _INDEX, 'position': _POINT},
+                       {'kind': _TEXT, 'source': _INDEX, 'centre': _POINT, 'target': _POINT,
+                        'sigma_l': _NON_NEGATIVE, 'lengthscale': _NON_NEGATIVE, 'threshold': _NON_NEGATIVE,
+                        'detour_m': _TIME, 'cost_s': _NON_NEGATIVE, 'seconds': _NON_NEGATIVE, 'reason': _TEXT,
+                        'stamp': _TIME, 'wall_time': _TIME}),
 }
 
 for _kind, (_, _optional_fields) in RECORD_TYPES.items():   # the run a record belongs to (module docstring)
@@ -458,7 +480,8 @@ def _plausible(kind: str, rec: dict, ctx: JournalContext) -> None:
     if rid is not None and rid != ctx.run_id:
         raise _Bad(f"is from another run (run_id {_describe(rid)}; this journal's is {_describe(ctx.run_id)})")
     points = {'start': ('position',), 'observation': ('target',), 'decision': ('target', 'kept_out_from'),
-              'recommendation': ('target', 'location_mean'), 'keep_out': ('centre',)}.get(kind, ())
+              'recommendation': ('target', 'location_mean'), 'keep_out': ('centre',),
+              'relocalisation': ('position', 'centre', 'target')}.get(kind, ())
     for name in points:
         if name in rec:
             ctx.implausible(rec[name], repr(name))

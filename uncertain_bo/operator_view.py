@@ -30,6 +30,7 @@ STATE_TEXT = {
     'waiting for pose': 'waiting for pose',
     'deciding': 'deciding',
     'driving': 'driving',
+    'relocalising': 're-localising (to a fix source, or surfacing)',
     'dwelling': 'measuring (settling)',
     'measuring': 'measuring',
     'paused': 'paused',

@@ -89,6 +89,8 @@ EXPLORER_LAYOUT = YamlLayout(
             'revision_min_shift', 'reading_timeout', 'reading_retries', 'keep_out_radius', 'max_consecutive_skips',
             'future_stamp_tolerance', 'reading_range', 'pose_buffer_size', 'max_particles', 'max_speed', 'area_margin',
             'degenerate_pose_covariance', 'min_position_std', 'max_covariance_trace', 'run_dir')),
+        ('re-localisation (GNSS-denied: docs/gnss_denied.md)', (
+            'relocalise_kappa', 'fix_sources', 'relocalise_max_detour', 'surface_cost', 'relocalise_max_time')),
         ('ROS interface (read-only)', (
             'pose_source', 'particle_cloud_type', 'reading_type', 'reading_unit', 'revised_path_topic',
             'revised_path_std', 'goal_interface', 'nav2_action_name', 'nav2_behavior_tree', 'tick_rate',

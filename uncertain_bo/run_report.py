@@ -147,7 +147,8 @@ def summarize_run(run_dir: str | Path) -> dict[str, Any]:
         ``recommended_target`` and ``predicted_robust_value`` (the last recommendation the explorer journaled),
         ``readings`` (min, max, mean), ``per_measurement`` rows, ``distance_driven_m``, ``mission_time_s``
         (:func:`run_totals`),
-        ``targets_skipped``, ``keep_out_zones``, ``decision_seconds``, ``stopped_because``.
+        ``targets_skipped``, ``keep_out_zones``, ``relocalisations`` (the re-localisations the explorer decided:
+        :mod:`~uncertain_bo.explorer.relocalising`), ``decision_seconds``, ``stopped_because``.
 
     Raises:
         uncertain_bo.journal.JournalError: no journal in ``run_dir``, or a damaged one.
@@ -189,6 +190,8 @@ def summarize_run(run_dir: str | Path) -> dict[str, Any]:
         **revision_totals(revisions),
         'targets_skipped': len(zones),
         'keep_out_zones': [{k: z.get(k) for k in ('index', 'centre', 'radius', 'reason')} for z in zones],
+        'relocalisations': sum(r.get('type') == 'relocalisation' and r.get('phase') == 'start'
+                               for r in journal.records),
         'decision_seconds': [d['seconds'] for d in journal.records   # 'seconds' is optional in the journal
                              if d.get('type') == 'decision' and 'seconds' in d],
         'stopped_because': result.get('stopped_because'),

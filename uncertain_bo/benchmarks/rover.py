@@ -102,13 +102,13 @@ class RoverInstance(Instance):
     def __init__(self, seed: int, overrides: dict[str, dict[str, Any]] | None = None,
                  files: list | None = None, draw_start: bool = False):
         from ..sim.drift import initial_estimate
-        from ..sim.mission import mission_parameters
+        from ..sim.mission import known_fix_sources, mission_parameters
 
         over = {node: dict(v) for node, v in (overrides or {}).items()}
         over.setdefault('sim_rover', {}).setdefault('seed', seed)
         over.setdefault('explorer', {}).setdefault('seed', seed)
         self.seed = seed
-        self.params = mission_parameters(over, files=files)
+        self.params = known_fix_sources(mission_parameters(over, files=files))
         if draw_start:      # the localiser starts from a draw of its own initial distribution around the truth
             self.params = initial_estimate(self.params, seed)
         sim, ex = self.params['sim_rover'], self.params['explorer']

@@ -30,7 +30,7 @@ __all__ = ['Commands']
 log = logging.getLogger('uncertain_bo.explorer.state_machine')
 
 #: the stages in which the rover may be under way to a goal
-_UNDER_WAY = (State.DRIVING, State.DWELLING, State.MEASURING)
+_UNDER_WAY = (State.DRIVING, State.DWELLING, State.MEASURING, State.RELOCALISING)
 
 
 class Commands:

@@ -112,6 +112,8 @@ class Deciding:
         position = pose.xy if pose is not None else self.planner.position.numpy()
         if self._goal_refused(target):         # outside search_bounds: decided anew (commands.py)
             return
+        if self._relocalise_first(target, now):   # a fix source or surfacing first (relocalising.py)
+            return
         reason = self.budget.unaffordable(now, position, target)
         if reason is not None:
             self._unsent = target

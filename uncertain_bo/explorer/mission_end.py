@@ -66,7 +66,7 @@ class MissionEnd:
         self._done_limits = self._limits()
 
     def _finish(self, reason: str, stop: bool) -> None:
-        if stop and self.state in (State.DRIVING, State.DWELLING, State.MEASURING):
+        if stop and self.state in (State.DRIVING, State.DWELLING, State.MEASURING, State.RELOCALISING):
             self._stop()
         self._end(reason)
         if self.log_end:

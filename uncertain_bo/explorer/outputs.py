@@ -51,3 +51,7 @@ class ExplorerOutputs(Protocol):
 
     def finished(self, recommendation: Recommendation) -> None:
         """All measurements done (or a budget spent: :attr:`Explorer.done_reason`)."""
+
+    # Optional: a host whose vehicle has a surfacing action (an AUV) also implements
+    # ``request_surfacing() -> bool``: take the action now (stop, rise, one absolute fix, dive); True when it was
+    # asked for. The explorer asks for it only with ``surface_cost`` > 0 (:mod:`~uncertain_bo.explorer.relocalising`).

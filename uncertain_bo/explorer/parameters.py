@@ -21,6 +21,7 @@ from ..parameters import Param, ParameterError
 from ..acquisition.recommendation import RECOMMENDATION_RULES
 from ..planner import Planner
 from ..user_errors import UsageError, check_run_dir
+from .relocalising import fix_sources_problem
 
 __all__ = ['EXPLORER_PARAMS', 'RESUME_FRACTION', 'MAX_ABS_READING', 'check_explorer_parameters',
            'planner_from_parameters', 'update_planner', 'PLANNER_SETTINGS', 'run_folder', 'RESUME_CHECKED']
@@ -206,6 +207,24 @@ EXPLORER_PARAMS = [
           '+ var y) exceeds this the rover is stopped, the explorer pauses (diagnostics ERROR, no measurements) and '
           f'resumes towards the same target once the trace is below {RESUME_FRACTION:g} x this, m². 25 m² ≈ 3.5 m '
           'standard deviation per axis', range=(1e-6, 1e12)),
+    Param('relocalise_kappa', 0.0, 're-localisation as a decision (0 = off): before a new target is sent, when the '
+          "position std sigma_L (per axis) exceeds this fraction of the model's smallest fitted lengthscale, the "
+          'rover first drives to the fix source of fix_sources with the smallest detour plus cost within '
+          'relocalise_max_detour and waits there until the covariance has dropped, else takes the surfacing action '
+          '(surface_cost), else goes on as it is (dimensionless; docs/gnss_denied.md, "Re-localisation as a '
+          'decision")', range=(0.0, 100.0)),
+    Param('fix_sources', [0.0, 0.0, 0.0, 0.0], 'known places where the localisation gets absolute fixes (UWB '
+          'anchors, fiducials, open-sky clearings): a flat list x, y, radius, cost for each source (map frame, m; '
+          'cost: metres of detour charged for using it, e.g. the time a fix takes there times the speed). All zeros '
+          '= none. Used by relocalise_kappa', range=(-1e7, 1e7)),
+    Param('relocalise_max_detour', 100.0, 'the longest detour a re-localisation at a fix source may add to the way '
+          'to the next target (distance via the source minus the direct one, plus the source\'s cost), m',
+          range=(0.0, 1e7)),
+    Param('surface_cost', 0.0, 'time the surfacing action costs, s (an AUV rising for a GNSS fix); 0 = the vehicle '
+          'has none. Used by relocalise_kappa when no fix source is within the detour budget; the host must offer '
+          'the action (the in-process mission does, through the simulated world)', range=(0.0, 1e6)),
+    Param('relocalise_max_time', 300.0, 'the longest wait for the covariance to drop at a fix source, s; the '
+          'surfacing action is taken only when its surface_cost is within it', range=(0.0, 1e6)),
     Param('seed', 0, 'seed of the initial design and the acquisition maximiser (same seed + same data = same '
           'targets)', range=(0, 2 ** 31 - 1), read_only=True),
     Param('run_dir', '', 'output folder for journal.jsonl (+ explorer_result.json). Empty: runs/<date-time>. An '
@@ -234,6 +253,8 @@ def check_explorer_parameters(values: Mapping[str, Any]) -> str | None:
     r = values.get('reading_range')
     if r is not None and not r[1] > r[0]:
         return f"parameter 'reading_range' = {list(r)} is invalid: need [low, high] with high > low"
+    if 'fix_sources' in values:
+        return fix_sources_problem(values['fix_sources'])
     return None
 
 

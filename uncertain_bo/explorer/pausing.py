@@ -28,7 +28,7 @@ log = logging.getLogger('uncertain_bo.explorer.state_machine')
 JOURNAL_RETRY_PERIOD = 1.0
 
 #: the stages in which the rover may be moving or holding a goal: a pause from them stops it
-_ACTIVE = ('driving', 'dwelling', 'measuring', 'deciding')
+_ACTIVE = ('driving', 'dwelling', 'measuring', 'deciding', 'relocalising')
 
 
 class Pausing:
@@ -113,12 +113,15 @@ class Pausing:
 
     def _resume(self, now: float) -> None:
         """Leave the pause: the same target again (with a fresh goal clock) when the pause was taken on the way
-        to it or at it, else start over from waiting for a pose."""
+        to it or at it (the same re-localisation, when taken during one), else start over from waiting for a
+        pose."""
         log.warning('resuming after the pause (%s)', self.paused_reason)
         self.paused_reason = None
         self._pause_causes = {}
         self.inputs.readings.clear()
         pose = self.latest_pose
+        if self._paused_from is State.RELOCALISING and self._resume_relocalising(now):
+            return
         if (self.target is not None and pose is not None
                 and self._paused_from in (State.DRIVING, State.DWELLING, State.MEASURING)):
             self.goal_reason = 'after pause'

@@ -3,6 +3,7 @@
 ::
 
     WAITING_FOR_POSE -> DECIDING -> DRIVING -> DWELLING -> MEASURING -> DECIDING ... -> DONE
+                 | RELOCALISING -> DRIVING  (relocalise_kappa: to a fix source, or surfacing, first)
                                        | goal_timeout: stop and measure where the rover is
                                                                  | reading_timeout: retry, then skip
     any state but DONE -> PAUSED (localisation diverged, or the journal cannot be written: stop)
@@ -26,6 +27,9 @@ in the module named after it:
 - **The end** (:mod:`~uncertain_bo.explorer.mission_end`) comes with ``max_measurements`` or a budget
   (``max_distance``, ``max_mission_time``: :mod:`~uncertain_bo.explorer.budget`), whichever is first;
   :attr:`Explorer.done_reason` says which. Raising a limit at run time continues the mission.
+- **Re-localising** (:mod:`~uncertain_bo.explorer.relocalising`, ``relocalise_kappa > 0``): before a new target
+  is sent, a position std large against the model's lengthscale sends the rover to a fix source within the detour
+  budget, or asks for the surfacing action, first.
 - **Revised trajectories** (:mod:`~uncertain_bo.explorer.revisions`): :meth:`Explorer.on_revised_trajectory`
   re-places stored readings at the localiser's revised past poses (a smoother after a fix, a loop closure), in any
   stage.
@@ -66,6 +70,7 @@ from .mission_end import LIMITS, MissionEnd
 from .outputs import ExplorerOutputs, Measurement
 from .parameters import RESUME_CHECKED
 from .pausing import JOURNAL_RETRY_PERIOD, Pausing
+from .relocalising import Relocalising
 from .result_file import ResultFile, execution_noise_summary
 from .revisions import HELD_TRAJECTORIES, Revising
 from .states import State
@@ -77,7 +82,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Commands, Revising):
+class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Commands, Revising, Relocalising):
     """Measurement cycle around a :class:`~uncertain_bo.planner.Planner`.
 
     The ROS node (:mod:`uncertain_bo.ros.explorer`) and the in-process mission (:mod:`uncertain_bo.sim.mission`)
@@ -153,6 +158,7 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Co
         self._en_route_from: np.ndarray | None = None   # where the last reading was stored (en-route spacing)
         self._en_route_due: float | None = None        # stamp from which an en-route reading is due
         self._held_trajectories: deque = deque(maxlen=HELD_TRAJECTORIES)   # revisions waiting for the decider
+        self._init_relocalising()
         self._log_resume()
         if self.planner.n >= self.params['max_measurements']:
             self._end(f"max_measurements = {self.params['max_measurements']} reached")
@@ -292,7 +298,7 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Co
             self._measure_start += shift
             self._stop_start += shift
             self.budget.shift(shift)
-        if self.state is State.DRIVING and self._last_now is not None:
+        if self.state in (State.DRIVING, State.RELOCALISING) and self._last_now is not None:
             self.budget.drove(now - self._last_now)
         self._last_now = now
         if self.state is State.DONE:
@@ -323,6 +329,8 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Co
                 self.inputs.open_window()
         elif self.state is State.MEASURING:
             self._measure(now)
+        elif self.state is State.RELOCALISING:
+            self._relocalise_tick(now)
         if self.state is not State.DONE and self.journal_fault is not None:
             self._check_pause(now)   # a record of this tick could not be written: stop now, not a tick later
 

@@ -10,6 +10,7 @@ class State(enum.Enum):
     WAITING_FOR_POSE = 'waiting for pose'
     DECIDING = 'deciding'
     DRIVING = 'driving'
+    RELOCALISING = 'relocalising'
     DWELLING = 'dwelling'
     MEASURING = 'measuring'
     PAUSED = 'paused'

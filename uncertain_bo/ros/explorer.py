@@ -76,6 +76,7 @@ from typing import Any, Callable
 import numpy as np
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import OccupancyGrid, Path as PathMsg
+from std_msgs.msg import Empty
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
@@ -167,6 +168,8 @@ class ExplorerNode(Node):
         # current goal; the explorer also re-sends it until the controller acts (explorer/goal_resend.py)
         self.goal_pub = self.create_publisher(PoseStamped, 'goal_pose', LATCHED)
         self.plan_pub = self.create_publisher(PathMsg, 'plan', LATCHED)
+        # the surfacing action of an AUV (surface_cost > 0: explorer/relocalising.py); sim_rover takes it
+        self.surface_pub = self.create_publisher(Empty, 'surface', RELIABLE_10)
         try:
             self.goal_interface, action_type = resolve_goal_interface(self.p['goal_interface'])
         except ValueError as exc:
@@ -308,6 +311,16 @@ class ExplorerNode(Node):
         self.get_logger().info(
             f"target {n + 1}/{self.p['max_measurements']}: ({target[0]:.2f}, {target[1]:.2f}) m [{how}]")
         self._publish_markers()
+
+    def request_surfacing(self) -> bool:
+        """Ask the vehicle to surface for a fix (``std_msgs/Empty`` on ``surface``; sim_rover takes it). False, and
+        nothing asked, when nothing subscribes: the explorer then does not wait for a fix that cannot come."""
+        if self.surface_pub.get_subscription_count() == 0:
+            self.get_logger().warning('re-localisation: nothing subscribes to surface; going on without the fix')
+            return False
+        self.surface_pub.publish(Empty())
+        self.get_logger().info('re-localisation: surfacing asked for (surface)')
+        return True
 
     def stop(self, position: np.ndarray) -> None:
         stamp = self._now()

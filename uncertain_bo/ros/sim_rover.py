@@ -2,7 +2,9 @@
 
 Thin wrapper around :class:`uncertain_bo.sim.world.SimWorld`:
 
-* subscribes ``cmd_vel`` (``geometry_msgs/Twist``, or ``TwistStamped`` with ``stamped_cmd_vel``);
+* subscribes ``cmd_vel`` (``geometry_msgs/Twist``, or ``TwistStamped`` with ``stamped_cmd_vel``) and ``surface``
+  (``std_msgs/Empty``: take the surfacing action now, as an AUV's mission executive takes a pop-up for a GNSS
+  fix; :mod:`uncertain_bo.sim.surfacing`; the explorer asks for it: ``surface_cost``);
 * publishes ``/clock`` (``rosgraph_msgs/Clock``), ``wheel/odometry`` (``nav_msgs/Odometry``: dead-reckoned
   pose in ``odom`` and the measured twist with its covariance), ``position_fix``
   (``geometry_msgs/PoseWithCovarianceStamped`` in ``map``, at ``fix_rate``), ``ground_truth``
@@ -62,6 +64,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock as ClockMsg
+from std_msgs.msg import Empty
 
 from uncertain_bo.parameters import Param, ParameterError
 from uncertain_bo.ros import conversions as cv
@@ -137,6 +140,8 @@ class _SimulatedRover:
         self.pub_reading = node.create_publisher(msg_cls, prefix + 'reading', RELIABLE_10)
         cmd_cls = TwistStamped if p['stamped_cmd_vel'] else Twist
         node.create_subscription(cmd_cls, prefix + 'cmd_vel', lambda msg: node._on_cmd_vel(self, msg), RELIABLE_10,
+                                 callback_group=node._group)
+        node.create_subscription(Empty, prefix + 'surface', lambda msg: node._on_surface(self), RELIABLE_10,
                                  callback_group=node._group)
         # TF frames: one tree per rover (rover0/odom -> rover0/base_link) under the shared map frame
         self.odom_frame = prefix + p['odom_frame']
@@ -242,6 +247,12 @@ class SimRoverNode(Node):
             self.timeout_steps += 1
             self._step()
         self._maybe_log_status()
+
+    def _on_surface(self, rover: _SimulatedRover) -> None:
+        """``surface`` (``std_msgs/Empty``): the rover takes the surfacing action now (stopped for
+        ``surface_duration`` s, then one fix: :mod:`uncertain_bo.sim.surfacing`); ignored while one is under way."""
+        if rover.world.request_surfacing():
+            self.get_logger().info(f'{rover.name or "rover"}: surfacing for {self.p["surface_duration"]:g} s')
 
     def _on_cmd_vel(self, rover: _SimulatedRover, msg) -> None:
         stamp = cv.from_time_msg(msg.header.stamp) if isinstance(msg, TwistStamped) else 0.0

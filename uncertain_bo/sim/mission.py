@@ -20,8 +20,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ..distributions import ExecutionNoise
-from ..explorer import EXPLORER_PARAMS, Explorer, Measurement, PoseEstimate, Reading, State, planner_from_parameters
-from ..parameters import validate
+from ..explorer import (EXPLORER_PARAMS, Explorer, Measurement, PoseEstimate, Reading, State,
+                        check_explorer_parameters, planner_from_parameters)
+from ..parameters import ParameterError, validate
 from ..planner import Planner, Recommendation
 from .ekf import EKF_PARAMS, PlanarEKF
 from .particle_filter import PF_PARAMS, ParticleFilter
@@ -31,7 +32,7 @@ from .rover import PositionFix
 from .smoothing import revise_stored_readings
 from .world import WORLD_PARAMS, SimWorld
 
-__all__ = ['Mission', 'MissionResult', 'MissionHost', 'RoverLoop',
+__all__ = ['Mission', 'MissionResult', 'MissionHost', 'RoverLoop', 'known_fix_sources',
            'localiser_and_law', 'mission_parameters', 'search_whole_field']
 
 
@@ -65,7 +66,28 @@ def mission_parameters(overrides: dict[str, dict[str, Any]] | None = None,
         values.update((overrides or {}).get(node, {}))
         out[node] = validate(spec, values)
     PositionFix(out['sim_rover'])       # the checks across values: degraded_zone's corners, fix_beacons' quadruples
+    reason = check_explorer_parameters(out['explorer'])     # search_bounds' order, fix_sources' quadruples, ...
+    if reason is not None:
+        raise ParameterError(reason)
     return out if user_bounds else search_whole_field(out)
+
+
+def known_fix_sources(params: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The explorer knows the simulated world's fix sources: ``explorer.fix_sources`` := ``sim_rover.fix_beacons``'
+    places and radii (cost 0), and, for a vehicle that surfaces (``surface_every`` > 0: an AUV),
+    ``explorer.surface_cost`` := ``surface_duration``. Applied (by the rover benchmarks) only where the explorer's
+    own values are their defaults (none); a user's ``fix_sources`` or ``surface_cost`` is kept. They are known places
+    (anchors surveyed in, clearings on the map), so a real explorer would be told them too."""
+    from .rover import beacon_array
+
+    sim, ex = params['sim_rover'], params['explorer']
+    if not np.any(np.asarray(ex['fix_sources'], dtype=float)):
+        beacons = beacon_array(sim['fix_beacons'])
+        if len(beacons):
+            ex['fix_sources'] = np.column_stack([beacons[:, :3], np.zeros(len(beacons))]).ravel().tolist()
+    if ex['surface_cost'] == 0 and sim['surface_every'] > 0:
+        ex['surface_cost'] = float(sim['surface_duration'])
+    return params
 
 
 def search_whole_field(params: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -138,6 +160,13 @@ class MissionHost:
         self.truth = np.zeros(2)
         self.on_measurement = on_measurement
         self.done = False
+        self.surfacing_requested = False
+
+    def request_surfacing(self) -> bool:
+        """The explorer asks for the surfacing action (:mod:`uncertain_bo.explorer.relocalising`): the rover loop
+        takes it at this step."""
+        self.surfacing_requested = True
+        return True
 
     def send_goal(self, target):
         target = np.asarray(target, float)
@@ -231,8 +260,9 @@ class RoverLoop:
         relocalise: the re-localisation hook: called with this loop at every step (after the localiser has
             fused the step's fix and odometry, before the next command); when it returns True the rover takes the
             surfacing action now (:meth:`~uncertain_bo.sim.world.SimWorld.request_surfacing`: stopped for
-            ``surface_duration`` s, then one fix). A rule, or an explorer deciding to re-localise, plugs in here;
-            the world's own ``surface_every`` rule needs no hook.
+            ``surface_duration`` s, then one fix). A rule plugs in here; the explorer's own decision
+            (``relocalise_kappa``, ``surface_cost``) comes through :meth:`MissionHost.request_surfacing`; the
+            world's own ``surface_every`` rule needs neither.
 
     Attributes:
         t: simulated time of the current step (s).
@@ -279,7 +309,8 @@ class RoverLoop:
                 return True
         if s.step % round(1.0 / self.world.dt) == 0:
             self.trajectory.append((s.t, *s.truth.pose[:2], *ekf.xy))
-        if self.relocalise is not None and self.relocalise(self):
+        if host.surfacing_requested or (self.relocalise is not None and self.relocalise(self)):
+            host.surfacing_requested = False
             self.world.request_surfacing()
         v = w = 0.0
         if host.path is not None:
