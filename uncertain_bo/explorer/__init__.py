@@ -35,8 +35,8 @@ drive the same :class:`Explorer` through :meth:`Explorer.on_pose`, :meth:`Explor
 :meth:`Explorer.tick`, and receive its actions through an :class:`ExplorerOutputs` implementation.
 """
 from .budget import ODOMETER_STEP, TravelBudget
-from .inputs import (MAX_ABS_COORDINATE, READING_QUEUE, InputStreams, PoseEstimate, Reading, position_trace,
-                     psd_projection)
+from .inputs import (MAX_ABS_COORDINATE, READING_QUEUE, InputStreams, PoseEstimate, Reading, position_std,
+                     position_trace, psd_projection)
 from .location_policy import LocationPolicy, resample_particles, takes_sample_sets
 from .pose_gate import PoseGate
 from .parameters import (EXPLORER_PARAMS, MAX_ABS_READING, RESUME_FRACTION, check_explorer_parameters,
@@ -48,6 +48,6 @@ from .states import State
 
 __all__ = ['Explorer', 'ExplorerOutputs', 'State', 'PoseEstimate', 'Reading', 'Measurement',
            'EXPLORER_PARAMS', 'RESUME_FRACTION', 'READING_QUEUE', 'MAX_ABS_COORDINATE', 'MAX_ABS_READING',
-           'check_explorer_parameters', 'psd_projection', 'position_trace', 'resample_particles',
+           'check_explorer_parameters', 'psd_projection', 'position_std', 'position_trace', 'resample_particles',
            'takes_sample_sets', 'planner_from_parameters', 'update_planner', 'run_folder', 'InputStreams',
            'LocationPolicy', 'TravelBudget', 'ODOMETER_STEP', 'execution_noise_summary', 'PoseGate']

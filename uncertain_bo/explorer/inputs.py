@@ -91,6 +91,11 @@ def position_trace(cov: np.ndarray) -> float:
     return float(cov[0][0]) + float(cov[1][1])
 
 
+def position_std(cov: np.ndarray) -> float:
+    """σ_L: the per-axis position std sqrt((var x + var y) / 2) of a (2, 2) covariance, m."""
+    return math.sqrt(max(position_trace(cov), 0.0) / 2.0)
+
+
 def psd_projection(cov: np.ndarray) -> np.ndarray:
     r"""Exactly symmetric, positive semi-definite version of a (2, 2) covariance that passed
     :func:`~uncertain_bo.covariance.covariance_problem` (which tolerates round-off asymmetry and tiny

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from .inputs import position_trace
+from .inputs import position_std
 from .states import State
 
 __all__ = ['Relocalising', 'Relocalisation', 'fix_source_array', 'fix_sources_problem', 'SURFACE_MARGIN']
@@ -84,11 +84,6 @@ class Relocalisation:
     waiting_since: float | None = None
     last_drop: tuple[float, float] | None = None     # (time, σ_L) when σ_L last fell by more than SETTLE_DROP
     limit: float = 0.0
-
-
-def position_std(cov) -> float:
-    """σ_L: the per-axis position std sqrt((var x + var y) / 2) of a (2, 2) covariance, m."""
-    return math.sqrt(max(position_trace(cov), 0.0) / 2.0)
 
 
 class Relocalising:

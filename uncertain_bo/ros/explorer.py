@@ -84,7 +84,7 @@ from rclpy.node import Node
 from visualization_msgs.msg import MarkerArray
 
 from ..explorer import (Explorer, Measurement, State, planner_from_parameters,
-                        check_explorer_parameters, position_trace, run_folder)
+                        check_explorer_parameters, position_std, run_folder)
 from ..operator_view import GridScale, StatusReporter, STATE_TEXT
 from ..parameters import ParameterError
 from ..planner import Recommendation
@@ -361,7 +361,7 @@ class ExplorerNode(Node):
         self.recommendation = rec
         self._maps_dirty = True
         xy, cov = m.place                                         # where the reading was taken (the sensor)
-        sd = math.sqrt(max(position_trace(cov) / 2.0, 0.0))
+        sd = position_std(cov)
         fmt = ValueFormat.of(self.explorer.planner.y.tolist())    # the decimals the readings' spread asks for
         self.get_logger().info(
             f"measurement {m.index + 1}/{self.p['max_measurements']}: reading {fmt(m.reading.value)} at "
