@@ -2,7 +2,7 @@ r"""Revised trajectories: the localiser's corrected past poses re-place the expl
 
 A smoother after a fix, a SLAM back end after a loop closure, publishes a **revised trajectory**: a list of stamped
 poses (:class:`~uncertain_bo.explorer.inputs.PoseEstimate`: stamp, frame, mean, covariance) covering a stretch of the
-past. :meth:`Revising.on_revised_trajectory` maps each stored reading of this rover to the revised pose at the
+past. :meth:`TrajectoryRevisions.revise` maps each stored reading of this rover to the revised pose at the
 reading's own stamp and hands the planner the revisions (:meth:`~uncertain_bo.planner.Planner.revise`,
 :mod:`uncertain_bo.planner_revisions`):
 
@@ -38,16 +38,19 @@ from __future__ import annotations
 import bisect
 import logging
 import math
+from collections import deque
 from dataclasses import replace
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from ..lever_arm import wrap_angle
+from ..planner import Planner
 from ..planner_revisions import LocationRevision, RevisionOutcome
-from .inputs import PoseEstimate, position_trace
+from .inputs import InputStreams, PoseEstimate, position_trace
+from .location_policy import LocationPolicy
 
-__all__ = ['Revising', 'pose_at', 'HELD_TRAJECTORIES']
+__all__ = ['TrajectoryRevisions', 'pose_at', 'HELD_TRAJECTORIES']
 
 log = logging.getLogger('uncertain_bo.explorer.state_machine')
 
@@ -84,12 +87,35 @@ def pose_at(trajectory: Sequence[PoseEstimate], stamp: float, tolerance: float) 
                         yaw=nearer.yaw, yaw_cov=nearer.yaw_cov)
 
 
-class Revising:
-    """Revised trajectories for :class:`~uncertain_bo.explorer.state_machine.Explorer` (a part of it: it reads the
-    explorer's parameters, inputs and location policy and revises its planner's readings)."""
+class TrajectoryRevisions:
+    """Revised trajectories re-place the stored readings they cover (module docstring).
 
-    def on_revised_trajectory(self, poses: Sequence[PoseEstimate], stamp: float,
-                              source: str = 'revised_trajectory', keep_covariance: bool = False) -> RevisionOutcome:
+    Args:
+        planner: whose stored readings are revised (:meth:`~uncertain_bo.planner.Planner.revise`).
+        params: the explorer's parameters, read live (``frame_id``, ``max_pose_age``, ``revision_min_shift``).
+        inputs: the pose checks (:meth:`~uncertain_bo.explorer.inputs.InputStreams.pose_problem`) and where poses
+            left out are counted.
+        locations: the location distribution a revised pose gives.
+    """
+
+    def __init__(self, planner: Planner, params: dict[str, Any], inputs: InputStreams, locations: LocationPolicy):
+        self.planner = planner
+        self.params = params
+        self.inputs = inputs
+        self.locations = locations
+        self._held: deque = deque(maxlen=HELD_TRAJECTORIES)   # trajectories waiting for the planner
+
+    def hold(self, poses: Sequence[PoseEstimate], stamp: float, source: str, keep_covariance: bool) -> None:
+        """Keep a trajectory that arrived while the planner is busy (the newest :data:`HELD_TRAJECTORIES`)."""
+        self._held.append((list(poses), stamp, source, keep_covariance))
+
+    def apply_held(self) -> None:
+        """Revise with the trajectories held while the planner was busy, oldest first."""
+        while self._held:
+            self.revise(*self._held.popleft())
+
+    def revise(self, poses: Sequence[PoseEstimate], stamp: float, source: str = 'revised_trajectory',
+               keep_covariance: bool = False) -> RevisionOutcome:
         """Re-place the stored readings a revised trajectory covers (module docstring).
 
         Args:
@@ -101,20 +127,15 @@ class Revising:
 
         Returns:
             What the planner applied and rejected (:class:`~uncertain_bo.planner_revisions.RevisionOutcome`); poses
-            left out are counted in :attr:`rejected` only. While the planner decides on the ``decider`` thread the
-            trajectory is held (the newest :data:`HELD_TRAJECTORIES`) and applied by the first :meth:`tick` after
-            the decision: the outcome is then empty.
+            left out are counted in the inputs' ``rejected`` only.
         """
-        if not self._background_idle():
-            self._held_trajectories.append((list(poses), stamp, source, keep_covariance))
-            return RevisionOutcome()
         valid = []
         for pose in poses:
             problem = self.inputs.pose_problem(pose)
             if problem is None:
                 valid.append(pose)
             else:
-                self.reject('revision', *problem)
+                self.inputs.reject('revision', *problem)
         valid.sort(key=lambda p: p.stamp)
         outcome = RevisionOutcome()
         if not valid:
@@ -146,14 +167,8 @@ class Revising:
             return outcome
         outcome = self.planner.revise(revisions)
         for what, reason, detail in outcome.rejections:
-            self.reject('revision', reason, f'{what}: {detail}')
+            self.inputs.reject('revision', reason, f'{what}: {detail}')
         if outcome.applied:
             log.info('%s: %d reading(s) re-placed at their revised locations (%d rejected)', source,
                      len(outcome.applied), len(outcome.rejections))
         return outcome
-
-    def _apply_held_revisions(self) -> None:
-        """Apply the trajectories held while the planner was busy on the decider, oldest first (called by
-        :meth:`tick`)."""
-        while self._held_trajectories and self._background_idle():
-            self.on_revised_trajectory(*self._held_trajectories.popleft())

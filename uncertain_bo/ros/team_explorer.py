@@ -113,10 +113,10 @@ class _Rover:
     def __init__(self, node: 'TeamExplorerNode', name: str, index: int):
         self.node, self.name, self.index = node, name, index
         self.view = node.team.add_rover(name, node.planner, done=lambda: self.explorer.state is State.DONE)
-        self.explorer = Explorer(self.view, self, node.p)
-        self.explorer.log_end = False             # the node logs it, with the rover's name (ended)
         records = node.team.rover_records(name)      # its records in a resumed journal
-        self.explorer.budget = TravelBudget.resumed(node.p, records)    # its own totals, not the last rover's
+        # its own budget totals, not the last rover's
+        self.explorer = Explorer(self.view, self, node.p, budget=TravelBudget.resumed(node.p, records))
+        self.explorer.log_end = False             # the node logs it, with the rover's name (ended)
         resumed = [r for r in records if r.get('type') == 'observation']
         self.inputs = RoverInputs(node, self.explorer, node.p, namespace=name, seed=index)
         topic = node.p['revised_path_topic'].lstrip('/')    # its revised path, under its namespace (or off)
