@@ -393,7 +393,7 @@ def test_a_goal_is_sent_again_until_the_controller_acts():
 
 def test_a_controller_that_reports_its_goals_drives_the_cycle():
     """Nav2's action result: aborted -> the target is skipped at once with the reason (counted, kept out) and the
-    next one decided; succeeded -> dwell and measure even outside arrival_tolerance."""
+    next one decided; succeeded -> dwell and measure even outside xy_goal_tolerance."""
     ex, host = make(keep_out_radius=2.0)
     t = 0.0
     ex.on_pose(pose(t, [1.0, 1.0]), now=t)

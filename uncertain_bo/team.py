@@ -241,7 +241,7 @@ class Team(TeamPlanner):
         host = MissionHost(lambda m, rec: self._measured(name, m, rec))
         explorer = Explorer(view, host, p['explorer'],    # its own budget totals
                             budget=TravelBudget.resumed(p['explorer'], self.rover_records(name)))
-        loop = RoverLoop(world, localiser, law, explorer, host, p['explorer']['frame_id'])
+        loop = RoverLoop(world, localiser, law, explorer, host, p['explorer']['global_frame'])
         member = self.members[name] = _Member(name, view, explorer, host, loop, world, last_report=t)
         return member
 

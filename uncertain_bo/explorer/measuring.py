@@ -39,7 +39,7 @@ class Measuring:
     Args:
         planner: where a skipped target is kept out (:meth:`~uncertain_bo.planner.Planner.add_keep_out`).
         params: the explorer's parameters, read live (``dwell_time``, ``reading_timeout``, ``reading_retries``,
-            ``keep_out_radius``, ``execution_noise_std``, ``arrival_tolerance``, ``max_consecutive_skips``).
+            ``keep_out_radius``, ``execution_noise_std``, ``xy_goal_tolerance``, ``max_consecutive_skips``).
         inputs: the pose and reading buffers (the window's pair, rejections).
         store: where the pair is stored.
         budget: where the stop's duration is counted.
@@ -129,7 +129,7 @@ class Measuring:
         ends (``max_consecutive_skips`` in a row), else None (decide anew)."""
         reason = self.inputs.last_reason
         radius = self.params['keep_out_radius'] or default_radius(self.params['execution_noise_std'],
-                                                                  self.params['arrival_tolerance'])
+                                                                  self.params['xy_goal_tolerance'])
         self.planner.add_keep_out(target, radius, reason or 'not measurable')
         self.skipped_targets += 1
         self._consecutive_skips += 1

@@ -101,7 +101,7 @@ class Relocalising:
         planner: its model's lengthscale; its journal receives the ``relocalisation`` records.
         params: the explorer's parameters, read live (``relocalise_kappa``, ``fix_sources``,
             ``relocalise_max_detour``, ``relocalise_max_time``, ``surface_cost``, ``search_bounds``,
-            ``arrival_tolerance``, ``goal_timeout``).
+            ``xy_goal_tolerance``, ``goal_timeout``).
 
     Attributes:
         current: the re-localisation under way (:class:`Relocalisation`), or None.
@@ -179,7 +179,7 @@ class Relocalising:
         if r is None:
             return None
         if r.waiting_since is None:
-            if pose is not None and np.linalg.norm(pose.xy - r.centre) <= self.params['arrival_tolerance']:
+            if pose is not None and np.linalg.norm(pose.xy - r.centre) <= self.params['xy_goal_tolerance']:
                 r.waiting_since = now
                 return ARRIVED
             if now - r.started > self.params['goal_timeout']:

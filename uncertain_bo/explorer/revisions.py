@@ -7,7 +7,7 @@ reading's own stamp and hands the planner the revisions (:meth:`~uncertain_bo.pl
 :mod:`uncertain_bo.planner_revisions`):
 
 - **which poses**: each one is checked as a pose estimate is on arrival (:meth:`~uncertain_bo.explorer.inputs.
-  InputStreams.pose_problem`: frame ``frame_id``, finite stamp and position within range, a finite, symmetric, PSD
+  InputStreams.pose_problem`: frame ``global_frame``, finite stamp and position within range, a finite, symmetric, PSD
   covariance); an invalid one is left out and counted (``'revision: <what was wrong>'``). No pose gate: a revision is
   allowed to move the past by more than the rover could drive, which is what a loop closure does;
 - **which readings**: every stored reading with a stamp (measurements and en-route readings; a team rover's own:
@@ -92,7 +92,7 @@ class TrajectoryRevisions:
 
     Args:
         planner: whose stored readings are revised (:meth:`~uncertain_bo.planner.Planner.revise`).
-        params: the explorer's parameters, read live (``frame_id``, ``max_pose_age``, ``revision_min_shift``).
+        params: the explorer's parameters, read live (``global_frame``, ``max_pose_age``, ``revision_min_shift``).
         inputs: the pose checks (:meth:`~uncertain_bo.explorer.inputs.InputStreams.pose_problem`) and where poses
             left out are counted.
         locations: the location distribution a revised pose gives.
@@ -119,7 +119,8 @@ class TrajectoryRevisions:
         """Re-place the stored readings a revised trajectory covers (module docstring).
 
         Args:
-            poses: the revised poses (any order; ``frame_id`` the explorer's, stamps on the clock of the readings).
+            poses: the revised poses (any order; ``frame_id`` the explorer's ``global_frame``, stamps on the clock of
+                the readings).
             stamp: when the localiser made the revision (s; e.g. the message's header stamp).
             source: where it came from, for the journal.
             keep_covariance: the poses carry no covariance of their own (a ``nav_msgs/Path``): each reading keeps
@@ -161,7 +162,7 @@ class TrajectoryRevisions:
                          - math.sqrt(max(float(old.covariance[0].trace()), 0.0)))
             if max(moved, spread) <= min_shift:
                 continue
-            location = self.locations.location(replace(revised, frame_id=self.params['frame_id']), warn=False)
+            location = self.locations.location(replace(revised, frame_id=self.params['global_frame']), warn=False)
             revisions.append(LocationRevision(reading.key, location, float(stamp), source))
         if not revisions:
             return outcome

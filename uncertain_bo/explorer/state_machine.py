@@ -353,7 +353,7 @@ class Explorer:
 
     def goal_reached(self, now: float) -> None:
         """The controller reports the current goal reached (Nav2's NavigateToPose succeeded): dwell and measure, as
-        on arrival within ``arrival_tolerance``. Ignored unless driving (a late report of an earlier goal)."""
+        on arrival within ``xy_goal_tolerance``. Ignored unless driving (a late report of an earlier goal)."""
         if self.state is State.DRIVING:
             self._start_dwell(now)
 
@@ -511,7 +511,7 @@ class Explorer:
         if self.params['en_route_spacing'] > 0:
             self.en_route.step(now)
         pose = self.latest_pose
-        if pose is not None and np.linalg.norm(pose.xy - self.target) <= self.params['arrival_tolerance']:
+        if pose is not None and np.linalg.norm(pose.xy - self.target) <= self.params['xy_goal_tolerance']:
             self._start_dwell(now)
             return
         if self.goal_resend.due(now, pose.xy if pose is not None else None, self.target):

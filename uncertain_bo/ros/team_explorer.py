@@ -150,7 +150,7 @@ class _Rover:
 
     # ------------------------------------------------- ExplorerOutputs
     def send_goal(self, target: np.ndarray) -> None:
-        node, stamp, frame = self.node, self.node.now_s(), self.node.p['frame_id']
+        node, stamp, frame = self.node, self.node.now_s(), self.node.p['global_frame']
         self.goal_pub.publish(make_pose_stamped(stamp, frame, target))
         pose = self.explorer.latest_pose
         self.plan_pub.publish(make_path(stamp, frame, [pose.xy if pose is not None else target, target]))
@@ -162,7 +162,7 @@ class _Rover:
         node.publish_markers()
 
     def stop(self, position: np.ndarray) -> None:
-        stamp, frame = self.node.now_s(), self.node.p['frame_id']
+        stamp, frame = self.node.now_s(), self.node.p['global_frame']
         self.goal_pub.publish(make_pose_stamped(stamp, frame, position, self.inputs.heading or 0.0))
         self.plan_pub.publish(make_path(stamp, frame, [position]))
 
@@ -414,7 +414,7 @@ class TeamExplorerNode(Node):
     def _update_maps(self) -> None:
         self._maps_dirty = False
         mean_msg, std_msg, self._map_scales = gp_maps(self.planner, self.p['search_bounds'], self.p['gp_map_cells'],
-                                                      self.p['frame_id'], self.now_s())
+                                                      self.p['global_frame'], self.now_s())
         self.mean_pub.publish(mean_msg)
         self.std_pub.publish(std_msg)
 
@@ -442,7 +442,7 @@ class TeamExplorerNode(Node):
     def publish_markers(self) -> None:
         """The shared scene (every measurement, the team's recommendation, status) and each rover's path, pending
         target and label, in one MarkerArray on ~/markers."""
-        planner, stamp, frame = self.planner, clean_stamp(self.now_s()), self.p['frame_id']
+        planner, stamp, frame = self.planner, clean_stamp(self.now_s()), self.p['global_frame']
         scene = MarkerScene.of(self.p['search_bounds'], planner, self.recommendation,
                                self._map_scales[0] if self._map_scales is not None else None)
         scene.status = [f"team of {len(self.rovers)}: {planner.n}/{self.p['max_measurements']} measurements"] + [
