@@ -56,7 +56,7 @@ def main() -> None:
     node = ExplorerNode(parameter_overrides=parameter_overrides({
         'run_dir': str(run_dir), 'n_initial': 5, 'max_measurements': args.observations + 100,
         'num_restarts': 60, 'raw_samples': 40000, 'decide_in_background': not args.inline,
-        'arrival_tolerance': 0.01, 'goal_timeout': 3.0, 'dwell_time': 0.5})
+        'xy_goal_tolerance': 0.01, 'goal_timeout': 3.0, 'dwell_time': 0.5})
         + [Parameter('use_sim_time', value=True)])
     probe = rclpy.create_node('clock_probe')
     clock_pub = probe.create_publisher(Clock, '/clock', 10)

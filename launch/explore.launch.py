@@ -21,7 +21,7 @@ also stops pure_pursuit; when a node fails (e.g. an invalid parameter at start-u
 **The explorer needs a map-frame pose estimate with absolute corrections.** An odom-frame filter that
 fuses only wheel odometry / IMU reports a covariance that grows without bound, so every location
 distribution becomes uninformative. The explorer rejects poses whose ``header.frame_id`` differs from its
-``frame_id`` parameter (default ``map``); goals are published in that frame.
+``global_frame`` parameter (default ``map``); goals are published in that frame.
 
 With robot_localization
     Fuse GNSS (navsat_transform_node -> ``odometry/gps``), UWB, or another absolute source in an EKF with
@@ -45,9 +45,9 @@ With Nav2
 
     With ``use_pure_pursuit:=false`` the explorer's ``plan`` (a straight segment, for display) is remapped
     to ``explorer/plan`` so it does not mix with the planner_server's ``plan``. Keep the explorer's
-    ``arrival_tolerance`` above Nav2's goal checker ``xy_goal_tolerance``. AMCL publishes ``amcl_pose``
-    only after the rover moved (``update_min_d``/``update_min_a``), so while the rover dwells no new pose
-    arrives: raise the explorer's ``max_pose_age`` (e.g. 30.0 s) or pair readings with a map-frame
+    ``xy_goal_tolerance`` above that of Nav2's goal checker (``general_goal_checker.xy_goal_tolerance``). AMCL
+    publishes ``amcl_pose`` only after the rover moved (``update_min_d``/``update_min_a``), so while the rover
+    dwells no new pose arrives: raise the explorer's ``max_pose_age`` (e.g. 30.0 s) or pair readings with a map-frame
     robot_localization estimate (``pose_source:=odometry odom_topic:=...``) instead.
 
 In a Gazebo simulation add ``use_sim_time:=true``; to replay a bag use ``ros2 bag play BAG --clock`` and

@@ -14,16 +14,20 @@ from uncertain_bo.planner import Planner
 from recording_host import RecordingHost
 
 
-def make(tmp_path=None, **overrides):
+def make(tmp_path=None, host=None, planner=None, result_file=None, **overrides):
+    """An explorer on a 50 m x 50 m area with the test parameters ``overrides``, its ``host`` (default: a
+    :class:`RecordingHost`) and its ``planner`` (default: 5 space-filling targets, journaled under ``tmp_path`` if
+    given), writing its result to ``result_file`` (default: none). Returns ``(explorer, host)``."""
     # these synthetic pose streams jump to each goal in one step (no driving): the pose gate (max_speed) would
     # reject the jumps; it is off unless a test turns it on
     params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_measurements': 3,
                                         'dwell_time': 1.0, 'goal_timeout': 30.0, 'reading_timeout': 2.0,
                                         'max_speed': 0.0, **overrides})
-    planner = Planner(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
-                      n_initial=5, journal=None if tmp_path is None else tmp_path / 'j.jsonl')
-    host = RecordingHost()
-    return Explorer(planner, host, params), host
+    if planner is None:
+        planner = Planner(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
+                          n_initial=5, journal=None if tmp_path is None else tmp_path / 'j.jsonl')
+    host = RecordingHost() if host is None else host
+    return Explorer(planner, host, params, result_file=result_file), host
 
 
 def pose(t, xy, cov=None, frame='map'):

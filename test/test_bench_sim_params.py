@@ -79,6 +79,17 @@ def test_user_mistakes_are_one_line_exit_2_nothing_written(tmp_path, capsys, arg
     assert not (tmp_path / 'out').exists()
 
 
+def test_a_renamed_parameter_in_params_is_one_line_exit_2_nothing_written(tmp_path, capsys):
+    """The bench keeps only the in-process parameters of a --params file: an old name was left out with the
+    ROS-only ones, and the run used the new name's default."""
+    f = tmp_path / 'old.yaml'
+    f.write_text("explorer:\n  ros__parameters:\n    frame_id: 'odom'\n")
+    assert bench(tmp_path, '--params', str(f)) == 2
+    assert capsys.readouterr().err.strip() == (f"error: parameter 'frame_id' was renamed to 'global_frame' (node "
+                                               f"/explorer, {f} line 3): use the new name there")
+    assert not (tmp_path / 'out').exists()
+
+
 def _grid_file(path, peak=(0.3, 0.7), nodes=21):
     import numpy as np
 

@@ -128,6 +128,28 @@ def test_other_packages_sections_are_listed_not_checked(tmp_path, monkeypatch, c
     assert '/explorer (explorer): 1 set by the file' in out
 
 
+@pytest.mark.parametrize('node', ['explorer', 'team_explorer'])
+@pytest.mark.parametrize('old, new, value', [('arrival_tolerance', 'xy_goal_tolerance', '0.5'),
+                                             ('frame_id', 'global_frame', "'map'")])
+def test_a_renamed_parameter_is_one_error_line_naming_its_new_name(node, old, new, value, tmp_path, monkeypatch,
+                                                                   capsys):
+    """A user's file with an old name (renamed to Nav2's term) would otherwise run with the new name's default."""
+    f = write(tmp_path, f'{node}:\n  ros__parameters:\n    {old}: {value}\n')
+    code, out, err = check([f], tmp_path, monkeypatch, capsys)
+    assert code == 2 and err == [f"error: parameter {old!r} was renamed to {new!r} (node /{node}, {f} line 3): use "
+                                 'the new name there'], err
+    f = write(tmp_path, f'{node}:\n  ros__parameters:\n    {new}: {value}\n')
+    code, out, err = check([f], tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+
+
+def test_a_node_that_still_declares_an_old_name_keeps_it(tmp_path, monkeypatch, capsys):
+    """field_sensor's frame_id (its readings' header frame) is its own parameter, not the explorer's old one."""
+    code, out, err = check([write(tmp_path, "field_sensor:\n  ros__parameters:\n    frame_id: 'probe'\n")],
+                           tmp_path, monkeypatch, capsys)
+    assert code == 0 and "frame_id = 'probe'" in out, (out, err)
+
+
 def test_namespace_option_finds_sections_that_miss_the_node(tmp_path, monkeypatch, capsys):
     f = write(tmp_path, 'explorer:\n  ros__parameters:\n    beta: 2.0\n')
     code, out, err = check(['--namespace', 'rover1', f], tmp_path, monkeypatch, capsys)

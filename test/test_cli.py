@@ -101,7 +101,9 @@ def test_bench_lists_and_describes_problems(tmp_path, monkeypatch, capsys):
     ('explorer:\n  ros__parameters:\n    reading_type: float64\nsim_rover:\n  ros__parameters:\n'
      '    reading_type: temperature\n', r"reading_type is 'temperature' for sim_rover but 'float64' for explorer"),
     ('explorer:\n  ros__parameters:\n    serch_bounds: [0.0, 1.0, 0.0, 1.0]\n', r"did you mean 'search_bounds'\?"),
-], ids=['reversed bounds', 'reading type', 'unknown key'])
+    ('explorer:\n  ros__parameters:\n    arrival_tolerance: 0.5\n',
+     r"^error: parameter 'arrival_tolerance' was renamed to 'xy_goal_tolerance'"),
+], ids=['reversed bounds', 'reading type', 'unknown key', 'renamed key'])
 def test_demo_checks_its_params_before_anything_starts_or_is_written(text, expect, tmp_path, monkeypatch, capsys):
     """A reversed search_bounds used to fail only once the simulation had started, leaving parameters.json; a
     reading type the simulator does not publish ended in an RCLError traceback."""

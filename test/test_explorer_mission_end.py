@@ -7,8 +7,7 @@ from faulty_disk import FaultyDisk
 
 
 def test_a_mission_that_ends_on_a_full_disk_reports_its_end_once_the_journal_is_written(tmp_path, monkeypatch):
-    ex, host = make(tmp_path, max_measurements=1)
-    ex.result_file = tmp_path / 'result.json'
+    ex, host = make(tmp_path, result_file=tmp_path / 'result.json', max_measurements=1)
     disk = FaultyDisk(monkeypatch, tmp_path)
     ex.on_pose(pose(0.0, [1.0, 1.0]), now=0.0)
     ex.tick(0.0)

@@ -254,7 +254,7 @@ def test_a_reinitialised_localisation_is_reported_and_re_anchored(caplog):
         ex.tick(t)
     assert ex.planner.n == 1 and ex.rejected['pose: implausible jump'] == n_rejected
     leg = np.linalg.norm(host.goals[0] - [40.0, 10.0])     # driven from the new place, stopping within tolerance
-    assert leg - ex.params['arrival_tolerance'] - SPEED * DT <= ex.budget.distance <= leg
+    assert leg - ex.params['xy_goal_tolerance'] - SPEED * DT <= ex.budget.distance <= leg
 
 
 def test_a_glitch_burst_that_does_not_stay_is_not_re_anchored():

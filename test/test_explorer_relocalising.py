@@ -32,9 +32,7 @@ def first_goal(std, tmp_path=None, host=None, **params):
     lengthscale 10 m and κ = 0.1 (threshold 1 m) unless ``params`` say otherwise."""
     params = {'relocalise_kappa': 0.1, 'fix_sources': [*BEACON, 3.0, 0.0], 'relocalise_max_detour': 200.0,
               'max_speed': 0.0, **params}
-    ex, recording = make(tmp_path, **params)
-    if host is not None:
-        ex.outputs = host
+    ex, _ = make(tmp_path, host=host, **params)
     ex.planner.model.set_hyperparameters(lengthscale=10.0)
     cov = np.eye(2) * std ** 2
     settle(ex, (5.0, 5.0), make_pose=lambda t, xy: pose(t, xy, cov))

@@ -199,9 +199,10 @@ def test_clock_jump_backwards_restarts_the_stage_timers():
 
 def test_high_rate_streams_keep_buffers_bounded():
     """500 Hz poses + 100 Hz readings for 60 s of stream time: buffers stay at their bounds."""
-    ex, host = make(pose_buffer_size=200, max_measurements=30, dwell_time=0.5, reading_timeout=1.0)
-    ex.planner = Planner(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
-                         n_initial=30)   # space-filling targets only: this test is about the input path
+    planner = Planner(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
+                      n_initial=30)   # space-filling targets only: this test is about the input path
+    ex, host = make(planner=planner, pose_buffer_size=200, max_measurements=30, dwell_time=0.5,
+                    reading_timeout=1.0)
     ex.on_pose(pose(0.0, [1.0, 1.0]), now=0.0)
     ex.tick(0.0)
     peak = (0, 0)
@@ -392,7 +393,7 @@ def test_a_goal_is_sent_again_until_the_controller_acts():
 
 def test_a_controller_that_reports_its_goals_drives_the_cycle():
     """Nav2's action result: aborted -> the target is skipped at once with the reason (counted, kept out) and the
-    next one decided; succeeded -> dwell and measure even outside arrival_tolerance."""
+    next one decided; succeeded -> dwell and measure even outside xy_goal_tolerance."""
     ex, host = make(keep_out_radius=2.0)
     t = 0.0
     ex.on_pose(pose(t, [1.0, 1.0]), now=t)

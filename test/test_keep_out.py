@@ -62,7 +62,7 @@ def test_zones_apply_to_the_target_part_of_joint_decision_points():
     assert moved[2] == 0.3 and float((moved[:2] - torch.tensor([10.0, 5.0])).norm()) == pytest.approx(2.0, rel=1e-5)
 
 
-def test_default_radius_is_twice_the_execution_noise_at_least_the_arrival_tolerance():
+def test_default_radius_is_twice_the_execution_noise_at_least_the_xy_goal_tolerance():
     assert default_radius([0.75, 0.5], 1.0) == 1.5
     assert default_radius([0.2, 0.2], 1.0) == 1.0
 

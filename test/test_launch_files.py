@@ -552,14 +552,16 @@ def test_explore_launch_namespace_reads_files_as_rcl_does(launch_api, tmp_path):
     module = _load('explore.launch.py')
     user = tmp_path / 'mine.yaml'
 
-    def write(frame_id):
+    def write(global_frame):
         user.write_text(yaml.dump({'explorer': {'ros__parameters': {'search_bounds': (0.0, 60.0, 0.0, 40.0),
-                                                                    'frame_id': frame_id, 'max_measurements': 20}},
+                                                                    'global_frame': global_frame,
+                                                                    'max_measurements': 20}},
                                    '/**': {'ros__parameters': {'use_sim_time': True}}}))
         assert '!!python/tuple' in user.read_text()
     write('y')   # yaml.dump writes 'y' bare: rcl reads a boolean, which the node would refuse; so does the launch
-    assert load_param_file(user)['explorer']['frame_id'] is True
-    with pytest.raises(RuntimeError, match=f"{user}: node /rover1/explorer: parameter 'frame_id' = True is invalid"):
+    assert load_param_file(user)['explorer']['global_frame'] is True
+    with pytest.raises(RuntimeError,
+                       match=f"{user}: node /rover1/explorer: parameter 'global_frame' = True is invalid"):
         module.node_configuration({'namespace': 'rover1', 'params_file': str(user)}, str(ROOT))
     write('site_map')
     conf = module.node_configuration({'namespace': 'rover1', 'params_file': str(user)}, str(ROOT))

@@ -71,3 +71,14 @@ def test_unknown_sections_names_misspelt_nodes(tmp_path):
     f.write_text('explorerr:\n  ros__parameters: {beta: 2.0}\n/**:\n  ros__parameters: {use_sim_time: true}\n'
                  'ekf:\n  ros__parameters: {}\n')
     assert unknown_sections([f], ['/explorer', '/ekf']) == [(str(f), 'explorerr')]
+
+
+def test_validate_refuses_a_renamed_parameter_with_its_new_name():
+    """In-process parameters (the library, the simulated mission) refuse an old name as the files and nodes do."""
+    from uncertain_bo.explorer import EXPLORER_PARAMS
+    with pytest.raises(ParameterError, match=r"^parameter 'arrival_tolerance' was renamed to 'xy_goal_tolerance': "
+                                             r"use the new name$"):
+        validate(EXPLORER_PARAMS, {'arrival_tolerance': 0.5})
+    assert validate(EXPLORER_PARAMS, {'xy_goal_tolerance': 0.5})['xy_goal_tolerance'] == 0.5
+    with pytest.raises(ParameterError, match=r"unknown parameter 'frame_id'"):   # a node without global_frame
+        validate([p for p in EXPLORER_PARAMS if p.name != 'global_frame'], {'frame_id': 'map'})

@@ -268,3 +268,15 @@ def test_replay_mistakes_end_in_one_line_exit_2_nothing_written(run, tmp_path, c
     assert re.search(expected, err), err
     assert (sorted(p.name for p in out.iterdir()) if out.is_dir() else None) == before     # nothing written
     assert {p: p.read_bytes() for p in (run / 'recording').iterdir()} == bag_files
+
+
+def test_a_recording_made_before_a_rename_replays_with_its_parameters_under_their_new_names(tmp_path):
+    """A recording's parameters (its description, else its journal header) are the explorer's of that run: one made
+    before frame_id and arrival_tolerance were renamed to Nav2's terms replayed with the default frame ('map'),
+    refusing every pose of an 'odom'-frame run."""
+    from types import SimpleNamespace
+    from uncertain_bo.ros.replay import replay_parameters
+    recording = SimpleNamespace(description={'parameters': {'frame_id': 'odom', 'arrival_tolerance': 0.3}})
+    values, source = replay_parameters(recording, [], None, tmp_path / 'out')
+    assert values['global_frame'] == 'odom' and values['xy_goal_tolerance'] == 0.3
+    assert source == "the recording's parameters"

@@ -76,9 +76,9 @@ class KeepOutZone:
                 'radius': float(self.radius), 'reason': self.reason}
 
 
-def default_radius(execution_noise_std: Sequence[float], arrival_tolerance: float = 0.0) -> float:
-    """The keep-out radius when none is configured: ``max(2 max(execution_noise_std), arrival_tolerance)``, m."""
-    return max(2.0 * max(float(s) for s in execution_noise_std), float(arrival_tolerance))
+def default_radius(execution_noise_std: Sequence[float], xy_goal_tolerance: float = 0.0) -> float:
+    """The keep-out radius when none is configured: ``max(2 max(execution_noise_std), xy_goal_tolerance)``, m."""
+    return max(2.0 * max(float(s) for s in execution_noise_std), float(xy_goal_tolerance))
 
 
 def noise_radius(execution_noise: 'ExecutionNoise', points: Tensor) -> Tensor:

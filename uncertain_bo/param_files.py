@@ -38,7 +38,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import yaml
 
-from .parameters import ParameterError
+from .parameters import ParameterError, renamed_message, renamed_parameter
 
 __all__ = ['Section', 'read_param_file', 'no_parameters_warning',
            'load_param_file', 'merged_sections', 'node_parameters', 'declared_parameters',
@@ -506,6 +506,8 @@ class UnknownParameter:
         source: where it was given: a parameter file, or ``'the command line'`` (``-p NAME:=VALUE``).
         closest: the node's parameter it most likely misspells, or None.
         line: its line in the file (0: not from a file).
+        renamed: the node's parameter it was renamed to (:data:`~uncertain_bo.parameters.RENAMED_PARAMETERS`), or
+            None.
     """
 
     name: str
@@ -513,9 +515,20 @@ class UnknownParameter:
     source: str
     closest: str | None = None
     line: int = 0
+    renamed: str | None = None
+
+    @classmethod
+    def of(cls, name: str, node: str, source: str, known: Iterable[str], line: int = 0) -> 'UnknownParameter':
+        """``name``, given to ``node`` (which declares ``known``) at ``source`` (``line``), with the name it was
+        renamed to, else the one it most likely misspells."""
+        known = list(known)
+        renamed = renamed_parameter(name, known)
+        return cls(name, node, source, None if renamed else closest_name(name, known), line, renamed)
 
     def __str__(self) -> str:
         where = f'{self.source} line {self.line}' if self.line else self.source
+        if self.renamed:
+            return f'{renamed_message(self.name, self.renamed)} (node {self.node}, {where}): use the new name there'
         hint = f' (did you mean {self.closest!r}?)' if self.closest else ''
         return f'{where}: {self.name!r} is not a parameter of node {self.node}{hint}'
 
@@ -542,7 +555,7 @@ def unknown_parameters(files: Sequence[str | Path | ParamFile], node: str,
         for s in f.sections:
             if not (section_applies(s.key, fqn) and names_node(s.key, fqn)):
                 continue
-            out += [UnknownParameter(k, fqn, f.path, closest_name(k, known), s.lines.get(k, s.line))
+            out += [UnknownParameter.of(k, fqn, f.path, known, s.lines.get(k, s.line))
                     for k in s.parameters if k not in known and not is_ros_parameter(k)]
     return out
 

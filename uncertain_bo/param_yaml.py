@@ -78,14 +78,14 @@ EXPLORER_LAYOUT = YamlLayout(
     ),
     sections=(
         ('search problem', (
-            'search_bounds', 'frame_id', 'sensor_offset', 'method', 'execution_noise_std', 'beta', 'recommendation',
+            'search_bounds', 'global_frame', 'sensor_offset', 'method', 'execution_noise_std', 'beta', 'recommendation',
             'travel_weight', 'route_horizon', 'in_box_exploration', 'gp_noise_prior', 'gp_input_noise',
             'reading_noise_std', 'learn_execution_noise', 'execution_noise_prior_weight', 'n_initial',
             'max_measurements', 'max_distance', 'max_mission_time', 'en_route_spacing', 'fit_max_points',
             'sparse_above', 'inducing_points', 'refit_every',
             'num_restarts', 'raw_samples', 'seed')),
         ('measurement cycle', (
-            'arrival_tolerance', 'goal_timeout', 'goal_resend_period', 'dwell_time', 'max_pose_age',
+            'xy_goal_tolerance', 'goal_timeout', 'goal_resend_period', 'dwell_time', 'max_pose_age',
             'revision_min_shift', 'reading_timeout', 'reading_retries', 'keep_out_radius', 'max_consecutive_skips',
             'future_stamp_tolerance', 'reading_range', 'pose_buffer_size', 'max_particles', 'max_speed', 'area_margin',
             'degenerate_pose_covariance', 'min_position_std', 'max_covariance_trace', 'run_dir')),

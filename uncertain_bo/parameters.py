@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ['Param', 'ParameterError', 'validate', 'defaults', 'config_path']   # + the param_files names below
+__all__ = ['Param', 'ParameterError', 'validate', 'defaults', 'config_path', 'RENAMED_PARAMETERS', 'renamed_parameter',
+           'renamed_message']   # + the param_files names below
 
 
 class ParameterError(ValueError):
@@ -150,6 +151,24 @@ def defaults(specs: Iterable[Param]) -> dict[str, Any]:
             for p in specs}
 
 
+#: parameters renamed to the field's terms, old name -> new name (Nav2: the goal checker's ``xy_goal_tolerance``,
+#: the costmaps' and BT navigator's ``global_frame``). A node given an old name it no longer declares refuses it
+#: with the new one (:func:`renamed_parameter`), wherever unknown names are refused.
+RENAMED_PARAMETERS = {'arrival_tolerance': 'xy_goal_tolerance', 'frame_id': 'global_frame'}
+
+
+def renamed_parameter(name: str, known: Iterable[str]) -> str | None:
+    """The name parameter ``name`` was renamed to (:data:`RENAMED_PARAMETERS`) when the node declares it
+    (``known``: the node's parameter names), else None."""
+    new = RENAMED_PARAMETERS.get(name)
+    return new if new is not None and new in set(known) else None
+
+
+def renamed_message(name: str, new: str) -> str:
+    """``parameter 'OLD' was renamed to 'NEW'`` (the start of the one-line error for an old name)."""
+    return f'parameter {name!r} was renamed to {new!r}'
+
+
 def validate(specs: Sequence[Param], values: Mapping[str, Any] | None = None, *,
              allow_unknown: Iterable[str] = ('use_sim_time',)) -> dict[str, Any]:
     """Fill defaults and check every value against its spec.
@@ -164,7 +183,8 @@ def validate(specs: Sequence[Param], values: Mapping[str, Any] | None = None, *,
 
     Raises:
         ParameterError: a value has the wrong type or is out of range, or a name is not a parameter of the
-            node (typos in YAML files would otherwise be silently ignored).
+            node (typos in YAML files would otherwise be silently ignored; an old name says its new one:
+            :data:`RENAMED_PARAMETERS`).
     """
     by_name = {p.name: p for p in specs}
     out = defaults(specs)
@@ -174,6 +194,8 @@ def validate(specs: Sequence[Param], values: Mapping[str, Any] | None = None, *,
             out[name] = by_name[name].check(value)
         elif name in allow:
             out[name] = value
+        elif renamed_parameter(name, by_name) is not None:
+            raise ParameterError(f'{renamed_message(name, renamed_parameter(name, by_name))}: use the new name')
         else:
             close = [n for n in by_name if n.split('_')[0] == name.split('_')[0]]
             hint = f' (did you mean {", ".join(close)}?)' if close else ''

@@ -239,9 +239,9 @@ class Team(TeamPlanner):
         # pose); the first rover's also orders its planner's design and a survey's plan
         view.set_start(torch.as_tensor(localiser.xy, dtype=DTYPE))
         host = MissionHost(lambda m, rec: self._measured(name, m, rec))
-        explorer = Explorer(view, host, p['explorer'])
-        explorer.budget = TravelBudget.resumed(p['explorer'], self.rover_records(name))   # its own totals
-        loop = RoverLoop(world, localiser, law, explorer, host, p['explorer']['frame_id'])
+        explorer = Explorer(view, host, p['explorer'],    # its own budget totals
+                            budget=TravelBudget.resumed(p['explorer'], self.rover_records(name)))
+        loop = RoverLoop(world, localiser, law, explorer, host, p['explorer']['global_frame'])
         member = self.members[name] = _Member(name, view, explorer, host, loop, world, last_report=t)
         return member
 

@@ -54,10 +54,12 @@ def _params_file(path: str, explorer: tuple, sim: tuple) -> tuple[tuple, tuple]:
     topics) are left out, as the in-process mission does.
 
     Raises:
-        ValueError: the file cannot be read, or has a section for none of the nodes.
+        ValueError: the file cannot be read, has a section for none of the nodes, or gives a node a parameter under
+            the name it had before it was renamed (:data:`~uncertain_bo.parameters.RENAMED_PARAMETERS`: it would be
+            left out with the ROS-only ones, its value silently not used).
     """
     from ..explorer import EXPLORER_PARAMS
-    from ..param_files import no_parameters_warning
+    from ..param_files import no_parameters_warning, unknown_parameters
     from ..parameters import node_parameters, unknown_sections
     from ..sim.ekf import EKF_PARAMS
     from ..sim.particle_filter import PF_PARAMS
@@ -75,6 +77,9 @@ def _params_file(path: str, explorer: tuple, sim: tuple) -> tuple[tuple, tuple]:
     file_explorer, file_sim = [], []
     for node, spec in specs.items():
         names = {p.name for p in spec}
+        renamed = [u for u in unknown_parameters([path], node, names) if u.renamed]
+        if renamed:
+            raise ValueError(str(renamed[0]))
         for name, value in node_parameters([path], node).items():
             if name not in names:
                 continue

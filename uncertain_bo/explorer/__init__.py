@@ -20,13 +20,15 @@ Modules, one concept each:
   the particle cloud, or (for the GP) the commanded target, as the method asks.
 - :mod:`~uncertain_bo.explorer.budget` — the distance and time budgets beside ``max_measurements``.
 - :mod:`~uncertain_bo.explorer.goal_resend` — goals that cannot be lost: re-sent until the controller acts.
-- :mod:`~uncertain_bo.explorer.state_machine` — the measurement cycle (:class:`Explorer`): its stages and the
-  transitions between them, inputs and driving; one part of :class:`Explorer` per stage, each in its module:
-  :mod:`~uncertain_bo.explorer.deciding` (the next target, inline or on the decider; run-time parameter changes),
+- :mod:`~uncertain_bo.explorer.state_machine` — the measurement cycle (:class:`Explorer`): the state, every
+  transition, inputs and driving; it owns one object per stage, each in its module, with explicit inputs:
+  :mod:`~uncertain_bo.explorer.deciding` (the planner's work, inline or on the decider; run-time parameter changes),
   :mod:`~uncertain_bo.explorer.en_route` (readings while driving), :mod:`~uncertain_bo.explorer.measuring`
-  (dwelling, pairing, storing, skipping), :mod:`~uncertain_bo.explorer.pausing` (diverged localisation, storage
-  faults), :mod:`~uncertain_bo.explorer.mission_end` (limits and the end's report) and
-  :mod:`~uncertain_bo.explorer.result_file` (the result file).
+  (dwelling, pairing, skipping), :mod:`~uncertain_bo.explorer.storing` (a paired reading into the planner),
+  :mod:`~uncertain_bo.explorer.pausing` (diverged localisation, storage faults),
+  :mod:`~uncertain_bo.explorer.mission_end` (limits and the end's report),
+  :mod:`~uncertain_bo.explorer.relocalising` (re-localisation as a decision), :mod:`~uncertain_bo.explorer.revisions`
+  (revised trajectories) and :mod:`~uncertain_bo.explorer.result_file` (the result file).
 - :mod:`~uncertain_bo.explorer.states` — the stages (:class:`State`); :mod:`~uncertain_bo.explorer.outputs` —
   what the explorer hands its host (:class:`ExplorerOutputs`, :class:`Measurement`).
 

@@ -12,53 +12,64 @@ en_route_readings` counts them; the result file too.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
-from ..distributions import InvalidDistributionError
-from ..planner import InvalidObservationError
-from .inputs import WAIT
+from .inputs import WAIT, InputStreams
+from .storing import ReadingStore
 
 __all__ = ['EnRoute']
 
 
 class EnRoute:
-    """En-route readings of :class:`~uncertain_bo.explorer.state_machine.Explorer` (a part of it: it reads the
-    explorer's inputs and stores readings in its planner)."""
+    """En-route readings while driving (see :mod:`~uncertain_bo.explorer.en_route`).
 
-    def _en_route(self, now: float) -> None:
+    Args:
+        params: the explorer's parameters, read live (``en_route_spacing``).
+        inputs: the pose and reading buffers (the pose at a reading's stamp).
+        store: where the readings are stored (no target: ``Planner.observe(None, ...)``).
+    """
+
+    def __init__(self, params: dict[str, Any], inputs: InputStreams, store: ReadingStore):
+        self.params = params
+        self.inputs = inputs
+        self.store = store
+        self._from: np.ndarray | None = None   # where the last reading was stored (the spacing counts from there)
+        self._due: float | None = None         # stamp from which an en-route reading is due
+
+    def count_from(self, xy: np.ndarray, restart: bool = True) -> None:
+        """The spacing counts from ``xy`` ``(2,)`` m (a reading was stored there); ``restart=False``: only when it
+        counts from nowhere yet (a leg starts)."""
+        if restart:
+            self._from = np.asarray(xy, dtype=float).copy()
+            self._due = None
+        elif self._from is None:
+            self._from = np.asarray(xy, dtype=float).copy()
+
+    def step(self, now: float) -> None:
         """Take an en-route reading when one is due (see :mod:`~uncertain_bo.explorer.en_route`)."""
-        pose = self.latest_pose
+        pose = self.inputs.latest_pose
         if pose is None:
             return
-        if self._en_route_from is None:
-            self._en_route_from = pose.xy.copy()
-        if self._en_route_due is None:
-            if np.linalg.norm(pose.xy - self._en_route_from) < self.params['en_route_spacing']:
+        if self._from is None:
+            self._from = pose.xy.copy()
+        if self._due is None:
+            if np.linalg.norm(pose.xy - self._from) < self.params['en_route_spacing']:
                 return
-            self._en_route_due = pose.stamp
+            self._due = pose.stamp
         reading = self.inputs.latest_reading
         if reading is None:
             return
         stamp = reading.stamp if reading.stamp is not None else now
-        if stamp < self._en_route_due:
+        if stamp < self._due:
             return                                  # the next reading comes later
         paired = self.inputs.pose_at(stamp, now, 'en-route reading')
         if paired is WAIT:
             return
         if paired is None:                          # refused (counted): the next reading is due
-            self._en_route_due = math.nextafter(stamp, math.inf)
+            self._due = math.nextafter(stamp, math.inf)
             return
-        self._en_route_due = None
-        variance = reading.variance if reading.variance > 0 else float(self.params['reading_noise_std']) ** 2
-        meta = {'reading_stamp': stamp, 'pose_stamp': paired.stamp, 'reading_variance': variance,
-                'frame_id': paired.frame_id, **self.budget.totals(now)}
-        try:
-            location = self.locations.location(paired)
-            meta['location_source'] = self.locations.describe(paired, location)
-            self.planner.observe(None, location, float(reading.value), **meta)
-        except (InvalidObservationError, InvalidDistributionError) as exc:  # defensive: validated on arrival
-            self.reject('en-route reading', 'invalid observation', str(exc))
-            return
-        self.locations.stored(location)
-        self._en_route_from = np.asarray(paired.xy, dtype=float).copy()
+        self._due = None
+        if self.store.store('en-route reading', None, paired, reading, stamp, now) is not None:
+            self._from = np.asarray(paired.xy, dtype=float).copy()

@@ -243,7 +243,7 @@ class InputStreams:
     """Validated, bounded buffers of pose estimates and readings, paired by stamp.
 
     Args:
-        params: the explorer's parameters (read live: ``frame_id``, ``max_pose_age``, ``reading_timeout``,
+        params: the explorer's parameters (read live: ``global_frame``, ``max_pose_age``, ``reading_timeout``,
             ``future_stamp_tolerance``, ``reading_range``, ``max_covariance_trace``, ``max_speed``, ``search_bounds``,
             ``area_margin``, ``degenerate_pose_covariance``, ``min_position_std``, ``pose_buffer_size`` at
             construction and :meth:`resize`).
@@ -471,8 +471,8 @@ class InputStreams:
             return False        # poses arrive, the gate confirms the first place: nothing to locate it with yet
         if not self._located:
             self.reject('reading', 'before the first pose', 'a reading arrived before any pose estimate was accepted: '
-                        'it cannot be located (is the localisation publishing, in frame_id '
-                        f"{self.params['frame_id']!r}?)")
+                        'it cannot be located (is the localisation publishing, in global_frame '
+                        f"{self.params['global_frame']!r}?)")
             return False
         if collecting:
             self.readings.append(reading)
@@ -570,9 +570,9 @@ class InputStreams:
     # ------------------------------------------------------------ validation
     def pose_problem(self, pose: PoseEstimate) -> tuple[str, str] | None:
         """``(category, detail)`` of what is wrong with ``pose``, or None."""
-        if pose.frame_id != self.params['frame_id']:
+        if pose.frame_id != self.params['global_frame']:
             return ('wrong frame_id', f"frame_id {pose.frame_id[:64]!r} is not the configured frame "
-                    f"{self.params['frame_id']!r}")
+                    f"{self.params['global_frame']!r}")
         if not math.isfinite(pose.stamp):
             return 'non-finite stamp', 'stamp is not finite'
         xy = np.asarray(pose.xy, dtype=float)

@@ -14,118 +14,143 @@ the mission. A skipped attempt counts against the time and distance budgets (dri
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import numpy as np
-import torch
 
-from ..distributions import DTYPE, InvalidDistributionError
 from ..keep_out import default_radius
-from ..planner import InvalidObservationError, Recommendation
-from .inputs import PoseEstimate, Reading
+from ..planner import Planner
+from .budget import TravelBudget
+from .inputs import InputStreams
 from .outputs import Measurement
-from .states import State
+from .storing import ReadingStore
 
-__all__ = ['Measuring']
+__all__ = ['Measuring', 'SKIP']
 
 log = logging.getLogger('uncertain_bo.explorer.state_machine')
 
+#: what :meth:`Measuring.measure` returns for a target that cannot be measured
+SKIP = 'skip'
+
 
 class Measuring:
-    """The dwelling and measuring stages of :class:`~uncertain_bo.explorer.state_machine.Explorer` (a part of it:
-    it reads and sets the explorer's state, target, stage timers and counters)."""
+    """A stop at a target: the dwell, the measuring window with its retries, the stored pair or the skip.
 
-    def _start_dwell(self, now: float) -> None:
+    Args:
+        planner: where a skipped target is kept out (:meth:`~uncertain_bo.planner.Planner.add_keep_out`).
+        params: the explorer's parameters, read live (``dwell_time``, ``reading_timeout``, ``reading_retries``,
+            ``keep_out_radius``, ``execution_noise_std``, ``xy_goal_tolerance``, ``max_consecutive_skips``).
+        inputs: the pose and reading buffers (the window's pair, rejections).
+        store: where the pair is stored.
+        budget: where the stop's duration is counted.
+
+    Attributes:
+        timed_out: the goal of this stop timed out (the rover is measured where it stopped).
+        retries: measuring windows retried at this stop.
+        goal_timeouts: goals that timed out in this run.
+        skipped_targets: targets of this run that could not be measured.
+        window_start: when the current measuring window opened (host clock, s).
+    """
+
+    def __init__(self, planner: Planner, params: dict[str, Any], inputs: InputStreams, store: ReadingStore,
+                 budget: TravelBudget):
+        self.planner = planner
+        self.params = params
+        self.inputs = inputs
+        self.store = store
+        self.budget = budget
+        self.timed_out = False
+        self.retries = 0
+        self.goal_timeouts = 0
+        self.skipped_targets = 0
+        self.window_start = 0.0
+        self._dwell_end = self._stop_start = 0.0
+        self._consecutive_skips = 0
+
+    def new_goal(self, timed_out: bool = False) -> None:
+        """A goal was sent (``timed_out``: no goal; the last one timed out and the rover measures where it is)."""
+        self.timed_out = timed_out
+        self.retries = 0
+
+    def shift(self, dt: float) -> None:
+        """The host clock jumped by ``dt`` s: move the stage's clocks with it."""
+        self._dwell_end += dt
+        self.window_start += dt
+        self._stop_start += dt
+
+    def stopped(self, now: float, dwell: bool = True) -> None:
+        """The rover stopped at ``now`` (arrived, or its goal was given up): the stop's clock starts; ``dwell``:
+        the dwell starts too."""
         self.budget.stopped()
         self._stop_start = now
-        self.state = State.DWELLING
-        self._dwell_end = now + self.params['dwell_time']
+        if dwell:
+            self._dwell_end = now + self.params['dwell_time']
 
-    def _measure(self, now: float) -> None:
-        pair = self.inputs.pair(now, self._measure_start)
+    def dwelt(self, now: float) -> bool:
+        """True once the dwell is over at ``now`` (the measuring window opens: :meth:`open_window`)."""
+        return now >= self._dwell_end
+
+    def open_window(self, now: float) -> None:
+        self.window_start = now
+        self.inputs.open_window()
+
+    def measure(self, now: float, target: np.ndarray) -> Measurement | str | None:
+        """The measuring window at ``now``: the stored :class:`~uncertain_bo.explorer.outputs.Measurement` of
+        ``target`` ``(2,)`` m once a pair is found, :data:`SKIP` when the target cannot be measured after its
+        retries (``inputs.last_reason`` says why), None meanwhile."""
+        pair = self.inputs.pair(now, self.window_start)
         if pair is not None:
-            self._store(*pair, now)
-            return
-        if self.inputs.readings or now - self._measure_start <= self.params['reading_timeout']:
-            return
-        if self._retries < self.params['reading_retries']:
-            self._retries += 1
+            return self._store(*pair, target, now)
+        if self.inputs.readings or now - self.window_start <= self.params['reading_timeout']:
+            return None
+        if self.retries < self.params['reading_retries']:
+            self.retries += 1
             log.warning('no valid %s within reading_timeout = %.1f s; retry %d/%d', self.inputs.named('reading'),
-                        self.params['reading_timeout'], self._retries, self.params['reading_retries'])
-            self._measure_start = now
-            return
-        where = f'({self.target[0]:.2f}, {self.target[1]:.2f})'
+                        self.params['reading_timeout'], self.retries, self.params['reading_retries'])
+            self.window_start = now
+            return None
+        where = f'({target[0]:.2f}, {target[1]:.2f})'
         received, rejects = self.inputs.window_received, self.inputs.window_rejects
         if received == 0:
-            self.rejected['measurement: sensor silent, target skipped'] += 1
-            self.last_reason = f"sensor silent at target {where}: no {self.inputs.named('reading')} arrived"
+            self.inputs.rejected['measurement: sensor silent, target skipped'] += 1
+            self.inputs.last_reason = f"sensor silent at target {where}: no {self.inputs.named('reading')} arrived"
         else:
             why = ', '.join(f'{n} {c}' for c, n in rejects.most_common()) or 'none paired'
-            self.rejected['measurement: no usable reading, target skipped'] += 1
-            self.last_reason = (f'no usable reading at target {where}: {received} readings '
-                                f"arrived but none could be used ({why}; {self.inputs.named('reading')})")
-        self._skip(now)
+            self.inputs.rejected['measurement: no usable reading, target skipped'] += 1
+            self.inputs.last_reason = (f'no usable reading at target {where}: {received} readings '
+                                       f"arrived but none could be used ({why}; {self.inputs.named('reading')})")
+        return SKIP
 
-    def _skip(self, now: float) -> None:
-        """The target could not be measured after its retries: keep it out of every later decision
-        (:meth:`~uncertain_bo.planner.Planner.add_keep_out`, journaled) and decide anew, or end the mission after
-        ``max_consecutive_skips`` in a row. The attempt counts against the time and distance budgets (it was
-        driven to and waited for, and its stop joins the mean stop time of the time budget's prediction), not
-        against ``max_measurements``, which counts stored measurements."""
+    def skip(self, now: float, target: np.ndarray) -> str | None:
+        """``target`` ``(2,)`` m could not be measured after its retries: keep it out of every later decision
+        (:meth:`~uncertain_bo.planner.Planner.add_keep_out`, journaled). The attempt counts against the time and
+        distance budgets (it was driven to and waited for, and its stop joins the mean stop time of the time budget's
+        prediction), not against ``max_measurements``, which counts stored measurements. Returns why the mission
+        ends (``max_consecutive_skips`` in a row), else None (decide anew)."""
+        reason = self.inputs.last_reason
         radius = self.params['keep_out_radius'] or default_radius(self.params['execution_noise_std'],
-                                                                  self.params['arrival_tolerance'])
-        self.planner.add_keep_out(self.target, radius, self.last_reason or 'not measurable')
+                                                                  self.params['xy_goal_tolerance'])
+        self.planner.add_keep_out(target, radius, reason or 'not measurable')
         self.skipped_targets += 1
         self._consecutive_skips += 1
         self.budget.measured(now - self._stop_start)
         log.warning('%s: skipping it%s; no target within %.2f m of it will be proposed again (%d keep-out zones)',
-                    self.last_reason, f' after {self._retries} retries' if self._retries else '', radius,
+                    reason, f' after {self.retries} retries' if self.retries else '', radius,
                     len(self.planner.keep_out))
         limit = self.params['max_consecutive_skips']
         if limit and self._consecutive_skips >= limit:
-            self._finish(f'{self._consecutive_skips} targets in a row could not be measured (max_consecutive_skips '
-                         f'= {limit}): is the sensor publishing, and is reading_range right? last: '
-                         f'{self.last_reason}', stop=False)
-            return
-        self.state = State.DECIDING
+            return (f'{self._consecutive_skips} targets in a row could not be measured (max_consecutive_skips '
+                    f'= {limit}): is the sensor publishing, and is reading_range right? last: {reason}')
+        return None
 
-    def _store(self, pose: PoseEstimate, reading: Reading, now: float) -> None:
-        # the sensor's own variance when the message carries one, else the configured reading_noise_std²
-        variance = reading.variance if reading.variance > 0 else float(self.params['reading_noise_std']) ** 2
-        meta = {'reading_stamp': reading.stamp, 'pose_stamp': pose.stamp, 'reading_variance': variance,
-                'frame_id': pose.frame_id, 'goal_timed_out': self._timed_out, **self.budget.totals(now)}
-        if reading.stamped_on_arrival:
-            meta['reading_stamped_on_arrival'] = True
-        try:
-            location = self.locations.location(pose)
-            meta['location_source'] = self.locations.describe(pose, location)
-            index = self.planner.observe(torch.as_tensor(self.target, dtype=DTYPE), location,
-                                         float(reading.value), **meta)
-        except (InvalidObservationError, InvalidDistributionError) as exc:  # defensive: validated on arrival
-            self.reject('measurement', 'invalid observation', str(exc))
-            return
-        self.locations.stored(location)
+    def _store(self, pose, reading, target: np.ndarray, now: float) -> Measurement | None:
+        """Store the pair in the planner; None when it refuses it (counted)."""
+        stored = self.store.store('measurement', target, pose, reading, reading.stamp, now,
+                                  fields={'goal_timed_out': self.timed_out},
+                                  flags={'reading_stamped_on_arrival': True} if reading.stamped_on_arrival else None)
+        if stored is None:
+            return None
+        index, location = stored
         self._consecutive_skips = 0
-        self._en_route_from = np.asarray(pose.xy, dtype=float).copy()
-        self._en_route_due = None
         self.budget.measured(now - self._stop_start)
-        m = Measurement(index, self.target.copy(), pose, reading, self._timed_out, location)
-        if self.decider is not None:
-            # the recommendation refits the GP when the schedule says so (seconds): on the decider, so that the
-            # host's executor keeps taking poses and readings meanwhile (they would queue up and arrive stale)
-            self._recommending = (m, self.decider.submit(self.planner.recommend))
-            self.state = State.DECIDING
-            return
-        self._after_measurement(m, self.planner.recommend())
-
-    def _after_measurement(self, m: Measurement, rec: Recommendation) -> None:
-        """Journal the recommendation after measurement ``m``, tell the host, then end or decide next."""
-        index = m.index
-        journal = self.planner.journal_file
-        if journal is not None:
-            journal.append(rec.record(index))
-        self.outputs.measured(m, rec)
-        if self.planner.n >= self.params['max_measurements']:
-            self._end(f"max_measurements = {self.params['max_measurements']} reached")
-            self._report_finish(rec)
-        else:
-            self.state = State.DECIDING
+        return Measurement(index, target.copy(), pose, reading, self.timed_out, location)

@@ -6,9 +6,12 @@ file, host's ``finished``), after the work still running on the decider and once
 from __future__ import annotations
 
 import logging
+from pathlib import Path
+from typing import Any, Callable
 
-from ..planner import Recommendation
-from .states import State
+from ..planner import Planner, Recommendation
+from .outputs import ExplorerOutputs
+from .result_file import write_result
 
 __all__ = ['MissionEnd', 'LIMITS']
 
@@ -19,87 +22,72 @@ LIMITS = ('max_measurements', 'max_distance', 'max_mission_time')
 
 
 class MissionEnd:
-    """The end of :class:`~uncertain_bo.explorer.state_machine.Explorer`'s mission (a part of it: it reads and
-    sets the explorer's state, ``done_reason`` and end bookkeeping, and tells the host).
+    """Why the mission ended, whether a raised limit continues it, and the end's report (module docstring).
+
+    Args:
+        planner: the planner (its measurements count against ``max_measurements``; the final recommendation).
+        params: the explorer's parameters, read live (:data:`LIMITS`).
+        outputs: the host, told :meth:`~uncertain_bo.explorer.outputs.ExplorerOutputs.finished`.
+        result_file: where the result is written when the mission ends (None: not written).
 
     Attributes:
+        done_reason: why the mission ended (None until it does, and again once a raised limit continues it).
+        reported: the end was reported (result file, host).
         log_end: log the end (info, ``'mission ends: <reason>'``); False where the host logs it itself (the team
             explorer: each rover's end with its name, the team's end once).
     """
 
-    log_end = True
+    def __init__(self, planner: Planner, params: dict[str, Any], outputs: ExplorerOutputs,
+                 result_file: str | Path | None):
+        self.planner = planner
+        self.params = params
+        self.outputs = outputs
+        self.result_file = result_file
+        self.done_reason: str | None = None
+        self.reported = False
+        self.log_end = True
+        self._done_limits: tuple | None = None
 
     def _limits(self) -> tuple:
         return tuple(self.params[k] for k in LIMITS)
 
-    def _limits_raised(self, now: float) -> bool:
-        """Finished, but a limit changed at run time and none is reached any more: continue (True)."""
+    def measurements_reached(self) -> str | None:
+        """Why ``max_measurements`` ends the mission, or None."""
+        if self.planner.n >= self.params['max_measurements']:
+            return f"max_measurements = {self.params['max_measurements']} reached"
+        return None
+
+    def end(self, reason: str, announce: bool = False) -> None:
+        """The mission ends for ``reason`` (``announce``: logged, unless :attr:`log_end` is off)."""
+        self.done_reason = reason
+        self._done_limits = self._limits()
+        if announce and self.log_end:
+            log.info('mission ends: %s', reason)
+
+    def limits_raised(self, budget_spent: str | None) -> bool:
+        """Ended, but a limit changed at run time and none is reached any more (``budget_spent``: why a budget is
+        spent now, or None): the mission continues (True; :attr:`done_reason` is cleared)."""
         if self._done_limits is None or self._limits() == self._done_limits:
             return False
-        if self.planner.n >= self.params['max_measurements'] or self.budget.spent(now):
+        if self.measurements_reached() is not None or budget_spent is not None:
             self._done_limits = self._limits()
             return False
         log.info('limits raised (%s): continuing', ', '.join(f'{k} = {self.params[k]}' for k in LIMITS))
         self.done_reason = None
-        self._finish_reported = False
+        self.reported = False
         self._done_limits = None
-        self.state = State.WAITING_FOR_POSE
         return True
 
-    def _stop_for_limits(self, now: float) -> bool:
-        """End the mission when ``max_measurements`` is reached (lowered at run time) or the time budget is
-        spent, and, before a decision, when the distance budget is. Returns True if it ended."""
-        if self.planner.n >= self.params['max_measurements'] and self._recommending is None:
-            self._finish(f"max_measurements = {self.params['max_measurements']} reached", stop=True)
-            return True
-        reason = self.budget.time_spent(now)
-        if reason is None and self.state in (State.WAITING_FOR_POSE, State.DECIDING) and self._background_idle():
-            reason = self.budget.distance_spent()
-        if reason is not None:
-            self._finish(reason, stop=True)
-            return True
-        return False
-
-    def _end(self, reason: str) -> None:
-        self.state = State.DONE
-        self.done_reason = reason
-        self._done_limits = self._limits()
-
-    def _finish(self, reason: str, stop: bool) -> None:
-        if stop and self.state in (State.DRIVING, State.DWELLING, State.MEASURING, State.RELOCALISING):
-            self._stop()
-        self._end(reason)
-        if self.log_end:
-            log.info('mission ends: %s', reason)
-        self._report_finish()
-
-    def _report_finish(self, rec: Recommendation | None = None) -> None:
-        """Write the result file and tell the host, once per end. A mission that a budget ended before its first
-        measurement has no recommendation: the result file says so, the host is not called. Work still running
-        on the decider is waited for first (the planner is not used from two threads)."""
-        if self._finish_reported:
-            return
-        if self._decision is not None:
-            self._decision.exception()           # wait; the decision is journaled, its target is not sent
-            self._decision = None
-        if self._recommending is not None:
-            m, future = self._recommending
-            self._recommending = None
-            rec = future.result()
-            journal = self.planner.journal_file
-            if journal is not None:
-                journal.append(rec.record(m.index))
-            self.outputs.measured(m, rec)
-        if self.journal_fault is not None:
-            log.error('mission ended (%s) but %s: the end is reported once they are written', self.done_reason,
-                      self.journal_fault)
-            return                               # tick() retries the journal, then reports
-        self._finish_reported = True
+    def report(self, rec: Recommendation | None, result: Callable[[Recommendation | None], dict[str, Any]]) -> None:
+        """Report the end once: write the result file (``result(rec)``) and tell the host. A mission that a budget
+        ended before its first measurement has no recommendation: the result file says so, the host is not
+        called; else ``rec`` is the final recommendation (None: asked of the planner now)."""
+        self.reported = True
         if self.planner.n:
             rec = rec if rec is not None else self.planner.recommend()
         if self.result_file is not None:
             try:
-                self._write_result(rec)
+                write_result(self.result_file, result(rec))
             except OSError as exc:               # a full disk at the very end: the journal holds the run
                 log.error('could not write the result file %s: %s (the journal holds every measurement)',
                           self.result_file, exc)

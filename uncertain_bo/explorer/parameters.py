@@ -34,9 +34,10 @@ MAX_ABS_READING = 1e12
 
 EXPLORER_PARAMS = [
     Param('search_bounds', [0.0, 200.0, 0.0, 200.0],
-          'search area [xmin, xmax, ymin, ymax] in frame_id, m. Targets never leave it (a change at run time '
+          'search area [xmin, xmax, ymin, ymax] in global_frame, m. Targets never leave it (a change at run time '
           'applies from the next decision)', range=(-1e7, 1e7), length=4),
-    Param('frame_id', 'map', 'world-fixed frame of pose estimates and goals. Poses in any other frame are rejected. '
+    Param('global_frame', 'map', 'world-fixed frame of pose estimates and goals (Nav2\'s term). Poses in any other '
+          'frame are rejected. '
           'A map-frame estimate with absolute corrections: an odom-frame covariance grows without bound',
           read_only=True),
     Param('sensor_offset', [0.0, 0.0], 'where the sensor (probe) is on the rover: [x, y] in base_link (REP-103: x '
@@ -140,8 +141,8 @@ EXPLORER_PARAMS = [
           'candidates', range=(1, 1000)),
     Param('raw_samples', 512, 'acquisition maximiser: quasi-random candidates scored to choose the num_restarts '
           'restarts', range=(1, 100000)),
-    Param('arrival_tolerance', 1.0, 'distance between the estimated position and the target that counts as '
-          'arrived, m', range=(0.01, 1000.0)),
+    Param('xy_goal_tolerance', 1.0, 'distance between the estimated position and the target that counts as '
+          'arrived (Nav2\'s goal checker term), m', range=(0.01, 1000.0)),
     Param('goal_timeout', 300.0, 'time allowed to reach a target, s. Then the rover is stopped and measures where '
           'it is (a valid measurement: its location distribution says where it was taken)', range=(1.0, 1e6)),
     Param('goal_resend_period', 5.0, 'send the current goal again every this many seconds until the controller is '
@@ -165,7 +166,7 @@ EXPLORER_PARAMS = [
           'skipping the target', range=(0, 100)),
     Param('keep_out_radius', 0.0, 'a target skipped after reading_retries (sensor silent, or every reading '
           'refused) is never proposed again: no later target within this radius of it (every method; journaled, '
-          'so a resume keeps it), m. 0 = twice the largest execution_noise_std, at least arrival_tolerance (with '
+          'so a resume keeps it), m. 0 = twice the largest execution_noise_std, at least xy_goal_tolerance (with '
           'the defaults 1.5 m)', range=(0.0, 1e6)),
     Param('max_consecutive_skips', 3, 'end the mission when this many targets in a row could not be measured '
           '(sensor unplugged, or a reading_range that refuses every reading); 0 = no limit', range=(0, 1000000)),

@@ -15,10 +15,11 @@ cannot be written, and resumes towards the same target once neither holds.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
-from .inputs import position_trace
+from ..planner import Planner
+from .inputs import PoseEstimate, position_trace
 from .parameters import RESUME_FRACTION
-from .states import State
 
 __all__ = ['Pausing', 'JOURNAL_RETRY_PERIOD']
 
@@ -27,14 +28,26 @@ log = logging.getLogger('uncertain_bo.explorer.state_machine')
 #: while the journal cannot write, the explorer retries it at most this often (s, host clock)
 JOURNAL_RETRY_PERIOD = 1.0
 
-#: the stages in which the rover may be moving or holding a goal: a pause from them stops it
-_ACTIVE = ('driving', 'dwelling', 'measuring', 'deciding', 'relocalising')
-
 
 class Pausing:
-    """The pause of :class:`~uncertain_bo.explorer.state_machine.Explorer` (a part of it: it reads and sets the
-    explorer's state, ``paused_reason`` and pause bookkeeping, and stops the rover or re-sends its goal through
-    the host's outputs)."""
+    """Whether the explorer must pause, and why (module docstring); the explorer stops the rover and resumes.
+
+    Args:
+        planner: whose journal is watched and retried.
+        params: the explorer's parameters, read live (``max_covariance_trace``).
+
+    Attributes:
+        reason: why the explorer is paused (None unless it is): the causes, ``'; '``-joined.
+        paused_from: the stage the pause was taken in (None before the first pause).
+    """
+
+    def __init__(self, planner: Planner, params: dict[str, Any]):
+        self.planner = planner
+        self.params = params
+        self.reason: str | None = None
+        self.paused_from = None
+        self._causes: dict[str, str] = {}        # 'localisation' / 'journal' -> reason, while paused
+        self._retry_at: float | None = None      # host time of the last journal retry while faulted
 
     @property
     def journal_fault(self) -> str | None:
@@ -46,43 +59,40 @@ class Pausing:
             return None
         return f'{journal.fault}; {journal.held} record(s) held in memory'
 
-    def _check_pause(self, now: float) -> bool:
-        """Pause while localisation has diverged or the journal cannot write; resume when neither holds.
-
-        Pausing stops the rover (when it may be moving or holding a goal) and logs each cause once; resuming
-        re-sends the target of a pause taken on the way to it or at it. Returns True while paused."""
-        causes = {k: v for k, v in (('localisation', self._localisation_problem()),
-                                    ('journal', self._journal_problem(now))) if v is not None}
+    def check(self, now: float, pose: PoseEstimate | None) -> bool:
+        """Whether the explorer must be paused at ``now`` with the newest pose estimate ``pose``: localisation has
+        diverged or the journal cannot write. Logs each new cause once and sets :attr:`reason`; False (and the
+        causes forgotten by :meth:`resumed`) once neither holds."""
+        causes = {k: v for k, v in (('localisation', self._localisation_problem(pose)),
+                                    ('journal', self.journal_problem(now))) if v is not None}
         if not causes:
-            if self.state is State.PAUSED:
-                self._resume(now)
             return False
         for kind, reason in causes.items():
-            if kind not in self._pause_causes:
+            if kind not in self._causes:
                 if kind == 'localisation':
                     log.error('%s: rover stopped, no measurements until it is below %.3g m²', reason,
                               RESUME_FRACTION * self.params['max_covariance_trace'])
                 else:
                     log.error('%s: rover stopped, no measurements until the journal can be written (retried every '
                               '%g s)', reason, JOURNAL_RETRY_PERIOD)
-        for kind in set(self._pause_causes) - set(causes):
+        for kind in set(self._causes) - set(causes):
             log.warning('%s recovered; still paused: %s', kind, '; '.join(causes.values()))
-        self._pause_causes = causes
-        self.paused_reason = '; '.join(causes.values())
-        if self.state is not State.PAUSED:
-            self._paused_from = self.state
-            self.state = State.PAUSED
-            if self._paused_from.value in _ACTIVE:
-                self._stop()                 # held at the trusted position, never a diverged estimate's
+        self._causes = causes
+        self.reason = '; '.join(causes.values())
         return True
 
-    def _localisation_problem(self) -> str | None:
-        """Why localisation stops the mission (newest pose's covariance trace over ``max_covariance_trace``; once
+    def resumed(self) -> None:
+        """The pause ends (logged)."""
+        log.warning('resuming after the pause (%s)', self.reason)
+        self.reason = None
+        self._causes = {}
+
+    def _localisation_problem(self, pose: PoseEstimate | None) -> str | None:
+        """Why localisation stops the mission (``pose``'s covariance trace over ``max_covariance_trace``; once
         paused for it, until below ``RESUME_FRACTION`` of it), or None."""
-        paused = 'localisation' in self._pause_causes
-        pose = self.latest_pose
+        paused = 'localisation' in self._causes
         if pose is None:
-            return self._pause_causes['localisation'] if paused else None
+            return self._causes['localisation'] if paused else None
         trace = position_trace(pose.cov)
         limit = self.params['max_covariance_trace']
         if trace <= (RESUME_FRACTION * limit if paused else limit):
@@ -90,44 +100,23 @@ class Pausing:
                 log.warning('localisation recovered (covariance trace %.3g m²)', trace)
             return None
         if paused:
-            return self._pause_causes['localisation']
+            return self._causes['localisation']
         return (f'localisation diverged: position covariance trace {trace:.3g} m² > '
                 f'max_covariance_trace = {limit:g} m²')
 
-    def _journal_problem(self, now: float) -> str | None:
+    def journal_problem(self, now: float) -> str | None:
         """Why the journal stops the mission (:attr:`journal_fault`), or None. Retries the held records every
         :data:`JOURNAL_RETRY_PERIOD` s (the first retry a period after the fault was seen)."""
         journal = self.planner.journal_file
         if journal is None or journal.fault is None:
-            self._journal_retry_at = None
+            self._retry_at = None
             return None
-        if self._journal_retry_at is None:
-            self._journal_retry_at = now
-        elif not 0.0 <= now - self._journal_retry_at < JOURNAL_RETRY_PERIOD:
-            self._journal_retry_at = now
+        if self._retry_at is None:
+            self._retry_at = now
+        elif not 0.0 <= now - self._retry_at < JOURNAL_RETRY_PERIOD:
+            self._retry_at = now
             if journal.retry():
                 log.warning('journal writable again: every held record written')
-                self._journal_retry_at = None
+                self._retry_at = None
                 return None
         return self.journal_fault
-
-    def _resume(self, now: float) -> None:
-        """Leave the pause: the same target again (with a fresh goal clock) when the pause was taken on the way
-        to it or at it (the same re-localisation, when taken during one), else start over from waiting for a
-        pose."""
-        log.warning('resuming after the pause (%s)', self.paused_reason)
-        self.paused_reason = None
-        self._pause_causes = {}
-        self.inputs.readings.clear()
-        pose = self.latest_pose
-        if self._paused_from is State.RELOCALISING and self._resume_relocalising(now):
-            return
-        if (self.target is not None and pose is not None
-                and self._paused_from in (State.DRIVING, State.DWELLING, State.MEASURING)):
-            self.goal_reason = 'after pause'
-            self.state = State.DRIVING
-            self._goal_time = now
-            self.goal_resend.sent(now, pose.xy, self.target)
-            self._send_goal(self.target)     # refused when search_bounds changed meanwhile: decided anew
-        else:
-            self.state = State.WAITING_FOR_POSE

@@ -24,7 +24,7 @@ parameters applies from the next target. Every re-localisation is journaled, app
 record with ``phase: 'start'`` (kind, source, position, σ_L, ℓ, detour or cost, the target it was taken for) and
 one with ``phase: 'end'`` (σ_L after it, the time it took, why it ended); they store no reading and number no
 index, so a resumed run counts each reading once and knows how many re-localisations the run took
-(:attr:`Relocalising.relocalisations`, :mod:`~uncertain_bo.run_report`). A restart during a re-localisation
+(:attr:`Relocalising.count`, :mod:`~uncertain_bo.run_report`). A restart during a re-localisation
 resumes the pending target, to which the rule applies again.
 """
 from __future__ import annotations
@@ -33,14 +33,16 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from .inputs import position_std
-from .states import State
+from ..planner import Planner
+from .area import GOAL_TOLERANCE, distance_outside
+from .inputs import PoseEstimate, position_std
 
-__all__ = ['Relocalising', 'Relocalisation', 'fix_source_array', 'fix_sources_problem', 'SURFACE_MARGIN']
+__all__ = ['Relocalising', 'Relocalisation', 'fix_source_array', 'fix_sources_problem', 'SURFACE_MARGIN', 'ARRIVED',
+           'RESEND']
 
 log = logging.getLogger('uncertain_bo.explorer.state_machine')
 
@@ -49,6 +51,10 @@ SURFACE_MARGIN = 30.0
 #: the wait ends once σ_L has not fallen by more than SETTLE_DROP (relative) for SETTLE_TIME s
 SETTLE_TIME = 3.0
 SETTLE_DROP = 0.05
+
+#: what :meth:`Relocalising.step` asks of the explorer: stop the rover at the fix source; send its goal again
+ARRIVED = 'arrived'
+RESEND = 'resend'
 
 
 def fix_sources_problem(values: Any) -> str | None:
@@ -87,22 +93,29 @@ class Relocalisation:
 
 
 class Relocalising:
-    """The re-localisation of :class:`~uncertain_bo.explorer.state_machine.Explorer` (a part of it: before a target
-    is sent it may hold it and move the explorer into the ``relocalising`` stage; its tick drives to the fix
-    source or waits for the surfacing fix, then sends the held target)."""
+    """The re-localisation rule and the re-localisation under way (module docstring): the explorer asks
+    :meth:`start` before it sends a target, and :meth:`step` in its ``relocalising`` stage; it sends the goals and
+    stops they ask for.
 
-    @property
-    def relocalisations(self) -> int:
-        """Re-localisations started in this run (a resumed journal's included)."""
-        return self._reloc_count
+    Args:
+        planner: its model's lengthscale; its journal receives the ``relocalisation`` records.
+        params: the explorer's parameters, read live (``relocalise_kappa``, ``fix_sources``,
+            ``relocalise_max_detour``, ``relocalise_max_time``, ``surface_cost``, ``search_bounds``,
+            ``xy_goal_tolerance``, ``goal_timeout``).
 
-    def _init_relocalising(self) -> None:
-        """No re-localisation under way; the count of a resumed journal's."""
-        self._reloc: Relocalisation | None = None
-        self._reloc_skip: np.ndarray | None = None     # the target the rule was applied to last (never twice)
-        journal = self.planner.journal_file
-        self._reloc_count = sum(1 for r in (journal.records if journal is not None else ())
-                                if r.get('type') == 'relocalisation' and r.get('phase') == 'start')
+    Attributes:
+        current: the re-localisation under way (:class:`Relocalisation`), or None.
+        count: re-localisations started in this run (a resumed journal's included).
+    """
+
+    def __init__(self, planner: Planner, params: dict[str, Any]):
+        self.planner = planner
+        self.params = params
+        self.current: Relocalisation | None = None
+        self._skip: np.ndarray | None = None     # the target the rule was applied to last (never twice)
+        journal = planner.journal_file
+        self.count = sum(1 for r in (journal.records if journal is not None else ())
+                         if r.get('type') == 'relocalisation' and r.get('phase') == 'start')
 
     def _lengthscale(self) -> float | None:
         """The model's smallest fitted lengthscale (m), None for a kernel without one."""
@@ -111,25 +124,26 @@ class Relocalising:
         except (AttributeError, KeyError, TypeError, ValueError):
             return None
 
-    def _relocalise_first(self, target: np.ndarray, now: float) -> bool:
-        """Apply the rule (module docstring) before ``target`` ``(2,)`` is sent. Returns True when a re-localisation
-        started (the target is held and sent after it)."""
+    def start(self, target: np.ndarray, pose: PoseEstimate | None, now: float,
+              request_surfacing: Callable[[], bool] | None) -> Relocalisation | None:
+        """Apply the rule (module docstring) before ``target`` ``(2,)`` is sent, the rover estimated at ``pose``.
+        Returns the re-localisation that started (journaled; the explorer drives to its ``centre``, or for
+        surfacing, which ``request_surfacing`` has asked the host for, stops and waits), or None: send the target."""
         kappa = float(self.params['relocalise_kappa'])
-        pose = self.latest_pose
         if kappa <= 0 or pose is None:
-            return False
-        if self._reloc_skip is not None and np.array_equal(self._reloc_skip, target):
-            return False
+            return None
+        if self._skip is not None and np.array_equal(self._skip, target):
+            return None
         ell = self._lengthscale()
         sigma = position_std(pose.cov)
         if ell is None or not sigma > kappa * ell:
-            return False
-        self._reloc_skip = np.array(target, dtype=float)
+            return None
+        self._skip = np.array(target, dtype=float)
         p, t = np.asarray(pose.xy, dtype=float), np.asarray(target, dtype=float)
         best = None
         for i, (x, y, radius, cost) in enumerate(fix_source_array(self.params['fix_sources'])):
             c = np.array([x, y])
-            if np.linalg.norm(p - c) <= radius or self._outside_goal_area(c):
+            if np.linalg.norm(p - c) <= radius or distance_outside(c, self.params) > GOAL_TOLERANCE:
                 continue
             detour = np.linalg.norm(p - c) + np.linalg.norm(c - t) - np.linalg.norm(p - t)
             if detour + cost <= self.params['relocalise_max_detour'] and (best is None or detour + cost < best[0]):
@@ -137,93 +151,76 @@ class Relocalising:
         record = {'lengthscale': ell, 'threshold': kappa * ell, 'target': t.tolist()}
         if best is not None:
             _, i, c, detour = best
-            self._reloc = Relocalisation('fix_source', i, c, t, kappa * ell, now, sigma,
-                                         limit=float(self.params['relocalise_max_time']))
-            self._journal_relocalisation('start', p, sigma, now, source=i, centre=c.tolist(),
-                                         detour_m=float(detour), **record)
+            self.current = Relocalisation('fix_source', i, c, t, kappa * ell, now, sigma,
+                                          limit=float(self.params['relocalise_max_time']))
+            self._journal('start', p, sigma, now, source=i, centre=c.tolist(), detour_m=float(detour), **record)
             log.info('re-localising first: position std %.2f m > %.2g x lengthscale %.3g m; driving to fix source '
                      '%d at (%.1f, %.1f) (detour %.1f m), then to (%.2f, %.2f)', sigma, kappa, ell, i, *c, detour,
                      *t)
-            self.target = c
-            self.state = State.RELOCALISING
-            self._goal_time = now
-            self.goal_resend.sent(now, p, c)
-            self._send_goal(c)
-            return True
+            return self.current
         cost = float(self.params['surface_cost'])
-        request = getattr(self.outputs, 'request_surfacing', None)
-        if cost > 0 and cost <= self.params['relocalise_max_time'] and request is not None and request():
-            self._reloc = Relocalisation('surface', None, None, t, kappa * ell, now, sigma,
-                                         limit=cost + SURFACE_MARGIN)
-            self._journal_relocalisation('start', p, sigma, now, cost_s=cost, **record)
+        if cost > 0 and cost <= self.params['relocalise_max_time'] and request_surfacing is not None \
+                and request_surfacing():
+            self.current = Relocalisation('surface', None, None, t, kappa * ell, now, sigma,
+                                          limit=cost + SURFACE_MARGIN)
+            self._journal('start', p, sigma, now, cost_s=cost, **record)
             log.info('re-localising first: position std %.2f m > %.2g x lengthscale %.3g m; surfacing (%.0f s), then '
                      'to (%.2f, %.2f)', sigma, kappa, ell, cost, *t)
-            self._stop()
-            self.target = None
-            self.state = State.RELOCALISING
-            self._reloc.waiting_since = now
-            return True
-        return False
+            self.current.waiting_since = now
+            return self.current
+        return None
 
-    def _outside_goal_area(self, xy: np.ndarray) -> bool:
-        from .area import GOAL_TOLERANCE, distance_outside
-        return distance_outside(xy, self.params) > GOAL_TOLERANCE
-
-    def _relocalise_tick(self, now: float) -> None:
-        """The ``relocalising`` stage: drive to the source, then wait for the fix; then send the held target."""
-        r, pose = self._reloc, self.latest_pose
-        if r is None:                        # nothing under way (a restart's state): decide
-            self.state = State.DECIDING
-            return
+    def step(self, now: float, pose: PoseEstimate | None, resend_due: Callable[[], bool]) -> Any:
+        """The ``relocalising`` stage at ``now``, the rover estimated at ``pose``: drive to the source, then wait for
+        the fix. Returns :data:`ARRIVED` (stop the rover: the wait starts), :data:`RESEND` (send the source's goal
+        again: ``resend_due()`` said so), the target ``(2,)`` to send once it has ended (journaled; also when none is
+        under way: a restart's state, ``None`` then), or False meanwhile."""
+        r = self.current
+        if r is None:
+            return None
         if r.waiting_since is None:
-            if pose is not None and np.linalg.norm(pose.xy - r.centre) <= self.params['arrival_tolerance']:
-                self._stop()
+            if pose is not None and np.linalg.norm(pose.xy - r.centre) <= self.params['xy_goal_tolerance']:
                 r.waiting_since = now
-            elif now - r.started > self.params['goal_timeout']:
-                self._end_relocalisation(now, 'fix source not reached within goal_timeout')
-            elif self.goal_resend.due(now, pose.xy if pose is not None else None, r.centre):
-                self._send_goal(r.centre)
-            return
+                return ARRIVED
+            if now - r.started > self.params['goal_timeout']:
+                return self._end(now, pose, 'fix source not reached within goal_timeout')
+            return RESEND if resend_due() else False
         sigma = position_std(pose.cov) if pose is not None else r.sigma_start
         if r.last_drop is None or sigma < r.last_drop[1] * (1 - SETTLE_DROP):
             r.last_drop = (now, sigma)
         if sigma <= 0.5 * r.threshold:
-            self._end_relocalisation(now, 'position std below half the threshold')
-        elif sigma <= 0.5 * r.sigma_start and now - r.last_drop[0] >= SETTLE_TIME:
-            self._end_relocalisation(now, 'position std halved and settled')
-        elif now - r.waiting_since >= r.limit:
-            self._end_relocalisation(now, 'no fix within the time allowed')
+            return self._end(now, pose, 'position std below half the threshold')
+        if sigma <= 0.5 * r.sigma_start and now - r.last_drop[0] >= SETTLE_TIME:
+            return self._end(now, pose, 'position std halved and settled')
+        if now - r.waiting_since >= r.limit:
+            return self._end(now, pose, 'no fix within the time allowed')
+        return False
 
-    def _resume_relocalising(self, now: float) -> bool:
-        """After a pause taken while re-localising: the same re-localisation again, its clocks restarted (the fix
-        source's goal re-sent). Returns False when none is under way."""
-        r, pose = self._reloc, self.latest_pose
+    def resume(self, now: float, pose: PoseEstimate | None) -> Relocalisation | None:
+        """After a pause taken while re-localising: the same re-localisation again, its clocks restarted (the
+        explorer re-sends the fix source's goal while ``waiting_since`` is None). None when none is under way."""
+        r = self.current
         if r is None or pose is None:
-            return False
-        self.state = State.RELOCALISING
+            return None
         r.started = now
-        if r.waiting_since is None:
-            self.goal_resend.sent(now, pose.xy, r.centre)
-            self._send_goal(r.centre)
-        else:
+        if r.waiting_since is not None:
             r.waiting_since, r.last_drop = now, None
-        return True
+        return r
 
-    def _end_relocalisation(self, now: float, why: str) -> None:
-        r, pose = self._reloc, self.latest_pose
-        self._reloc = None
+    def _end(self, now: float, pose: PoseEstimate | None, why: str) -> np.ndarray:
+        r = self.current
+        self.current = None
         sigma = position_std(pose.cov) if pose is not None else float('nan')
-        self._journal_relocalisation('end', pose.xy if pose is not None else r.target, sigma, now, kind=r.kind,
-                                     seconds=float(now - r.started), reason=why)
+        self._journal('end', pose.xy if pose is not None else r.target, sigma, now, kind=r.kind,
+                      seconds=float(now - r.started), reason=why)
         log.info('re-localisation (%s) ended after %.0f s: %s; position std %.2f m (was %.2f m)', r.kind,
                  now - r.started, why, sigma, r.sigma_start)
-        self.state = State.DECIDING
-        self._send(r.target, now)
+        return r.target
 
-    def _journal_relocalisation(self, phase: str, position, sigma: float, now: float, **fields: Any) -> None:
+    def _journal(self, phase: str, position, sigma: float, now: float, **fields: Any) -> None:
         if phase == 'start':
-            self._reloc_count += 1
-            fields = {'kind': self._reloc.kind, **fields}
+            self.count += 1
+            fields = {'kind': self.current.kind, **fields}
         journal = self.planner.journal_file
         if journal is None:
             return

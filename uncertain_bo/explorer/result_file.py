@@ -1,5 +1,5 @@
-"""The run's result: what the explorer writes to ``result_file`` when the mission ends (:meth:`ResultFile.result`,
-written atomically) and the execution-noise model it reports (:func:`execution_noise_summary`).
+"""The run's result: what the explorer writes to ``result_file`` when the mission ends (:func:`run_result`, written
+atomically by :func:`write_result`) and the execution-noise model it reports (:func:`execution_noise_summary`).
 """
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..planner import Planner, Recommendation
 
-__all__ = ['ResultFile', 'execution_noise_summary']
+__all__ = ['run_result', 'write_result', 'execution_noise_summary']
 
 
 def execution_noise_summary(planner: Planner) -> dict[str, Any] | None:
@@ -34,42 +34,44 @@ def execution_noise_summary(planner: Planner) -> dict[str, Any] | None:
             'covariance': c.tolist()}
 
 
-class ResultFile:
-    """The result file of :class:`~uncertain_bo.explorer.state_machine.Explorer` (a part of it: it reads the
-    explorer's planner, counters, budget and ``result_file``)."""
+def run_result(planner: Planner, rec: Recommendation | None, rejected: Mapping[str, int], targets_skipped: int,
+               stopped_because: str | None, totals: Mapping[str, float]) -> dict[str, Any]:
+    """The run's result as written to ``result_file``: the recommendation ``rec`` (None before any measurement: the
+    place ``recommended_target``, where the reading it names was taken ``recommended_location`` (mean, m, and
+    covariance, m², of its location distribution; None for a place that was not measured), which measurement that is
+    ``recommended_measurement`` (-1: an en-route reading or a place not measured), the predicted robust value and
+    std), counts (measurements, en-route readings, ``rejected`` inputs by category, ``targets_skipped``), why it ended
+    (``stopped_because``), the budget ``totals`` (distance driven, m, mission time, s), the execution-noise model
+    (:func:`execution_noise_summary`), ``revisions``: revised locations applied and rejected by reason
+    (:mod:`uncertain_bo.planner_revisions`), and ``journal_damage``: what resuming the journal skipped
+    (:attr:`~uncertain_bo.planner.Planner.journal_damage`: records skipped, records missing, the problems by line)."""
+    return {'recommended_target': rec.target.tolist() if rec is not None else None,
+            'recommended_location': rec.where_measured() if rec is not None else None,
+            'recommended_measurement': rec.index if rec is not None else None,
+            'predicted_robust_value': rec.mean if rec is not None else None,
+            'predicted_std': rec.std if rec is not None else None,
+            'measurements': planner.n, 'en_route_readings': planner.n_en_route,
+            'rejected': dict(rejected), 'targets_skipped': targets_skipped,
+            'keep_out_zones': [z.record() for z in planner.keep_out.zones],
+            'stopped_because': stopped_because, **totals,
+            'execution_noise': execution_noise_summary(planner),
+            'revisions': {'applied': planner.revisions_applied, 'rejected': dict(planner.revisions_rejected)},
+            'journal_damage': planner.journal_damage}
 
-    def result(self, rec: Recommendation | None) -> dict[str, Any]:
-        """The run's result as written to ``result_file``: the recommendation (None before any measurement: the
-        place ``recommended_target``, where the reading it names was taken ``recommended_location`` (mean, m, and
-        covariance, m², of its location distribution; None for a place that was not measured), which measurement
-        that is ``recommended_measurement`` (-1: an en-route reading or a place not measured), the predicted robust
-        value and std), counts (measurements, en-route readings, rejected inputs), why it ended, distance driven (m),
-        mission time (s), the execution-noise model (:func:`execution_noise_summary`), ``revisions``: revised
-        locations applied and rejected by reason (:mod:`uncertain_bo.planner_revisions`), and ``journal_damage``: what
-        resuming the journal skipped (:attr:`~uncertain_bo.planner.Planner.journal_damage`: records skipped, records
-        missing, the problems by line)."""
-        now = self._last_now if self._last_now is not None else 0.0
-        return {'recommended_target': rec.target.tolist() if rec is not None else None,
-                'recommended_location': rec.where_measured() if rec is not None else None,
-                'recommended_measurement': rec.index if rec is not None else None,
-                'predicted_robust_value': rec.mean if rec is not None else None,
-                'predicted_std': rec.std if rec is not None else None,
-                'measurements': self.planner.n, 'en_route_readings': self.planner.n_en_route,
-                'rejected': dict(self.rejected), 'targets_skipped': self.skipped_targets,
-                'keep_out_zones': [z.record() for z in self.planner.keep_out.zones],
-                'stopped_because': self.done_reason, **self.budget.totals(now),
-                'execution_noise': execution_noise_summary(self.planner),
-                'revisions': {'applied': self.planner.revisions_applied,
-                              'rejected': dict(self.planner.revisions_rejected)},
-                'journal_damage': self.planner.journal_damage}
 
-    def _write_result(self, rec: Recommendation | None) -> None:
-        path = Path(self.result_file)
-        tmp = path.with_suffix(path.suffix + '.tmp')
-        try:
-            tmp.write_text(json.dumps(self.result(rec), indent=2))
-            os.replace(tmp, path)  # atomic: a crash leaves the old file or the new one, never half of one
-        except OSError:
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
-            raise
+def write_result(path: str | Path, result: Mapping[str, Any]) -> None:
+    """Write ``result`` to ``path`` as JSON, atomically (a crash leaves the old file or the new one, never half of
+    one).
+
+    Raises:
+        OSError: it could not be written (the temporary file is removed).
+    """
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + '.tmp')
+    try:
+        tmp.write_text(json.dumps(result, indent=2))
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise

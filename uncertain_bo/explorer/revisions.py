@@ -2,12 +2,12 @@ r"""Revised trajectories: the localiser's corrected past poses re-place the expl
 
 A smoother after a fix, a SLAM back end after a loop closure, publishes a **revised trajectory**: a list of stamped
 poses (:class:`~uncertain_bo.explorer.inputs.PoseEstimate`: stamp, frame, mean, covariance) covering a stretch of the
-past. :meth:`Revising.on_revised_trajectory` maps each stored reading of this rover to the revised pose at the
+past. :meth:`TrajectoryRevisions.revise` maps each stored reading of this rover to the revised pose at the
 reading's own stamp and hands the planner the revisions (:meth:`~uncertain_bo.planner.Planner.revise`,
 :mod:`uncertain_bo.planner_revisions`):
 
 - **which poses**: each one is checked as a pose estimate is on arrival (:meth:`~uncertain_bo.explorer.inputs.
-  InputStreams.pose_problem`: frame ``frame_id``, finite stamp and position within range, a finite, symmetric, PSD
+  InputStreams.pose_problem`: frame ``global_frame``, finite stamp and position within range, a finite, symmetric, PSD
   covariance); an invalid one is left out and counted (``'revision: <what was wrong>'``). No pose gate: a revision is
   allowed to move the past by more than the rover could drive, which is what a loop closure does;
 - **which readings**: every stored reading with a stamp (measurements and en-route readings; a team rover's own:
@@ -38,16 +38,19 @@ from __future__ import annotations
 import bisect
 import logging
 import math
+from collections import deque
 from dataclasses import replace
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from ..lever_arm import wrap_angle
+from ..planner import Planner
 from ..planner_revisions import LocationRevision, RevisionOutcome
-from .inputs import PoseEstimate, position_trace
+from .inputs import InputStreams, PoseEstimate, position_trace
+from .location_policy import LocationPolicy
 
-__all__ = ['Revising', 'pose_at', 'HELD_TRAJECTORIES']
+__all__ = ['TrajectoryRevisions', 'pose_at', 'HELD_TRAJECTORIES']
 
 log = logging.getLogger('uncertain_bo.explorer.state_machine')
 
@@ -84,16 +87,40 @@ def pose_at(trajectory: Sequence[PoseEstimate], stamp: float, tolerance: float) 
                         yaw=nearer.yaw, yaw_cov=nearer.yaw_cov)
 
 
-class Revising:
-    """Revised trajectories for :class:`~uncertain_bo.explorer.state_machine.Explorer` (a part of it: it reads the
-    explorer's parameters, inputs and location policy and revises its planner's readings)."""
+class TrajectoryRevisions:
+    """Revised trajectories re-place the stored readings they cover (module docstring).
 
-    def on_revised_trajectory(self, poses: Sequence[PoseEstimate], stamp: float,
-                              source: str = 'revised_trajectory', keep_covariance: bool = False) -> RevisionOutcome:
+    Args:
+        planner: whose stored readings are revised (:meth:`~uncertain_bo.planner.Planner.revise`).
+        params: the explorer's parameters, read live (``global_frame``, ``max_pose_age``, ``revision_min_shift``).
+        inputs: the pose checks (:meth:`~uncertain_bo.explorer.inputs.InputStreams.pose_problem`) and where poses
+            left out are counted.
+        locations: the location distribution a revised pose gives.
+    """
+
+    def __init__(self, planner: Planner, params: dict[str, Any], inputs: InputStreams, locations: LocationPolicy):
+        self.planner = planner
+        self.params = params
+        self.inputs = inputs
+        self.locations = locations
+        self._held: deque = deque(maxlen=HELD_TRAJECTORIES)   # trajectories waiting for the planner
+
+    def hold(self, poses: Sequence[PoseEstimate], stamp: float, source: str, keep_covariance: bool) -> None:
+        """Keep a trajectory that arrived while the planner is busy (the newest :data:`HELD_TRAJECTORIES`)."""
+        self._held.append((list(poses), stamp, source, keep_covariance))
+
+    def apply_held(self) -> None:
+        """Revise with the trajectories held while the planner was busy, oldest first."""
+        while self._held:
+            self.revise(*self._held.popleft())
+
+    def revise(self, poses: Sequence[PoseEstimate], stamp: float, source: str = 'revised_trajectory',
+               keep_covariance: bool = False) -> RevisionOutcome:
         """Re-place the stored readings a revised trajectory covers (module docstring).
 
         Args:
-            poses: the revised poses (any order; ``frame_id`` the explorer's, stamps on the clock of the readings).
+            poses: the revised poses (any order; ``frame_id`` the explorer's ``global_frame``, stamps on the clock of
+                the readings).
             stamp: when the localiser made the revision (s; e.g. the message's header stamp).
             source: where it came from, for the journal.
             keep_covariance: the poses carry no covariance of their own (a ``nav_msgs/Path``): each reading keeps
@@ -101,20 +128,15 @@ class Revising:
 
         Returns:
             What the planner applied and rejected (:class:`~uncertain_bo.planner_revisions.RevisionOutcome`); poses
-            left out are counted in :attr:`rejected` only. While the planner decides on the ``decider`` thread the
-            trajectory is held (the newest :data:`HELD_TRAJECTORIES`) and applied by the first :meth:`tick` after
-            the decision: the outcome is then empty.
+            left out are counted in the inputs' ``rejected`` only.
         """
-        if not self._background_idle():
-            self._held_trajectories.append((list(poses), stamp, source, keep_covariance))
-            return RevisionOutcome()
         valid = []
         for pose in poses:
             problem = self.inputs.pose_problem(pose)
             if problem is None:
                 valid.append(pose)
             else:
-                self.reject('revision', *problem)
+                self.inputs.reject('revision', *problem)
         valid.sort(key=lambda p: p.stamp)
         outcome = RevisionOutcome()
         if not valid:
@@ -140,20 +162,14 @@ class Revising:
                          - math.sqrt(max(float(old.covariance[0].trace()), 0.0)))
             if max(moved, spread) <= min_shift:
                 continue
-            location = self.locations.location(replace(revised, frame_id=self.params['frame_id']), warn=False)
+            location = self.locations.location(replace(revised, frame_id=self.params['global_frame']), warn=False)
             revisions.append(LocationRevision(reading.key, location, float(stamp), source))
         if not revisions:
             return outcome
         outcome = self.planner.revise(revisions)
         for what, reason, detail in outcome.rejections:
-            self.reject('revision', reason, f'{what}: {detail}')
+            self.inputs.reject('revision', reason, f'{what}: {detail}')
         if outcome.applied:
             log.info('%s: %d reading(s) re-placed at their revised locations (%d rejected)', source,
                      len(outcome.applied), len(outcome.rejections))
         return outcome
-
-    def _apply_held_revisions(self) -> None:
-        """Apply the trajectories held while the planner was busy on the decider, oldest first (called by
-        :meth:`tick`)."""
-        while self._held_trajectories and self._background_idle():
-            self.on_revised_trajectory(*self._held_trajectories.popleft())

@@ -9,8 +9,11 @@
     any state but DONE -> PAUSED (localisation diverged, or the journal cannot be written: stop)
                        -> DRIVING to the same target (recovered)
 
-:class:`Explorer` is this module's cycle (:meth:`Explorer.tick`, inputs, driving) plus one part per stage, each
-in the module named after it:
+:class:`Explorer` is this module's cycle: it owns the state (:attr:`Explorer.state`, the current target) and every
+transition, and composes one object per stage, each in the module named after it, with explicit inputs (the
+parameters, the planner, the input buffers, the budget it is handed) that returns what happened or calls a narrow
+collaborator (:class:`~uncertain_bo.explorer.commands.Commands` for goals and stops, the host's outputs); no stage
+reads or sets another's state:
 
 - **Deciding** (:mod:`~uncertain_bo.explorer.deciding`): targets come from the planner, which keeps them in the
   search bounds. With a ``decider`` executor the planner decides on a worker thread while inputs keep arriving
@@ -18,7 +21,8 @@ in the module named after it:
 - **En-route readings** (:mod:`~uncertain_bo.explorer.en_route`, ``en_route_spacing > 0``): readings taken while
   driving, stored in the GP but not as measurements.
 - **Measuring** (:mod:`~uncertain_bo.explorer.measuring`): the readings of the measuring window paired with pose
-  estimates; a target that cannot be measured is skipped and becomes a keep-out zone.
+  estimates; a target that cannot be measured is skipped and becomes a keep-out zone. Measurements and en-route
+  readings are stored alike (:mod:`~uncertain_bo.explorer.storing`).
 - **Pausing** (:mod:`~uncertain_bo.explorer.pausing`): on diverged localisation or a journal that cannot be
   written (storage faults) the rover stops and no measurement is taken; the same target again once recovered.
 - **Commands** (:mod:`~uncertain_bo.explorer.commands`): every goal and stop leaves through one place that keeps
@@ -47,17 +51,18 @@ have their own modules and are importable from here too.
 from __future__ import annotations
 
 import logging
-from collections import deque
-from concurrent.futures import Executor, Future
-from dataclasses import dataclass, field
+import time
+from concurrent.futures import Executor
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
 
 from ..distributions import DTYPE
-from ..planner import Planner
+from ..keep_out import NoAdmissibleTargetError
+from ..planner import Planner, Recommendation
+from ..planner_revisions import RevisionOutcome
 from .budget import TravelBudget
 from .commands import Commands
 from .deciding import Deciding
@@ -65,24 +70,29 @@ from .en_route import EnRoute
 from .goal_resend import GoalResend
 from .inputs import InputStreams, PoseEstimate, Reading, position_trace
 from .location_policy import LocationPolicy
-from .measuring import Measuring
+from .measuring import SKIP, Measuring
 from .mission_end import LIMITS, MissionEnd
 from .outputs import ExplorerOutputs, Measurement
 from .parameters import RESUME_CHECKED
 from .pausing import JOURNAL_RETRY_PERIOD, Pausing
-from .relocalising import Relocalising
-from .result_file import ResultFile, execution_noise_summary
-from .revisions import HELD_TRAJECTORIES, Revising
+from .relocalising import ARRIVED, RESEND, Relocalising
+from .result_file import execution_noise_summary, run_result
+from .revisions import TrajectoryRevisions
 from .states import State
+from .storing import ReadingStore
 
 __all__ = ['Explorer', 'ExplorerOutputs', 'State', 'Measurement', 'execution_noise_summary', 'LIMITS',
            'JOURNAL_RETRY_PERIOD']
 
 log = logging.getLogger(__name__)
 
+#: the stages in which the rover may be under way to a goal (a refused goal or a finish stops it)
+_UNDER_WAY = (State.DRIVING, State.DWELLING, State.MEASURING, State.RELOCALISING)
+#: the stages in which the rover may be moving or holding a goal: a pause from them stops it
+_ACTIVE = _UNDER_WAY + (State.DECIDING,)
 
-@dataclass
-class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Commands, Revising, Relocalising):
+
+class Explorer:
     """Measurement cycle around a :class:`~uncertain_bo.planner.Planner`.
 
     The ROS node (:mod:`uncertain_bo.ros.explorer`) and the in-process mission (:mod:`uncertain_bo.sim.mission`)
@@ -101,67 +111,54 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Co
             host can keep publishing diagnostics during a long decision. The host owns the executor.
         result_file: where the final result is written as JSON when the mission ends (None: not written);
             written atomically (a crash leaves the old file or the new one).
+        budget: the run's distance and time so far (None: a resumed journal's last totals); a team rover passes its
+            own (:meth:`~uncertain_bo.explorer.budget.TravelBudget.resumed` on its records).
 
     Attributes:
         state: current stage.
-        inputs: the validated pose and reading buffers (:class:`~uncertain_bo.explorer.inputs.InputStreams`).
-        locations: the location policy (:class:`~uncertain_bo.explorer.location_policy.LocationPolicy`).
-        budget: distance driven and mission time (:class:`~uncertain_bo.explorer.budget.TravelBudget`).
         target: current target ``(2,)`` or None.
         goal_reason: why the current goal was sent: ``'new'`` (a fresh decision), ``'resumed'`` (the
             journal's pending decision after a restart), ``'after pause'`` or ``'resent'`` (the controller was not
             seen to act on it: :mod:`~uncertain_bo.explorer.goal_resend`).
         last_decision_wall_time: ``time.time()`` of the last decision (None before the first).
-        paused_reason: why the explorer is paused (None unless :attr:`state` is PAUSED): localisation diverged
-            and/or the journal cannot be written (both reasons, ``'; '``-joined, when both hold).
-        done_reason: why the mission ended (None until it does).
-        goal_timeouts: how many goals timed out (measured where the rover was).
-        skipped_targets: targets of this run that could not be measured (each became a keep-out zone).
+        inputs: the validated pose and reading buffers (:class:`~uncertain_bo.explorer.inputs.InputStreams`).
+        locations: the location policy (:class:`~uncertain_bo.explorer.location_policy.LocationPolicy`).
+        commands: goals and stops to the host (:class:`~uncertain_bo.explorer.commands.Commands`).
+        deciding, measuring, en_route, pausing, ending, revisions, relocalising: the stages
+            (:class:`~uncertain_bo.explorer.deciding.Deciding`, :class:`~uncertain_bo.explorer.measuring.Measuring`,
+            :class:`~uncertain_bo.explorer.en_route.EnRoute`, :class:`~uncertain_bo.explorer.pausing.Pausing`,
+            :class:`~uncertain_bo.explorer.mission_end.MissionEnd`, :class:`~uncertain_bo.explorer.revisions.
+            TrajectoryRevisions`, :class:`~uncertain_bo.explorer.relocalising.Relocalising`).
     """
 
-    planner: Planner
-    outputs: ExplorerOutputs
-    params: dict[str, Any]
-    decider: Executor | None = None
-    result_file: str | Path | None = None
-    state: State = field(default=State.WAITING_FOR_POSE, init=False)
-    target: np.ndarray | None = field(default=None, init=False)
-
-    def __post_init__(self):
-        self.inputs = InputStreams(self.params, lambda: self.state is State.MEASURING)
-        self.locations = LocationPolicy(self.planner, self.params)
-        journal = self.planner.journal_file
-        self.goal_resend = GoalResend(self.params)
-        self.budget = TravelBudget.resumed(self.params, [r for r in journal.records if r.get('type') in (
-            'observation', 'en_route')] if journal is not None else [])
-        self._goal_time = self._dwell_end = self._measure_start = self._stop_start = 0.0
-        self._timed_out = False
-        self._retries = 0
-        self._last_now: float | None = None
-        self._paused_from: State | None = None
-        self._pause_causes: dict[str, str] = {}        # 'localisation' / 'journal' -> reason, while paused
-        self._journal_retry_at: float | None = None    # host time of the last journal retry while faulted
+    def __init__(self, planner: Planner, outputs: ExplorerOutputs, params: dict[str, Any],
+                 decider: Executor | None = None, result_file: str | Path | None = None,
+                 budget: TravelBudget | None = None):
+        self._planner, self._outputs, self._params = planner, outputs, params
+        self.state = State.WAITING_FOR_POSE
+        self.target: np.ndarray | None = None
         self.goal_reason = 'new'
         self.last_decision_wall_time: float | None = None
-        self.paused_reason: str | None = None
-        self.done_reason: str | None = None
-        self.goal_timeouts = 0
-        self.skipped_targets = 0
-        self._consecutive_skips = 0
-        self._decision: Future | None = None
-        # a stored measurement whose recommendation (and the GP fit it brings) runs on the decider
-        self._recommending: tuple[Measurement, Future] | None = None
-        self._pending_changes: dict[str, Any] = {}
-        self._unsent: np.ndarray | None = None      # a decided target a budget did not let us send
-        self._done_limits: tuple | None = None
-        self._finish_reported = False
-        self._en_route_from: np.ndarray | None = None   # where the last reading was stored (en-route spacing)
-        self._en_route_due: float | None = None        # stamp from which an en-route reading is due
-        self._held_trajectories: deque = deque(maxlen=HELD_TRAJECTORIES)   # revisions waiting for the decider
-        self._init_relocalising()
+        self._goal_time = 0.0
+        self._last_now: float | None = None
+        journal = planner.journal_file
+        self._budget = budget if budget is not None else TravelBudget.resumed(params, [
+            r for r in journal.records if r.get('type') in ('observation', 'en_route')] if journal is not None else [])
+        self.inputs = InputStreams(params, lambda: self.state is State.MEASURING)
+        self.locations = LocationPolicy(planner, params)
+        self.commands = Commands(params, self.inputs, outputs)
+        self.deciding = Deciding(planner, params, self.inputs, decider)
+        store = ReadingStore(planner, params, self.inputs, self.locations, self._budget)
+        self.measuring = Measuring(planner, params, self.inputs, store, self._budget)
+        self.en_route = EnRoute(params, self.inputs, store)
+        self.pausing = Pausing(planner, params)
+        self.ending = MissionEnd(planner, params, outputs, result_file)
+        self.revisions = TrajectoryRevisions(planner, params, self.inputs, self.locations)
+        self.relocalising = Relocalising(planner, params)
         self._log_resume()
-        if self.planner.n >= self.params['max_measurements']:
-            self._end(f"max_measurements = {self.params['max_measurements']} reached")
+        reached = self.ending.measurements_reached()
+        if reached is not None:
+            self._end(reached)
 
     def _log_resume(self) -> None:
         """Say what a resumed journal brought (and which of its parameters differ from this run's)."""
@@ -186,6 +183,42 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Co
                      self.budget.elapsed(0.0))
 
     # ------------------------------------------------------------ views
+    @property
+    def planner(self) -> Planner:
+        """The planner (given at construction: the stages share it)."""
+        return self._planner
+
+    @property
+    def outputs(self) -> ExplorerOutputs:
+        """The host's callbacks (given at construction)."""
+        return self._outputs
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The parameters, read live (a host that changes them calls :meth:`apply_parameters`)."""
+        return self._params
+
+    @property
+    def budget(self) -> TravelBudget:
+        """Distance driven and mission time (:class:`~uncertain_bo.explorer.budget.TravelBudget`; given at
+        construction, shared with the stages that count against it)."""
+        return self._budget
+
+    @property
+    def decider(self) -> Executor | None:
+        """Where decisions run (None: inline)."""
+        return self.deciding.executor
+
+    @property
+    def result_file(self) -> str | Path | None:
+        """Where the final result is written (None: not written)."""
+        return self.ending.result_file
+
+    @property
+    def goal_resend(self) -> GoalResend:
+        """When the current goal is sent again (:class:`~uncertain_bo.explorer.goal_resend.GoalResend`)."""
+        return self.commands.resend
+
     @property
     def rejected(self):
         """Rejected inputs by category (``'pose: stale stamp'``, ...); the set of keys is bounded."""
@@ -226,6 +259,58 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Co
         """En-route readings stored so far (the planner's, a resumed journal's included)."""
         return self.planner.n_en_route
 
+    @property
+    def deciding_in_background(self) -> bool:
+        """True while a decision runs on :attr:`decider` (the planner must not be changed meanwhile)."""
+        return self.deciding.busy
+
+    @property
+    def paused_reason(self) -> str | None:
+        """Why the explorer is paused (None unless :attr:`state` is PAUSED): localisation diverged and/or the journal
+        cannot be written (both reasons, ``'; '``-joined, when both hold)."""
+        return self.pausing.reason
+
+    @property
+    def journal_fault(self) -> str | None:
+        """Why the journal cannot write and how many records it holds meanwhile (:attr:`~uncertain_bo.explorer.
+        pausing.Pausing.journal_fault`), None when every record is on disk."""
+        return self.pausing.journal_fault
+
+    @property
+    def done_reason(self) -> str | None:
+        """Why the mission ended (None until it does)."""
+        return self.ending.done_reason
+
+    @property
+    def log_end(self) -> bool:
+        """Log the end (:attr:`~uncertain_bo.explorer.mission_end.MissionEnd.log_end`)."""
+        return self.ending.log_end
+
+    @log_end.setter
+    def log_end(self, value: bool) -> None:
+        self.ending.log_end = value
+
+    @property
+    def goal_timeouts(self) -> int:
+        """How many goals timed out (measured where the rover was)."""
+        return self.measuring.goal_timeouts
+
+    @property
+    def skipped_targets(self) -> int:
+        """Targets of this run that could not be measured (each became a keep-out zone)."""
+        return self.measuring.skipped_targets
+
+    @property
+    def relocalisations(self) -> int:
+        """Re-localisations started in this run (a resumed journal's included)."""
+        return self.relocalising.count
+
+    def result(self, rec: Recommendation | None) -> dict[str, Any]:
+        """The run's result as written to ``result_file`` (:func:`~uncertain_bo.explorer.result_file.run_result`)."""
+        now = self._last_now if self._last_now is not None else 0.0
+        return run_result(self.planner, rec, self.rejected, self.skipped_targets, self.done_reason,
+                          self.budget.totals(now))
+
     # ------------------------------------------------------------ inputs
     def on_pose(self, pose: PoseEstimate, now: float | None = None) -> bool:
         """Buffer a pose estimate after validation (:meth:`~uncertain_bo.explorer.inputs.InputStreams.add_pose`).
@@ -255,9 +340,20 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Co
         """
         return self.inputs.add_reading(reading, now)
 
+    def on_revised_trajectory(self, poses: Sequence[PoseEstimate], stamp: float,
+                              source: str = 'revised_trajectory', keep_covariance: bool = False) -> RevisionOutcome:
+        """Re-place the stored readings a revised trajectory covers (:meth:`~uncertain_bo.explorer.revisions.
+        TrajectoryRevisions.revise`, whose docstring gives the arguments). While the planner decides on the
+        ``decider`` thread the trajectory is held (the newest :data:`~uncertain_bo.explorer.revisions.
+        HELD_TRAJECTORIES`) and applied by the first :meth:`tick` after the decision: the outcome is then empty."""
+        if not self.deciding.idle:
+            self.revisions.hold(poses, stamp, source, keep_covariance)
+            return RevisionOutcome()
+        return self.revisions.revise(poses, stamp, source, keep_covariance)
+
     def goal_reached(self, now: float) -> None:
         """The controller reports the current goal reached (Nav2's NavigateToPose succeeded): dwell and measure, as
-        on arrival within ``arrival_tolerance``. Ignored unless driving (a late report of an earlier goal)."""
+        on arrival within ``xy_goal_tolerance``. Ignored unless driving (a late report of an earlier goal)."""
         if self.state is State.DRIVING:
             self._start_dwell(now)
 
@@ -276,15 +372,22 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Co
         where = f'({self.target[0]:.2f}, {self.target[1]:.2f})'
         self.rejected[f'goal: {category}'] += 1
         self.last_reason = f'goal {where} {category}: {detail}'
-        self.budget.stopped()
-        self._stop_start = now
-        self._retries = 0
+        self.measuring.stopped(now, dwell=False)
+        self.measuring.retries = 0
         self._skip(now)
 
     def reject(self, what: str, category: str, detail: str) -> None:
         """Count and log a rejected input (hosts use it for messages they could not even parse); see
         :meth:`~uncertain_bo.explorer.inputs.InputStreams.reject`."""
         self.inputs.reject(what, category, detail)
+
+    def apply_parameters(self, changed: Mapping[str, Any]) -> None:
+        """Make run-time changes of :attr:`params` (already stored there) take effect: planner settings through
+        :func:`~uncertain_bo.explorer.parameters.update_planner` (β, refit period, optimiser, execution noise,
+        search bounds), the pose buffer size, and a journal record of the change. Everything else is read live.
+        While a decision runs in the background the planner's settings are changed once it has finished
+        (before its target is sent)."""
+        self.deciding.apply_parameters(changed)
 
     # ------------------------------------------------------------ the cycle
     def tick(self, now: float) -> None:
@@ -294,24 +397,24 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Co
             self.inputs.throttled_warning('clock backwards', 'clock jumped backwards by %.3f s (simulation '
                                           'reset?): restarting the current stage timers', -shift)
             self._goal_time += shift
-            self._dwell_end += shift
-            self._measure_start += shift
-            self._stop_start += shift
+            self.measuring.shift(shift)
             self.budget.shift(shift)
         if self.state in (State.DRIVING, State.RELOCALISING) and self._last_now is not None:
             self.budget.drove(now - self._last_now)
         self._last_now = now
         if self.state is State.DONE:
-            if self._journal_problem(now) is not None:
+            if self.pausing.journal_problem(now) is not None:
                 return               # the end is reported once the journal holds every record
             self._report_finish()
-            if not self._limits_raised(now):
+            if not self.ending.limits_raised(self.budget.spent(now)):
                 return
+            self.state = State.WAITING_FOR_POSE
         elif self._stop_for_limits(now):
             return
         if self._check_pause(now):
             return
-        self._apply_held_revisions()
+        if self.deciding.idle:
+            self.revisions.apply_held()
         if self.state is State.WAITING_FOR_POSE:
             if self.inputs.poses:
                 if self.planner.start is None and self.planner.n == 0:
@@ -323,23 +426,92 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Co
         elif self.state is State.DRIVING:
             self._drive(now)
         elif self.state is State.DWELLING:
-            if now >= self._dwell_end:
+            if self.measuring.dwelt(now):
                 self.state = State.MEASURING
-                self._measure_start = now
-                self.inputs.open_window()
+                self.measuring.open_window(now)
         elif self.state is State.MEASURING:
             self._measure(now)
         elif self.state is State.RELOCALISING:
-            self._relocalise_tick(now)
+            self._relocalise(now)
         if self.state is not State.DONE and self.journal_fault is not None:
             self._check_pause(now)   # a record of this tick could not be written: stop now, not a tick later
 
-    # ------------------------------------------------------------ driving (the other stages: their modules)
+    # ------------------------------------------------------------ deciding and sending
+    def _decide(self, now: float) -> None:
+        if self.deciding.recommending:
+            collected = self.deciding.collect_recommendation()
+            if collected is not None:    # else: the recommendation after the last measurement (its GP fit) runs
+                self._after_measurement(*collected)
+                self.deciding.apply_pending()
+            return                       # the next tick checks the limits, then decides
+        try:
+            decided = self.deciding.next_target()
+        except NoAdmissibleTargetError as exc:
+            self._finish(str(exc), stop=False)
+            return
+        if decided is None:
+            return                       # inputs, timers and diagnostics go on meanwhile
+        target, reason = decided
+        if reason is not None:           # None: a target a budget held back keeps the reason it had
+            self.goal_reason = reason
+        self._send(target, now)
+
+    def _send(self, target: np.ndarray, now: float) -> None:
+        """Send a decided ``target`` ``(2,)`` m: unless refused (outside ``search_bounds``: decided anew), after a
+        re-localisation the rule asks for, and if the budgets afford it (else the mission ends, the target held)."""
+        pose = self.latest_pose
+        position = pose.xy if pose is not None else self.planner.position.numpy()
+        if self.commands.refused(target):
+            self._refused()
+            return
+        if self._relocalise_first(target, now):
+            return
+        reason = self.budget.unaffordable(now, position, target)
+        if reason is not None:
+            self.deciding.unsent = target
+            self._finish(reason, stop=False)
+            return
+        self.budget.stopped()      # the leg starts here: the odometer's step so far is complete
+        self.last_decision_wall_time = time.time()
+        self._drive_to(target, now, position)
+        self.measuring.new_goal()
+        if pose is not None:
+            self.en_route.count_from(pose.xy, restart=False)   # en-route spacing counts from here
+        self._send_goal(target)
+
+    def _drive_to(self, goal: np.ndarray, now: float, position: np.ndarray | None,
+                  state: State = State.DRIVING) -> None:
+        """Enter ``state`` towards ``goal`` ``(2,)`` m with a fresh goal clock (the caller sends the goal)."""
+        self.target = goal
+        self.state = state
+        self._goal_time = now
+        self.goal_resend.sent(now, position, goal)
+
+    def _refused(self) -> None:
+        """A goal was refused (outside ``search_bounds``: :meth:`~uncertain_bo.explorer.commands.Commands.refused`):
+        the rover stopped if under way, the next target decided anew."""
+        if self.state in _UNDER_WAY:
+            self._stop()
+        self.target = None
+        self.state = State.DECIDING
+
+    def _send_goal(self, target: np.ndarray) -> bool:
+        """Send ``target`` ``(2,)`` m as the goal (:meth:`~uncertain_bo.explorer.commands.Commands.send_goal`), or
+        refuse it (:meth:`_refused`). Returns whether it was sent."""
+        if self.commands.send_goal(target):
+            return True
+        self._refused()
+        return False
+
+    def _stop(self) -> np.ndarray | None:
+        return self.commands.stop(self.target)
+
+    # ------------------------------------------------------------ driving, measuring
     def _drive(self, now: float) -> None:
         if self.params['en_route_spacing'] > 0:
-            self._en_route(now)
+            self.en_route.step(now)
         pose = self.latest_pose
-        if pose is not None and np.linalg.norm(pose.xy - self.target) <= self.params['arrival_tolerance']:
+        if pose is not None and np.linalg.norm(pose.xy - self.target) <= self.params['xy_goal_tolerance']:
             self._start_dwell(now)
             return
         if self.goal_resend.due(now, pose.xy if pose is not None else None, self.target):
@@ -356,6 +528,161 @@ class Explorer(Deciding, EnRoute, Measuring, Pausing, MissionEnd, ResultFile, Co
                 log.warning('target (%.2f, %.2f) not reached within goal_timeout = %.0f s: measuring where the '
                             'rover is, (%.2f, %.2f) (still a valid pair: the location distribution says where)',
                             *self.target, self.params['goal_timeout'], *where)
-                self.goal_timeouts += 1
-            self._timed_out = True
+                self.measuring.goal_timeouts += 1
+            self.measuring.timed_out = True
             self._start_dwell(now)
+
+    def _start_dwell(self, now: float) -> None:
+        self.measuring.stopped(now)
+        self.state = State.DWELLING
+
+    def _measure(self, now: float) -> None:
+        outcome = self.measuring.measure(now, self.target)
+        if outcome is SKIP:
+            self._skip(now)
+        elif outcome is not None:
+            self.en_route.count_from(outcome.pose.xy)
+            rec = self.deciding.recommend_after(outcome)
+            if rec is None:
+                self.state = State.DECIDING   # the recommendation runs on the decider: collected while deciding
+            else:
+                self._after_measurement(outcome, rec)
+
+    def _skip(self, now: float) -> None:
+        """The target could not be measured: kept out, then decide anew or end (``max_consecutive_skips``)."""
+        ended = self.measuring.skip(now, self.target)
+        if ended is not None:
+            self._finish(ended, stop=False)
+        else:
+            self.state = State.DECIDING
+
+    def _publish(self, m: Measurement, rec: Recommendation) -> None:
+        """Journal the recommendation after measurement ``m`` and tell the host."""
+        journal = self.planner.journal_file
+        if journal is not None:
+            journal.append(rec.record(m.index))
+        self.outputs.measured(m, rec)
+
+    def _after_measurement(self, m: Measurement, rec: Recommendation) -> None:
+        """Journal the recommendation after measurement ``m``, tell the host, then end or decide next."""
+        self._publish(m, rec)
+        reached = self.ending.measurements_reached()
+        if reached is not None:
+            self._end(reached)
+            self._report_finish(rec)
+        else:
+            self.state = State.DECIDING
+
+    # ------------------------------------------------------------ pausing
+    def _check_pause(self, now: float) -> bool:
+        """Pause while localisation has diverged or the journal cannot write (:class:`~uncertain_bo.explorer.
+        pausing.Pausing`); resume when neither holds. Pausing stops the rover when it may be moving or holding a
+        goal. Returns True while paused."""
+        if not self.pausing.check(now, self.latest_pose):
+            if self.state is State.PAUSED:
+                self._resume(now)
+            return False
+        if self.state is not State.PAUSED:
+            self.pausing.paused_from = self.state
+            self.state = State.PAUSED
+            if self.pausing.paused_from in _ACTIVE:
+                self._stop()                 # held at the trusted position, never a diverged estimate's
+        return True
+
+    def _resume(self, now: float) -> None:
+        """Leave the pause: the same target again (with a fresh goal clock) when the pause was taken on the way
+        to it or at it (the same re-localisation, when taken during one), else start over from waiting for a
+        pose."""
+        self.pausing.resumed()
+        self.inputs.readings.clear()
+        pose, paused_from = self.latest_pose, self.pausing.paused_from
+        if paused_from is State.RELOCALISING:
+            r = self.relocalising.resume(now, pose)
+            if r is not None:
+                self.state = State.RELOCALISING
+                if r.waiting_since is None:
+                    self.goal_resend.sent(now, pose.xy, r.centre)
+                    self._send_goal(r.centre)
+                return
+        if (self.target is not None and pose is not None
+                and paused_from in (State.DRIVING, State.DWELLING, State.MEASURING)):
+            self.goal_reason = 'after pause'
+            self._drive_to(self.target, now, pose.xy)
+            self._send_goal(self.target)     # refused when search_bounds changed meanwhile: decided anew
+        else:
+            self.state = State.WAITING_FOR_POSE
+
+    # ------------------------------------------------------------ re-localising
+    def _relocalise_first(self, target: np.ndarray, now: float) -> bool:
+        """Before ``target`` is sent, a re-localisation if the rule asks for one (:meth:`~uncertain_bo.explorer.
+        relocalising.Relocalising.start`): drive to the fix source, or stop for surfacing. True when one started."""
+        pose = self.latest_pose
+        r = self.relocalising.start(target, pose, now, getattr(self.outputs, 'request_surfacing', None))
+        if r is None:
+            return False
+        if r.centre is not None:
+            self._drive_to(r.centre, now, np.asarray(pose.xy, dtype=float), State.RELOCALISING)
+            self._send_goal(r.centre)
+        else:
+            self._stop()
+            self.target = None
+            self.state = State.RELOCALISING
+        return True
+
+    def _relocalise(self, now: float) -> None:
+        """The ``relocalising`` stage: what :meth:`~uncertain_bo.explorer.relocalising.Relocalising.step` asks."""
+        pose, current = self.latest_pose, self.relocalising.current
+        step = self.relocalising.step(now, pose, lambda: self.goal_resend.due(
+            now, pose.xy if pose is not None else None, current.centre))
+        if step is False:
+            return
+        if step is ARRIVED:
+            self._stop()
+        elif step is RESEND:
+            self._send_goal(current.centre)
+        else:                                # ended (or none under way: a restart's state): the held target
+            self.state = State.DECIDING
+            if step is not None:
+                self._send(step, now)
+
+    # ------------------------------------------------------------ the end
+    def _stop_for_limits(self, now: float) -> bool:
+        """End the mission when ``max_measurements`` is reached (lowered at run time) or the time budget is
+        spent, and, before a decision, when the distance budget is. Returns True if it ended."""
+        reached = self.ending.measurements_reached()
+        if reached is not None and not self.deciding.recommending:
+            self._finish(reached, stop=True)
+            return True
+        reason = self.budget.time_spent(now)
+        if reason is None and self.state in (State.WAITING_FOR_POSE, State.DECIDING) and self.deciding.idle:
+            reason = self.budget.distance_spent()
+        if reason is not None:
+            self._finish(reason, stop=True)
+            return True
+        return False
+
+    def _end(self, reason: str, announce: bool = False) -> None:
+        self.state = State.DONE
+        self.ending.end(reason, announce)
+
+    def _finish(self, reason: str, stop: bool) -> None:
+        if stop and self.state in _UNDER_WAY:
+            self._stop()
+        self._end(reason, announce=True)
+        self._report_finish()
+
+    def _report_finish(self, rec: Recommendation | None = None) -> None:
+        """Write the result file and tell the host, once per end (:meth:`~uncertain_bo.explorer.mission_end.
+        MissionEnd.report`). Work still running on the decider is waited for first (the planner is not used from
+        two threads); the end is reported only once the journal holds every record."""
+        if self.ending.reported:
+            return
+        drained = self.deciding.drain()
+        if drained is not None:
+            rec = drained[1]
+            self._publish(*drained)
+        if self.journal_fault is not None:
+            log.error('mission ended (%s) but %s: the end is reported once they are written', self.done_reason,
+                      self.journal_fault)
+            return                               # tick() retries the journal, then reports
+        self.ending.report(rec, self.result)

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..parameters import ParameterError, defaults
-from ..param_files import (ROS_PARAMETERS, ParamFile, Section, UnknownParameter, absolute_name, closest_name,
+from ..parameters import ParameterError, defaults, renamed_parameter
+from ..param_files import (ROS_PARAMETERS, ParamFile, Section, UnknownParameter, absolute_name,
                            declared_parameters, file_sections, is_ros_parameter, no_parameters_warning,
                            read_param_file, section_applies, unknown_parameters)
 from ..user_errors import EXIT_USAGE, report
@@ -239,7 +239,7 @@ def check_node_parameters(node: str, fqn: str, parameters: Sequence[str | Path |
     dict_names = set()
     for entry in parameters:
         if isinstance(entry, Mapping):
-            problems += [str(UnknownParameter(k, fqn, 'launch overrides', closest_name(k, declared)))
+            problems += [str(UnknownParameter.of(k, fqn, 'launch overrides', declared))
                          for k in entry if k not in declared and not is_ros_parameter(k)]
             merged.update(entry)
             dict_names.update(entry)
@@ -269,10 +269,12 @@ def _renamed_node(section: Section, specs: Mapping[str, Mapping[str, Any]]) -> s
 
 
 def _foreign(section: Section, specs: Mapping[str, Any]) -> bool:
-    """A section named like one of our nodes whose parameters are mostly not that node's, nor misspellings of
-    them (robot_localization's ``ekf:``, say)."""
+    """A section named like one of our nodes whose parameters are mostly not that node's, nor their old names
+    (:data:`~uncertain_bo.parameters.RENAMED_PARAMETERS`) or misspellings of them (robot_localization's ``ekf:``,
+    say)."""
     keys = [k for k in section.parameters if not is_ros_parameter(k)]
-    ours = [k for k in keys if k in specs or difflib.get_close_matches(k, specs, n=1, cutoff=0.8)]
+    ours = [k for k in keys if k in specs or renamed_parameter(k, specs)
+            or difflib.get_close_matches(k, specs, n=1, cutoff=0.8)]
     return 2 * len(ours) < len(keys)
 
 

@@ -286,7 +286,7 @@ class ExplorerNode(Node):
     # ------------------------------------------------- ExplorerOutputs
     def send_goal(self, target: np.ndarray) -> None:
         stamp = self._now()
-        frame = self.p['frame_id']
+        frame = self.p['global_frame']
         why = self.explorer.goal_reason
         if self.nav2 is not None:
             if why == 'resent' and self.nav2.accepted:
@@ -327,9 +327,10 @@ class ExplorerNode(Node):
         if self.nav2 is not None:
             self.nav2.cancel()
         else:   # facing where the rover faces: a controller that checks the goal's heading (Nav2's) does not turn
-            self.goal_pub.publish(make_pose_stamped(stamp, self.p['frame_id'], position, self.inputs.heading or 0.0))
+            self.goal_pub.publish(make_pose_stamped(stamp, self.p['global_frame'], position,
+                                                    self.inputs.heading or 0.0))
         # the latched plan must not keep an old target for a controller that (re)joins later
-        self.plan_pub.publish(make_path(stamp, self.p['frame_id'], [position]))
+        self.plan_pub.publish(make_path(stamp, self.p['global_frame'], [position]))
 
     def stop_safely(self) -> Callable[[], bool]:
         """The node is being shut down (SIGINT, SIGTERM: :func:`~uncertain_bo.ros.spin.run_node` calls this before
@@ -391,7 +392,7 @@ class ExplorerNode(Node):
         self._maps_dirty = False
         t0 = time.perf_counter()
         mean_msg, std_msg, self._map_scales = gp_maps(self.explorer.planner, self.p['search_bounds'],
-                                                      self.p['gp_map_cells'], self.p['frame_id'], self._now())
+                                                      self.p['gp_map_cells'], self.p['global_frame'], self._now())
         self.mean_pub.publish(mean_msg)
         self.std_pub.publish(std_msg)
         self._map_seconds = time.perf_counter() - t0
@@ -432,7 +433,7 @@ class ExplorerNode(Node):
         scene.status = [f"explorer: {text}, {planner.n}/{self.p['max_measurements']} measurements"
                         + (f' ({ex.paused_reason})' if ex.paused_reason else ''),
                         f'ellipses: {ELLIPSE_SIGMA:g} sigma, colour = reading', *self._scale_texts()]
-        self.markers_pub.publish(make_markers(scene, self.p['frame_id'], clean_stamp(self._now())))
+        self.markers_pub.publish(make_markers(scene, self.p['global_frame'], clean_stamp(self._now())))
 
 
 def main(args=None) -> None:

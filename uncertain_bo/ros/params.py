@@ -31,7 +31,7 @@ from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValu
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from uncertain_bo.param_files import UnknownParameter, closest_name, is_ros_parameter, unknown_parameters
+from uncertain_bo.param_files import UnknownParameter, is_ros_parameter, unknown_parameters
 from uncertain_bo.parameters import Param, ParameterError
 
 __all__ = ['declare_parameters', 'make_descriptor', 'parameter_overrides', 'undeclared_overrides',
@@ -195,9 +195,9 @@ def undeclared_overrides(node: Node, declared: Iterable[str]) -> list[UnknownPar
     for name in names:
         if name in rules:
             where = f'the command line (-p {rules[name]})'
-            out.append(UnknownParameter(name, fqn, where, closest_name(name, declared)))
+            out.append(UnknownParameter.of(name, fqn, where, declared))
         elif name not in in_files and not (files and _set_by_wildcard(files, fqn, name)):
-            out.append(UnknownParameter(name, fqn, 'parameter_overrides', closest_name(name, declared)))
+            out.append(UnknownParameter.of(name, fqn, 'parameter_overrides', declared))
     return out
 
 

@@ -66,12 +66,13 @@ def replay_parameters(recording, files: list[Path], method: str | None, out: Pat
         ParameterError: an invalid value or a name the explorer does not have (in a file: with its line).
     """
     from ..param_files import node_parameters, unknown_parameters
-    from ..parameters import ParameterError, config_path, validate
+    from ..parameters import ParameterError, config_path, renamed_parameter, validate
     from .explorer_parameters import EXPLORER_NODE_PARAMS
 
     names = {p.name for p in EXPLORER_NODE_PARAMS}
     values = dict(node_parameters([config_path('explorer.yaml')], 'explorer'))
-    recorded = _recorded_parameters(recording)
+    # a recording made before a parameter was renamed (RENAMED_PARAMETERS) holds it under its old name
+    recorded = {renamed_parameter(k, names) or k: v for k, v in _recorded_parameters(recording).items()}
     source = 'config/explorer.yaml'
     if recorded:
         values.update({k: v for k, v in recorded.items() if k in names})

@@ -113,10 +113,10 @@ class _Rover:
     def __init__(self, node: 'TeamExplorerNode', name: str, index: int):
         self.node, self.name, self.index = node, name, index
         self.view = node.team.add_rover(name, node.planner, done=lambda: self.explorer.state is State.DONE)
-        self.explorer = Explorer(self.view, self, node.p)
-        self.explorer.log_end = False             # the node logs it, with the rover's name (ended)
         records = node.team.rover_records(name)      # its records in a resumed journal
-        self.explorer.budget = TravelBudget.resumed(node.p, records)    # its own totals, not the last rover's
+        # its own budget totals, not the last rover's
+        self.explorer = Explorer(self.view, self, node.p, budget=TravelBudget.resumed(node.p, records))
+        self.explorer.log_end = False             # the node logs it, with the rover's name (ended)
         resumed = [r for r in records if r.get('type') == 'observation']
         self.inputs = RoverInputs(node, self.explorer, node.p, namespace=name, seed=index)
         topic = node.p['revised_path_topic'].lstrip('/')    # its revised path, under its namespace (or off)
@@ -150,7 +150,7 @@ class _Rover:
 
     # ------------------------------------------------- ExplorerOutputs
     def send_goal(self, target: np.ndarray) -> None:
-        node, stamp, frame = self.node, self.node.now_s(), self.node.p['frame_id']
+        node, stamp, frame = self.node, self.node.now_s(), self.node.p['global_frame']
         self.goal_pub.publish(make_pose_stamped(stamp, frame, target))
         pose = self.explorer.latest_pose
         self.plan_pub.publish(make_path(stamp, frame, [pose.xy if pose is not None else target, target]))
@@ -162,7 +162,7 @@ class _Rover:
         node.publish_markers()
 
     def stop(self, position: np.ndarray) -> None:
-        stamp, frame = self.node.now_s(), self.node.p['frame_id']
+        stamp, frame = self.node.now_s(), self.node.p['global_frame']
         self.goal_pub.publish(make_pose_stamped(stamp, frame, position, self.inputs.heading or 0.0))
         self.plan_pub.publish(make_path(stamp, frame, [position]))
 
@@ -414,7 +414,7 @@ class TeamExplorerNode(Node):
     def _update_maps(self) -> None:
         self._maps_dirty = False
         mean_msg, std_msg, self._map_scales = gp_maps(self.planner, self.p['search_bounds'], self.p['gp_map_cells'],
-                                                      self.p['frame_id'], self.now_s())
+                                                      self.p['global_frame'], self.now_s())
         self.mean_pub.publish(mean_msg)
         self.std_pub.publish(std_msg)
 
@@ -442,7 +442,7 @@ class TeamExplorerNode(Node):
     def publish_markers(self) -> None:
         """The shared scene (every measurement, the team's recommendation, status) and each rover's path, pending
         target and label, in one MarkerArray on ~/markers."""
-        planner, stamp, frame = self.planner, clean_stamp(self.now_s()), self.p['frame_id']
+        planner, stamp, frame = self.planner, clean_stamp(self.now_s()), self.p['global_frame']
         scene = MarkerScene.of(self.p['search_bounds'], planner, self.recommendation,
                                self._map_scales[0] if self._map_scales is not None else None)
         scene.status = [f"team of {len(self.rovers)}: {planner.n}/{self.p['max_measurements']} measurements"] + [

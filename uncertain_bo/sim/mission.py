@@ -231,7 +231,7 @@ class Mission:
         host = MissionHost(on_measurement)
         explorer = Explorer(self.planner, host, self.params['explorer'], result_file=self.result_file)
         wall0 = time.perf_counter()
-        rover = RoverLoop(self.world, self.ekf, self.law, explorer, host, self.params['explorer']['frame_id'],
+        rover = RoverLoop(self.world, self.ekf, self.law, explorer, host, self.params['explorer']['global_frame'],
                           relocalise=relocalise)
         while rover.t <= max_sim_time:
             if rover.advance():

@@ -345,7 +345,7 @@ def read_journal_survey(path: str | Path, origin: tuple[float, float] | None = N
     std = params.get('execution_noise_std') or [0.0, 0.0]
     std = [float(s) for s in (std if isinstance(std, (list, tuple)) else [std, std])][:2]
     _check_area(path, xy)
-    frame = str(params.get('frame_id') or 'map')
+    frame = str(params.get('global_frame') or params.get('frame_id') or 'map')   # frame_id: older journals'
     reading_type = params.get('reading_type')
     return Survey(xy, cov, value, variance, _plane(origin, frame), path, 'reading',
                   READING_UNITS.get(reading_type) if reading_type else None, (std[0], std[-1]), {}, len(records))
