@@ -23,10 +23,11 @@ that module and the import list of :mod:`uncertain_bo.acquisition`, nothing else
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, ContextManager, Sequence
 
 import torch
 from torch import Tensor
@@ -298,6 +299,9 @@ class Method:
     #: pending targets enter as hallucinated readings in ``ctx.model`` (True), or the method passes them to its
     #: acquisition itself (False: BoTorch's MC acquisitions take ``X_pending`` jointly)
     fantasize_pending: ClassVar[bool] = True
+    #: the acquisition takes points of the unit cube of the decision space (BoTorch's normalised inputs), not the
+    #: decision space itself (:meth:`travel_aware` maps them back to measure the travel)
+    unit_inputs: ClassVar[bool] = False
 
     def __init__(self, **settings: Any):
         if settings:
@@ -349,20 +353,40 @@ class Method:
         return Proposal.stack(picks)
 
     def decide_one(self, ctx: DecisionContext) -> Proposal:
-        """One target: the planner's space-filling initial design for the first ``n_initial`` measurements, then the
-        maximiser of :meth:`acquisition` over ``ctx.bounds`` (less a travel cost when ``ctx.travel_weight > 0``;
-        :class:`~uncertain_bo.acquisition.travel.TravelPenalty`), on ``ctx.model`` (conditioned on
-        ``ctx.pending``)."""
+        """One target, by the one decision path of every method: the planner's space-filling initial design for the
+        first ``n_initial`` measurements, then :meth:`maximize` of :meth:`acquisition` less the travel cost
+        (:meth:`travel_aware`), inside :meth:`decision_scope`, on ``ctx.model`` (conditioned on ``ctx.pending``).
+        A method changes how it scores (:meth:`acquisition`) or searches (:meth:`maximize`), not this path, so the
+        travel penalty and (in the planner) the keep-out zones apply to every method."""
         if ctx.index < ctx.n_initial:
             return Proposal(ctx.initial_design[ctx.index].clone(), 'initial')
-        acq = self.acquisition(ctx)
-        beta = self.reported_beta(acq)
-        if ctx.travel_weight > 0:
-            from .travel import TravelPenalty
-            acq = TravelPenalty(acq, ctx.position, ctx.bounds, ctx.travel_weight,
-                                ctx.model.hyperparameters()['outputscale'] ** 0.5)
-        target, value = maximize(acq, ctx.bounds, ctx.optimizer, seed=ctx.seed)
-        return Proposal(target, 'acquisition', value, beta)
+        with self.decision_scope(ctx):
+            acq = self.acquisition(ctx)
+            target, value = self.maximize(self.travel_aware(acq, ctx), ctx)
+        return Proposal(target, 'acquisition', value, self.reported_beta(acq))
+
+    def decision_scope(self, ctx: DecisionContext) -> ContextManager:
+        """A context the acquisition is built and maximised in (default: none); a method whose acquisition draws
+        from the global random stream seeds it here, so both steps see one seeded stream."""
+        return contextlib.nullcontext()
+
+    def maximize(self, acq: 'AcquisitionFunction', ctx: DecisionContext) -> tuple[Tensor, float]:
+        """``(target (D,), value)``: the maximiser of ``acq`` over ``ctx.bounds`` (the planner's maximiser, seeded with
+        ``ctx.seed``). A method that searches otherwise (a candidate set, BoTorch's ``optimize_acqf``) overrides it."""
+        return maximize(acq, ctx.bounds, ctx.optimizer, seed=ctx.seed)
+
+    def travel_aware(self, acq: 'AcquisitionFunction', ctx: DecisionContext, dims: int | None = None
+                     ) -> 'AcquisitionFunction':
+        """``acq`` less the cost of driving from ``ctx.position`` (:class:`~uncertain_bo.acquisition.travel.
+        TravelPenalty`, ``w = ctx.travel_weight``; ``acq`` itself when it is 0): the one place the travel penalty is
+        applied. ``dims``: the first coordinates of the decision space that are the rover's (a joint (x, w) space);
+        :attr:`unit_inputs`: ``acq`` takes points of the unit cube of ``ctx.bounds``."""
+        if not ctx.travel_weight > 0:
+            return acq
+        from .travel import TravelPenalty
+        d = ctx.bounds.shape[-1] if dims is None else dims
+        return TravelPenalty(acq, ctx.position[:d], ctx.bounds[:, :d], ctx.travel_weight,
+                             ctx.model.hyperparameters()['outputscale'] ** 0.5, unit_inputs=self.unit_inputs)
 
     def reported_beta(self, acq: 'AcquisitionFunction') -> float:
         """:math:`\\beta_t` recorded with a decision, as the weight of :math:`\\sigma` (the paper's convention): the
