@@ -85,6 +85,22 @@ def test_fixed_hyperparameters_use_cheap_updates():
     assert all(d.fit_seconds == 0.0 for d in planner.decisions)
 
 
+def test_the_model_holds_every_observation_as_soon_as_it_is_stored():
+    """Before: ``planner.model`` lagged ``observe()`` until the next decision, prediction or recommendation (contrary
+    to docs/methods.md: the model a user's BoTorch acquisition evaluates is the one the planner decides on)."""
+    p = Planner(BOUNDS, GaussianExecutionNoise.isotropic(SIGMA, 2), n_initial=3, seed=1)
+    X = torch.tensor([[0.2, 0.3], [0.7, 0.6]], dtype=torch.float64)
+    for _ in range(5):
+        x = p.suggest()
+        p.observe(x, Gaussian(x.reshape(1, 2), torch.eye(2) * 1e-4), float(f(x.reshape(1, 2))))
+        assert p.model.n == p.n and torch.equal(p.model.train_y, p.y)
+    p.observe(None, Gaussian(X[:1], torch.eye(2) * 1e-4), 0.5)          # an en-route reading
+    assert p.model.n == p.n + p.n_en_route == 6
+    with torch.no_grad():
+        mean, var = p.model.marginals(p.candidates(X))
+    assert torch.equal(mean, p.predict(X)[0]) and torch.equal(var.sqrt(), p.predict(X)[1])
+
+
 def test_refit_schedule_fits_through_the_initial_design_then_every_refit_every():
     """With refit_every > 1 the first decision must not rest on a fit to the first observation (review
     defect: fits happened at n = 1 and n = 1 + refit_every)."""
