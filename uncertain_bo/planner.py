@@ -11,11 +11,11 @@ r"""The ask/tell loop shared by the ROS explorer and the benchmark runner (paper
 
 The planner composes owned components, each with explicit inputs and none holding the planner: its frozen
 settings (:class:`~uncertain_bo.planner_settings.PlannerSettings`, replaced as a whole on a run-time change), the
-observation log (:class:`~uncertain_bo.observation_log.ObservationLog`), the GP and its refit schedule
-(:class:`~uncertain_bo.model_schedule.ModelSchedule`), the one journal writer (:class:`~uncertain_bo.planner_journal.
-JournalWriter`, which the explorer calls for its own records), the revisions' bookkeeping
-(:class:`~uncertain_bo.planner_revisions.LocationRevisions`), the keep-out zones (:class:`~uncertain_bo.keep_out.
-KeepOut`), the learned execution noise and the space-filling initial design (``n_initial`` scrambled Sobol targets,
+readings (:class:`~uncertain_bo.reading_store.ReadingStore`: the observation log, the GP and its refit schedule
+:class:`~uncertain_bo.model_schedule.ModelSchedule`, the learned execution noise), the one journal writer
+(:class:`~uncertain_bo.planner_journal.JournalWriter`, which the explorer calls for its own records), the revisions'
+bookkeeping (:class:`~uncertain_bo.planner_revisions.LocationRevisions`), the keep-out zones
+(:class:`~uncertain_bo.keep_out.KeepOut`) and the space-filling initial design (``n_initial`` scrambled Sobol targets,
 ordered as a short tour from ``start`` when given, so a rover does not zig-zag). What to measure next and what to
 recommend is the method's: for each decision or recommendation the planner builds an immutable snapshot
 (:class:`~uncertain_bo.acquisition.DecisionContext`: frozen settings, read-only observations, the GP brought up to
@@ -79,6 +79,7 @@ from .planner_journal import JournalWriter, pending_after_resume
 from .planner_revisions import (LocationRevision, LocationRevisions, RevisionOutcome, revision_record,
                                 revisions_from_records)
 from .planner_settings import PlannerSettings, Setting
+from .reading_store import ReadingStore
 
 __all__ = ['Planner', 'Decision', 'Recommendation', 'InvalidObservationError', 'NoAdmissibleTargetError',
            'RECOMMENDATION_RULES', 'EXECUTION_FEEDBACK', 'LocationRevision', 'RevisionOutcome']
@@ -186,16 +187,14 @@ class Planner:
         self.settings = PlannerSettings.of(bounds, execution_noise, method=method, **options)
         s = self.settings
         # the learned execution noise (execution_noise_estimator.py), None when it is fixed
-        self.execution_estimator: ExecutionNoiseEstimator | None = (
-            None if s.execution_noise_prior_weight is None else
-            ExecutionNoiseEstimator(s.execution_noise, s.execution_noise_prior_weight, s.execution_feedback))
-        self._execution_noise = s.execution_noise      # the current model: the configured one, or the learned one
+        estimator = (None if s.execution_noise_prior_weight is None else
+                     ExecutionNoiseEstimator(s.execution_noise, s.execution_noise_prior_weight, s.execution_feedback))
         self._method: Method = self._new_method()
         self._beta = make_beta(s.beta)
-        #: the run's measurements and en-route readings (observation_log.py)
-        self.observations = ObservationLog(self.dim)
-        #: the GP and when it takes new readings and refits (model_schedule.py)
-        self.schedule = ModelSchedule(self._new_model(), self.observations)
+        observations = ObservationLog(self.dim)
+        #: the readings in the log, the GP (its schedule) and the learned execution noise (reading_store.py)
+        self.store = ReadingStore(observations, ModelSchedule(self._new_model(), observations), s.execution_noise,
+                                  estimator, self._method.inputs)
         self.decisions: list[Decision] = []
         self._queue: list[Tensor] = []  # targets of the current batch not handed out yet (suggest())
         self._design = self._initial_design()
@@ -221,10 +220,25 @@ class Planner:
         return self.schedule.current()
 
     @property
+    def observations(self) -> ObservationLog:
+        """The run's measurements and en-route readings (:mod:`uncertain_bo.observation_log`)."""
+        return self.store.observations
+
+    @property
+    def schedule(self) -> ModelSchedule:
+        """The GP and when it takes new readings and refits (:mod:`uncertain_bo.model_schedule`)."""
+        return self.store.schedule
+
+    @property
+    def execution_estimator(self) -> ExecutionNoiseEstimator | None:
+        """The learned execution noise (:mod:`uncertain_bo.execution_noise_estimator`), None when it is fixed."""
+        return self.store.estimator
+
+    @property
     def execution_noise(self) -> ExecutionNoise:
         """The execution-noise model :math:`\\hat P_{\\mathbf x}` decisions use: the configured one, or the learned
         one when ``execution_noise_prior_weight`` is set (:meth:`learned_execution_covariance`)."""
-        return self._execution_noise
+        return self.store.execution_noise
 
     @property
     def n(self) -> int:
@@ -501,9 +515,9 @@ class Planner:
             target = torch.as_tensor(target, dtype=DTYPE).reshape(-1)
         self.observations.validate(target, location, y, reading_variance)
         index = self.journal_writer.reading(target, location, y, reading_variance, meta, self.n, self.n_en_route)
-        self._store(target, location, float(y), float(reading_variance),
-                    reached=target is not None and not meta.get('goal_timed_out', False),
-                    reading=StoredReading.of('en_route' if target is None else 'observation', index, meta))
+        self.store.add(target, location, float(y), float(reading_variance),
+                       reached=target is not None and not meta.get('goal_timed_out', False),
+                       reading=StoredReading.of('en_route' if target is None else 'observation', index, meta))
         return index
 
     def recommend(self, rule: str | None = None) -> Recommendation:
@@ -568,11 +582,8 @@ class Planner:
             ValueError: learning is on and ``execution_noise`` is not a :class:`GaussianExecutionNoise` of the
                 planner's dimension.
         """
-        if self.execution_estimator is not None:
-            self.execution_estimator.set_prior(execution_noise)
+        self.store.set_execution_noise(execution_noise)
         self.settings = self.settings.replace(execution_noise=execution_noise)
-        self._execution_noise = (execution_noise if self.execution_estimator is None else
-                                 self.execution_estimator.noise())
 
     def set_bounds(self, bounds: Tensor) -> None:
         """Change the search box from the next decision on (e.g. an operator narrows the area).
@@ -592,8 +603,7 @@ class Planner:
         if self._queue:
             log.info('search bounds changed: dropping %d queued targets of the current batch', len(self._queue))
         self._queue = []
-        self.schedule.restart(self._new_model(), [(self._gp_input(t, loc), y, v)
-                                                  for t, loc, y, v in self.observations.rows], self.n)
+        self.store.rebuild(self._new_model())
         self._method = self._new_method()  # a survey re-plans in the new box
         self._design = self._initial_design()
         self.journal_writer.write({'type': 'bounds', 'bounds': bounds.tolist(), 'index': self.next_index,
@@ -647,7 +657,7 @@ class Planner:
             self._design = self._initial_design()
             self._method = self._new_method()
         for target, loc, y, variance, reached, reading in run.observations:  # target None: an en-route reading
-            self._store(target, loc, y, variance, reached=reached, reading=reading)
+            self.store.add(target, loc, y, variance, reached=reached, reading=reading)
         outcome = RevisionOutcome()   # the last revision of each reading wins
         self._apply_revisions(self._revisions.check(revisions_from_records(run.revisions, outcome), self.observations,
                                                     outcome), outcome)
@@ -717,36 +727,12 @@ class Planner:
         self._revisions.reject(what, reason, detail)
 
     def _apply_revisions(self, accepted: list[tuple[int, LocationRevision]], outcome: RevisionOutcome) -> None:
-        """Put each accepted revision's location in place: in the observation log, the GP (a measurement of a method
-        that trains on targets keeps its target) and the learned execution noise (a reached measurement)."""
+        """Put each accepted revision's location in place (:meth:`~uncertain_bo.reading_store.ReadingStore.relocate`)
+        and count it."""
+        self.store.relocate([(row, rev.location) for row, rev in accepted])
         for row, rev in accepted:
-            target = self.observations.rows[row][0]
-            old = self.observations.replace_location(row, rev.location)
-            if target is None or self._method.inputs != 'target':
-                self.schedule.revise(row, self._gp_input(target, rev.location))
-            if self.observations.reached_at(row) and self.execution_estimator is not None:
-                self.execution_estimator.revise(target, old, rev.location)
             self._revisions.accepted(row, rev.stamp)
             outcome.applied.append(self.observations.readings[row].key)
-        if accepted and self.execution_estimator is not None:
-            self._execution_noise = self.execution_estimator.noise()
-
-    # ----------------------------------------------------------- internals
-    def _store(self, target: Tensor | None, location: LocationDistributions, y: float,
-               reading_variance: float = 0.0, reached: bool = True, reading: StoredReading | None = None) -> None:
-        self.observations.add(target, location, y, reading_variance, reached, reading)
-        self.schedule.add(self._gp_input(target, location), y, reading_variance, stop=target is not None)
-        if target is None:  # en-route: in the GP only; no target, so nothing for the execution noise
-            return
-        if self.execution_estimator is not None and reached:
-            self.execution_estimator.add(target, location)
-            self._execution_noise = self.execution_estimator.noise()
-
-    def _gp_input(self, target: Tensor | None, location: LocationDistributions) -> LocationDistributions:
-        if self._method.inputs != 'target':
-            return location
-        # a method that trains on targets puts an en-route reading at its location estimate (it has no target)
-        return Dirac((location.mean if target is None else target).reshape(1, -1))
 
     def fit_subset(self, cap: int | None = None) -> Tensor | None:
         """Indices (GP row order) of the observations the next hyperparameter fit uses, or None for all.
