@@ -6,9 +6,11 @@ A **method** declares
   distributions, or sample sets such as particle clouds) and with which kernel (:meth:`Method.kernel`);
 - the space it decides in (:meth:`Method.decision_bounds`: the target box by default; a joint (x, w) box for
   quadrature methods);
-- how it scores a batch of candidates given a :class:`DecisionContext` (:meth:`Method.acquisition`: a BoTorch
-  ``AcquisitionFunction``) and how it decides (:meth:`Method.decide_one`: by default the planner's space-filling
-  initial design, then the maximiser of its acquisition);
+- how it scores a batch of candidates given a :class:`DecisionContext` (the immutable snapshot the planner hands it;
+  :meth:`Method.acquisition`: a BoTorch ``AcquisitionFunction``) and how it searches (:meth:`Method.maximize`); one
+  decision path for every method (:meth:`Method.decide_one`: the planner's space-filling initial design, then the
+  maximiser of the acquisition less the travel cost, :meth:`Method.travel_aware`); a survey overrides it to follow
+  its tour, a quadrature method to choose its context;
 - how it decides a batch of ``q`` targets with pending ones (:meth:`Method.decide`: by default greedily, each pick
   decided by :meth:`Method.decide_one` on the model conditioned on the pending targets and the earlier picks, their
   readings hallucinated at the posterior mean: GP-BUCB's fantasies, Desautels et al. 2014, so a UCB method is

@@ -13,9 +13,11 @@ with :math:`\alpha` the method's acquisition (in output units, e.g. uGP-UCB's
 :math:`\hat\mu(\hat P_{\mathbf x}) + \beta\hat\sigma(\hat P_{\mathbf x})`), :math:`\hat\sigma_f` the GP's signal
 standard deviation (output units), :math:`D` the diagonal of the search box (m) and :math:`w \ge 0` the
 dimensionless ``travel_weight``: crossing the whole box costs :math:`w` prior standard deviations of the field.
-:math:`w = 0` is the method itself. The planner takes :math:`\mathbf p` as the mean of the latest location
-distribution (where the rover measured last), or its start before the first measurement. A batch
-:math:`\mathbf x_1 .. \mathbf x_q` (visited in order) pays for its whole tour
+:math:`w = 0` is the method itself. For an acquisition in log units (the log-EI ones: ``bo_uu_ei``, ``ei``,
+``ugp_risk``, ``botorch_robust``) the cost is subtracted from the log value, so there :math:`w` weighs the travel
+against a factor of improvement, not against prior standard deviations. The planner takes :math:`\mathbf p` as the
+mean of the latest location distribution (where the rover measured last), or its start before the first
+measurement. A batch :math:`\mathbf x_1 .. \mathbf x_q` (visited in order) pays for its whole tour
 :math:`\lVert\mathbf x_1 - \mathbf p\rVert + \sum_j \lVert\mathbf x_{j+1} - \mathbf x_j\rVert`.
 """
 from __future__ import annotations
