@@ -27,12 +27,12 @@ def test_readme_names_every_planner_default_the_explorer_changes():
     from uncertain_bo.explorer import EXPLORER_PARAMS
     from uncertain_bo.explorer.parameters import planner_from_parameters
     from uncertain_bo.parameters import defaults
-    from uncertain_bo.planner import Planner
+    from uncertain_bo.planner_settings import ModelSettings, PlannerSettings
 
     planner = planner_from_parameters({**defaults(EXPLORER_PARAMS), 'search_bounds': [0.0, 20.0, 0.0, 20.0]})
     differ = set()
-    for f in dataclasses.fields(Planner):
-        if f.name in ('journal', 'metadata', 'model_factory') or (
+    for f in dataclasses.fields(PlannerSettings) + dataclasses.fields(ModelSettings):   # Planner's options
+        if f.name in ('model', 'model_factory') or (
                 f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING):
             continue
         library = f.default if f.default is not dataclasses.MISSING else f.default_factory()

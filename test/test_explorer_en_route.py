@@ -136,14 +136,14 @@ def test_a_resumed_run_keeps_its_en_route_readings(tmp_path):
     ex, host = make(tmp_path)
     run_mission(ex, host)
     before = ex.planner
-    before._update_model(refit=False)
+    before.model                                       # brought up to date when read
     again = Planner(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
                     n_initial=5, journal=tmp_path / 'j.jsonl', execution_noise_prior_weight=5.0)
     assert again.n == before.n and again.n_en_route == before.n_en_route
     assert torch.equal(again.en_route_y, before.en_route_y)
     assert torch.allclose(again.en_route_locations.mean, before.en_route_locations.mean)
     assert again.execution_estimator.n == before.execution_estimator.n
-    again._update_model(refit=False)                  # the replayed readings go into the GP, in the same order
+    again.model                                       # the replayed readings go into the GP, in the same order
     assert again.model.n == before.model.n == before.n + before.n_en_route
     assert torch.equal(again.model.train_y, before.model.train_y)
     assert torch.equal(again.model.reading_noise, before.model.reading_noise)

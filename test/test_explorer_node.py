@@ -384,7 +384,7 @@ def test_runtime_parameter_changes_are_validated_and_take_effect(sim):
     ok = set_params(beta=1.5, goal_timeout=42.0, search_bounds=[5.0, 15.0, 5.0, 15.0], gp_map_cells=8)
     assert all(r.successful for r in ok)
     ex = s.explorer
-    assert ex.planner._beta(10, None) == 1.5 and ex.params['goal_timeout'] == 42.0
+    assert ex.planner.beta_schedule(10, None) == 1.5 and ex.params['goal_timeout'] == 42.0
     assert ex.planner.bounds.tolist() == [[5.0, 5.0], [15.0, 15.0]]
     bad = set_params(search_bounds=[15.0, 5.0, 5.0, 15.0])         # cross-field: order
     assert not bad[0].successful and 'xmax > xmin' in bad[0].reason

@@ -228,7 +228,7 @@ def test_runtime_parameter_changes_take_effect(tmp_path):
                      execution_noise_std=[0.0, 0.0])
     ex.apply_parameters({'beta': 1.5, 'pose_buffer_size': 20, 'search_bounds': None,
                          'execution_noise_std': None})
-    assert ex.planner._beta(0, None) == 1.5
+    assert ex.planner.beta_schedule(0, None) == 1.5
     assert ex.inputs.poses.maxlen == 20
     assert ex.planner.bounds.tolist() == [[10.0, 10.0], [20.0, 20.0]]
     t = at_goal_until(ex, host, 0.0, lambda: ex.planner.n == 2)

@@ -85,6 +85,22 @@ def test_fixed_hyperparameters_use_cheap_updates():
     assert all(d.fit_seconds == 0.0 for d in planner.decisions)
 
 
+def test_the_model_holds_every_observation_as_soon_as_it_is_stored():
+    """Before: ``planner.model`` lagged ``observe()`` until the next decision, prediction or recommendation (contrary
+    to docs/methods.md: the model a user's BoTorch acquisition evaluates is the one the planner decides on)."""
+    p = Planner(BOUNDS, GaussianExecutionNoise.isotropic(SIGMA, 2), n_initial=3, seed=1)
+    X = torch.tensor([[0.2, 0.3], [0.7, 0.6]], dtype=torch.float64)
+    for _ in range(5):
+        x = p.suggest()
+        p.observe(x, Gaussian(x.reshape(1, 2), torch.eye(2) * 1e-4), float(f(x.reshape(1, 2))))
+        assert p.model.n == p.n and torch.equal(p.model.train_y, p.y)
+    p.observe(None, Gaussian(X[:1], torch.eye(2) * 1e-4), 0.5)          # an en-route reading
+    assert p.model.n == p.n + p.n_en_route == 6
+    with torch.no_grad():
+        mean, var = p.model.marginals(p.candidates(X))
+    assert torch.equal(mean, p.predict(X)[0]) and torch.equal(var.sqrt(), p.predict(X)[1])
+
+
 def test_refit_schedule_fits_through_the_initial_design_then_every_refit_every():
     """With refit_every > 1 the first decision must not rest on a fit to the first observation (review
     defect: fits happened at n = 1 and n = 1 + refit_every)."""
@@ -266,3 +282,24 @@ def test_a_team_rover_gets_one_target_per_call_with_a_batch_method():
     b = p.suggest(pending=a, position=torch.tensor([60.0, 40.0]), rover='rover1')
     assert len(p.queued) == 0 and [d.index for d in p.decisions] == [0, 1]
     assert torch.cdist(torch.stack([a, b]), p.initial_design).min(-1).values.max() < 1e-9 and not torch.equal(a, b)
+
+
+def test_a_decision_snapshot_is_frozen_and_does_not_follow_the_planner():
+    """The planner hands a method an immutable snapshot, never itself: later observations and a run-time change of
+    the search box leave a snapshot taken before them as it was."""
+    import dataclasses
+
+    p = Planner(BOUNDS, GaussianExecutionNoise.isotropic(SIGMA, 2), n_initial=3, seed=1)
+    for _ in range(3):
+        x = p.suggest()
+        p.observe(x, Gaussian(x.reshape(1, 2), torch.eye(2) * 1e-4), float(f(x.reshape(1, 2))))
+    ctx = p.snapshot()
+    targets, y, places = ctx.targets.clone(), ctx.y.clone(), ctx.places.clone()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ctx.index = 7
+    x = p.suggest()
+    p.observe(x, Gaussian(x.reshape(1, 2), torch.eye(2) * 1e-4), 0.3)
+    p.set_bounds(torch.tensor([[0.0, 0.0], [0.5, 0.5]]))
+    assert ctx.index == 3 and torch.equal(ctx.targets, targets) and torch.equal(ctx.y, y)
+    assert torch.equal(ctx.places, places) and torch.equal(ctx.target_bounds, BOUNDS.double())
+    assert not any(isinstance(v, Planner) for v in vars(ctx).values())

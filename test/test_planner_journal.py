@@ -74,3 +74,17 @@ def test_a_route_horizon_run_resumed_from_its_journal_goes_on_with_the_design_wh
         sent = drive(resumed, 6 - k)
         assert torch.equal(sent[:-1], design[k:])
         assert resumed.decisions[-1].phase == 'acquisition' and torch.cdist(sent[-1:], design).min() > 1e-6
+
+
+def test_the_journal_writer_is_the_one_writer_of_the_run(tmp_path):
+    """The explorer's own records go through the planner's writer (JournalWriter.write) into the same journal, in
+    order with the planner's; without a journal the writer writes nothing."""
+    p = Planner(BOUNDS, GaussianExecutionNoise.isotropic(SIGMA, 2), journal=tmp_path / 'j.jsonl')
+    x = p.suggest()
+    p.journal_writer.write({'type': 'parameters', 'changed': {'beta': 2.0}, 'index': 0, 'wall_time': 1.0})
+    p.observe(x, Gaussian(x.reshape(1, 2), torch.eye(2) * 1e-4), 0.5)
+    kinds = [json.loads(line)['type'] for line in (tmp_path / 'j.jsonl').read_text().splitlines()]
+    assert kinds == ['header', 'decision', 'parameters', 'observation']
+    lone = Planner(BOUNDS, GaussianExecutionNoise.isotropic(SIGMA, 2))
+    lone.journal_writer.write({'type': 'parameters'})
+    assert lone.journal_file is None and lone.next_index == 0

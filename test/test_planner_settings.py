@@ -70,3 +70,21 @@ def test_beta_and_execution_noise_change_from_the_next_decision_on():
     wider = GaussianExecutionNoise.isotropic(1.0, 2)
     p.set_execution_noise(wider)
     assert p.execution_noise is wider
+
+
+def test_assigned_settings_are_checked_and_the_ones_with_dependants_go_through_their_setter():
+    """Before, an assignment such as ``planner.bounds = ...`` or ``planner.refit_every = -1`` went through unchecked
+    (the GP, the design and the method kept the old box). Now the settings are one frozen value: a writable setting is
+    checked (a bad value leaves the settings as they were), one with dependants names its setter."""
+    p = Planner(BOUNDS, NOISE, refit_every=2)
+    settings = p.settings
+    with pytest.raises(ValueError, match='refit_every'):
+        p.refit_every = -1
+    assert p.settings is settings and p.refit_every == 2
+    p.refit_every = 5
+    assert p.refit_every == 5 and p.settings.model.refit_every == 5 and settings.model.refit_every == 2
+    with pytest.raises(AttributeError, match='set_bounds'):
+        p.bounds = BOUNDS * 2
+    with pytest.raises(AttributeError, match='set_start'):
+        p.start = torch.zeros(2)
+    assert torch.equal(p.bounds, BOUNDS)

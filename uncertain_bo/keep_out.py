@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import torch
 from torch import Tensor
@@ -158,6 +158,36 @@ class KeepOut:
             d = c.numel()
             mask |= (points[..., :d] - c).norm(dim=-1) < z.radius
         return mask
+
+    def admit(self, proposed: list[Tensor], pending: Tensor | None, radii: Callable[[Tensor], Tensor],
+              bounds: Tensor, apart: bool = True) -> list[Tensor]:
+        """The targets sent for a method's ``proposed`` ones ``(D,)`` in decision order (one rule for every method):
+        each outside these zones and the discs of radius ``radii(centres (k, d)) -> (k,)`` around the ``pending``
+        targets ``(p, D)`` and, with ``apart`` (every pick is sent), around the picks before it, or the nearest point
+        of ``bounds`` ``(2, D)`` that is (:meth:`admissible`; only these zones where those discs leave none); a target
+        not moved is the proposed object itself. Without ``apart`` (a route horizon's look-ahead: only the route's
+        first stop is sent) the picks are not kept apart from each other.
+
+        Raises:
+            NoAdmissibleTargetError: these zones cover ``bounds``.
+        """
+        d = self.zones[0].centre.numel() if self.zones else bounds.shape[-1]
+        exclusion = self
+        if pending is not None:
+            exclusion = exclusion.around(pending[:, :d], radii(pending[:, :d]))
+        out = []
+        for j, target in enumerate(proposed):
+            moved = exclusion.admissible(target, bounds)
+            if moved is None:
+                moved = self.admissible(target, bounds)
+            if moved is None:
+                raise NoAdmissibleTargetError(f'no target left: the {len(self)} keep-out zones cover the '
+                                              f'search bounds {bounds.tolist()}')
+            out.append(moved)
+            if apart and j + 1 < len(proposed):     # the next picks keep away from this one, which is sent too
+                place = moved[:d].reshape(1, d)
+                exclusion = exclusion.around(place, radii(place))
+        return out
 
     def admissible(self, target: Tensor, bounds: Tensor) -> Tensor | None:
         """``target`` itself (the same object) when it lies outside every zone, else the nearest point of the box

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 from torch import Tensor
 
 from .distributions import DTYPE, Gaussian, LocationDistributions, cat, check_covariance
 
-__all__ = ['ObservationLog', 'InvalidObservationError', 'StoredReading', 'READING_KINDS']
+__all__ = ['ObservationLog', 'ObservedData', 'InvalidObservationError', 'StoredReading', 'READING_KINDS']
 
 #: the two kinds of stored reading, as the journal names their records
 READING_KINDS = ('observation', 'en_route')
@@ -73,6 +74,54 @@ class StoredReading:
     def key(self) -> tuple[str, int]:
         """``(kind, index)``: how the journal and :meth:`~uncertain_bo.planner.Planner.revise` name the reading."""
         return self.kind, self.index
+
+
+@dataclass(frozen=True)
+class ObservedData:
+    """A read-only view of the observations at one moment (what a decision or a recommendation sees,
+    :class:`~uncertain_bo.acquisition.DecisionContext`): later observations and revisions do not change it.
+
+    Attributes:
+        targets: ``(n, d)`` commanded targets of the measurements.
+        y: ``(n,)`` their readings (field units); ``reading_variances``: ``(n,)`` the variances their sensor reported
+            (field units², 0 = none); ``reached``: ``(n,)`` bool, whether the rover reached each target.
+        bounds: ``(2, d)`` the search box (:attr:`places` are clamped into it; dtype and device to follow).
+        inputs: the measurements' location distributions, one each; ``en_route``: ``(location, reading, variance)``
+            of each en-route reading.
+    """
+
+    targets: Tensor
+    y: Tensor
+    reading_variances: Tensor
+    reached: Tensor
+    bounds: Tensor
+    inputs: tuple[LocationDistributions, ...]
+    en_route: tuple[tuple[LocationDistributions, float, float], ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.inputs)
+
+    @cached_property
+    def locations(self) -> LocationDistributions | None:
+        """The measurements' location distributions as one batch (built on first use; None before any)."""
+        return cat(list(self.inputs)) if self.inputs else None
+
+    @property
+    def en_route_y(self) -> Tensor:
+        """``(n_en_route,)`` en-route readings (field units)."""
+        return torch.tensor([r[1] for r in self.en_route], dtype=DTYPE)
+
+    @cached_property
+    def places(self) -> Tensor:
+        """``(n, d)`` the place each measurement measured, as a target to send the rover to: its commanded target
+        where the rover reached it, else where its reading was taken (the mean of its location distribution, clamped
+        into :attr:`bounds`); what the recommendation rules over past measurements rank."""
+        bounds = self.bounds
+        if self.locations is None:
+            return bounds.new_zeros(0, bounds.shape[1])
+        taken = self.locations.mean.to(bounds).clamp(bounds[0], bounds[1])
+        return torch.where(self.reached.to(bounds.device).unsqueeze(-1), self.targets.to(bounds), taken)
 
 
 class ObservationLog:
@@ -152,6 +201,12 @@ class ObservationLog:
     def en_route_y(self) -> Tensor:
         """``(n_en_route,)`` en-route readings (field units)."""
         return torch.tensor([r[1] for r in self.en_route], dtype=DTYPE)
+
+    def snapshot(self, bounds: Tensor) -> ObservedData:
+        """The observations as they are now, read-only (:class:`ObservedData`; ``bounds`` ``(2, d)``: the search
+        box)."""
+        return ObservedData(self._targets, self.y, self.reading_variances, self.reached, bounds, tuple(self._inputs),
+                            tuple(self.en_route))
 
     def validate(self, target: Tensor | None, location: LocationDistributions, y: float,
                  reading_variance: float = 0.0) -> None:

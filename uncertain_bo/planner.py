@@ -9,17 +9,25 @@ r"""The ask/tell loop shared by the ROS explorer and the benchmark runner (paper
         planner.observe(target, location, y)            # D_t = D_{t-1} ∪ {(P^L_t, y_t)}
     best = planner.recommend()                          # argmax_{x_t ∈ D} μ̂(P̂_{x_t})
 
-The planner owns the observations, the shared GP, its refit schedule, the journal and the space-filling initial
-design (``n_initial`` scrambled Sobol targets, ordered as a short tour from ``start`` when given, so a rover does
-not zig-zag). What to measure next and what to recommend is the method's: the planner builds a
-:class:`~uncertain_bo.acquisition.DecisionContext` and asks the method object
+The planner composes owned components, each with explicit inputs and none holding the planner: its frozen
+settings (:class:`~uncertain_bo.planner_settings.PlannerSettings`, replaced as a whole on a run-time change), the
+readings (:class:`~uncertain_bo.reading_store.ReadingStore`: the observation log, the GP and its refit schedule
+:class:`~uncertain_bo.model_schedule.ModelSchedule`, the learned execution noise), the one journal writer
+(:class:`~uncertain_bo.planner_journal.JournalWriter`, which the explorer calls for its own records), the revisions'
+bookkeeping (:class:`~uncertain_bo.planner_revisions.LocationRevisions`), the keep-out zones
+(:class:`~uncertain_bo.keep_out.KeepOut`) and the space-filling initial design (``n_initial`` scrambled Sobol targets,
+ordered as a short tour from ``start`` when given, so a rover does not zig-zag). What to measure next and what to
+recommend is the method's: for each decision or recommendation the planner builds an immutable snapshot
+(:class:`~uncertain_bo.acquisition.DecisionContext`: frozen settings, read-only observations, the GP brought up to
+date on first read, the pending targets, a seed) and hands the method that, never itself
 (:class:`~uncertain_bo.acquisition.Method`; by default it takes the initial design, then maximises its
-acquisition).
+acquisition); the recommendation rules read the same snapshot (:mod:`uncertain_bo.acquisition.recommendation`).
 Observations are validated before anything is stored, written durably to the journal (if any; a storage fault holds
-the record in memory instead of raising, :mod:`uncertain_bo.journal`), then added to the GP. A planner opened on an
-existing journal resumes from it, numbering on after the highest index the journal ever held
-(:mod:`uncertain_bo.planner_journal`). Settings changed during a run: :mod:`uncertain_bo.planner_settings`; a
-decision and its journal record: :mod:`uncertain_bo.decision`.
+the record in memory instead of raising, :mod:`uncertain_bo.journal`), then queued for the GP; :attr:`Planner.model`
+holds every stored observation whenever it is read (its hyperparameters are refitted at the next decision when the
+schedule says so). A planner opened on an existing journal resumes from it, numbering on after the highest index the
+journal ever held (:mod:`uncertain_bo.planner_journal`). A decision and its journal record:
+:mod:`uncertain_bo.decision`.
 
 **Batches** (``suggest(q=..., pending=...)``): ``q`` targets at once, none duplicating ``pending`` ones (other rovers'
 targets), each its own journaled decision (:meth:`~uncertain_bo.acquisition.Method.decide`). No target is sent within
@@ -45,10 +53,11 @@ capped subset (``fit_max_points``) while the posterior keeps all of them (rank-o
 """
 from __future__ import annotations
 
+import functools
+import logging
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import torch
 from torch import Tensor
@@ -58,7 +67,7 @@ from .acquisition.recommendation import RECOMMENDATION_RULES, rule_recommendatio
 from .distributions import DTYPE, Dirac, ExecutionNoise, LocationDistributions
 from .execution_noise_estimator import EXECUTION_FEEDBACK, ExecutionNoiseEstimator
 from .decision import Decision, decision_record, team_request
-from .journal import Journal
+from .journal import Journal, replay
 from .keep_out import KeepOut, KeepOutZone, NoAdmissibleTargetError, noise_radius
 from .initial_design import extend_design, initial_design, rover_design
 from .kernels import SampleDistributionKernel
@@ -66,17 +75,19 @@ from .model_schedule import ModelSchedule
 from .route import shortest_open_tour
 from .models import DistributionGP
 from .observation_log import InvalidObservationError, ObservationLog, StoredReading
-from .optim import OptimizerSettings
-from .planner_journal import PlannerJournal
-from .planner_revisions import LocationRevision, PlannerRevisions, RevisionOutcome
-from .planner_settings import PlannerSettings
+from .planner_journal import JournalWriter, pending_after_resume
+from .planner_revisions import (LocationRevision, LocationRevisions, RevisionOutcome, revision_record,
+                                revisions_from_records)
+from .planner_settings import PlannerSettings, Setting
+from .reading_store import ReadingStore
 
 __all__ = ['Planner', 'Decision', 'Recommendation', 'InvalidObservationError', 'NoAdmissibleTargetError',
            'RECOMMENDATION_RULES', 'EXECUTION_FEEDBACK', 'LocationRevision', 'RevisionOutcome']
 
+log = logging.getLogger('uncertain_bo.planner')
 
-@dataclass
-class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
+
+class Planner:
     """Bayesian optimisation under uncertain inputs, one target at a time.
 
     Args:
@@ -145,70 +156,89 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         KeyError: unknown method.
     """
 
-    bounds: Tensor
-    execution_noise: ExecutionNoise
-    method: str = 'ugp_ucb'
-    method_settings: dict[str, Any] | None = None
-    beta: Any = 3.0
-    n_initial: int = 5
-    refit_every: int = 1
-    optimizer: OptimizerSettings = field(default_factory=OptimizerSettings)
-    seed: int = 0
-    start: Tensor | None = None
-    budget: int | None = None
-    recommendation: str = 'past_mean'
-    travel_weight: float = 0.0
-    route_horizon: int = 1
-    pending_radius: float | None = None
-    in_box_exploration: bool = False
-    execution_noise_prior_weight: float | None = None
-    execution_feedback: str = 'closed_loop'
-    noise_prior: str = 'gamma'
-    fit_max_points: int = 0
-    sparse_above: int = 0
-    inducing_points: int = 500
-    input_noise: bool = False
-    journal: str | Path | None = None
-    model_factory: Callable[..., DistributionGP] | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
+    # the settings, shown as attributes (planner_settings.py); the writable ones apply from the next decision on
+    bounds = Setting(False, 'set_bounds()')
+    method = Setting(False)
+    method_settings = Setting(False)
+    beta = Setting(False, 'set_beta()')
+    n_initial = Setting()
+    refit_every = Setting()
+    optimizer = Setting()
+    seed = Setting(False)
+    start = Setting(False, 'set_start()')
+    budget = Setting()
+    recommendation = Setting()
+    travel_weight = Setting()
+    route_horizon = Setting()
+    pending_radius = Setting()
+    in_box_exploration = Setting()
+    execution_noise_prior_weight = Setting(False)
+    execution_feedback = Setting(False)
+    noise_prior = Setting(False)
+    fit_max_points = Setting()
+    sparse_above = Setting()
+    inducing_points = Setting()
+    input_noise = Setting(False)
+    model_factory = Setting(False)
 
-    def __post_init__(self):
-        self._check_settings()
+    def __init__(self, bounds: Tensor, execution_noise: ExecutionNoise, method: str = 'ugp_ucb', *,
+                 journal: str | Path | None = None, metadata: dict[str, Any] | None = None, **options: Any):
+        #: the frozen settings (planner_settings.py), replaced as a whole when one changes
+        self.settings = PlannerSettings.of(bounds, execution_noise, method=method, **options)
+        s = self.settings
         # the learned execution noise (execution_noise_estimator.py), None when it is fixed
-        self.execution_estimator: ExecutionNoiseEstimator | None = (
-            None if self.execution_noise_prior_weight is None else
-            ExecutionNoiseEstimator(self.execution_noise, self.execution_noise_prior_weight, self.execution_feedback))
-        if self.recommendation not in RECOMMENDATION_RULES:
-            raise ValueError(f'recommendation must be one of {", ".join(RECOMMENDATION_RULES)}, '
-                             f'got {self.recommendation!r}')
+        estimator = (None if s.execution_noise_prior_weight is None else
+                     ExecutionNoiseEstimator(s.execution_noise, s.execution_noise_prior_weight, s.execution_feedback))
         self._method: Method = self._new_method()
-        self._beta = make_beta(self.beta)
-        self.model: DistributionGP = self._new_model()
-        #: the run's measurements and en-route readings (observation_log.py)
-        self.observations = ObservationLog(self.dim)
-        #: when the GP takes new readings and refits (model_schedule.py)
-        self.schedule = ModelSchedule(self)
-        self._fit_seconds_unbilled = 0.0  # fits made by recommend(), billed to the next decision
+        self._beta = make_beta(s.beta)
+        observations = ObservationLog(self.dim)
+        #: the readings in the log, the GP (its schedule) and the learned execution noise (reading_store.py)
+        self.store = ReadingStore(observations, ModelSchedule(self._new_model(), observations), s.execution_noise,
+                                  estimator, self._method.inputs)
         self.decisions: list[Decision] = []
         self._queue: list[Tensor] = []  # targets of the current batch not handed out yet (suggest())
         self._design = self._initial_design()
         self._resumed_target: Tensor | None = None
-        # journal index minus stored count (> 0 after resuming a journal that lost records): indices stay unique
-        self._index_offset = 0
-        self._en_route_offset = 0
-        self._journal_damage = {'records_skipped': 0, 'records_missing': 0, 'problems': []}
         self.keep_out = KeepOut()   # targets that could not be measured: never proposed again (keep_out.py)
-        self._init_revisions()      # revised locations of stored readings (planner_revisions.py)
-        self._journal: Journal | None = None
-        if self.journal is not None:
-            self._journal = Journal(Path(self.journal), metadata={
-                'method': self.method, 'bounds': self.bounds.tolist(), 'seed': self.seed, **self.metadata})
-            self._replay(self._journal)
+        self._revisions = LocationRevisions()   # revised locations of stored readings (planner_revisions.py)
+        #: the run's one journal writer (planner_journal.py); the explorer writes its own records through it
+        self.journal_writer = JournalWriter(journal, {'method': s.method, 'bounds': s.bounds.tolist(), 'seed': s.seed,
+                                                      **(metadata or {})})
+        if self.journal_writer.file is not None:
+            self._resume(self.journal_writer.file)
 
     # -------------------------------------------------------------- public
     @property
     def dim(self) -> int:
-        return self.bounds.shape[1]
+        return self.settings.bounds.shape[1]
+
+    @property
+    def model(self) -> DistributionGP:
+        """The shared GP with every stored observation and revision (brought up to date when read: it never lags
+        :meth:`observe`); its hyperparameters are those of the last fit (the next decision, recommendation or
+        prediction refits first when the schedule says so, :mod:`uncertain_bo.model_schedule`)."""
+        return self.schedule.current()
+
+    @property
+    def observations(self) -> ObservationLog:
+        """The run's measurements and en-route readings (:mod:`uncertain_bo.observation_log`)."""
+        return self.store.observations
+
+    @property
+    def schedule(self) -> ModelSchedule:
+        """The GP and when it takes new readings and refits (:mod:`uncertain_bo.model_schedule`)."""
+        return self.store.schedule
+
+    @property
+    def execution_estimator(self) -> ExecutionNoiseEstimator | None:
+        """The learned execution noise (:mod:`uncertain_bo.execution_noise_estimator`), None when it is fixed."""
+        return self.store.estimator
+
+    @property
+    def execution_noise(self) -> ExecutionNoise:
+        """The execution-noise model :math:`\\hat P_{\\mathbf x}` decisions use: the configured one, or the learned
+        one when ``execution_noise_prior_weight`` is set (:meth:`learned_execution_covariance`)."""
+        return self.store.execution_noise
 
     @property
     def n(self) -> int:
@@ -252,12 +282,7 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         distribution :math:`\\hat P_{\\mathbf x}` models), else (a goal that timed out, a stop on the way by a budget)
         where its reading was taken: the mean of its location distribution, clamped into the search bounds. The
         recommendation rules over past measurements rank these (:mod:`~uncertain_bo.acquisition.recommendation`)."""
-        locations = self.locations
-        if locations is None:
-            return self.bounds.new_zeros(0, self.bounds.shape[1])
-        taken = locations.mean.to(self.bounds).clamp(self.bounds[0], self.bounds[1])
-        reached = self.observations.reached.to(self.bounds.device).unsqueeze(-1)
-        return torch.where(reached, self.targets.to(self.bounds), taken)
+        return self.observations.snapshot(self.bounds).places
 
     @property
     def method_object(self) -> Method:
@@ -270,7 +295,7 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         needed: Dirac inputs at the targets), ``'gaussian'`` (mean and covariance) or ``'samples'`` (a particle
         cloud as it is; also for a ``model_factory`` kernel that sees distributions through samples)."""
         kind = self._method.inputs
-        if kind == 'gaussian' and isinstance(self.model.kernel, SampleDistributionKernel):
+        if kind == 'gaussian' and isinstance(self.schedule.model.kernel, SampleDistributionKernel):
             return 'samples'
         return kind
 
@@ -290,6 +315,20 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
     def candidates(self, targets: Tensor) -> LocationDistributions:
         """Location distributions the method scores for ``targets`` (``(q, d)``)."""
         return self.execution_noise(targets) if self._method.robust_candidates else Dirac(targets)
+
+    def snapshot(self, index: int | None = None, q: int = 1, pending: Tensor | None = None,
+                 position: Tensor | None = None, initial_design: Tensor | None = None) -> DecisionContext:
+        """The immutable snapshot a method decides measurement ``index`` (default :attr:`n`) from, or recommends
+        after (:class:`~uncertain_bo.acquisition.DecisionContext`): the settings, the observations (read-only), the
+        GP brought up to date on first read, ``q`` and the ``pending`` targets ``(p, D)``, the rover's ``position``
+        ``(d,)`` (default :attr:`position`) and the ``initial_design`` (default :attr:`initial_design`)."""
+        s = self.settings
+        return DecisionContext(
+            self.n if index is None else index, s, self.observations.snapshot(s.bounds),
+            self._method.decision_bounds(s.bounds), self.execution_noise, self._method.robust_candidates, self._beta,
+            self.position if position is None else position, len(self._design),
+            self._design if initial_design is None else initial_design,
+            functools.partial(self.schedule.update, s), self._method.fantasize_pending, q, pending)
 
     def suggest(self, q: int | None = None, pending: Tensor | None = None, position: Tensor | None = None,
                 rover: str | None = None) -> Tensor:
@@ -342,19 +381,19 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         if queued:
             pending = torch.cat(queued + ([] if pending is None else [pending]))
         t0 = time.perf_counter()
-        billed, self._fit_seconds_unbilled = self._fit_seconds_unbilled, 0.0
-        ctx = DecisionContext(self, index, q=batch, pending=pending)
-        if position is not None:
-            ctx.position = position
-            ctx.initial_design = rover_design(self._design, index, position, self.targets, pending, self.bounds,
-                                              self.keep_out)
+        billed = self.schedule.take_fit_seconds()    # fits made since the last decision (recommend(), predict())
+        design = None if position is None else rover_design(self._design, index, position, self.targets, pending,
+                                                            self.bounds, self.keep_out)
+        ctx = self.snapshot(index, q=batch, pending=pending, position=position, initial_design=design)
         proposal = self._method.decide(ctx)
         total = time.perf_counter() - t0
+        fit_seconds = self.schedule.take_fit_seconds()
         picks = proposal.split()
         if len(picks) != batch:
             raise RuntimeError(f'method {self.method!r} decided {len(picks)} targets, {batch} asked for')
         proposed = [pick.target.to(self.bounds).reshape(-1) for pick in picks]
-        admissible = self._admissible(proposed, pending, ctx.bounds, apart=horizon == 1)   # every method's, one rule
+        admissible = self.keep_out.admit(proposed, pending, self.pending_radii, ctx.bounds,   # every method's
+                                         apart=horizon == 1)
         order = list(range(batch))
         if q is None and batch > 1:   # a batch the rover drives itself: along the shortest route from where it is
             order = shortest_open_tour(torch.stack(admissible), ctx.position).tolist()[:1 if horizon > 1 else batch]
@@ -363,48 +402,17 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         for j, k in enumerate(order):
             pick, target = picks[k], admissible[k]
             seconds = total if pick.seconds is None or horizon > 1 else pick.seconds[0]
-            fit = ctx.fit_seconds if j == 0 else 0.0
-            decision = Decision(index + self._index_offset + j, target, pick.phase,   # the journal's numbering
+            fit = fit_seconds if j == 0 else 0.0
+            decision = Decision(self.journal_writer.index(index + j), target, pick.phase,   # the journal's numbering
                                 seconds + (billed if j == 0 else 0.0), pick.acquisition_value, pick.beta,
                                 fit + (billed if j == 0 else 0.0), None if rover is None else str(rover))
             self.decisions.append(decision)
-            if self._journal is not None:
-                self._journal.append(decision_record(decision, proposed[k], batch, j))
+            self.journal_writer.write(decision_record(decision, proposed[k], batch, j))
             targets.append(target)
         if q is not None:
             return torch.stack(targets)
         self._queue = targets[1:]
         return targets[0]
-
-    def _admissible(self, proposed: list[Tensor], pending: Tensor | None, bounds: Tensor,
-                    apart: bool = True) -> list[Tensor]:
-        """The targets sent for the method's ``proposed`` ones ``(D,)`` in decision order (:mod:`uncertain_bo.keep_out`,
-        one rule for every method): each outside the keep-out zones and the :meth:`pending_radii` of the ``pending``
-        targets ``(p, D)`` and, with ``apart`` (every pick is sent), of the picks before it, or the nearest point of
-        ``bounds`` ``(2, D)`` that is (only the keep-out zones where those discs leave none); a target not moved is the
-        proposed object itself. Without ``apart`` (a route horizon's look-ahead: only the route's first stop is sent)
-        the picks are not kept apart from each other.
-
-        Raises:
-            NoAdmissibleTargetError: the keep-out zones cover the search bounds.
-        """
-        d = self.dim
-        exclusion = self.keep_out
-        if pending is not None:
-            exclusion = exclusion.around(pending[:, :d], self.pending_radii(pending[:, :d]))
-        out = []
-        for j, target in enumerate(proposed):
-            moved = exclusion.admissible(target, bounds)
-            if moved is None:
-                moved = self.keep_out.admissible(target, bounds)
-            if moved is None:
-                raise NoAdmissibleTargetError(f'no target left: the {len(self.keep_out)} keep-out zones cover the '
-                                              f'search bounds {self.bounds.tolist()}')
-            out.append(moved)
-            if apart and j + 1 < len(proposed):     # the next picks keep away from this one, which is sent too
-                place = moved[:d].reshape(1, d)
-                exclusion = exclusion.around(place, self.pending_radii(place))
-        return out
 
     def pending_radii(self, targets: Tensor) -> Tensor:
         """``(k,)`` how far from each pending target ``(k, d)`` no other target is sent (target units, m on a rover):
@@ -445,8 +453,7 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
             ValueError: a non-positive radius or a non-finite target.
         """
         zone = self.keep_out.add(torch.as_tensor(target, dtype=DTYPE), radius, self.next_index, reason)
-        if self._journal is not None:
-            self._journal.append({**zone.record(), 'wall_time': time.time()})
+        self.journal_writer.write({**zone.record(), 'wall_time': time.time()})
         if self._resumed_target is not None and bool(self.keep_out.inside(self._resumed_target.reshape(1, -1))[0]):
             self._resumed_target = None
         # queued targets of a batch inside the new zone are dropped (the next suggest() decides anew)
@@ -506,11 +513,11 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         """
         if target is not None:
             target = torch.as_tensor(target, dtype=DTYPE).reshape(-1)
-        self._validate(target, location, y, reading_variance)
-        index = self._journal_reading(target, location, y, reading_variance, meta)
-        self._store(target, location, float(y), float(reading_variance),
-                    reached=target is not None and not meta.get('goal_timed_out', False),
-                    reading=StoredReading.of('en_route' if target is None else 'observation', index, meta))
+        self.observations.validate(target, location, y, reading_variance)
+        index = self.journal_writer.reading(target, location, y, reading_variance, meta, self.n, self.n_en_route)
+        self.store.add(target, location, float(y), float(reading_variance),
+                       reached=target is not None and not meta.get('goal_timed_out', False),
+                       reading=StoredReading.of('en_route' if target is None else 'observation', index, meta))
         return index
 
     def recommend(self, rule: str | None = None) -> Recommendation:
@@ -531,42 +538,201 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
             raise RuntimeError('nothing to recommend before the first observation')
         if rule is not None and rule not in RECOMMENDATION_RULES:
             raise ValueError(f'unknown recommendation rule {rule!r}; known: {", ".join(RECOMMENDATION_RULES)}')
-        ctx = DecisionContext(self, self.n)
+        ctx = self.snapshot()
         own = self._method.recommend(ctx, rule)
-        self._fit_seconds_unbilled += ctx.fit_seconds
-        if own is not None:
-            return own
-        rule = rule or self.recommendation
-        self._fit_seconds_unbilled += self._update_model()
-        return rule_recommendation(self, ctx, rule)
+        return own if own is not None else rule_recommendation(ctx, rule or self.recommendation)
 
     def predict(self, targets: Tensor) -> tuple[Tensor, Tensor]:
         """Posterior mean and standard deviation of the method's objective at ``targets`` ``(q, d)``."""
-        self._update_model(refit=False)
+        model = self.schedule.update(self.settings, refit=False)
         with torch.no_grad():
-            mean, var = self.model.marginals(self.candidates(torch.as_tensor(targets, dtype=DTYPE)))
+            mean, var = model.marginals(self.candidates(torch.as_tensor(targets, dtype=DTYPE)))
         return mean, var.sqrt()
 
-    # ----------------------------------------------------------- internals
-    def _validate(self, target: Tensor | None, location: LocationDistributions, y: float,
-                  reading_variance: float = 0.0) -> None:
-        self.observations.validate(target, location, y, reading_variance)
+    # ------------------------------------------------------- settings changed during a run
+    def set_start(self, position: Tensor) -> None:
+        """Order the initial design as a short tour from ``position`` ``(d,)`` (e.g. the rover's first pose).
 
-    def _store(self, target: Tensor | None, location: LocationDistributions, y: float,
-               reading_variance: float = 0.0, reached: bool = True, reading: StoredReading | None = None) -> None:
-        self.observations.add(target, location, y, reading_variance, reached, reading)
-        self.schedule.add(self._gp_input(target, location), y, reading_variance, stop=target is not None)
-        if target is None:  # en-route: in the GP only; no target, so nothing for the execution noise
-            return
-        if self.execution_estimator is not None and reached:
-            self.execution_estimator.add(target, location)
-            self.execution_noise = self.execution_estimator.noise()
+        Raises:
+            RuntimeError: observations exist already (the design is partly used).
+        """
+        if self.n:
+            raise RuntimeError('set_start() must be called before the first observation')
+        self.settings = self.settings.replace(start=position)
+        self._queue = []
+        self._design = self._initial_design()
+        self._method = self._new_method()  # a survey re-plans its tour from the start
+        # a resumed run orders its initial design the same way
+        self.journal_writer.write({'type': 'start', 'position': self.start.tolist(), 'wall_time': time.time()})
 
-    def _gp_input(self, target: Tensor | None, location: LocationDistributions) -> LocationDistributions:
-        if self._method.inputs != 'target':
-            return location
-        # a method that trains on targets puts an en-route reading at its location estimate (it has no target)
-        return Dirac((location.mean if target is None else target).reshape(1, -1))
+    def set_beta(self, beta: Any) -> None:
+        """Change :math:`\\beta_t` (a number or a schedule) from the next decision on."""
+        self._beta = make_beta(beta)
+        self.settings = self.settings.replace(beta=beta)
+
+    def set_execution_noise(self, execution_noise: ExecutionNoise) -> None:
+        """Change the execution-noise model :math:`\\hat P_{\\mathbf x}` from the next decision on (an operator's
+        run-time ``execution_noise_std``).
+
+        When the execution noise is learned (``execution_noise_prior_weight`` set), ``execution_noise`` becomes
+        the new prior :math:`\\Sigma_0` of :meth:`learned_execution_covariance`: the evidence of the goals reached
+        so far is kept and combined with it at once.
+
+        Raises:
+            ValueError: learning is on and ``execution_noise`` is not a :class:`GaussianExecutionNoise` of the
+                planner's dimension.
+        """
+        self.store.set_execution_noise(execution_noise)
+        self.settings = self.settings.replace(execution_noise=execution_noise)
+
+    def set_bounds(self, bounds: Tensor) -> None:
+        """Change the search box from the next decision on (e.g. an operator narrows the area).
+
+        The GP is rebuilt on all observations in the new box (hyperparameters are refitted at the next
+        decision) and the remaining initial-design targets are redrawn in it. The change is journaled
+        for the record; a resumed run uses the bounds it is constructed with.
+
+        Raises:
+            ValueError: not ``(2, d)`` with upper > lower, or a different dimension.
+        """
+        bounds = torch.as_tensor(bounds, dtype=DTYPE)
+        if bounds.shape != self.bounds.shape or not (bounds[1] > bounds[0]).all():
+            raise ValueError(f'bounds must be {tuple(self.bounds.shape)} with upper > lower, '
+                             f'got {bounds.tolist()}')
+        self.settings = self.settings.replace(bounds=bounds)
+        if self._queue:
+            log.info('search bounds changed: dropping %d queued targets of the current batch', len(self._queue))
+        self._queue = []
+        self.store.rebuild(self._new_model())
+        self._method = self._new_method()  # a survey re-plans in the new box
+        self._design = self._initial_design()
+        self.journal_writer.write({'type': 'bounds', 'bounds': bounds.tolist(), 'index': self.next_index,
+                                   'wall_time': time.time()})
+
+    # ------------------------------------------------------- the journal
+    @property
+    def next_index(self) -> int:
+        """The journal index of the next measurement: :attr:`n`, plus the observations a resumed journal lost
+        (damaged records skipped, lines missing), so an index is never used twice."""
+        return self.journal_writer.index(self.n)
+
+    @property
+    def journal_damage(self) -> dict[str, Any]:
+        """What resuming the journal skipped (:attr:`~uncertain_bo.planner_journal.JournalWriter.damage`)."""
+        return self.journal_writer.damage
+
+    @property
+    def journal_file(self) -> Journal | None:
+        """The journal (None without one); records are written through :attr:`journal_writer`."""
+        return self.journal_writer.file
+
+    @property
+    def resumed_target(self) -> Tensor | None:
+        """The journal's pending target (see :meth:`take_resumed_target`) without taking it."""
+        return self._resumed_target
+
+    def take_resumed_target(self) -> Tensor | None:
+        """The target of the journal's pending decision, once (None otherwise).
+
+        A run resumed from a journal whose last decision has no observation yet (the process stopped while
+        the rover drove there) should send the rover to that target again instead of deciding anew: the
+        decision is already journaled, and the initial design or the acquisition would choose it again
+        anyway. Returns ``(d,)`` and forgets it; later calls (and :meth:`suggest`) decide as usual.
+        """
+        target, self._resumed_target = self._resumed_target, None
+        return target
+
+    def forget_resumed(self) -> None:
+        """Drop the journal's pending target and the batch queued after it: a team hands its rovers' pending
+        targets back per rover (:mod:`uncertain_bo.team_journal`), where the last decision is only one rover's."""
+        self._resumed_target = None
+        self._queue = []
+
+    def _resume(self, journal: Journal) -> None:
+        """Resume from ``journal``: its start, observations, revisions, decisions and keep-out zones replayed, the
+        numbering on after its highest index, its pending target (and the rest of its batch) handed back."""
+        run = replay(journal, self.dim, self.observations.validate)
+        if run.start is not None:
+            self.settings = self.settings.replace(start=run.start)
+            self._design = self._initial_design()
+            self._method = self._new_method()
+        for target, loc, y, variance, reached, reading in run.observations:  # target None: an en-route reading
+            self.store.add(target, loc, y, variance, reached=reached, reading=reading)
+        outcome = RevisionOutcome()   # the last revision of each reading wins
+        self._apply_revisions(self._revisions.check(revisions_from_records(run.revisions, outcome), self.observations,
+                                                    outcome), outcome)
+        for problem in outcome.problems:
+            log.warning('journal %s: skipping revision: %s', journal.path, problem)
+        self.decisions += [Decision(**d) for d in run.decisions]
+        self.keep_out = KeepOut.from_records(journal.records, self.dim)
+        kept = sum(r.get('type') in ('observation', 'en_route') for r in journal.records)
+        # records the schema kept that this planner cannot use (another dimension; a revision of such a reading):
+        # left out, counted; their indices stay in the file, so the numbering already passes them
+        self.journal_writer.resumed(self.n, self.n_en_route, kept - len(run.observations) + len(outcome.problems))
+        self._resumed_target, self._queue = pending_after_resume(self.decisions, self.next_index, self.keep_out,
+                                                                 self.bounds, journal.path)
+        if self.n or self._resumed_target is not None:
+            log.debug('resumed %d observations from %s%s', self.n, journal.path,
+                      ' (with a pending target)' if self._resumed_target is not None else '')
+
+    # ------------------------------------------------------- revised locations (planner_revisions.py)
+    @property
+    def revisions_rejected(self):
+        """Revisions rejected so far, by reason (:data:`~uncertain_bo.planner_revisions.REVISION_REJECTIONS`)."""
+        return self._revisions.rejected
+
+    @property
+    def revisions_applied(self) -> int:
+        """Revisions applied so far (this process's and a resumed journal's)."""
+        return self._revisions.applied
+
+    @property
+    def readings(self) -> list[StoredReading]:
+        """Every stored reading (measurements and en-route readings) in arrival order: which it is, its stamps and
+        team keys (:class:`~uncertain_bo.observation_log.StoredReading`)."""
+        return list(self.observations.readings)
+
+    def stored_readings(self) -> list[StoredReading]:
+        """The readings a revised trajectory of this planner's rover may re-place: all of them (a team rover's view
+        gives its own only, :class:`~uncertain_bo.team_planner.RoverView`)."""
+        return self.readings
+
+    def revision_stamp(self, kind: str, index: int) -> float | None:
+        """The stamp of reading ``(kind, index)``'s last accepted revision (s), None if it has none."""
+        return self._revisions.stamp(self.observations.row_of(kind, index))
+
+    def revise(self, revisions: Iterable[LocationRevision]) -> RevisionOutcome:
+        """Re-place stored readings at revised location distributions (:mod:`uncertain_bo.planner_revisions`): each
+        revision is checked in turn (a later one of the same reading against the earlier one), the accepted ones are
+        journaled together (one write and one fsync, :meth:`~uncertain_bo.journal.Journal.append_many`) and applied;
+        a rejected one changes nothing and is counted (:attr:`revisions_rejected`). Nothing is raised for a bad
+        revision (a batch from a smoother is applied as far as it is valid); the GP takes the revisions when it is
+        next read (:attr:`model`, a decision, prediction or recommendation).
+
+        Args:
+            revisions: :class:`LocationRevision` s, in order (a later one of the same reading must be newer).
+
+        Returns:
+            What was applied and rejected (:class:`RevisionOutcome`).
+        """
+        outcome = RevisionOutcome()
+        accepted = self._revisions.check(revisions, self.observations, outcome)
+        self.journal_writer.write_many([revision_record(self.observations.readings[row], rev) for row, rev in accepted])
+        self._apply_revisions(accepted, outcome)
+        self._revisions.count(outcome)
+        return outcome
+
+    def reject_revision(self, what: str, reason: str, detail: str) -> None:
+        """Count a revision rejected before it could name a stored reading (a team's unknown ``(rover, seq)``)."""
+        self._revisions.reject(what, reason, detail)
+
+    def _apply_revisions(self, accepted: list[tuple[int, LocationRevision]], outcome: RevisionOutcome) -> None:
+        """Put each accepted revision's location in place (:meth:`~uncertain_bo.reading_store.ReadingStore.relocate`)
+        and count it."""
+        self.store.relocate([(row, rev.location) for row, rev in accepted])
+        for row, rev in accepted:
+            self._revisions.accepted(row, rev.stamp)
+            outcome.applied.append(self.observations.readings[row].key)
 
     def fit_subset(self, cap: int | None = None) -> Tensor | None:
         """Indices (GP row order) of the observations the next hyperparameter fit uses, or None for all.
@@ -588,15 +754,10 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
 
     def _new_model(self) -> DistributionGP:
         kernel = self._method.kernel(self.dim)
-        factory = self.model_factory or (
-            lambda bounds, kernel: DistributionGP(bounds, kernel, noise_prior=self.noise_prior,
-                                                  input_noise=self.input_noise))
+        m = self.settings.model
+        factory = m.model_factory or (
+            lambda bounds, kernel: DistributionGP(bounds, kernel, noise_prior=m.noise_prior, input_noise=m.input_noise))
         return factory(self.bounds, kernel)
-
-    def _update_model(self, refit: bool = True) -> float:
-        """Bring the GP up to date (:meth:`~uncertain_bo.model_schedule.ModelSchedule.update`); the fit's wall
-        time, s."""
-        return self.schedule.update(refit)
 
     def _initial_design(self) -> Tensor:
         return initial_design(self.bounds, self.n_initial, self.seed, self.start)

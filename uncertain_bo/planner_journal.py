@@ -1,152 +1,138 @@
-"""The planner's journal: resuming a :class:`~uncertain_bo.planner.Planner` from one (its start, observations,
-decisions and keep-out zones replayed; the pending target of a decision without its observation handed back once),
-and the numbering that never uses an index twice.
+"""The run's one journal writer (:class:`JournalWriter`): every record of a run goes through it, the planner's
+(readings, decisions, settings changed, keep-out zones, revisions, a resume's losses) and the explorer's own
+(:meth:`JournalWriter.write`: recommendations, parameters, pauses, ...), with the numbering that never uses an index
+twice; and what a resumed journal hands back (:func:`pending_after_resume`: the pending target of a decision without
+its observation, and the rest of its batch).
 
 A planner opened on an existing journal resumes from its observations; records the journal's schema refuses
-(:mod:`uncertain_bo.journal_schema`: damaged, duplicated) are skipped and counted (:attr:`PlannerJournal.
-journal_damage`), and a ``resume`` record declares the indices lost, so the journal numbers on after the highest
-index it ever held (:attr:`PlannerJournal.next_index`). The records themselves are written where they happen
-(:meth:`~uncertain_bo.planner.Planner.observe`, :meth:`~uncertain_bo.planner.Planner.suggest`: :func:`~uncertain_bo.
-decision.decision_record`, the run-time changes of :mod:`uncertain_bo.planner_settings`, keep-out zones).
+(:mod:`uncertain_bo.journal_schema`: damaged, duplicated) are skipped and counted (:attr:`JournalWriter.damage`),
+and a ``resume`` record declares the indices lost, so the journal numbers on after the highest index it ever held
+(:meth:`JournalWriter.index`). A planner without a journal has a writer too: it numbers and writes nothing.
 """
 from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterable
 
 import torch
 from torch import Tensor
 
 from .decision import Decision
 from .distributions import LocationDistributions
-from .journal import Journal, location_to_record, replay
+from .journal import Journal, location_to_record
 from .keep_out import KeepOut
 
-__all__ = ['PlannerJournal']
+__all__ = ['JournalWriter', 'pending_after_resume']
 
 log = logging.getLogger('uncertain_bo.planner')   # the planner's log, as before the split
 
 
-class PlannerJournal:
-    """The journal side of :class:`~uncertain_bo.planner.Planner` (a part of it: it reads and sets the planner's
-    journal, numbering offsets, decisions, keep-out zones and resumed target)."""
+class JournalWriter:
+    """The journal of one run, or none (``path`` None: nothing is written, the numbering is the count).
+
+    Args:
+        path: the journal file (an existing one is opened for resuming: :attr:`file` holds its records).
+        metadata: a new journal's header fields.
+
+    Raises:
+        JournalError: the journal cannot be opened (:class:`~uncertain_bo.journal.Journal`).
+    """
+
+    def __init__(self, path: str | Path | None, metadata: dict[str, Any]):
+        self.file: Journal | None = None if path is None else Journal(Path(path), metadata=metadata)
+        # journal index minus stored count (> 0 after resuming a journal that lost records): indices stay unique
+        self.index_offset = 0
+        self.en_route_offset = 0
+        self._damage: dict[str, Any] = {'records_skipped': 0, 'records_missing': 0, 'problems': []}
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Append one record (durably; a storage fault holds it in memory, :attr:`~uncertain_bo.journal.Journal.
+        fault`); nothing without a journal. The explorer's records go here too."""
+        if self.file is not None:
+            self.file.append(record)
+
+    def write_many(self, records: list[dict[str, Any]]) -> None:
+        """Append ``records`` with one write and one fsync (:meth:`~uncertain_bo.journal.Journal.append_many`)."""
+        if self.file is not None and records:
+            self.file.append_many(records)
+
+    def index(self, n: int) -> int:
+        """The journal index of measurement number ``n`` (0-based count of stored measurements)."""
+        return n + self.index_offset
 
     @property
-    def next_index(self) -> int:
-        """The journal index of the next measurement: :attr:`n`, plus the observations a resumed journal lost
-        (damaged records skipped, lines missing), so an index is never used twice."""
-        return self.n + self._index_offset
-
-    @property
-    def journal_damage(self) -> dict[str, Any]:
+    def damage(self) -> dict[str, Any]:
         """What resuming the journal skipped: ``records_skipped`` (damaged or duplicated records and unreadable
         lines left out), ``records_missing`` (index gaps) and ``problems`` (up to 20 lines ``'line 17: observation
         ...'``; a damaged header field, ignored, among them)."""
-        return {**self._journal_damage, 'problems': list(self._journal_damage['problems'])}
+        return {**self._damage, 'problems': list(self._damage['problems'])}
 
-    @property
-    def journal_file(self) -> Journal | None:
-        return self._journal
+    def reading(self, target: Tensor | None, location: LocationDistributions, y: float, reading_variance: float,
+                meta: dict[str, Any], n: int, n_en_route: int) -> int:
+        """Journal one validated reading before it is stored, ``n`` measurements and ``n_en_route`` en-route
+        readings being stored: an ``observation`` record with its ``target`` ``(d,)``, or with ``target`` None an
+        ``en_route`` record (with the measurement index it follows). Returns its index (among the measurements or
+        the en-route readings)."""
+        if target is None:
+            index = n_en_route + self.en_route_offset
+            kind, where = 'en_route', {'measurements': self.index(n)}
+        else:
+            index = self.index(n)
+            kind, where = 'observation', {'target': target.tolist()}
+        self.write({'type': kind, 'index': index, **where, 'location': location_to_record(location), 'y': float(y),
+                    'reading_variance': float(reading_variance), 'wall_time': time.time(), **meta})
+        return index
 
-    @property
-    def resumed_target(self) -> Tensor | None:
-        """The journal's pending target (see :meth:`take_resumed_target`) without taking it."""
-        return self._resumed_target
-
-    def take_resumed_target(self) -> Tensor | None:
-        """The target of the journal's pending decision, once (None otherwise).
-
-        A run resumed from a journal whose last decision has no observation yet (the process stopped while
-        the rover drove there) should send the rover to that target again instead of deciding anew: the
-        decision is already journaled, and the initial design or the acquisition would choose it again
-        anyway. Returns ``(d,)`` and forgets it; later calls (and :meth:`suggest`) decide as usual.
-        """
-        target, self._resumed_target = self._resumed_target, None
-        return target
-
-    def forget_resumed(self) -> None:
-        """Drop the journal's pending target and the batch queued after it: a team hands its rovers' pending
-        targets back per rover (:mod:`uncertain_bo.team_journal`), where the last decision is only one rover's."""
-        self._resumed_target = None
-        self._queue = []
-
-    def _replay(self, journal: Journal) -> None:
-        run = replay(journal, self.dim, self._validate)
-        if run.start is not None:
-            self.start = run.start
-            self._design = self._initial_design()
-            self._method = self._new_method()
-        for target, loc, y, variance, reached, reading in run.observations:  # target None: an en-route reading
-            self._store(target, loc, y, variance, reached=reached, reading=reading)
-        refused = self._replay_revisions(run.revisions)   # planner_revisions.py: the last of each reading wins
-        self.decisions += [Decision(**d) for d in run.decisions]
-        self.keep_out = KeepOut.from_records(journal.records, self.dim)
-        self._resume_numbering(journal, len(run.observations), refused)
-        pending = [d for d in self.decisions if d.index == self.next_index]
-
-        def usable(t: Tensor) -> bool:
-            return (t.numel() == self.dim and bool(torch.isfinite(t).all())
-                    and bool(((t >= self.bounds[0]) & (t <= self.bounds[1])).all()))
-
-        if pending:
-            t = pending[-1].target
-            if usable(t):
-                if bool(self.keep_out.inside(t.reshape(1, -1))[0]):
-                    log.info('journal %s: the pending target %s was kept out (not measurable): deciding anew',
-                             journal.path, t.tolist())
-                else:
-                    self._resumed_target = t.clone()
-                    # the rest of a batch decided with it, still to visit in order
-                    ahead = {d.index: d.target for d in self.decisions if d.index > self.next_index}
-                    k = self.next_index + 1
-                    while k in ahead and usable(ahead[k]) and not bool(self.keep_out.inside(
-                            ahead[k].reshape(1, -1))[0]):
-                        self._queue.append(ahead[k].clone())
-                        k += 1
-            else:
-                log.warning('journal %s: pending target %s is outside the search bounds: deciding anew',
-                            journal.path, t.tolist())
-        if self.n or pending:
-            log.debug('resumed %d observations from %s%s', self.n, journal.path,
-                      ' (with a pending target)' if self._resumed_target is not None else '')
-
-    def _resume_numbering(self, journal: Journal, replayed: int, refused_revisions: int = 0) -> None:
-        """After a replay: number on after the highest index the journal held, count what it lost, and, when it
-        lost anything, append a ``resume`` record declaring the lost indices (:mod:`uncertain_bo.journal_schema`)."""
+    def resumed(self, n: int, n_en_route: int, refused: int) -> None:
+        """After a replay that stored ``n`` measurements and ``n_en_route`` en-route readings and refused ``refused``
+        records the schema kept (another dimension; a revision of such a reading): number on after the highest index
+        the journal held, count what it lost, and, when it lost anything, append a ``resume`` record declaring the
+        lost indices (:mod:`uncertain_bo.journal_schema`)."""
+        journal = self.file
         checked = journal.checked
-        self._index_offset = checked.next_index - self.n
-        self._en_route_offset = checked.next_en_route_index - self.n_en_route
-        kept = sum(r.get('type') in ('observation', 'en_route') for r in journal.records)
-        # records the schema kept that this planner cannot use (another dimension; a revision of such a reading):
-        # left out, counted; their indices stay in the file, so the numbering above already passes them
-        refused = kept - replayed + refused_revisions
-        self._journal_damage = {
-            'records_skipped': checked.skipped + refused, 'records_missing': checked.missing,
-            'problems': [f'line {d.line}: {d.message}' for d in checked.damage[:20]]}
+        self.index_offset = checked.next_index - n
+        self.en_route_offset = checked.next_en_route_index - n_en_route
+        self._damage = {'records_skipped': checked.skipped + refused, 'records_missing': checked.missing,
+                        'problems': [f'line {d.line}: {d.message}' for d in checked.damage[:20]]}
         if not (checked.damage or refused):
             return
-        lost, lost_en_route = checked.lost_indices, checked.lost_en_route_indices
+        lost = checked.lost_indices
         log.warning('journal %s: resumed %d measurements and %d en-route readings; %d damaged record(s) skipped, '
-                    '%d missing (observation indices lost: %s)', journal.path, self.n, self.n_en_route,
-                    self._journal_damage['records_skipped'], checked.missing, lost or 'none')
-        self._journal.append({'type': 'resume', 'measurements': self.n, 'lost_indices': lost,
-                              'lost_en_route_indices': lost_en_route,
-                              'records_skipped': self._journal_damage['records_skipped'], 'wall_time': time.time()})
+                    '%d missing (observation indices lost: %s)', journal.path, n, n_en_route,
+                    self._damage['records_skipped'], checked.missing, lost or 'none')
+        self.write({'type': 'resume', 'measurements': n, 'lost_indices': lost,
+                    'lost_en_route_indices': checked.lost_en_route_indices,
+                    'records_skipped': self._damage['records_skipped'], 'wall_time': time.time()})
 
-    def _journal_reading(self, target: Tensor | None, location: LocationDistributions, y: float,
-                         reading_variance: float, meta: dict[str, Any]) -> int:
-        """Journal one validated reading before it is stored: an ``observation`` record with its ``target``
-        ``(d,)``, or with ``target`` None an ``en_route`` record (with the measurement count it follows). Returns its
-        index (:attr:`next_index`, or among the en-route readings)."""
-        if target is None:
-            index = self.n_en_route + self._en_route_offset
-            kind, where = 'en_route', {'measurements': self.next_index}
-        else:
-            index = self.next_index
-            kind, where = 'observation', {'target': target.tolist()}
-        if self._journal is not None:
-            self._journal.append({'type': kind, 'index': index, **where, 'location': location_to_record(location),
-                                  'y': float(y), 'reading_variance': float(reading_variance), 'wall_time': time.time(),
-                                  **meta})
-        return index
+
+def pending_after_resume(decisions: Iterable[Decision], next_index: int, keep_out: KeepOut, bounds: Tensor,
+                         path: Path) -> tuple[Tensor | None, list[Tensor]]:
+    """What a resumed run still has to visit: the target of the journal's pending decision (the one of measurement
+    ``next_index``, which has no observation yet) and the rest of the batch decided with it, in order; ``(None, [])``
+    when there is none, when it lies outside ``bounds`` ``(2, d)`` or when a keep-out zone covers it (then the run
+    decides anew; logged, naming the journal ``path``)."""
+    decisions = list(decisions)
+    d = bounds.shape[1]
+
+    def usable(t: Tensor) -> bool:
+        return (t.numel() == d and bool(torch.isfinite(t).all())
+                and bool(((t >= bounds[0]) & (t <= bounds[1])).all()))
+
+    pending = [dec for dec in decisions if dec.index == next_index]
+    if not pending:
+        return None, []
+    t = pending[-1].target
+    if not usable(t):
+        log.warning('journal %s: pending target %s is outside the search bounds: deciding anew', path, t.tolist())
+        return None, []
+    if bool(keep_out.inside(t.reshape(1, -1))[0]):
+        log.info('journal %s: the pending target %s was kept out (not measurable): deciding anew', path, t.tolist())
+        return None, []
+    ahead = {dec.index: dec.target for dec in decisions if dec.index > next_index}
+    queue, k = [], next_index + 1
+    while k in ahead and usable(ahead[k]) and not bool(keep_out.inside(ahead[k].reshape(1, -1))[0]):
+        queue.append(ahead[k].clone())
+        k += 1
+    return t.clone(), queue

@@ -3,11 +3,11 @@ r"""Revised trajectories re-place past readings: the planner's side.
 A localiser revises the past when later data arrive: a fix after a long dead-reckoning leg (fixed-lag or RTS
 smoothing), a loop closure of a SLAM back end, a corrected ``map -> odom`` transform (REP-105: the odom frame is
 continuous, the map frame jumps). Each stored reading, a measurement or an en-route reading, then has a better
-location distribution than the one it was stored with. :meth:`PlannerRevisions.revise` takes such
+location distribution than the one it was stored with. :meth:`~uncertain_bo.planner.Planner.revise` takes such
 :class:`LocationRevision` s, one per reading, and for each it accepts:
 
 1. **checks** it, before anything changes (a rejected revision changes nothing, is counted in
-   :attr:`PlannerRevisions.revisions_rejected` by reason and logged):
+   :attr:`~uncertain_bo.planner.Planner.revisions_rejected` by reason and logged):
 
    - ``'unknown reading'``: no stored reading has its ``(kind, index)`` (not taken yet, lost to a damaged journal,
      or another run's);
@@ -45,15 +45,16 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .distributions import Empirical, LocationDistributions
-from .journal import location_to_record
+from .journal import location_from_record, location_to_record
 from .journal_schema import revision_order_problem
-from .observation_log import READING_KINDS, StoredReading
+from .observation_log import READING_KINDS, ObservationLog, StoredReading
 
-__all__ = ['LocationRevision', 'RevisionOutcome', 'PlannerRevisions', 'REVISION_REJECTIONS']
+__all__ = ['LocationRevision', 'RevisionOutcome', 'LocationRevisions', 'REVISION_REJECTIONS', 'revision_record',
+           'revisions_from_records']
 
 log = logging.getLogger('uncertain_bo.planner')
 
-#: why a revision is rejected (the keys of :attr:`PlannerRevisions.revisions_rejected`)
+#: why a revision is rejected (the keys of :attr:`~uncertain_bo.planner.Planner.revisions_rejected`)
 REVISION_REJECTIONS = ('unknown reading', 'out of order', 'invalid location')
 
 
@@ -79,7 +80,7 @@ class LocationRevision:
 
 @dataclass
 class RevisionOutcome:
-    """What :meth:`PlannerRevisions.revise` did with a batch of revisions.
+    """What :meth:`~uncertain_bo.planner.Planner.revise` did with a batch of revisions.
 
     Attributes:
         applied: ``(kind, index)`` of each reading revised, in order.
@@ -104,73 +105,33 @@ class RevisionOutcome:
         self.rejections.append((what, reason, detail))
 
 
-class PlannerRevisions:
-    """The revisions side of :class:`~uncertain_bo.planner.Planner` (a part of it: it reads and changes the planner's
-    observation log, model schedule, execution-noise estimator and journal)."""
+class LocationRevisions:
+    """The revisions' bookkeeping of one planner: the checks (module docstring) against its observation log and the
+    stamps of the revisions accepted so far, and the counts. Applying an accepted revision (the log, the GP, the
+    learned execution noise) is the planner's (:meth:`~uncertain_bo.planner.Planner.revise`), which reports it back
+    (:meth:`accepted`)."""
 
-    def _init_revisions(self) -> None:
+    def __init__(self):
         #: revisions rejected so far, by reason (:data:`REVISION_REJECTIONS`)
-        self.revisions_rejected: Counter = Counter()
+        self.rejected: Counter = Counter()
         #: revisions applied so far (this process's and a resumed journal's)
-        self.revisions_applied = 0
-        self._revision_stamps: dict[int, float] = {}   # row -> stamp of its last accepted revision
+        self.applied = 0
+        self._stamps: dict[int, float] = {}   # row -> stamp of its last accepted revision
 
-    @property
-    def readings(self) -> list[StoredReading]:
-        """Every stored reading (measurements and en-route readings) in arrival order: which it is, its stamps and
-        team keys (:class:`~uncertain_bo.observation_log.StoredReading`)."""
-        return list(self.observations.readings)
+    def stamp(self, row: int | None) -> float | None:
+        """The stamp of row ``row``'s last accepted revision (s), None if it has none."""
+        return None if row is None else self._stamps.get(row)
 
-    def stored_readings(self) -> list[StoredReading]:
-        """The readings a revised trajectory of this planner's rover may re-place: all of them (a team rover's view
-        gives its own only, :class:`~uncertain_bo.team_planner.RoverView`)."""
-        return self.readings
-
-    def revision_stamp(self, kind: str, index: int) -> float | None:
-        """The stamp of reading ``(kind, index)``'s last accepted revision (s), None if it has none."""
-        row = self.observations.row_of(kind, index)
-        return None if row is None else self._revision_stamps.get(row)
-
-    def revise(self, revisions: Iterable[LocationRevision]) -> RevisionOutcome:
-        """Re-place stored readings at revised location distributions (module docstring): each revision is checked in
-        turn (a later one of the same reading against the earlier one), the accepted ones are journaled together (one
-        write and one fsync, :meth:`~uncertain_bo.journal.Journal.append_many`) and applied; a rejected one changes
-        nothing and is counted (:attr:`revisions_rejected`). Nothing is raised for a bad revision (a batch from a
-        smoother is applied as far as it is valid); the GP takes the revisions at the next decision, prediction or
-        recommendation.
-
-        Args:
-            revisions: :class:`LocationRevision` s, in order (a later one of the same reading must be newer).
-
-        Returns:
-            What was applied and rejected (:class:`RevisionOutcome`).
-        """
-        outcome = RevisionOutcome()
-        accepted = self._check_revisions(revisions, outcome)
-        if accepted and self._journal is not None:
-            self._journal.append_many([revision_record(self.observations.readings[row], rev) for row, rev in accepted])
-        self._apply_revisions(accepted, outcome)
-        for reason, count in outcome.rejected.items():
-            self.revisions_rejected[reason] += count
-        if outcome.rejections:
-            log.warning('%d revision(s) rejected (%s); first: %s', len(outcome.rejections),
-                        ', '.join(f'{n} {r}' for r, n in outcome.rejected.items()), outcome.problems[0])
-        return outcome
-
-    def reject_revision(self, what: str, reason: str, detail: str) -> None:
-        """Count a revision rejected before it could name a stored reading (a team's unknown ``(rover, seq)``)."""
-        self.revisions_rejected[reason] += 1
-        log.warning('revision of %s rejected: %s: %s', what, reason, detail)
-
-    def _check_revisions(self, revisions: Iterable[LocationRevision],
-                         outcome: RevisionOutcome) -> list[tuple[int, LocationRevision]]:
-        """``(row, revision)`` of the revisions that pass the checks (module docstring), in order; the others are
-        rejected into ``outcome``. Nothing changes."""
+    def check(self, revisions: Iterable[LocationRevision], observations: ObservationLog,
+              outcome: RevisionOutcome) -> list[tuple[int, LocationRevision]]:
+        """``(row, revision)`` of the ``revisions`` of readings of ``observations`` that pass the checks (module
+        docstring; a later revision of the same reading against the earlier one), in order; the others are rejected
+        into ``outcome``. Nothing changes."""
         accepted = []
-        stamps = dict(self._revision_stamps)       # as if the accepted ones were applied in turn
+        stamps = dict(self._stamps)       # as if the accepted ones were applied in turn
         for rev in revisions:
             what = _describe(rev.reading)
-            row = self._revision_row(rev.reading)
+            row = _row(rev.reading, observations)
             if row is None:
                 outcome.reject(what, 'unknown reading', 'no stored reading has it (not taken yet, or lost)')
                 continue
@@ -178,12 +139,12 @@ class PlannerRevisions:
             if isinstance(stamp, bool) or not isinstance(stamp, (int, float)) or not math.isfinite(stamp):
                 outcome.reject(what, 'out of order', f'its stamp {stamp!r} is not a finite number of seconds')
                 continue
-            problem = revision_order_problem(float(stamp), stamps.get(row), self.observations.readings[row].pose_stamp)
+            problem = revision_order_problem(float(stamp), stamps.get(row), observations.readings[row].pose_stamp)
             if problem:
                 outcome.reject(what, 'out of order', problem)
                 continue
-            problem = (self.observations.location_problem(rev.location)
-                       or _kind_problem(self.observations.rows[row][1], rev.location))
+            problem = (observations.location_problem(rev.location)
+                       or _kind_problem(observations.rows[row][1], rev.location))
             if problem:
                 outcome.reject(what, 'invalid location', problem)
                 continue
@@ -191,45 +152,38 @@ class PlannerRevisions:
             accepted.append((row, rev))
         return accepted
 
-    def _apply_revisions(self, accepted: list[tuple[int, LocationRevision]], outcome: RevisionOutcome) -> None:
-        for row, rev in accepted:
-            target = self.observations.rows[row][0]
-            old = self.observations.replace_location(row, rev.location)
-            if target is None or self._method.inputs != 'target':   # a target-trained measurement's input: its target
-                self.schedule.revise(row, self._gp_input(target, rev.location))
-            if self.observations.reached_at(row) and self.execution_estimator is not None:
-                self.execution_estimator.revise(target, old, rev.location)
-            self._revision_stamps[row] = float(rev.stamp)
-            self.revisions_applied += 1
-            outcome.applied.append(self.observations.readings[row].key)
-        if accepted and self.execution_estimator is not None:
-            self.execution_noise = self.execution_estimator.noise()
+    def accepted(self, row: int, stamp: float) -> None:
+        """Row ``row`` was revised by a revision stamped ``stamp``."""
+        self._stamps[row] = float(stamp)
+        self.applied += 1
 
-    def _revision_row(self, key: Any) -> int | None:
-        if not (isinstance(key, tuple) and len(key) == 2 and key[0] in READING_KINDS
-                and isinstance(key[1], int) and not isinstance(key[1], bool)):
-            return None
-        return self.observations.row_of(*key)
+    def count(self, outcome: RevisionOutcome) -> None:
+        """Count the rejections of ``outcome`` and log them (one line)."""
+        for reason, n in outcome.rejected.items():
+            self.rejected[reason] += n
+        if outcome.rejections:
+            log.warning('%d revision(s) rejected (%s); first: %s', len(outcome.rejections),
+                        ', '.join(f'{n} {r}' for r, n in outcome.rejected.items()), outcome.problems[0])
 
-    def _replay_revisions(self, records: list[dict[str, Any]]) -> int:
-        """Apply a resumed journal's ``revision`` records (already checked by the schema), without journaling them
-        again. Returns how many this planner refused (counted with the journal's damage)."""
-        from .journal import location_from_record
+    def reject(self, what: str, reason: str, detail: str) -> None:
+        """Count a revision rejected before it could name a stored reading (a team's unknown ``(rover, seq)``)."""
+        self.rejected[reason] += 1
+        log.warning('revision of %s rejected: %s: %s', what, reason, detail)
 
-        outcome = RevisionOutcome()
-        revisions = []
-        for rec in records:
-            try:
-                location = location_from_record(rec['location'])
-            except (KeyError, TypeError, ValueError) as exc:
-                outcome.reject(_describe((rec.get('revises'), rec.get('index'))), 'invalid location', str(exc))
-                continue
-            revisions.append(LocationRevision((rec['revises'], rec['index']), location, rec['stamp'],
-                                              rec.get('source', '')))
-        self._apply_revisions(self._check_revisions(revisions, outcome), outcome)
-        for problem in outcome.problems:
-            log.warning('journal %s: skipping revision: %s', self._journal.path, problem)
-        return len(outcome.problems)
+
+def revisions_from_records(records: list[dict[str, Any]], outcome: RevisionOutcome) -> list[LocationRevision]:
+    """The :class:`LocationRevision` s of a resumed journal's ``revision`` records (already checked by the schema);
+    a location that does not parse is rejected into ``outcome``."""
+    revisions = []
+    for rec in records:
+        try:
+            location = location_from_record(rec['location'])
+        except (KeyError, TypeError, ValueError) as exc:
+            outcome.reject(_describe((rec.get('revises'), rec.get('index'))), 'invalid location', str(exc))
+            continue
+        revisions.append(LocationRevision((rec['revises'], rec['index']), location, rec['stamp'],
+                                          rec.get('source', '')))
+    return revisions
 
 
 def revision_record(reading: StoredReading, rev: LocationRevision) -> dict[str, Any]:
@@ -243,6 +197,13 @@ def revision_record(reading: StoredReading, rev: LocationRevision) -> dict[str, 
     if reading.seq is not None:
         rec['seq'] = reading.seq
     return rec
+
+
+def _row(key: Any, observations: ObservationLog) -> int | None:
+    if not (isinstance(key, tuple) and len(key) == 2 and key[0] in READING_KINDS
+            and isinstance(key[1], int) and not isinstance(key[1], bool)):
+        return None
+    return observations.row_of(*key)
 
 
 def _describe(key: Any) -> str:

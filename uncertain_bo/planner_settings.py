@@ -1,48 +1,96 @@
-"""A planner's settings: checked when it is built, and changed during a run (an operator's run-time parameters,
-the rover's first pose): the start, :math:`\\beta_t`, the execution-noise model and the search bounds, each from
-the next decision on.
+"""A planner's settings: one frozen value, checked when it is built (:class:`PlannerSettings`, the GP's own in
+:class:`ModelSettings`), replaced as a whole when a run-time change arrives (an operator's parameters, the rover's
+first pose: :meth:`PlannerSettings.replace`), so every decision snapshot (:class:`~uncertain_bo.acquisition.
+DecisionContext`) holds the settings it was decided with and nothing changes them under it.
+
+:class:`~uncertain_bo.planner.Planner` shows each setting as an attribute (:class:`Setting`); the ones read afresh at
+every decision (``refit_every``, ``optimizer``, ``travel_weight``, ...) can be assigned, the others change through
+the planner's ``set_*`` methods, which also rebuild what depends on them (the model, the method, the design).
 """
 from __future__ import annotations
 
-import logging
+import dataclasses
 import math
-import time
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import torch
 from torch import Tensor
 
-from .acquisition import make_beta
+from .acquisition.recommendation import RECOMMENDATION_RULES
 from .distributions import DTYPE, ExecutionNoise
 from .execution_noise_estimator import EXECUTION_FEEDBACK
+from .optim import OptimizerSettings
 
-__all__ = ['PlannerSettings']
-
-log = logging.getLogger('uncertain_bo.planner')   # the planner's log, as before the split
+__all__ = ['PlannerSettings', 'ModelSettings', 'Setting']
 
 
-class PlannerSettings:
-    """The settings of :class:`~uncertain_bo.planner.Planner` (a part of it: it checks the planner's fields,
-    rebuilds its model, method and initial design after a change and journals the changes a resumed run needs)."""
+@dataclass(frozen=True)
+class ModelSettings:
+    """The shared GP's settings (see :class:`~uncertain_bo.planner.Planner` for each): its refit period
+    ``refit_every``, ``noise_prior``, the capped fit ``fit_max_points``, the sparse posterior ``sparse_above`` /
+    ``inducing_points``, ``input_noise`` and a ``model_factory`` replacing the default model.
 
-    def _check_settings(self) -> None:
-        """Check the planner's fields as constructed (``bounds`` becomes a float64 tensor; the recommendation
-        rule is checked by the planner, after its execution-noise estimator).
+    Raises:
+        ValueError: a negative ``refit_every``; ``fit_max_points``, ``sparse_above`` or ``inducing_points`` not an
+            integer >= 0.
+    """
 
-        Raises:
-            ValueError: see :class:`~uncertain_bo.planner.Planner`.
-        """
-        self.bounds = torch.as_tensor(self.bounds, dtype=DTYPE)
-        if self.bounds.ndim != 2 or self.bounds.shape[0] != 2 or not (self.bounds[1] > self.bounds[0]).all():
-            raise ValueError(f'bounds must be (2, d) with upper > lower, got {self.bounds.tolist()}')
-        if self.n_initial < 1:
-            raise ValueError(f'n_initial must be >= 1, got {self.n_initial}')
+    refit_every: int = 1
+    noise_prior: str = 'gamma'
+    fit_max_points: int = 0
+    sparse_above: int = 0
+    inducing_points: int = 500
+    input_noise: bool = False
+    model_factory: Callable[..., Any] | None = None
+
+    def __post_init__(self):
         if self.refit_every < 0:
             raise ValueError(f'refit_every must be >= 0, got {self.refit_every}')
         for name in ('fit_max_points', 'sparse_above', 'inducing_points'):
             value = getattr(self, name)
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
                 raise ValueError(f'{name} must be an integer >= 0, got {value!r}')
+
+
+@dataclass(frozen=True)
+class PlannerSettings:
+    """The planner's settings (each documented at :class:`~uncertain_bo.planner.Planner`); ``bounds`` becomes a
+    float64 ``(2, d)`` tensor, ``start`` a ``(d,)`` one; ``execution_noise`` is the configured model (the prior of a
+    learned one).
+
+    Raises:
+        ValueError: see :class:`~uncertain_bo.planner.Planner`.
+    """
+
+    bounds: Tensor
+    execution_noise: ExecutionNoise
+    method: str = 'ugp_ucb'
+    method_settings: dict[str, Any] | None = None
+    beta: Any = 3.0
+    n_initial: int = 5
+    optimizer: OptimizerSettings = field(default_factory=OptimizerSettings)
+    seed: int = 0
+    start: Tensor | None = None
+    budget: int | None = None
+    recommendation: str = 'past_mean'
+    travel_weight: float = 0.0
+    route_horizon: int = 1
+    pending_radius: float | None = None
+    in_box_exploration: bool = False
+    execution_noise_prior_weight: float | None = None
+    execution_feedback: str = 'closed_loop'
+    model: ModelSettings = field(default_factory=ModelSettings)
+
+    def __post_init__(self):
+        bounds = torch.as_tensor(self.bounds, dtype=DTYPE)
+        if bounds.ndim != 2 or bounds.shape[0] != 2 or not (bounds[1] > bounds[0]).all():
+            raise ValueError(f'bounds must be (2, d) with upper > lower, got {bounds.tolist()}')
+        object.__setattr__(self, 'bounds', bounds)
+        if self.start is not None:
+            object.__setattr__(self, 'start', torch.as_tensor(self.start, dtype=DTYPE).reshape(-1))
+        if self.n_initial < 1:
+            raise ValueError(f'n_initial must be >= 1, got {self.n_initial}')
         if not self.travel_weight >= 0:
             raise ValueError(f'travel_weight must be >= 0, got {self.travel_weight}')
         if isinstance(self.route_horizon, bool) or not isinstance(self.route_horizon, int) or self.route_horizon < 1:
@@ -52,68 +100,62 @@ class PlannerSettings:
         if self.execution_feedback not in EXECUTION_FEEDBACK:
             raise ValueError(f'execution_feedback must be one of {", ".join(EXECUTION_FEEDBACK)}, '
                              f'got {self.execution_feedback!r}')
+        if self.recommendation not in RECOMMENDATION_RULES:
+            raise ValueError(f'recommendation must be one of {", ".join(RECOMMENDATION_RULES)}, '
+                             f'got {self.recommendation!r}')
 
-    def set_start(self, position: Tensor) -> None:
-        """Order the initial design as a short tour from ``position`` ``(d,)`` (e.g. the rover's first pose).
-
-        Raises:
-            RuntimeError: observations exist already (the design is partly used).
-        """
-        if self.n:
-            raise RuntimeError('set_start() must be called before the first observation')
-        self.start = torch.as_tensor(position, dtype=DTYPE).reshape(-1)
-        self._queue = []
-        self._design = self._initial_design()
-        self._method = self._new_method()  # a survey re-plans its tour from the start
-        if self._journal is not None:  # a resumed run orders its initial design the same way
-            self._journal.append({'type': 'start', 'position': self.start.tolist(), 'wall_time': time.time()})
-
-    def set_beta(self, beta: Any) -> None:
-        """Change :math:`\\beta_t` (a number or a schedule) from the next decision on."""
-        self.beta = beta
-        self._beta = make_beta(beta)
-
-    def set_execution_noise(self, execution_noise: ExecutionNoise) -> None:
-        """Change the execution-noise model :math:`\\hat P_{\\mathbf x}` from the next decision on (an operator's
-        run-time ``execution_noise_std``).
-
-        When the execution noise is learned (``execution_noise_prior_weight`` set), ``execution_noise`` becomes
-        the new prior :math:`\\Sigma_0` of :meth:`learned_execution_covariance`: the evidence of the goals reached
-        so far is kept and combined with it at once (before, the next reached goal silently put the old prior
-        back).
+    @classmethod
+    def of(cls, bounds: Tensor, execution_noise: ExecutionNoise, **options: Any) -> 'PlannerSettings':
+        """The settings of ``Planner(bounds, execution_noise, **options)``: the GP's options (the fields of
+        :class:`ModelSettings`) go to :attr:`model`.
 
         Raises:
-            ValueError: learning is on and ``execution_noise`` is not a :class:`GaussianExecutionNoise` of the
-                planner's dimension.
+            TypeError: an unknown option.
         """
-        if self.execution_estimator is None:
-            self.execution_noise = execution_noise
-            return
-        self.execution_estimator.set_prior(execution_noise)
-        self.execution_noise = self.execution_estimator.noise()
+        model = {k: options.pop(k) for k in MODEL_OPTIONS if k in options}
+        unknown = set(options) - set(PLANNER_OPTIONS)
+        if unknown:
+            raise TypeError(f'Planner got unexpected keyword argument(s) {", ".join(sorted(unknown))}')
+        return cls(bounds, execution_noise, **options, model=ModelSettings(**model))
 
-    def set_bounds(self, bounds: Tensor) -> None:
-        """Change the search box from the next decision on (e.g. an operator narrows the area).
-
-        The GP is rebuilt on all observations in the new box (hyperparameters are refitted at the next
-        decision) and the remaining initial-design targets are redrawn in it. The change is journaled
-        for the record; a resumed run uses the bounds it is constructed with.
+    def replace(self, **changes: Any) -> 'PlannerSettings':
+        """These settings with ``changes`` (a :class:`ModelSettings` field changes :attr:`model`), checked again.
 
         Raises:
-            ValueError: not ``(2, d)`` with upper > lower, or a different dimension.
+            ValueError: an invalid value (the settings stay as they were).
         """
-        bounds = torch.as_tensor(bounds, dtype=DTYPE)
-        if bounds.shape != self.bounds.shape or not (bounds[1] > bounds[0]).all():
-            raise ValueError(f'bounds must be {tuple(self.bounds.shape)} with upper > lower, '
-                             f'got {bounds.tolist()}')
-        self.bounds = bounds
-        if self._queue:
-            log.info('search bounds changed: dropping %d queued targets of the current batch', len(self._queue))
-        self._queue = []
-        self.model = self._new_model()
-        self.schedule.restart([(self._gp_input(t, loc), y, v) for t, loc, y, v in self.observations.rows], self.n)
-        self._method = self._new_method()  # a survey re-plans in the new box
-        self._design = self._initial_design()
-        if self._journal is not None:
-            self._journal.append({'type': 'bounds', 'bounds': bounds.tolist(), 'index': self.next_index,
-                                  'wall_time': time.time()})
+        model = {k: changes.pop(k) for k in MODEL_OPTIONS if k in changes}
+        if model:
+            changes['model'] = dataclasses.replace(self.model, **model)
+        return dataclasses.replace(self, **changes)
+
+    def get(self, name: str) -> Any:
+        """The setting ``name`` (a field of these settings or of :attr:`model`)."""
+        return getattr(self.model if name in MODEL_OPTIONS else self, name)
+
+
+MODEL_OPTIONS = tuple(f.name for f in dataclasses.fields(ModelSettings))
+PLANNER_OPTIONS = tuple(f.name for f in dataclasses.fields(PlannerSettings) if f.name != 'model')
+
+
+class Setting:
+    """A planner attribute that shows one of its settings (``planner.refit_every`` is ``planner.settings.model.
+    refit_every``). Assigning it replaces the planner's settings from the next decision on (checked; a
+    :class:`ValueError` leaves them as they were); a setting that other parts depend on is read-only here
+    (``writable=False``) and changes through the planner's ``set_*`` method named in the error."""
+
+    def __init__(self, writable: bool = True, setter: str = ''):
+        self.writable, self.setter = writable, setter
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, planner: Any, owner: type | None = None) -> Any:
+        if planner is None:
+            return self
+        return planner.settings.get(self.name)
+
+    def __set__(self, planner: Any, value: Any) -> None:
+        if not self.writable:
+            raise AttributeError(f'{self.name} is changed by {self.setter or "building a new planner"}')
+        planner.settings = planner.settings.replace(**{self.name: value})

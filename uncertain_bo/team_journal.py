@@ -16,7 +16,7 @@ records the planner replayed, what is the team's:
 - its last measured location (the mean, where it is believed to be) and its records (its travel budget).
 
 The planner's own single-rover resumed target (and the batch queued after it) is dropped
-(:meth:`~uncertain_bo.planner_journal.PlannerJournal.forget_resumed`): in a team it is one rover's, handed back
+(:meth:`~uncertain_bo.planner.Planner.forget_resumed`): in a team it is one rover's, handed back
 here per rover.
 """
 from __future__ import annotations

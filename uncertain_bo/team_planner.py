@@ -122,7 +122,7 @@ class RoverView:
         return target
 
     def stored_readings(self) -> list[StoredReading]:
-        """This rover's stored readings (:meth:`~uncertain_bo.planner_revisions.PlannerRevisions.stored_readings`):
+        """This rover's stored readings (:meth:`~uncertain_bo.planner.Planner.stored_readings`):
         its revised trajectory re-places these only."""
         return [r for r in self._planner.readings if r.rover == self.name]
 

@@ -8,7 +8,6 @@ import pytest
 import torch
 from scipy.stats import norm
 
-from uncertain_bo.acquisition import DecisionContext
 from uncertain_bo.distributions import DTYPE, Dirac, GaussianExecutionNoise
 from uncertain_bo.optim import OptimizerSettings
 from uncertain_bo.planner import Planner
@@ -41,7 +40,7 @@ X = np.array([[0.1], [0.45], [0.9]])
 
 def test_bo_uu_ucb_is_the_mean_plus_two_standard_deviations_of_g():
     p = planner('bo_uu_ucb')
-    acq = p.method_object.acquisition(DecisionContext(p, p.n))
+    acq = p.method_object.acquisition(p.snapshot())
     mu, var = closed_form(p, X)
     np.testing.assert_allclose(acq(torch.as_tensor(X).unsqueeze(-2)).detach().numpy(), mu + 2 * np.sqrt(var),
                                rtol=1e-8)
@@ -52,7 +51,7 @@ def test_bo_uu_ucb_is_the_mean_plus_two_standard_deviations_of_g():
 @pytest.mark.parametrize('method, robust', [('bo_uu_ei', True), ('ei', False)])
 def test_ei_methods_are_log_ei_over_the_best_mean_anywhere(method, robust):
     p = planner(method)
-    acq = p.method_object.acquisition(DecisionContext(p, p.n))
+    acq = p.method_object.acquisition(p.snapshot())
     grid = np.linspace(0, 1, 2001)[:, None]
     incumbent = closed_form(p, grid, robust)[0].max()
     assert float(acq.best_f) == pytest.approx(incumbent, abs=1e-6)        # the maximiser found the grid's best
@@ -65,7 +64,7 @@ def test_ei_methods_are_log_ei_over_the_best_mean_anywhere(method, robust):
 
 def test_mes_is_positive_and_largest_where_the_robust_objective_is_uncertain():
     p = planner('bo_uu_mes')
-    acq = p.method_object.acquisition(DecisionContext(p, p.n))
+    acq = p.method_object.acquisition(p.snapshot())
     grid = torch.linspace(0, 1, 101, dtype=DTYPE)[:, None, None]
     with torch.no_grad():
         values = acq(grid)

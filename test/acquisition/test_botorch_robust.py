@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from uncertain_bo.acquisition import DecisionContext, get_method
+from uncertain_bo.acquisition import get_method
 from uncertain_bo.acquisition.botorch_robust import BoTorchRobust, perturbation_set
 from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
 from uncertain_bo.planner import Planner
@@ -26,7 +26,7 @@ def test_botorch_robust_decides_after_the_initial_design_and_recommends_a_past_t
     p = Planner(BOX, GaussianExecutionNoise.isotropic(2.0, 2), method='botorch_robust', seed=5, n_initial=4)
     peak = torch.tensor([150.0, 40.0], dtype=torch.float64)
     for t in range(6):
-        own = method.decide_one(DecisionContext(p, p.n))
+        own = method.decide_one(p.snapshot())
         assert (own.phase == 'initial') == (t < 4)
         x = p.suggest()
         if own.phase != 'initial':   # the planner's method object is the same rule with the same seed

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from uncertain_bo.acquisition import (METHODS, DecisionContext, Method, Proposal, Recommendation, UCBMethod,
+from uncertain_bo.acquisition import (METHODS, Method, Proposal, Recommendation, UCBMethod,
                                       get_method, register)
 from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
 from uncertain_bo.planner import Planner
@@ -97,8 +97,8 @@ def test_surveys_never_fit_the_gp_while_they_follow_their_plan():
         assert p.decisions[-1].phase == 'survey'
         _observe(p, x, float(t))
     assert p.fitted_on is None
-    ctx = DecisionContext(p, p.n)
-    assert ctx.fit_seconds == 0.0 and ctx.model is p.model and ctx.fit_seconds > 0 and p.fitted_on == 6
+    ctx = p.snapshot()                       # the snapshot fits the GP when a method first reads its model
+    assert p.schedule.fit_seconds == 0.0 and ctx.model is p.model and p.schedule.fit_seconds > 0 and p.fitted_on == 6
 
 
 def test_methods_declare_their_training_inputs():

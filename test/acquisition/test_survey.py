@@ -4,7 +4,6 @@ planner."""
 import pytest
 import torch
 
-from uncertain_bo.acquisition import DecisionContext
 from uncertain_bo.acquisition.survey import grid_shape, lawnmower_targets, random_tour
 from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
 from uncertain_bo.planner import Planner
@@ -48,7 +47,7 @@ def test_lawnmower_planner_shift_is_seeded_and_at_most_half_a_cell():
     def plan(method, seed):
         p = Planner(BOX, GaussianExecutionNoise.isotropic(0.75, 2), method=method, seed=seed, budget=30)
         p.set_start(torch.tensor([100.0, 60.0], dtype=torch.float64))
-        plan = p.method_object.plan(DecisionContext(p, p.n))
+        plan = p.method_object.plan(p.snapshot())
         return torch.stack([p.suggest()] + [plan[i] for i in range(1, 30)])
 
     a, b, a2 = plan('lawnmower', 1), plan('lawnmower', 2), plan('lawnmower', 1)

@@ -61,3 +61,36 @@ def test_a_batch_pays_for_its_tour_in_order():
     batch = torch.tensor([[[6.0, 8.0], [30.0, 40.0]], [[30.0, 40.0], [6.0, 8.0]]], dtype=torch.float64)
     tours = torch.tensor([5.0 + 40.0, 45.0 + 40.0], dtype=torch.float64)      # 3-4-5 triangles
     torch.testing.assert_close(acq(batch), inner(batch) - 2.0 * 5.0 * tours / 50.0)
+
+
+def _decides_targets(name):
+    """Every registered method but the surveys (they follow their own planned tour, ``plans_route``)."""
+    from uncertain_bo.acquisition import METHODS
+    return not METHODS[name].plans_route
+
+
+def _travel_methods():
+    from uncertain_bo.acquisition import METHODS
+    return sorted(name for name in METHODS if _decides_targets(name))
+
+
+@pytest.mark.parametrize('name', _travel_methods())
+def test_travel_weight_changes_the_decision_of_every_method(name):
+    """One decide path (``Method.decide_one``) for every method: the travel penalty moves each method's next target
+    towards the rover. The field rises towards the far corner, the rover stands at the near one: a large weight brings
+    the target closer than the method's own choice."""
+    from uncertain_bo.optim import OptimizerSettings
+    fast = OptimizerSettings(num_restarts=2, raw_samples=64, maxiter=20)
+    from uncertain_bo.acquisition import METHODS
+    settings = {'botorch_robust': {'num_restarts': 2, 'raw_samples': 64, 'n_w': 8}}.get(name)
+    d = 2
+    if getattr(METHODS[name], 'needs_contexts', False):   # a quadrature problem: the rover decides x, the last
+        settings, d = {'contexts': [[4.0], [20.0], [36.0]], 'n_features': 200}, 1   # coordinate is the context
+    near = []
+    for w in (0.0, 200.0):
+        p = _planner(method=name, travel_weight=w, optimizer=fast, method_settings=settings, refit_every=0)
+        for t in ([27.0, 36.0], [27.0, 4.0], [3.0, 36.0], [15.0, 20.0], [3.0, 4.0]):
+            _observe(p, t, t, y=(t[0] + t[1]) / 70.0)
+        x = p.suggest()
+        near.append(float((x[:d] - p.position[:d]).norm()))
+    assert near[1] < near[0], near

@@ -98,7 +98,7 @@ def test_reading_variances_survive_a_resume_from_the_journal(tmp_path):
     q = Planner(BOX, GaussianExecutionNoise.isotropic(0.5, 2), journal=tmp_path / 'j.jsonl', seed=2)
     xs = torch.tensor([[4.0, 4.0]], dtype=torch.float64)
     assert torch.equal(p.predict(xs)[0], q.predict(xs)[0])
-    q._update_model(refit=False)
+    q.model                                   # brought up to date when read
     assert torch.equal(q.model.reading_noise, var)
 
 

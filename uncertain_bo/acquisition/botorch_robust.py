@@ -21,6 +21,7 @@ and the step, so runs are reproducible. Tensors live on the device and dtype of 
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import torch
@@ -30,7 +31,7 @@ from torch import Tensor
 
 from ..caught_warnings import logged_warnings
 from ..models import target_model
-from .method import DecisionContext, Method, Proposal, Recommendation, register
+from .method import DecisionContext, Method, Recommendation, register
 
 __all__ = ['BoTorchRobust', 'perturbation_set']
 
@@ -62,6 +63,7 @@ class BoTorchRobust(Method):
                    'Expectation risk measure + qLogNEI via optimize_acqf)')
     baseline = True
     fantasize_pending = False       # its own model; qLogNEI takes the pending targets (X_pending)
+    unit_inputs = True              # its model and qLogNEI work on the unit cube of the search box
 
     def __init__(self, n_w: int = N_W, num_restarts: int = 10, raw_samples: int = 512):
         self.n_w, self.num_restarts, self.raw_samples = n_w, num_restarts, raw_samples
@@ -99,31 +101,40 @@ class BoTorchRobust(Method):
             fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
         return model, x
 
-    def decide_one(self, ctx: DecisionContext) -> Proposal:
-        """The planner's initial design, then qLogNEI's maximiser; pending targets are qLogNEI's ``X_pending``."""
-        if ctx.index < ctx.n_initial:
-            return super().decide_one(ctx)  # the planner's initial design: the same first targets as the explorer
+    def decision_scope(self, ctx: DecisionContext):
+        """qLogNEI's baseline samples, its MC sampler and ``optimize_acqf`` draw from one stream seeded with the
+        decision's seed; BoTorch's routine warnings are logged."""
+        bounds = ctx.bounds
+        scope = contextlib.ExitStack()
+        scope.enter_context(torch.random.fork_rng(devices=[bounds.device] if bounds.is_cuda else []))
+        torch.manual_seed(ctx.seed)
+        scope.enter_context(logged_warnings(log, RuntimeWarning, level=logging.INFO))
+        scope.enter_context(logged_warnings(log, OptimizationWarning, BadInitialCandidatesWarning, NumericalWarning))
+        return scope
+
+    def acquisition(self, ctx: DecisionContext):
+        """qLogNEI of the ``Expectation`` risk measure on the fitted model, over the unit cube of ``ctx.bounds``
+        (:attr:`unit_inputs`); pending targets are its ``X_pending``."""
         from botorch.acquisition.logei import qLogNoisyExpectedImprovement
         from botorch.acquisition.risk_measures import Expectation
+
+        bounds = ctx.bounds
+        model, x = self._model(ctx)
+        pending = None if ctx.pending is None else (ctx.pending.to(bounds) - bounds[0]) / (bounds[1] - bounds[0])
+        # the baseline's posterior samples (prune_baseline) need a Cholesky too: inside the decision scope
+        return qLogNoisyExpectedImprovement(model, X_baseline=x, objective=Expectation(n_w=self.n_w),
+                                            prune_baseline=True, X_pending=pending)
+
+    def maximize(self, acq, ctx: DecisionContext) -> tuple[Tensor, float]:
+        """``optimize_acqf`` over the unit cube (``q = 1``), mapped back into ``ctx.bounds``."""
         from botorch.optim import optimize_acqf
 
-        seed = ctx.seed
         bounds = ctx.bounds
         unit = torch.stack([torch.zeros_like(bounds[0]), torch.ones_like(bounds[0])])
-        model, x = self._model(ctx)
-        with torch.random.fork_rng(devices=[bounds.device] if bounds.is_cuda else []):
-            torch.manual_seed(seed)
-            pending = None if ctx.pending is None else (ctx.pending.to(bounds) - bounds[0]) / (bounds[1] - bounds[0])
-            with logged_warnings(log, RuntimeWarning, level=logging.INFO), \
-                    logged_warnings(log, OptimizationWarning, BadInitialCandidatesWarning, NumericalWarning):
-                # the baseline's posterior samples (prune_baseline) need a Cholesky too: inside the block
-                acq = qLogNoisyExpectedImprovement(model, X_baseline=x, objective=Expectation(n_w=self.n_w),
-                                                   prune_baseline=True, X_pending=pending)
-                cand, value = optimize_acqf(acq, bounds=unit, q=1, num_restarts=self.num_restarts,
-                                            raw_samples=self.raw_samples, options={'seed': seed})
+        cand, value = optimize_acqf(acq, bounds=unit, q=1, num_restarts=self.num_restarts,
+                                    raw_samples=self.raw_samples, options={'seed': ctx.seed})
         target = bounds[0] + cand.detach().reshape(-1) * (bounds[1] - bounds[0])
-        target = torch.minimum(torch.maximum(target, bounds[0]), bounds[1])
-        return Proposal(target, 'acquisition', float(value))
+        return torch.minimum(torch.maximum(target, bounds[0]), bounds[1]), float(value)
 
     def recommend(self, ctx: DecisionContext, rule: str | None) -> Recommendation | None:
         if rule is not None:

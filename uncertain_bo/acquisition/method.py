@@ -6,9 +6,11 @@ A **method** declares
   distributions, or sample sets such as particle clouds) and with which kernel (:meth:`Method.kernel`);
 - the space it decides in (:meth:`Method.decision_bounds`: the target box by default; a joint (x, w) box for
   quadrature methods);
-- how it scores a batch of candidates given a :class:`DecisionContext` (:meth:`Method.acquisition`: a BoTorch
-  ``AcquisitionFunction``) and how it decides (:meth:`Method.decide_one`: by default the planner's space-filling
-  initial design, then the maximiser of its acquisition);
+- how it scores a batch of candidates given a :class:`DecisionContext` (the immutable snapshot the planner hands it;
+  :meth:`Method.acquisition`: a BoTorch ``AcquisitionFunction``) and how it searches (:meth:`Method.maximize`); one
+  decision path for every method (:meth:`Method.decide_one`: the planner's space-filling initial design, then the
+  maximiser of the acquisition less the travel cost, :meth:`Method.travel_aware`); a survey overrides it to follow
+  its tour, a quadrature method to choose its context;
 - how it decides a batch of ``q`` targets with pending ones (:meth:`Method.decide`: by default greedily, each pick
   decided by :meth:`Method.decide_one` on the model conditioned on the pending targets and the earlier picks, their
   readings hallucinated at the posterior mean: GP-BUCB's fantasies, Desautels et al. 2014, so a UCB method is
@@ -23,15 +25,18 @@ that module and the import list of :mod:`uncertain_bo.acquisition`, nothing else
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, ContextManager, Sequence
 
 import torch
 from torch import Tensor
 
-from ..distributions import Empirical
+from ..distributions import Dirac, Empirical
 from ..optim import maximize
 
 if TYPE_CHECKING:
@@ -40,7 +45,9 @@ if TYPE_CHECKING:
     from ..distributions import ExecutionNoise, LocationDistributions
     from ..kernels import DistributionKernel
     from ..models import DistributionGP
-    from ..planner import Planner
+    from ..observation_log import ObservedData
+    from ..optim import OptimizerSettings
+    from ..planner_settings import PlannerSettings
 
 __all__ = ['Method', 'UCBMethod', 'DecisionContext', 'Proposal', 'Recommendation', 'METHODS', 'register',
            'get_method', 'INPUT_KINDS']
@@ -150,86 +157,128 @@ class Recommendation:
         return rec
 
 
+@dataclass(frozen=True)
 class DecisionContext:
-    """Everything a method may look at when deciding measurement ``index`` (and the ``q - 1`` after it, for a
-    batch) or recommending after it.
+    """What a method may look at when deciding measurement ``index`` (and the ``q - 1`` after it, for a batch) or
+    recommending after it: an immutable snapshot the planner builds for each call and hands the method (never the
+    planner itself).
 
-    Built by the planner for each call; the GP is brought up to date (and its hyperparameters fitted when the
-    schedule says so) only when :attr:`model` is first read, so methods that do not use it (a survey) pay
-    nothing. The fit's wall time is billed to the decision. With :attr:`pending` targets, :attr:`model` is the GP
-    conditioned on readings hallucinated at their candidate distributions (the posterior mean there, so the mean is
-    unchanged and the variance shrinks; :meth:`~uncertain_bo.models.DistributionGP.condition_on_observations`).
+    The GP (:attr:`model`) is the planner's, brought up to date with every observation and revision, its
+    hyperparameters fitted when the schedule says so (:class:`~uncertain_bo.model_schedule.ModelSchedule`), on
+    first read: a method that does not read it (a survey, a pick of the initial design) fits nothing, which also
+    keeps every later fit where it was (a fit starts from the previous hyperparameters). With :attr:`pending`
+    targets, :attr:`model` is the GP conditioned on readings hallucinated at their candidate distributions (the
+    posterior mean there, so the mean is unchanged and the variance shrinks; :meth:`~uncertain_bo.models.
+    DistributionGP.condition_on_observations`) unless the method takes them itself (:attr:`Method.fantasize_pending`).
 
     Attributes:
         index: :math:`t`, 0-based index of the measurement being decided (= observations so far).
-        run_seed: the planner's seed.
-        seed: the decision's seed ``run_seed * 100_003 + index``: seed every random draw from it.
+        settings: the planner's frozen settings (:class:`~uncertain_bo.planner_settings.PlannerSettings`); shown
+            as :attr:`run_seed`, :attr:`target_bounds`, :attr:`optimizer`, :attr:`start`, :attr:`budget`,
+            :attr:`in_box_exploration`, :attr:`travel_weight`.
+        observations: the observations, read-only (:class:`~uncertain_bo.observation_log.ObservedData`); shown as
+            :attr:`targets` ``(n, D)``, :attr:`y` ``(n,)``, :attr:`locations` (one batch, None before the first
+            observation) and :attr:`places` ``(n, D)`` (the places they measured: the target where it was reached,
+            else the reading's location mean).
         bounds: ``(2, D)`` decision space (dtype and device to follow).
-        target_bounds: ``(2, d)`` the planner's search box.
-        candidates: ``targets (q, d) -> LocationDistributions``: :math:`\\hat P_{\\mathbf x}` for robust methods,
-            Dirac points otherwise.
         execution_noise: the planner's (possibly learned) execution-noise model.
-        targets: ``(n, D)`` past targets; ``y``: ``(n,)`` past readings; ``locations``: past location
-            distributions as one batch (None before the first observation); ``places``: ``(n, D)`` the places
-            they measured (the target where it was reached, else the reading's location mean).
+        robust_candidates: :meth:`candidates` are :math:`\\hat P_{\\mathbf x}` (True) or Dirac points.
         beta: the :math:`\\beta_t` schedule, ``beta(t, model) -> float``.
-        optimizer: acquisition maximiser settings.
         position: ``(d,)`` where the rover believes it is.
-        start: ``(d,)`` start position or None; ``budget``: measurement budget or None.
         n_initial: size of the initial design (the planner's ``n_initial``, or more when more targets are decided
-            before the first measurement: :attr:`~uncertain_bo.planner.Planner.initial_design`); ``initial_design``:
-            its ``(n_initial, D)`` targets.
-        in_box_exploration, travel_weight: the planner's options (see :class:`~uncertain_bo.planner.Planner`).
+            before the first measurement: :attr:`~uncertain_bo.planner.Planner.initial_design`);
+        initial_design: its ``(n_initial, D)`` targets in visiting order.
+        model_source: ``() -> DistributionGP``: the planner's GP brought up to date (read once, by :attr:`model`).
+        fantasize_pending: whether :attr:`model` conditions on the :attr:`pending` targets.
         q: the number of targets to decide (1 but for a batch).
         pending: ``(p, D)`` targets decided but not yet measured (other rovers', earlier picks of this batch), or
             None; BoTorch's ``X_pending``.
     """
 
-    def __init__(self, planner: 'Planner', index: int, q: int = 1, pending: Tensor | None = None):
-        self._planner = planner
-        self.fit_seconds = 0.0
-        self.index = index
-        self.q = int(q)
-        self.pending = None if pending is None or len(pending) == 0 else pending
-        self.run_seed = planner.seed
-        self.seed = planner.seed * 100_003 + index
-        self.target_bounds = planner.bounds
-        self.bounds = planner.method_object.decision_bounds(planner.bounds)
-        self.candidates: Callable[[Tensor], 'LocationDistributions'] = planner.candidates
-        self.execution_noise: 'ExecutionNoise' = planner.execution_noise
-        self.beta = planner.beta_schedule
-        self.optimizer = planner.optimizer
-        self.position = planner.position
-        self.start = planner.start
-        self.budget = planner.budget
-        self.n_initial = len(planner.initial_design)
-        self.initial_design = planner.initial_design
-        self.in_box_exploration = planner.in_box_exploration
-        self.travel_weight = planner.travel_weight
+    index: int
+    settings: 'PlannerSettings'
+    observations: 'ObservedData'
+    bounds: Tensor
+    execution_noise: 'ExecutionNoise'
+    robust_candidates: bool
+    beta: Callable[[int, 'DistributionGP'], float]
+    position: Tensor
+    n_initial: int
+    initial_design: Tensor
+    model_source: Callable[[], 'DistributionGP']
+    fantasize_pending: bool = True
+    q: int = 1
+    pending: Tensor | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, 'q', int(self.q))
+        if self.pending is not None and len(self.pending) == 0:
+            object.__setattr__(self, 'pending', None)
+
+    @property
+    def run_seed(self) -> int:
+        """The planner's seed."""
+        return self.settings.seed
+
+    @property
+    def seed(self) -> int:
+        """The decision's seed ``run_seed * 100_003 + index``: seed every random draw from it."""
+        return self.settings.seed * 100_003 + self.index
+
+    @property
+    def target_bounds(self) -> Tensor:
+        """``(2, d)`` the planner's search box."""
+        return self.settings.bounds
+
+    @property
+    def optimizer(self) -> 'OptimizerSettings':
+        """Acquisition maximiser settings."""
+        return self.settings.optimizer
+
+    @property
+    def start(self) -> Tensor | None:
+        """``(d,)`` start position or None."""
+        return self.settings.start
+
+    @property
+    def budget(self) -> int | None:
+        """The measurement budget or None."""
+        return self.settings.budget
+
+    @property
+    def in_box_exploration(self) -> bool:
+        return self.settings.in_box_exploration
+
+    @property
+    def travel_weight(self) -> float:
+        return self.settings.travel_weight
+
+    def candidates(self, targets: Tensor) -> 'LocationDistributions':
+        """Location distributions the method scores for ``targets`` ``(q, d)``: :math:`\\hat P_{\\mathbf x}` for
+        robust methods, Dirac points otherwise."""
+        return self.execution_noise(targets) if self.robust_candidates else Dirac(targets)
 
     @property
     def targets(self) -> Tensor:
         """``(n, D)`` past targets."""
-        return self._planner.targets
+        return self.observations.targets
 
     @property
     def y(self) -> Tensor:
         """``(n,)`` past readings (field units)."""
-        return self._planner.y
+        return self.observations.y
 
     @property
     def locations(self) -> 'LocationDistributions | None':
         """Past location distributions as one batch (built on first use; None before any observation)."""
-        if not hasattr(self, '_locations'):
-            self._locations = self._planner.locations
-        return self._locations
+        return self.observations.locations
 
     @property
     def places(self) -> Tensor:
         """``(n, D)`` the places the past measurements measured (:attr:`~uncertain_bo.planner.Planner.
         measured_places`: the target where the rover reached it, else where the reading was taken): what a
         recommendation of the robust objective over past measurements ranks."""
-        return self._planner.measured_places
+        return self.observations.places
 
     def measured_recommendation(self, i: int, mean: float, std: float, place: Tensor | None = None) -> Recommendation:
         """The recommendation of measurement ``i``: its place (default ``places[i]``) and the location distribution of
@@ -237,37 +286,26 @@ class DecisionContext:
         place = self.places[i] if place is None else place
         return Recommendation(place.clone(), float(mean), float(std), int(i), self.locations[i])
 
-    @property
+    @cached_property
     def model(self) -> 'DistributionGP':
         """The shared GP with every observation, hyperparameters fitted per the planner's schedule; conditioned on
         the :attr:`pending` targets' hallucinated readings when there are any (unless the method takes them
         itself, :attr:`Method.fantasize_pending`)."""
-        self.fit_seconds += self._planner._update_model()
-        model = self._planner.model
-        if self.pending is None or not self._planner.method_object.fantasize_pending:
+        model = self.model_source()
+        if self.pending is None or not self.fantasize_pending:
             return model
-        if getattr(self, '_fantasy_of', None) is not model:
-            with torch.no_grad():
-                where = self.candidates(self.pending.to(model.bounds))
-                stored = self._planner.locations
-                if isinstance(stored, Empirical) and not isinstance(where, Empirical):   # particle clouds: alike
-                    gen = torch.Generator(device=model.bounds.device).manual_seed(int(self.seed))
-                    where = Empirical(where.sample(stored.samples.shape[-2], gen))
-                self._fantasy = model.condition_on_observations(where, model.marginals(where)[0])
-            self._fantasy_of = model
-        return self._fantasy
+        with torch.no_grad():
+            where = self.candidates(self.pending.to(model.bounds))
+            stored = self.locations
+            if isinstance(stored, Empirical) and not isinstance(where, Empirical):   # particle clouds: alike
+                gen = torch.Generator(device=model.bounds.device).manual_seed(int(self.seed))
+                where = Empirical(where.sample(stored.samples.shape[-2], gen))
+            return model.condition_on_observations(where, model.marginals(where)[0])
 
     def pick(self, j: int, pending: Tensor | None) -> 'DecisionContext':
         """The context of pick ``j`` of a batch: measurement ``index + j`` (its seed and initial-design slot), one
         target, with ``pending`` targets."""
-        ctx = DecisionContext.__new__(DecisionContext)
-        ctx.__dict__.update({k: v for k, v in self.__dict__.items() if not k.startswith('_fantasy')})
-        ctx.fit_seconds = 0.0
-        ctx.index = self.index + j
-        ctx.seed = self.run_seed * 100_003 + ctx.index
-        ctx.q = 1
-        ctx.pending = None if pending is None or len(pending) == 0 else pending
-        return ctx
+        return dataclasses.replace(self, index=self.index + j, q=1, pending=pending)
 
 
 class Method:
@@ -298,6 +336,9 @@ class Method:
     #: pending targets enter as hallucinated readings in ``ctx.model`` (True), or the method passes them to its
     #: acquisition itself (False: BoTorch's MC acquisitions take ``X_pending`` jointly)
     fantasize_pending: ClassVar[bool] = True
+    #: the acquisition takes points of the unit cube of the decision space (BoTorch's normalised inputs), not the
+    #: decision space itself (:meth:`travel_aware` maps them back to measure the travel)
+    unit_inputs: ClassVar[bool] = False
 
     def __init__(self, **settings: Any):
         if settings:
@@ -341,28 +382,46 @@ class Method:
         chosen: list[Tensor] = [] if ctx.pending is None else [ctx.pending.to(ctx.bounds)]
         for j in range(ctx.q):
             t0 = time.perf_counter()
-            sub = ctx.pick(j, torch.cat(chosen) if chosen else None)
-            p = self.decide_one(sub)
-            ctx.fit_seconds += sub.fit_seconds
+            p = self.decide_one(ctx.pick(j, torch.cat(chosen) if chosen else None))
             picks.append(Proposal(p.target, p.phase, p.acquisition_value, p.beta, (time.perf_counter() - t0,)))
             chosen.append(p.target.reshape(1, -1).to(ctx.bounds))
         return Proposal.stack(picks)
 
     def decide_one(self, ctx: DecisionContext) -> Proposal:
-        """One target: the planner's space-filling initial design for the first ``n_initial`` measurements, then the
-        maximiser of :meth:`acquisition` over ``ctx.bounds`` (less a travel cost when ``ctx.travel_weight > 0``;
-        :class:`~uncertain_bo.acquisition.travel.TravelPenalty`), on ``ctx.model`` (conditioned on
-        ``ctx.pending``)."""
+        """One target, by the one decision path of every method: the planner's space-filling initial design for the
+        first ``n_initial`` measurements, then :meth:`maximize` of :meth:`acquisition` less the travel cost
+        (:meth:`travel_aware`), inside :meth:`decision_scope`, on ``ctx.model`` (conditioned on ``ctx.pending``).
+        A method changes how it scores (:meth:`acquisition`) or searches (:meth:`maximize`), not this path, so the
+        travel penalty and (in the planner) the keep-out zones apply to every method."""
         if ctx.index < ctx.n_initial:
             return Proposal(ctx.initial_design[ctx.index].clone(), 'initial')
-        acq = self.acquisition(ctx)
-        beta = self.reported_beta(acq)
-        if ctx.travel_weight > 0:
-            from .travel import TravelPenalty
-            acq = TravelPenalty(acq, ctx.position, ctx.bounds, ctx.travel_weight,
-                                ctx.model.hyperparameters()['outputscale'] ** 0.5)
-        target, value = maximize(acq, ctx.bounds, ctx.optimizer, seed=ctx.seed)
-        return Proposal(target, 'acquisition', value, beta)
+        with self.decision_scope(ctx):
+            acq = self.acquisition(ctx)
+            target, value = self.maximize(self.travel_aware(acq, ctx), ctx)
+        return Proposal(target, 'acquisition', value, self.reported_beta(acq))
+
+    def decision_scope(self, ctx: DecisionContext) -> ContextManager:
+        """A context the acquisition is built and maximised in (default: none); a method whose acquisition draws
+        from the global random stream seeds it here, so both steps see one seeded stream."""
+        return contextlib.nullcontext()
+
+    def maximize(self, acq: 'AcquisitionFunction', ctx: DecisionContext) -> tuple[Tensor, float]:
+        """``(target (D,), value)``: the maximiser of ``acq`` over ``ctx.bounds`` (the planner's maximiser, seeded with
+        ``ctx.seed``). A method that searches otherwise (a candidate set, BoTorch's ``optimize_acqf``) overrides it."""
+        return maximize(acq, ctx.bounds, ctx.optimizer, seed=ctx.seed)
+
+    def travel_aware(self, acq: 'AcquisitionFunction', ctx: DecisionContext, dims: int | None = None
+                     ) -> 'AcquisitionFunction':
+        """``acq`` less the cost of driving from ``ctx.position`` (:class:`~uncertain_bo.acquisition.travel.
+        TravelPenalty`, ``w = ctx.travel_weight``; ``acq`` itself when it is 0): the one place the travel penalty is
+        applied. ``dims``: the first coordinates of the decision space that are the rover's (a joint (x, w) space);
+        :attr:`unit_inputs`: ``acq`` takes points of the unit cube of ``ctx.bounds``."""
+        if not ctx.travel_weight > 0:
+            return acq
+        from .travel import TravelPenalty
+        d = ctx.bounds.shape[-1] if dims is None else dims
+        return TravelPenalty(acq, ctx.position[:d], ctx.bounds[:, :d], ctx.travel_weight,
+                             ctx.model.hyperparameters()['outputscale'] ** 0.5, unit_inputs=self.unit_inputs)
 
     def reported_beta(self, acq: 'AcquisitionFunction') -> float:
         """:math:`\\beta_t` recorded with a decision, as the weight of :math:`\\sigma` (the paper's convention): the

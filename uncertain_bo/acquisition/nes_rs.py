@@ -18,7 +18,7 @@ from torch import Tensor
 
 from ..models import DistributionGP
 from ..models.sample_paths import PosteriorSamplePaths
-from .method import DecisionContext, Proposal, register
+from .method import DecisionContext, register
 from .nes import CandidateFn, NESBase, max_points, query_for
 
 __all__ = ['kde_entropy', 'rs_entropy_reduction', 'RSAcquisition', 'NESRS']
@@ -135,17 +135,11 @@ class NESRS(NESBase):
         return RSAcquisition(model, ctx.candidates, query_for(model), ctx.target_bounds, g_stars, self.n_accept,
                              self.n_features, ctx.seed)
 
-    def decide_one(self, ctx: DecisionContext) -> Proposal:
-        if ctx.index < ctx.n_initial:
-            return Proposal(ctx.initial_design[ctx.index].clone(), 'initial')
-        acq = self.acquisition(ctx)
-        if ctx.travel_weight > 0:
-            from .travel import TravelPenalty
-            acq = TravelPenalty(acq, ctx.position, ctx.bounds, ctx.travel_weight,
-                                ctx.model.hyperparameters()['outputscale'] ** 0.5)
+    def maximize(self, acq, ctx: DecisionContext) -> tuple[Tensor, float]:
+        """The best of ``n_candidates`` quasi-random targets (seeded with the decision's seed)."""
         d = ctx.bounds.shape[1]
         cands = max_points(self.n_candidates or min(200 * d, 1000), ctx.bounds, ctx.seed)
         with torch.no_grad():
             scores = acq(cands[:, None, :])
         i = int(torch.argmax(scores))
-        return Proposal(cands[i].clone(), 'acquisition', float(scores[i]))
+        return cands[i].clone(), float(scores[i])

@@ -231,8 +231,10 @@ class QuadratureMethod(Method):
         return self.contexts.to(like)
 
     def choose_x(self, ctx: DecisionContext, d: int) -> tuple[Tensor, float]:
-        """Maximise :meth:`acquisition` over the decision box."""
-        return maximize(self.acquisition(ctx), ctx.bounds[:, :d], ctx.optimizer, seed=ctx.seed)
+        """Maximise :meth:`acquisition` over the decision box, less the travel cost over the decision coordinates
+        (:meth:`~uncertain_bo.acquisition.Method.travel_aware`)."""
+        acq = self.travel_aware(self.acquisition(ctx), ctx, dims=d)
+        return maximize(acq, ctx.bounds[:, :d], ctx.optimizer, seed=ctx.seed)
 
     def choose_context(self, ctx: DecisionContext, x: Tensor) -> int:
         """Index of :math:`w_t`: highest posterior variance at :math:`(\\mathbf x_t, w)` (Alg. 1 line 4), or

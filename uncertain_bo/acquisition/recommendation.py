@@ -45,7 +45,7 @@ from ..models import TargetModel
 from ..optim import maximize
 
 if TYPE_CHECKING:
-    from ..planner import Planner
+    from ..observation_log import ObservedData
     from .method import DecisionContext, Recommendation
 
 __all__ = ['area_mean_recommendation', 'rule_recommendation', 'sobol_points', 'AREA_MEAN_SEED_OFFSET',
@@ -117,24 +117,25 @@ def _sensor_variances(reported: Tensor, model) -> Tensor:
     return torch.where(reported > 0, reported, torch.full_like(reported, learned))
 
 
-def _top_mean(planner: 'Planner', mean: Tensor) -> int:
+def _top_mean(observations: 'ObservedData', model, mean: Tensor) -> int:
     r"""Index of the ``'top_mean'`` past target: of the targets whose reading :math:`y_i` is within
     :data:`TIE_BAND` :math:`\cdot\sqrt{(\sigma^2_{\epsilon,i} + \sigma^2_{\epsilon,*})/2}` of the highest
     :math:`y_*` (indistinguishable from it at 95 % under the sensor's noise: the reported variances, the learned
-    noise :math:`\lambda` for a reading without one), the one with the best posterior mean ``mean`` ``(n,)``. A
-    reading clearly above every other is kept as the highest-reading rule keeps it; among readings that differ by
-    no more than the sensor's noise the posterior mean, which pools the neighbours, decides (the winner's curse of
-    the highest of n noisy readings is about :math:`\sigma_\epsilon\sqrt{2\ln n}`)."""
-    y = planner.y.to(mean)
-    var = _sensor_variances(planner.observations.reading_variances.to(mean), planner.model)
+    noise :math:`\lambda` of ``model`` for a reading without one), the one with the best posterior mean ``mean``
+    ``(n,)``. A reading clearly above every other is kept as the highest-reading rule keeps it; among readings that
+    differ by no more than the sensor's noise the posterior mean, which pools the neighbours, decides (the winner's
+    curse of the highest of n noisy readings is about :math:`\sigma_\epsilon\sqrt{2\ln n}`)."""
+    y = observations.y.to(mean)
+    var = _sensor_variances(observations.reading_variances.to(mean), model)
     top = int(torch.argmax(y))
     tied = y >= y[top] - TIE_BAND * ((var + var[top]) / 2).sqrt()
     return int(torch.argmax(torch.where(tied, mean, torch.full_like(mean, -torch.inf))))
 
 
-def rule_recommendation(planner: 'Planner', ctx: 'DecisionContext', rule: str) -> 'Recommendation':
-    """The recommendation of ``rule`` (a key of :data:`RECOMMENDATION_RULES`) on ``planner``'s model, which is up
-    to date (module docstring: every rule but ``'area_mean'`` names a place that was measured).
+def rule_recommendation(ctx: 'DecisionContext', rule: str) -> 'Recommendation':
+    """The recommendation of ``rule`` (a key of :data:`RECOMMENDATION_RULES`) from the decision snapshot ``ctx``
+    (its model, brought up to date on first read, its read-only observations and candidate distributions; module
+    docstring: every rule but ``'area_mean'`` names a place that was measured).
 
     Returns:
         The place (``target``: a measurement's :attr:`~uncertain_bo.planner.Planner.measured_places` row), the
@@ -146,12 +147,12 @@ def rule_recommendation(planner: 'Planner', ctx: 'DecisionContext', rule: str) -
     if rule == 'area_mean':
         return area_mean_recommendation(ctx)
     if rule == 'highest_reading':
-        return _highest_reading(planner, ctx)
-    model = sensor_noise_model(planner.model) if rule == 'sensor_mean' else planner.model
+        return _highest_reading(ctx)
+    model = sensor_noise_model(ctx.model) if rule == 'sensor_mean' else ctx.model
     with torch.no_grad():
-        mean, var = model.marginals(planner.candidates(ctx.places))
+        mean, var = model.marginals(ctx.candidates(ctx.places))
     if rule == 'top_mean':
-        i = _top_mean(planner, mean)
+        i = _top_mean(ctx.observations, ctx.model, mean)
     elif rule == 'past_lcb':
         i = int(torch.argmax(mean - 2.0 * var.clamp_min(0).sqrt()))
     else:
@@ -159,19 +160,20 @@ def rule_recommendation(planner: 'Planner', ctx: 'DecisionContext', rule: str) -
     return ctx.measured_recommendation(i, float(mean[i]), float(var[i].clamp_min(0).sqrt()))
 
 
-def _highest_reading(planner: 'Planner', ctx: 'DecisionContext') -> 'Recommendation':
+def _highest_reading(ctx: 'DecisionContext') -> 'Recommendation':
     """The measured place of the highest reading (a measurement's, or where an en-route reading was taken when one is
     higher), with the posterior mean and standard deviation of the candidate distribution there."""
     from .method import Recommendation
 
-    i = int(torch.argmax(planner.y))
-    en_route_y = planner.en_route_y
-    if en_route_y.numel() and float(en_route_y.max()) > float(planner.y[i]):
-        location = planner.observations.en_route[int(torch.argmax(en_route_y))][0]
-        where = location.mean[0].to(planner.bounds).clamp(planner.bounds[0], planner.bounds[1])
+    observed, bounds = ctx.observations, ctx.target_bounds
+    i = int(torch.argmax(observed.y))
+    en_route_y = observed.en_route_y
+    if en_route_y.numel() and float(en_route_y.max()) > float(observed.y[i]):
+        location = observed.en_route[int(torch.argmax(en_route_y))][0]
+        where = location.mean[0].to(bounds).clamp(bounds[0], bounds[1])
         index = -1
     else:
         where, location, index = ctx.places[i], ctx.locations[i], i
     with torch.no_grad():
-        m, v = planner.model.marginals(planner.candidates(where.reshape(1, -1)))
+        m, v = ctx.model.marginals(ctx.candidates(where.reshape(1, -1)))
     return Recommendation(where.clone(), float(m[0]), float(v[0].clamp_min(0).sqrt()), index, location)

@@ -45,8 +45,7 @@ from torch import Tensor
 
 from ..models import TargetModel
 from ..models.target_model import perturbation_set
-from ..optim import maximize
-from .method import DecisionContext, Method, Proposal, Recommendation, register
+from .method import DecisionContext, Method, Recommendation, register
 
 __all__ = ['RISK_MEASURES', 'risk_measure', 'RiskMeasureNEI']
 
@@ -113,12 +112,6 @@ class RiskMeasureNEI(Method):
         with torch.random.fork_rng(devices=[ctx.bounds.device] if ctx.bounds.is_cuda else []):
             torch.manual_seed(ctx.seed)          # the MC sampler's seed comes from the global stream
             return qLogExpectedImprovement(view, best_f=best, objective=self.objective, X_pending=ctx.pending)
-
-    def decide_one(self, ctx: DecisionContext) -> Proposal:
-        if ctx.index < ctx.n_initial:
-            return Proposal(ctx.initial_design[ctx.index].clone(), 'initial')
-        target, value = maximize(self.acquisition(ctx), ctx.bounds, ctx.optimizer, seed=ctx.seed)
-        return Proposal(target, 'acquisition', value)
 
     def recommend(self, ctx: DecisionContext, rule: str | None) -> Recommendation | None:
         """The measured place (:attr:`~uncertain_bo.acquisition.DecisionContext.places`) with the largest risk

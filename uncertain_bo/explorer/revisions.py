@@ -11,7 +11,7 @@ reading's own stamp and hands the planner the revisions (:meth:`~uncertain_bo.pl
   covariance); an invalid one is left out and counted (``'revision: <what was wrong>'``). No pose gate: a revision is
   allowed to move the past by more than the rover could drive, which is what a loop closure does;
 - **which readings**: every stored reading with a stamp (measurements and en-route readings; a team rover's own:
-  :meth:`~uncertain_bo.planner_revisions.PlannerRevisions.stored_readings`) that the trajectory covers;
+  :meth:`~uncertain_bo.planner.Planner.stored_readings`) that the trajectory covers;
 - **the revised pose at a reading's stamp** ``t``: the linear interpolation of the mean and of the covariance (a
   convex combination of PSD matrices, so PSD) between the two revised poses around ``t`` when both lie within
   ``max_pose_age`` of it (the tolerance a reading is paired with a pose by); the nearer of them when only it does;
@@ -30,7 +30,7 @@ reading's own stamp and hands the planner the revisions (:meth:`~uncertain_bo.pl
   trajectory changes nothing.
 
 Counts are in :attr:`~uncertain_bo.explorer.state_machine.Explorer.rejected` (the diagnostics) under
-``'revision: ...'``; the planner keeps its own (:attr:`~uncertain_bo.planner_revisions.PlannerRevisions.
+``'revision: ...'``; the planner keeps its own (:attr:`~uncertain_bo.planner.Planner.
 revisions_rejected`).
 """
 from __future__ import annotations

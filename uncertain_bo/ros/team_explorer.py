@@ -389,10 +389,8 @@ class TeamExplorerNode(Node):
 
     def _on_parameters(self, changed: dict[str, Any]) -> None:
         if 'rovers' in changed:
-            journal = self.planner.journal_file
-            if journal is not None:
-                journal.append({'type': 'parameters', 'changed': {'rovers': list(changed['rovers'])},
-                                'index': self.planner.n, 'wall_time': time.time()})
+            self.planner.journal_writer.write({'type': 'parameters', 'changed': {'rovers': list(changed['rovers'])},
+                                               'index': self.planner.n, 'wall_time': time.time()})
             for name in changed['rovers']:
                 if name not in self.rovers:
                     self.join(name)
