@@ -68,10 +68,8 @@ class Deciding:
 
     def apply_parameters(self, changed: Mapping[str, Any]) -> None:
         """Journal run-time changes of ``params`` (already stored there) and make them take effect (:meth:`apply`)."""
-        journal = self.planner.journal_file
-        if journal is not None:
-            journal.append({'type': 'parameters', 'changed': dict(changed), 'index': self.planner.n,
-                            'wall_time': time.time()})
+        self.planner.journal_writer.write({'type': 'parameters', 'changed': dict(changed), 'index': self.planner.n,
+                                           'wall_time': time.time()})
         self.apply(changed)
 
     def apply(self, changed: Mapping[str, Any]) -> None:

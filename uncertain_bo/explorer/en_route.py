@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .inputs import WAIT, InputStreams
-from .storing import ReadingStore
+from .storing import Storing
 
 __all__ = ['EnRoute']
 
@@ -31,7 +31,7 @@ class EnRoute:
         store: where the readings are stored (no target: ``Planner.observe(None, ...)``).
     """
 
-    def __init__(self, params: dict[str, Any], inputs: InputStreams, store: ReadingStore):
+    def __init__(self, params: dict[str, Any], inputs: InputStreams, store: Storing):
         self.params = params
         self.inputs = inputs
         self.store = store

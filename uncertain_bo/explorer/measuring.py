@@ -23,7 +23,7 @@ from ..planner import Planner
 from .budget import TravelBudget
 from .inputs import InputStreams
 from .outputs import Measurement
-from .storing import ReadingStore
+from .storing import Storing
 
 __all__ = ['Measuring', 'SKIP']
 
@@ -52,7 +52,7 @@ class Measuring:
         window_start: when the current measuring window opened (host clock, s).
     """
 
-    def __init__(self, planner: Planner, params: dict[str, Any], inputs: InputStreams, store: ReadingStore,
+    def __init__(self, planner: Planner, params: dict[str, Any], inputs: InputStreams, store: Storing,
                  budget: TravelBudget):
         self.planner = planner
         self.params = params

@@ -221,10 +221,7 @@ class Relocalising:
         if phase == 'start':
             self.count += 1
             fields = {'kind': self.current.kind, **fields}
-        journal = self.planner.journal_file
-        if journal is None:
-            return
         rec = {'type': 'relocalisation', 'phase': phase, 'index': self.planner.n,
                'position': [float(v) for v in position], 'sigma_l': float(sigma) if math.isfinite(sigma) else None,
                'stamp': float(now), 'wall_time': time.time(), **fields}
-        journal.append({k: v for k, v in rec.items() if v is not None})
+        self.planner.journal_writer.write({k: v for k, v in rec.items() if v is not None})

@@ -79,7 +79,7 @@ from .relocalising import ARRIVED, RESEND, Relocalising
 from .result_file import execution_noise_summary, run_result
 from .revisions import TrajectoryRevisions
 from .states import State
-from .storing import ReadingStore
+from .storing import Storing
 
 __all__ = ['Explorer', 'ExplorerOutputs', 'State', 'Measurement', 'execution_noise_summary', 'LIMITS',
            'JOURNAL_RETRY_PERIOD']
@@ -148,7 +148,7 @@ class Explorer:
         self.locations = LocationPolicy(planner, params)
         self.commands = Commands(params, self.inputs, outputs)
         self.deciding = Deciding(planner, params, self.inputs, decider)
-        store = ReadingStore(planner, params, self.inputs, self.locations, self._budget)
+        store = Storing(planner, params, self.inputs, self.locations, self._budget)
         self.measuring = Measuring(planner, params, self.inputs, store, self._budget)
         self.en_route = EnRoute(params, self.inputs, store)
         self.pausing = Pausing(planner, params)
@@ -558,9 +558,7 @@ class Explorer:
 
     def _publish(self, m: Measurement, rec: Recommendation) -> None:
         """Journal the recommendation after measurement ``m`` and tell the host."""
-        journal = self.planner.journal_file
-        if journal is not None:
-            journal.append(rec.record(m.index))
+        self.planner.journal_writer.write(rec.record(m.index))
         self.outputs.measured(m, rec)
 
     def _after_measurement(self, m: Measurement, rec: Recommendation) -> None:

@@ -18,11 +18,11 @@ from .budget import TravelBudget
 from .inputs import InputStreams, PoseEstimate, Reading
 from .location_policy import LocationPolicy
 
-__all__ = ['ReadingStore']
+__all__ = ['Storing']
 
 
 @dataclass(frozen=True)
-class ReadingStore:
+class Storing:
     """Stores ``(pose, reading)`` pairs in the planner (module docstring).
 
     Args:
