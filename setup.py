@@ -21,4 +21,5 @@ setup(
     ],
     zip_safe=True,
     license='Apache-2.0',
+    python_requires='>=3.10',
 )

@@ -123,3 +123,32 @@ def test_the_library_outside_ros_imports_without_any_optional_package():
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == '', f'modules that need an optional package at import:\n{out.stdout}'
+
+
+#: how colcon (colcon-python-setup-py's get_setup_information) reads setup.py's configuration: run_setup up to
+#: 'config', the distribution's attributes written with repr() and read back with ast.literal_eval
+COLCON_READBACK = '''
+import sys
+from distutils.core import run_setup
+dist = run_setup('setup.py', script_args=('--dry-run',), stop_after='config')
+skip = ('cmdclass', 'distclass', 'ext_modules', 'metadata')
+data = {k: v for k, v in dist.__dict__.items()
+        if not k.startswith('_') and not callable(v) and k not in skip and k not in dist.display_option_names}
+data['metadata'] = {k: v for k, v in dist.metadata.__dict__.items() if k not in ('license_files', 'provides_extras')}
+sys.stdout.write(repr(data))
+'''
+
+
+def test_colcon_reads_the_ament_python_configuration_back():
+    # a `requires-python` in pyproject.toml once made it a SpecifierSet, which literal_eval refuses: colcon build
+    # then failed before building anything
+    out = subprocess.run([sys.executable, '-c', COLCON_READBACK], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    data = ast.literal_eval(out.stdout)
+    assert data['metadata']['name'] == 'uncertain_bo'
+    assert 'uncertain_bo.benchmarks' in data['packages'] and not any(p.startswith('test') for p in data['packages'])
+    installed = {dest: files for dest, files in data['data_files']}
+    assert installed['share/ament_index/resource_index/packages'] == ['resource/uncertain_bo']
+    assert installed['share/uncertain_bo'] == ['package.xml']
+    assert 'launch/sim.launch.py' in installed['share/uncertain_bo/launch']
