@@ -1,5 +1,14 @@
-"""Shared test configuration: float64, deterministic seeds, a per-session ROS domain."""
+"""Shared test configuration: float64, deterministic seeds, a per-session ROS domain, and what to install for the
+tests that skip.
+
+Tests that need an optional package (rclpy and the message packages, rosbags, Dask, rasterio, launch_ros) skip
+where it is missing, with ``pytest.importorskip`` at module level (a whole module of ROS tests, marked
+``pytest.mark.ros``) or inside the test; none errors on import. The library's own tests run without any of them
+(``pip install '.[test]'``). Each such skip's reason names the extra of pyproject.toml that brings the package
+(:func:`install_hint`), as listed at the end of the run (pytest.ini: ``-rs``).
+"""
 import os
+import re
 
 import pytest
 import torch
@@ -26,6 +35,37 @@ else:
             DROPPED_FUTURE_EXCEPTIONS.append(f'{type(self._exception).__name__}: {self._exception}')
 
     _RclpyFuture.__del__ = _collect_dropped_exception
+
+
+#: top-level module -> where it comes from (the extras of pyproject.toml)
+OPTIONAL_PACKAGES = {
+    'rclpy': "the ros extra: pip install '.[ros]', or source a ROS 2 installation",
+    'rosbags': "the recording extra: pip install '.[recording]'",
+    'mcap': "the recording extra: pip install '.[recording]'",
+    'foxglove': "the recording extra: pip install '.[recording]'",
+    'distributed': "the dask extra: pip install '.[dask]'",
+    'rasterio': "the geo extra: pip install '.[geo]'",
+    'pyproj': "the geo extra: pip install '.[geo]'",
+    'sklearn': "the bench extra: pip install '.[bench]'",
+}
+
+
+def install_hint(reason: str) -> str:
+    """A skip reason with where the missing package comes from: pytest.importorskip's ``could not import 'rclpy':
+    No module named 'rclpy'`` -> ``... (the ros extra: pip install '.[ros]', or source a ROS 2 installation)``;
+    other reasons unchanged."""
+    match = re.match(r"(?:Skipped: )?could not import '([\w.]+)'", reason)   # as the report holds it
+    hint = OPTIONAL_PACKAGES.get(match.group(1).split('.')[0]) if match else None
+    return f'{reason} ({hint})' if hint else reason
+
+
+def _add_install_hint(report) -> None:
+    if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+        path, line, reason = report.longrepr
+        report.longrepr = (path, line, install_hint(reason))
+
+
+pytest_collectreport = pytest_runtest_logreport = _add_install_hint
 
 
 def pytest_terminal_summary(terminalreporter):
