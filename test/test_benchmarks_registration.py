@@ -3,9 +3,11 @@ installed package (entry-point group ``uncertain_bo.problems``), it runs as the 
 parallel runs in worker processes, run files, tables, the command line."""
 import doctest
 import json
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +110,16 @@ def test_an_installed_package_declares_a_problem_for_the_command_line(registry, 
     assert main(['bench', '--problem', 'toy-bumps', '--n-jobs', '1', '--out', str(out)]) == 0
     assert len(list((out / 'runs').glob('toy-bumps__gp_ucb__*.json'))) == 2
     assert (out / 'summary.csv').read_text().count('toy-bumps') == 1
+
+
+def test_the_research_pages_example_runs(registry, tmp_path):
+    """docs/research.md's first Python example, with 1 seed of 4 measurements instead of 16 of 40."""
+    text = (Path(__file__).resolve().parent.parent / 'docs' / 'research.md').read_text()
+    code = re.findall(r'```python\n(.*?)```', text, re.S)[0]
+    small = code.replace('seeds=range(16), iterations=40', 'seeds=range(1), iterations=4').replace(
+        "out_dir='runs/my-ridge', n_jobs=4", 'out_dir=OUT, n_jobs=1')
+    assert small.count('OUT') == 1 and 'iterations=4' in small, 'docs/research.md: update this test'
+    namespace = {'OUT': str(tmp_path)}
+    exec(compile(small, 'docs/research.md', 'exec'), namespace)
+    assert sorted(r['spec']['method'] for r in namespace['results']) == ['botorch_robust', 'gp_ucb', 'ugp_ucb']
+    assert json.loads((tmp_path / 'summary.json').read_text())['comparisons']
