@@ -5,13 +5,16 @@ Tests that need an optional package (rclpy and the message packages, rosbags, Da
 where it is missing, with ``pytest.importorskip`` at module level (a whole module of ROS tests, marked
 ``pytest.mark.ros``) or inside the test; none errors on import. The library's own tests run without any of them
 (``pip install '.[test]'``). Each such skip's reason names the extra of pyproject.toml that brings the package
-(:func:`install_hint`), as listed at the end of the run (pytest.ini: ``-rs``).
+(:func:`install_hint`), as listed at the end of the run (pytest.ini: ``-rs``); a command missing one says the
+same in one ``error:`` line (:mod:`uncertain_bo.extras`).
 """
 import os
 import re
 
 import pytest
 import torch
+
+from uncertain_bo import extras
 
 # Keep DDS traffic of concurrent test runs on this machine apart (ROS_DOMAIN_ID must be < 233).
 os.environ.setdefault('ROS_DOMAIN_ID', str(100 + os.getpid() % 100))
@@ -37,25 +40,12 @@ else:
     _RclpyFuture.__del__ = _collect_dropped_exception
 
 
-#: top-level module -> where it comes from (the extras of pyproject.toml)
-OPTIONAL_PACKAGES = {
-    'rclpy': "the ros extra: pip install '.[ros]', or source a ROS 2 installation",
-    'rosbags': "the recording extra: pip install '.[recording]'",
-    'mcap': "the recording extra: pip install '.[recording]'",
-    'foxglove': "the recording extra: pip install '.[recording]'",
-    'distributed': "the dask extra: pip install '.[dask]'",
-    'rasterio': "the geo extra: pip install '.[geo]'",
-    'pyproj': "the geo extra: pip install '.[geo]'",
-    'sklearn': "the bench extra: pip install '.[bench]'",
-}
-
-
 def install_hint(reason: str) -> str:
-    """A skip reason with where the missing package comes from: pytest.importorskip's ``could not import 'rclpy':
-    No module named 'rclpy'`` -> ``... (the ros extra: pip install '.[ros]', or source a ROS 2 installation)``;
-    other reasons unchanged."""
+    """A skip reason with where the missing package comes from (:func:`uncertain_bo.extras.install_hint`):
+    pytest.importorskip's ``could not import 'rclpy': No module named 'rclpy'`` -> ``... (the ros extra: pip
+    install '.[ros]' from the source tree, or a sourced ROS 2 installation)``; other reasons unchanged."""
     match = re.match(r"(?:Skipped: )?could not import '([\w.]+)'", reason)   # as the report holds it
-    hint = OPTIONAL_PACKAGES.get(match.group(1).split('.')[0]) if match else None
+    hint = extras.install_hint(match.group(1)) if match else None
     return f'{reason} ({hint})' if hint else reason
 
 

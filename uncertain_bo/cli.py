@@ -86,7 +86,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    from .extras import missing_dependency
+    from .user_errors import report
+
+    try:
+        return _run(sys.argv[1:] if argv is None else list(argv))
+    except ImportError as exc:     # an optional dependency the command needs: one line that says what to install
+        message = missing_dependency(exc)
+        if message is None:
+            raise
+        return report(message)
+
+
+def _run(argv: list[str]) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
