@@ -190,6 +190,7 @@ def test_sim_launch_selects_the_localiser_node(tmp_path):
 def test_the_simulation_launch_gives_the_explorer_the_unit_of_its_field(tmp_path):
     """Before: the explorer kept reading_type's °C for an elevation map (the simulated sensor publishes
     sensor_msgs/Temperature), and `uncertain-bo report` labelled elevation °C."""
+    pytest.importorskip('rclpy')   # the parameters are validated against the nodes' parameter specs
     ns = _pure_functions('sim.launch.py', SIM_FUNCTIONS)
     assert ns['graph_parameters']({}, str(ROOT))['explorer'][-1]['reading_unit'] == 'm (elevation)'
     assert ns['graph_parameters']({'field': 'ozone-midwest'}, str(ROOT))['explorer'][-1]['reading_unit'] == \
