@@ -13,12 +13,13 @@ DEMO_ARGS ?=
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt setup.py
+$(STAMP): requirements.txt pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --disable-pip-version-check -q --upgrade pip setuptools wheel
 	# torch first, pinned: pip takes the local CPU wheel (no multi-GB CUDA download)
 	$(BIN)/pip install --disable-pip-version-check -q torch==2.13.0
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements.txt
+	# the package itself, editable; its dependencies (pyproject.toml) are all pinned in requirements.txt
 	$(BIN)/pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 

@@ -1,10 +1,14 @@
 """The ``uncertain-bo`` command line: help from the registries, ``--version``, one-line mistakes, and ``demo``'s
 checks before anything starts or is written."""
+import argparse
+import importlib
 import re
+import subprocess
+import sys
 
 import pytest
 
-from uncertain_bo.cli import main
+from uncertain_bo.cli import COMMANDS, main
 
 SUBCOMMANDS = ['demo', 'sim', 'report', 'bench', 'plot', 'export', 'check', 'params']
 
@@ -27,6 +31,36 @@ def run(argv, tmp_path, monkeypatch, capsys):
 def test_every_help_exits_0_without_side_effects(argv, tmp_path, monkeypatch, capsys):
     code, out, err = run(argv, tmp_path, monkeypatch, capsys)
     assert code == 0 and out.startswith('usage: uncertain-bo') and not err
+
+
+def test_the_command_table_says_what_each_module_registers():
+    """``uncertain-bo --help`` lists the commands from COMMANDS without importing their modules: its names and help
+    lines are the ones the modules' ``add_parser`` give."""
+    for module in sorted({m for m, _ in COMMANDS.values()}):
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(module).add_parser(sub)
+        registered = {action.dest: (module, action.help) for action in sub._choices_actions}
+        assert registered == {name: entry for name, entry in COMMANDS.items() if entry[0] == module}
+
+
+HEAVY_IMPORTS = """
+import sys
+from uncertain_bo.cli import main
+try:
+    main({argv!r})
+except SystemExit:
+    pass
+print('imported:', *[m for m in ('torch', 'rclpy', 'botorch', 'matplotlib') if m in sys.modules], file=sys.stderr)
+"""
+
+
+def test_top_level_help_and_version_import_neither_torch_nor_rclpy():
+    """``uncertain-bo --help`` imported every command's module, torch and BoTorch with them (2-3 s before the first
+    line; rclpy too)."""
+    for argv in (['--help'], ['--version'], ['frobnicate']):
+        out = subprocess.run([sys.executable, '-c', HEAVY_IMPORTS.format(argv=argv)], capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0 and out.stderr.splitlines()[-1] == 'imported:', (argv, out.stderr[-1000:])
 
 
 def test_version(tmp_path, monkeypatch, capsys):

@@ -298,6 +298,7 @@ def test_a_batch_of_revisions_is_one_write_held_whole_on_a_full_disk_and_written
 
 
 def test_a_survey_map_of_the_journal_places_each_reading_at_its_last_revision(tmp_path):
+    pytest.importorskip('pyproj')   # the geo extra: the survey's coordinates
     from uncertain_bo.survey_map.sources import read_journal_survey
 
     path = tmp_path / 'journal.jsonl'

@@ -1,8 +1,9 @@
 """The ``uncertain-bo`` command.
 
-Subcommands live next to what they run; each module in :data:`COMMANDS` exposes
-``add_parser(subparsers)`` which registers its sub-parser and sets ``func`` (args -> exit code).
-Imports are lazy so ``uncertain-bo --help`` stays fast and works without ROS.
+Subcommands live next to what they run: each module named in :data:`COMMANDS` exposes ``add_parser(subparsers)``,
+which registers its sub-parser(s) and sets ``func`` (args -> exit code). Only the module of the command given is
+imported: ``uncertain-bo --help`` lists the commands from :data:`COMMANDS` alone, without importing torch or rclpy
+(test_packaging checks both, and that the table says what the modules register).
 """
 from __future__ import annotations
 
@@ -11,19 +12,24 @@ import importlib
 import logging
 import sys
 
-__all__ = ['main', 'COMMANDS', 'OneLineParser', 'configure_torch_threads']
+__all__ = ['main', 'COMMANDS', 'OneLineParser', 'build_parser', 'configure_torch_threads']
 
-#: modules providing subcommands (``add_parser(subparsers)``)
-COMMANDS = [
-    'uncertain_bo.ros.graph',       # demo / sim: the simulated rover graph over real ROS 2 topics
-    'uncertain_bo.sim.report_cli',  # report: summary.json + PNG of an existing run
-    'uncertain_bo.benchmarks.cli',  # bench / plot: benchmark problems with robust-regret oracles
-    'uncertain_bo.export_cli',      # export: a run's observations journal as CSV
-    'uncertain_bo.ros.check',       # check: validate a robot's ROS 2 parameter file, starting nothing
-    'uncertain_bo.param_yaml',      # params: a node's parameter file, generated from its parameter specs
-    'uncertain_bo.survey_map.cli',  # map: a survey's posterior map (GeoTIFF, PNG, peak.json)
-    'uncertain_bo.ros.replay',      # replay: a rosbag2 recording through the explorer's measurement cycle
-]
+#: command -> (the module whose ``add_parser`` registers it, its one-line help in ``uncertain-bo --help``)
+COMMANDS = {
+    'demo': ('uncertain_bo.ros.graph', 'simulated rover explores a real field over ROS 2 topics (uGP-UCB explorer)'),
+    'sim': ('uncertain_bo.ros.graph', 'alias of demo'),
+    'report': ('uncertain_bo.sim.report_cli', 'summarise and plot a run (scored against its field when it has one)'),
+    'bench': ('uncertain_bo.benchmarks.cli', 'run benchmark problems (parallel over seeds)'),
+    'plot': ('uncertain_bo.benchmarks.cli', 'draw regret figures of a bench output directory'),
+    'export': ('uncertain_bo.export_cli', "write a run's observations journal as CSV"),
+    'check': ('uncertain_bo.ros.check', "validate a robot's ROS 2 parameter file without starting anything"),
+    'params': ('uncertain_bo.param_yaml', "print (or write) a node's parameter file, generated from its parameter "
+                                          'specs'),
+    'map': ('uncertain_bo.survey_map.cli', "a survey's posterior map (GeoTIFF, PNG, peak.json) from a CSV of points, "
+                                           "a run's journal or its recording"),
+    'replay': ('uncertain_bo.ros.replay', "replay a rosbag2 recording (MCAP or sqlite3) through the explorer's "
+                                          'measurement cycle'),
+}
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -35,7 +41,9 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f'error: {self.prog}: {message} (see {self.prog} --help)\n')
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser, with the full sub-parser of the command ``argv`` names (its module imported)
+    and a placeholder for every other command (its help line only). ``argv=None``: every command in full."""
     from . import __version__
 
     parser = OneLineParser(
@@ -45,8 +53,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('-v', '--verbose', action='store_true', help='debug logging')
     parser.add_argument('--version', action='version', version=f'uncertain-bo {__version__}')
     sub = parser.add_subparsers(dest='command', metavar='COMMAND')
-    for name in COMMANDS:
-        importlib.import_module(name).add_parser(sub)
+    given = next((a for a in argv if not a.startswith('-')), None) if argv is not None else None
+    modules = ({module for module, _ in COMMANDS.values()} if argv is None
+               else {COMMANDS[given][0]} if given in COMMANDS else set())
+    for name, (module, text) in COMMANDS.items():
+        if name in sub.choices:
+            continue
+        if module in modules:
+            importlib.import_module(module).add_parser(sub)
+        else:
+            sub.add_parser(name, help=text)
     return parser
 
 
@@ -70,14 +86,27 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
+    from .extras import missing_dependency
+    from .user_errors import report
+
+    try:
+        return _run(sys.argv[1:] if argv is None else list(argv))
+    except ImportError as exc:     # an optional dependency the command needs: one line that says what to install
+        message = missing_dependency(exc)
+        if message is None:
+            raise
+        return report(message)
+
+
+def _run(argv: list[str]) -> int:
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format='%(levelname)s %(name)s: %(message)s')
-    configure_torch_threads()
     if not getattr(args, 'func', None):
         parser.print_help()
         return 2
+    configure_torch_threads()
     from .user_errors import report, user_error_types
     try:
         return int(args.func(args) or 0)

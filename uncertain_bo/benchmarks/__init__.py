@@ -8,13 +8,18 @@ independent ones: :mod:`.rover_team`), and AIRBO's sampled-noise problems
 :class:`~uncertain_bo.benchmarks.sampled.SampledNoiseProblem`), and NES's benchmarks ``nes-*``
 (:mod:`.nes_problems`). A problem
 supplies its own :class:`World` (how a target becomes an executed position, a location distribution and a
-reading), so a simulated rover mission plugs in as one more problem.
+reading), so a simulated rover mission plugs in as one more problem. Your own problem: :func:`register_problem`
+(a script or notebook) or an entry point of group :data:`ENTRY_POINT_GROUP` (an installed package); docs/research.md.
 """
-from .base import (PROBLEMS, BenchSettings, GaussianInputWorld, Instance, Measurement, Problem, World,
-                   get_problem, register_problem)
+from .base import (ENTRY_POINT_GROUP, PROBLEMS, BenchSettings, GaussianInputWorld, Instance, Measurement, Problem,
+                   World, get_problem, problem_names, register_problem)
 from . import cv, functions_airbo, michalewicz, quadrature, rkhs2d, rover, rover_team  # noqa: F401  (register them)
 from . import nes_problems  # noqa: F401  (registers NES's problems)
+from .base import _mark_own_problems
 from .runner import RunSpec, expand, load_runs, run, run_many
 
-__all__ = ['PROBLEMS', 'BenchSettings', 'GaussianInputWorld', 'Instance', 'Measurement', 'Problem', 'World',
-           'get_problem', 'register_problem', 'RunSpec', 'expand', 'load_runs', 'run', 'run_many']
+_mark_own_problems()
+
+__all__ = ['PROBLEMS', 'ENTRY_POINT_GROUP', 'BenchSettings', 'GaussianInputWorld', 'Instance', 'Measurement', 'Problem',
+           'World', 'get_problem', 'problem_names', 'register_problem', 'RunSpec', 'expand', 'load_runs', 'run',
+           'run_many']

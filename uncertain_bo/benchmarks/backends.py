@@ -69,9 +69,14 @@ def compute(spec) -> dict[str, Any]:
     return result
 
 
-def _task(index: int, spec) -> Outcome:
-    """:func:`compute`, with an exception turned into a reported failure (the other runs go on)."""
+def _task(index: int, spec, factory=None) -> Outcome:
+    """:func:`compute`, with an exception turned into a reported failure (the other runs go on). ``factory``: the
+    problem's factory where the worker may lack it (:func:`~uncertain_bo.benchmarks.base.external_factory`: a
+    problem registered by the calling script or notebook), registered in the worker first."""
     try:
+        if factory is not None:
+            from .base import register_problem
+            register_problem(spec.problem, factory, replace=True)
         return Outcome(index, result=compute(spec))
     except Exception as exc:   # reported with the run's key; the sweep goes on
         last = traceback.extract_tb(exc.__traceback__)[-1]
@@ -139,10 +144,12 @@ def execute(specs: Sequence, *, backend: str = 'joblib', n_jobs: int = 2, schedu
 def _joblib(specs: Sequence, n_jobs: int) -> Iterator[Outcome]:
     from joblib import Parallel, delayed
 
+    from .base import external_factory
+
     if not specs:
         return
     yield from Parallel(n_jobs=min(n_jobs, len(specs)), return_as='generator_unordered')(
-        delayed(_task)(i, spec) for i, spec in enumerate(specs))
+        delayed(_task)(i, spec, external_factory(spec.problem)) for i, spec in enumerate(specs))
 
 
 def _dask(specs: Sequence, n_jobs: int, scheduler: str | None, progress: TextIO | None) -> Iterator[Outcome]:
@@ -188,7 +195,8 @@ def _dask(specs: Sequence, n_jobs: int, scheduler: str | None, progress: TextIO 
                   + f'; a run lost with its worker is retried {retries} time(s), then reported',
                   file=progress, flush=True)
         token = uuid.uuid4().hex[:8]
-        futures = client.map(_task, range(len(specs)), list(specs),
+        from .base import external_factory
+        futures = client.map(_task, range(len(specs)), list(specs), [external_factory(s.problem) for s in specs],
                              key=[f'uncertain-bo-run-{token}-{i}' for i in range(len(specs))])
         index = {f.key: i for i, f in enumerate(futures)}
         for future in as_completed(futures):

@@ -132,7 +132,9 @@ def add_parser(subparsers) -> None:
     """Register ``bench`` and ``plot``."""
     from ..acquisition import METHODS
     from ..param_flags import flag_help, flag_type, list_flag_type
-    from . import PROBLEMS
+    from . import problem_names
+
+    problems = problem_names()   # the package's, and those installed packages declare as entry points
 
     spec = {p.name: p for p in _explorer_specs()}
     b = subparsers.add_parser('bench', help='run benchmark problems (parallel over seeds)',
@@ -141,10 +143,10 @@ def add_parser(subparsers) -> None:
                                           "problems, `--describe PROBLEM` shows one problem's parameters and "
                                           'defaults.',
                               epilog=registry_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    b.add_argument('--problem', default=None, metavar='PROBLEM', choices=sorted(PROBLEMS),
-                   help='the benchmark problem (required to run): ' + ', '.join(sorted(PROBLEMS)))
+    b.add_argument('--problem', default=None, metavar='PROBLEM', choices=problems,
+                   help='the benchmark problem (required to run): ' + ', '.join(problems))
     b.add_argument('--list-problems', action='store_true', help='list every problem with its description, and exit')
-    b.add_argument('--describe', default=None, metavar='PROBLEM', choices=sorted(PROBLEMS),
+    b.add_argument('--describe', default=None, metavar='PROBLEM', choices=problems,
                    help="show a problem's description, defaults (methods, seeds, iterations, beta) and its "
                         'parameters (--problem-param) with their defaults, and exit')
     b.add_argument('--method', default=None,
@@ -242,7 +244,7 @@ def registry_help() -> str:
 
     from ..acquisition import METHODS
     from ..sim.field import FIELD_NAMES
-    from . import PROBLEMS, get_problem
+    from . import get_problem, problem_names
 
     def table(title: str, rows: dict[str, str]) -> list[str]:
         width = max(map(len, rows)) + 2
@@ -252,7 +254,7 @@ def registry_help() -> str:
                                  subsequent_indent=' ' * (width + 2)) or [f'  {name}']
         return out + ['']
 
-    problems = {name: get_problem(name).description for name in sorted(PROBLEMS)}
+    problems = {name: get_problem(name).description for name in problem_names()}
     methods = {name: METHODS[name].description for name in sorted(METHODS)}
     lines = table('problems (uncertain-bo bench --describe PROBLEM shows its parameters and defaults):', problems)
     lines += table('methods and baselines (--method):', methods)
@@ -283,12 +285,12 @@ def describe_problem(name: str) -> str:
 def bench_main(args: argparse.Namespace) -> int:
     from ..acquisition import get_method
     from ..optim import OptimizerSettings
-    from . import PROBLEMS, BenchSettings, expand, get_problem
+    from . import BenchSettings, expand, get_problem, problem_names
     from .backends import BackendError, resolve_backend
     from .runner import run_many_reporting, write_tables
 
     if args.list_problems:
-        for name in sorted(PROBLEMS):
+        for name in problem_names():
             print(f'{name}: {_one_line(get_problem(name).description)}')
         return 0
     if args.describe:

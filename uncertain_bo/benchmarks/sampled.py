@@ -59,19 +59,20 @@ class RobustProblem:
         bounds: ``(2, d)`` search box as nested tuples.
         noise: execution-noise configuration for :func:`~uncertain_bo.noise.noise_from_config`.
         minimize: the paper minimises :math:`f` (regret and optimum are then in that sense).
-        robust_argmax: published robust optimiser ("argmin" for minimisation).
-        robust_optimum: published robust value :math:`g(\\mathbf x^*)` in the paper's sense.
-        source: where the numbers come from.
+        robust_argmax: published robust optimiser ("argmin" for minimisation); None where none is published
+            (the oracle, :func:`robust_oracle`, finds it either way; in d > 1 this is one of its starts).
+        robust_optimum: published robust value :math:`g(\\mathbf x^*)` in the paper's sense, or None.
+        source: where the function and the numbers come from.
     """
 
     name: str
     function: Callable[[Tensor], Tensor]
     bounds: tuple[tuple[float, ...], tuple[float, ...]]
     noise: dict[str, Any]
-    minimize: bool
-    robust_argmax: tuple[float, ...]
-    robust_optimum: float
-    source: str
+    minimize: bool = False
+    robust_argmax: tuple[float, ...] | None = None
+    robust_optimum: float | None = None
+    source: str = ''
 
     @property
     def dim(self) -> int:
@@ -96,7 +97,13 @@ class RobustProblem:
 
         Uses the published optimiser with the same Monte Carlo draws (common random numbers), so the
         regret of the optimum itself is exactly 0. Positive means worse.
+
+        Raises:
+            ValueError: no published optimiser (:attr:`robust_argmax` is None; :func:`robust_oracle` finds one).
         """
+        if self.robust_argmax is None:
+            raise ValueError(f'{self.name}: no published robust optimiser to measure the regret against; '
+                             'robust_oracle(problem) computes one')
         x = torch.as_tensor(x, dtype=DTYPE).reshape(-1, self.dim)
         pts = torch.cat([torch.tensor([self.robust_argmax], dtype=DTYPE), x])
         g = robust_value(self, pts, n_samples=n_samples, seed=seed)
@@ -207,7 +214,9 @@ def _solve_oracle(problem: RobustProblem, n_samples: int, seed: int, n_grid: int
     pts = torch.as_tensor(lo) + sobol * torch.as_tensor(hi - lo)
     with torch.no_grad():
         g = sign * robust_value(problem, pts, n_samples, seed)
-    starts = [np.clip(np.asarray(problem.robust_argmax, float), lo, hi), pts[int(torch.argmax(g))].numpy()]
+    starts = [pts[int(torch.argmax(g))].numpy()]
+    if problem.robust_argmax is not None:
+        starts.insert(0, np.clip(np.asarray(problem.robust_argmax, float), lo, hi))
     best_x, best_g = starts[0], value(starts[0])
     for x0 in starts:
         res = minimize(neg_and_grad, x0, jac=True, method='L-BFGS-B', bounds=list(zip(lo, hi)),
@@ -316,8 +325,9 @@ class SampledNoiseInstance(Instance):
 
     def info(self) -> dict[str, Any]:
         p = self.problem
+        published = None if p.robust_argmax is None else list(p.robust_argmax)
         out = {**super().info(), 'dim': p.dim, 'noise': dict(p.noise), 'minimize': p.minimize,
-               'published_argmax': list(p.robust_argmax), 'published_optimum': p.robust_optimum,
+               'published_argmax': published, 'published_optimum': p.robust_optimum,
                'n_mc': self.n_mc, 'mc_seed': ORACLE_SEED, 'n_model_samples': self.n_model_samples,
                'sigma_zeta': self.sigma_zeta, 'source': p.source}
         if self.argmax_tolerance is not None:
@@ -342,7 +352,7 @@ class SampledNoiseProblem(Problem):
                  **instance_kwargs: Any):
         self.problem = problem
         self.name = problem.name
-        self.description = f'{problem.name}: {problem.source}'
+        self.description = f'{problem.name}: {problem.source or "a registered RobustProblem"}'
         self.default_iterations, self.default_seeds = int(default_iterations), int(default_seeds)
         self.default_beta, self.default_methods = default_beta, default_methods
         self.instance_kwargs = instance_kwargs
@@ -351,11 +361,15 @@ class SampledNoiseProblem(Problem):
         return SampledNoiseInstance(self.problem, seed, **self.instance_kwargs)
 
 
-def register_robust_problem(problem: RobustProblem, **kwargs: Any) -> None:
-    """Register ``problem`` in :data:`~uncertain_bo.benchmarks.base.PROBLEMS` under its name.
+def register_robust_problem(problem: RobustProblem, *, replace: bool = False, **kwargs: Any) -> None:
+    """Register ``problem`` under its name (:func:`~uncertain_bo.benchmarks.base.register_problem`).
 
     Args:
         problem: the benchmark definition.
+        replace: replace a problem already registered under that name.
         **kwargs: :class:`SampledNoiseProblem` keyword arguments (defaults, instance settings).
+
+    Raises:
+        ValueError: as :func:`~uncertain_bo.benchmarks.base.register_problem`.
     """
-    register_problem(problem.name, partial(SampledNoiseProblem, problem, **kwargs))
+    register_problem(problem.name, partial(SampledNoiseProblem, problem, **kwargs), replace=replace)

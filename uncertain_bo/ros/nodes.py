@@ -124,6 +124,13 @@ def _main(name: str) -> None:
         code = 0
     except SystemExit as exc:
         code = exc.code
+    except ImportError as exc:     # rclpy or a message package not installed: one line, not a traceback
+        from ..extras import missing_dependency
+        from ..user_errors import report
+        message = missing_dependency(exc)
+        if message is None:
+            raise
+        code = report(f'{name}: {message}')
     signal.signal(signal.SIGINT, signal.SIG_IGN)       # a second Ctrl-C must not interrupt the exit
     exit_now(code)
 
