@@ -117,20 +117,6 @@ def input_variance_numpy(covs, ell, sf2):
     return np.array([sf2 * (1 - np.linalg.det(np.eye(len(ell)) + 2 * w_inv @ c) ** -0.5) for c in covs])
 
 
-@pytest.fixture
-def noisy_inputs_gp(gen):
-    """15 heteroscedastic Gaussian inputs in 2-D, reported reading variances, input-induced noise on."""
-    locs, y = data(15, gen)
-    reported = 0.01 + 0.02 * torch.rand(15, generator=gen, dtype=torch.float64)
-    gp = DistributionGP(BOUNDS, standardize=False, priors=False, input_noise=True)
-    gp.set_data(locs, y, reported)
-    ell, sf2, lam, m = [1.7, 2.5], 1.3, 0.02, 0.4
-    gp.set_hyperparameters(lengthscale=ell, outputscale=sf2, noise=lam, mean=m)
-    M, S = locs.mean.numpy(), locs.covariance.numpy()
-    noise = lam + reported.numpy() + input_variance_numpy(S, ell, sf2)
-    return gp, (M, S, y.numpy(), ell, sf2, noise, m)
-
-
 def test_posterior_is_a_botorch_posterior_with_the_joint_covariance(noisy_inputs_gp):
     """``posterior`` over ``2 x 3`` Gaussian test distributions: mean ``2 x 3 x 1`` and the joint ``3 x 3`` covariance
     of each batch against the NumPy posterior whose noise diagonal is λ + reported variance + v_i."""
