@@ -15,10 +15,22 @@ import torch
 from botorch.acquisition import AcquisitionFunction
 from torch import Tensor
 
-from ..distributions import LocationDistributions
+from ..distributions import DTYPE, LocationDistributions
 from ..models import DistributionGP
 
-__all__ = ['TargetAcquisition']
+__all__ = ['TargetAcquisition', 'incumbent']
+
+
+def incumbent(best: Tensor | float, like: Tensor | None = None) -> Tensor:
+    """The incumbent :math:`\\tau` as a 0-dim tensor of ``like``'s dtype and device (default ``best``'s if a tensor,
+    else float64 on the CPU), for BoTorch's ``best_f``.
+
+    BoTorch stores ``best_f`` with ``torch.as_tensor``, which makes a Python float a float32 tensor: on a field of
+    101 325 Pa varying by ±0.05 the incumbent then moves by up to 4 mPa, and EI by 2.5 % of its maximum.
+    """
+    if like is None:
+        like = best if isinstance(best, Tensor) else torch.zeros((), dtype=DTYPE)
+    return torch.as_tensor(best, dtype=like.dtype, device=like.device).detach().reshape(())
 
 
 class TargetAcquisition(AcquisitionFunction):

@@ -25,17 +25,20 @@ import torch
 from botorch.acquisition import AcquisitionFunction
 from botorch.acquisition.analytic import LogExpectedImprovement, UpperConfidenceBound
 from botorch.acquisition.max_value_entropy_search import qMaxValueEntropy
+from torch import Tensor
 
 from ..models import TargetModel
+from .base import incumbent
 from .method import DecisionContext, Method, Recommendation, register
 from .recommendation import area_mean_recommendation, sobol_points
 
 __all__ = ['BOUUEI', 'BOUUUCB', 'BOUUMES', 'StandardEI']
 
 
-def _incumbent(ctx: DecisionContext) -> float:
-    """:math:`\\max_{\\mathbf x}` of the posterior mean over the search box (the reference code's incumbent)."""
-    return area_mean_recommendation(ctx).mean
+def _incumbent(ctx: DecisionContext) -> Tensor:
+    """:math:`\\max_{\\mathbf x}` of the posterior mean over the search box (the reference code's incumbent), in the
+    model's dtype."""
+    return incumbent(area_mean_recommendation(ctx).mean, ctx.bounds)
 
 
 class _AreaRecommending(Method):

@@ -46,6 +46,7 @@ from torch import Tensor
 from ..models import TargetModel
 from ..models.target_model import perturbation_set
 from ..optim import maximize
+from .base import incumbent
 from .method import DecisionContext, Method, Proposal, Recommendation, register
 
 __all__ = ['RISK_MEASURES', 'risk_measure', 'RiskMeasureNEI']
@@ -109,7 +110,7 @@ class RiskMeasureNEI(Method):
 
     def acquisition(self, ctx: DecisionContext) -> qLogExpectedImprovement:
         view = self.view(ctx, ctx.seed)
-        best = float(self.scores(view, ctx.targets.to(ctx.bounds)).max())
+        best = incumbent(self.scores(view, ctx.targets.to(ctx.bounds)).max(), ctx.bounds)
         with torch.random.fork_rng(devices=[ctx.bounds.device] if ctx.bounds.is_cuda else []):
             torch.manual_seed(ctx.seed)          # the MC sampler's seed comes from the global stream
             return qLogExpectedImprovement(view, best_f=best, objective=self.objective, X_pending=ctx.pending)
