@@ -13,9 +13,10 @@ NeurIPS). Each decision after the planner's initial design:
    their covariances, reading variances, en-route readings) — seen over targets through BoTorch's
    ``InputPerturbation`` (:class:`~uncertain_bo.models.TargetModel`): the joint posterior of :math:`f` at the
    ``n_w`` perturbed points of each target;
-3. BoTorch's ``qLogExpectedImprovement`` with the risk measure as objective (``Expectation``, ``CVaR`` or ``VaR``
-   over the ``n_w`` points), the incumbent the best risk measure of the posterior mean at a past target (the
-   plug-in incumbent for noisy readings), pending targets as ``X_pending``;
+3. BoTorch's ``qLogExpectedImprovement`` with the risk measure as objective (BoTorch's ``Expectation`` or ``VaR``, or
+   :class:`EmpiricalCVaR`, the CVaR of exactly the worst :math:`1 - \alpha` share, over the ``n_w`` points), the
+   incumbent the best risk measure of the posterior mean at a past target (the plug-in incumbent for noisy readings),
+   pending targets as ``X_pending``;
 4. the planner's maximiser.
 
 It recommends the measured place (a past reading's location mean) whose risk measure of the posterior mean over the
@@ -34,13 +35,13 @@ the model that holds the location distributions.
 from __future__ import annotations
 
 import logging
+import math
 from typing import ClassVar
 
 import torch
 from botorch.acquisition.logei import qLogExpectedImprovement
-from botorch.acquisition.risk_measures import CVaR, VaR, Expectation, RiskMeasureMCObjective
+from botorch.acquisition.risk_measures import CVaR, Expectation, RiskMeasureMCObjective, VaR
 from botorch.models.transforms.input import InputPerturbation
-
 from torch import Tensor
 
 from ..models import TargetModel
@@ -49,16 +50,46 @@ from ..optim import maximize
 from .base import incumbent
 from .method import DecisionContext, Method, Proposal, Recommendation, register
 
-__all__ = ['RISK_MEASURES', 'risk_measure', 'RiskMeasureNEI']
+__all__ = ['RISK_MEASURES', 'risk_measure', 'EmpiricalCVaR', 'RiskMeasureNEI']
 
 log = logging.getLogger(__name__)
 
 #: risk measures over the ``n_w`` perturbed points (BoTorch's ``botorch.acquisition.risk_measures``)
 RISK_MEASURES = {
     'expectation': 'the mean of f over the perturbation set (the robust objective g, by Monte Carlo)',
-    'cvar': 'CVaR_alpha: the mean of the worst (1 - alpha) share of f over the perturbation set',
+    'cvar': 'CVaR_alpha: the mean of the worst (1 - alpha) share of f over the perturbation set (the draw on the '
+            'share\'s boundary weighted by its fraction: EmpiricalCVaR)',
     'var': 'VaR_alpha: the (1 - alpha)-quantile from below of f over the perturbation set',
 }
+
+
+class EmpiricalCVaR(CVaR):
+    r""":math:`\mathrm{CVaR}_\alpha` of the ``n_w`` equally weighted perturbed values: the mean of their worst
+    :math:`t = (1 - \alpha) n_w` draws, the draw on the boundary weighted by the fractional part of :math:`t`
+    (the CVaR of the empirical distribution, :math:`\sup_z \{z - \mathbb E[(z - Y)^+]/(1 - \alpha)\}`, Rockafellar
+    & Uryasev 2002). So :math:`\alpha = 0.8` is the worst 20 % for any ``n_w``; BoTorch's ``CVaR`` averages
+    :math:`n_w - \lceil \alpha n_w \rceil + 1` whole draws, the worst 4 of 16 (25 %) at :math:`\alpha = 0.8`.
+    :math:`\alpha = 1` is the minimum.
+
+    Example:
+        >>> import torch
+        >>> values = torch.arange(1.0, 17.0).reshape(1, 16, 1)           # 16 draws of one target
+        >>> float(EmpiricalCVaR(alpha=0.8, n_w=16)(values))              # (1 + 2 + 3 + 0.2 * 4) / 3.2
+        2.125
+    """
+
+    def forward(self, samples: Tensor, X: Tensor | None = None) -> Tensor:
+        """``sample_shape x batch_shape x q`` CVaR of ``sample_shape x batch_shape x (q * n_w) x 1`` samples (each
+        ``n_w`` block one target's perturbed values), as BoTorch's ``CVaR.forward``."""
+        prepared = self._prepare_samples(samples)
+        tail = (1.0 - self.alpha) * self.n_w
+        if tail <= 0:
+            return prepared.min(dim=-1).values
+        k = min(math.ceil(tail), self.n_w)
+        worst = torch.topk(prepared, k=k, largest=False, dim=-1).values
+        weights = torch.ones(k, dtype=worst.dtype, device=worst.device)
+        weights[-1] = tail - (k - 1)
+        return (worst * weights).sum(-1) / tail
 
 
 def risk_measure(name: str, n_w: int, alpha: float) -> RiskMeasureMCObjective:
@@ -73,7 +104,7 @@ def risk_measure(name: str, n_w: int, alpha: float) -> RiskMeasureMCObjective:
         raise ValueError(f'unknown risk measure {name!r}; known: {", ".join(RISK_MEASURES)}')
     if not 0 < alpha <= 1:
         raise ValueError(f'alpha must be in (0, 1], got {alpha}')
-    return (CVaR if name == 'cvar' else VaR)(alpha=alpha, n_w=n_w)
+    return (EmpiricalCVaR if name == 'cvar' else VaR)(alpha=alpha, n_w=n_w)
 
 
 @register
