@@ -88,6 +88,22 @@ def test_fit_improves_marginal_likelihood_and_predicts(gen):
     assert (mean - truth).abs().max() < 0.35
 
 
+def test_fit_under_no_grad_is_the_fit(gen):
+    """A fit asked for inside ``torch.no_grad()`` (a model brought up to date while scoring) takes its own gradients:
+    the same hyperparameters as outside (it failed, logged, and kept the old ones)."""
+    locs, y = data(20, gen)
+    a, b = DistributionGP(BOUNDS), DistributionGP(BOUNDS)
+    for gp in (a, b):
+        gp.set_data(locs, y)
+    with torch.no_grad():
+        assert a.fit()
+    assert b.fit()
+    ha, hb = a.hyperparameters(), b.hyperparameters()
+    assert ha['lengthscale'] == pytest.approx(hb['lengthscale'], rel=1e-9)
+    scales = ('outputscale', 'noise', 'mean')
+    assert [ha[k] for k in scales] == pytest.approx([hb[k] for k in scales], rel=1e-9)
+
+
 def test_rejects_non_finite_observations():
     gp = DistributionGP(BOUNDS)
     with pytest.raises(ValueError, match='NaN'):

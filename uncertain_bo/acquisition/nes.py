@@ -162,8 +162,9 @@ def sample_robust_max_values(model: DistributionGP, candidates: CandidateFn, bou
 
     def fun(z: np.ndarray) -> tuple[float, np.ndarray]:
         x = torch.as_tensor(z, dtype=bounds.dtype, device=bounds.device).reshape(num, d).requires_grad_(True)
-        val = paths(candidates(x))[cols, cols].sum()  # Σ_s g̃_s(x_s): separable
-        (grad,) = torch.autograd.grad(-val, x)
+        with torch.enable_grad():                     # whatever the caller's grad mode (a decision under no_grad)
+            val = paths(candidates(x))[cols, cols].sum()  # Σ_s g̃_s(x_s): separable
+            (grad,) = torch.autograd.grad(-val, x)
         return -float(val.detach()), grad.reshape(-1).cpu().numpy().astype(float)
 
     res = minimize(fun, x0.reshape(-1).cpu().numpy(), jac=True, method='L-BFGS-B',

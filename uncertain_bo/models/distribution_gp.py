@@ -383,7 +383,7 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
         ok = True
         try:
             # routine: L-BFGS-B stopping at maxiter (the fit is still an improvement), jitter added to a Cholesky
-            with logged_warnings(log, OptimizationWarning, NumericalWarning):
+            with logged_warnings(log, OptimizationWarning, NumericalWarning), torch.enable_grad():  # any grad mode
                 fit_gpytorch_mll(mll, optimizer_kwargs={'options': {'maxiter': 200}},
                                  max_attempts=max_attempts)
         except (ModelFittingError, RuntimeError, ValueError) as exc:
