@@ -13,6 +13,7 @@ from typing import Callable
 
 import torch
 from botorch.acquisition import AcquisitionFunction
+from botorch.utils.transforms import t_batch_mode_transform
 from torch import Tensor
 
 from ..distributions import DTYPE, LocationDistributions
@@ -75,9 +76,10 @@ class TargetAcquisition(AcquisitionFunction):
         post = model.posterior(distributions)
         return post.mean.reshape(-1), post.variance.reshape(-1)
 
+    @t_batch_mode_transform()
     def forward(self, X: Tensor) -> Tensor:
-        """Scores of ``X`` ``batch x q x d`` -> ``batch``: :meth:`score` for ``q = 1``, :meth:`joint_score` for a
-        batch."""
+        """Scores of ``X`` ``batch x q x d`` (``q x d``: one batch) -> ``batch``: :meth:`score` for ``q = 1``,
+        :meth:`joint_score` for a batch."""
         if X.shape[-2] == 1:
             flat = X.reshape(-1, X.shape[-1])
             return self.score(flat).reshape(X.shape[:-2])

@@ -45,6 +45,7 @@ from typing import Callable
 import numpy as np
 import torch
 from botorch.acquisition import AcquisitionFunction
+from botorch.utils.transforms import t_batch_mode_transform
 from scipy.optimize import minimize
 from torch import Tensor
 
@@ -251,10 +252,8 @@ class NESEntropyReduction(AcquisitionFunction):
         _, v_f, _, v_k = self.moments(targets)
         return 0.5 * (torch.log(v_f + self.noise) - torch.log(v_k + self.noise).mean(-1))
 
+    @t_batch_mode_transform(expected_q=1)       # one target at a time: a batch is decided greedily with pending ones
     def forward(self, X: Tensor) -> Tensor:
-        if X.shape[-2] != 1:
-            raise ValueError(f'NES scores one target at a time (q = 1), got q = {X.shape[-2]}; decide a batch '
-                             'greedily with pending targets')
         return self.score(X.reshape(-1, X.shape[-1])).reshape(X.shape[:-2])
 
 

@@ -69,6 +69,7 @@ from botorch.acquisition.objective import PosteriorTransform
 from botorch.exceptions.warnings import NumericsWarning
 from botorch.models.transforms.input import AppendFeatures
 from botorch.posteriors.gpytorch import GPyTorchPosterior
+from botorch.utils.transforms import t_batch_mode_transform
 from gpytorch.distributions import MultivariateNormal
 from linear_operator.operators import DenseLinearOperator
 from torch import Tensor
@@ -130,6 +131,7 @@ class DistributionallyRobustThompson(AcquisitionFunction):
         super().__init__(model=model)
         self.paths, self.contexts, self.rho = paths, contexts, rho
 
+    @t_batch_mode_transform(expected_q=1)
     def forward(self, X: Tensor) -> Tensor:
         """``X`` ``(b, 1, d)`` decision parts -> ``(b,)``."""
         values = path_on_contexts(self.paths, X.reshape(-1, X.shape[-1]), self.contexts)
@@ -323,7 +325,9 @@ class OffsetRobustThompson(AcquisitionFunction):
         super().__init__(model=model)
         self.paths, self.offsets, self.rho = paths, offsets, rho
 
+    @t_batch_mode_transform(expected_q=1)
     def forward(self, X: Tensor) -> Tensor:
+        """``X`` ``(b, 1, d)`` targets -> ``(b,)``."""
         x = X.reshape(-1, X.shape[-1])
         values = self.paths.at_points(x.unsqueeze(-2) + self.offsets.to(x))[..., 0]
         return worst_case_mean(values, self.rho).reshape(X.shape[:-2])
