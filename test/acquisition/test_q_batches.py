@@ -6,7 +6,7 @@ import torch
 
 from uncertain_bo.acquisition.nes import NESEntropyReduction, dirac_query
 from uncertain_bo.acquisition.quadrature import DistributionallyRobustThompson, OffsetRobustThompson
-from uncertain_bo.acquisition.ugp_ucb import UpperConfidenceBound
+from uncertain_bo.acquisition.ugp_ucb import TargetUpperConfidenceBound
 from uncertain_bo.distributions import DTYPE, Dirac, GaussianExecutionNoise
 from uncertain_bo.models import DistributionGP
 from uncertain_bo.models.sample_paths import PosteriorSamplePaths
@@ -46,7 +46,7 @@ def test_one_target_acquisitions_refuse_a_batch_and_take_q_by_d():
 
 def test_target_acquisitions_take_q_by_d_as_one_batch():
     model = gp(2)
-    acq = UpperConfidenceBound(model, GaussianExecutionNoise.isotropic(0.05, 2), beta=2.0)
+    acq = TargetUpperConfidenceBound(model, GaussianExecutionNoise.isotropic(0.05, 2), beta=4.0)
     X = torch.rand(4, 1, 2, dtype=DTYPE)
     with torch.no_grad():
         torch.testing.assert_close(acq(X[1]), acq(X)[1:2])

@@ -11,7 +11,7 @@ def noisy_inputs_gp(gen):
     """15 heteroscedastic Gaussian inputs in 2-D, reported reading variances, input-induced noise on."""
     locs, y = data(15, gen)
     reported = 0.01 + 0.02 * torch.rand(15, generator=gen, dtype=torch.float64)
-    gp = DistributionGP(BOUNDS, standardize=False, priors=False, input_noise=True)
+    gp = DistributionGP(BOUNDS, standardize=False, priors=False, input_induced_noise=True)
     gp.set_data(locs, y, reported)
     ell, sf2, lam, m = [1.7, 2.5], 1.3, 0.02, 0.4
     gp.set_hyperparameters(lengthscale=ell, outputscale=sf2, noise=lam, mean=m)

@@ -111,14 +111,14 @@ def test_knowledge_gradient_is_non_negative_and_runs_through_optimize_acqf(noisy
 
 
 @pytest.mark.parametrize('sparse', [False, True])
-@pytest.mark.parametrize('input_noise', [False, True])
-def test_call_is_the_posterior_in_every_mode(gen, sparse, input_noise):
+@pytest.mark.parametrize('input_induced_noise', [False, True])
+def test_call_is_the_posterior_in_every_mode(gen, sparse, input_induced_noise):
     """``model(X)`` (GPyTorch's call) and ``model.posterior(X)`` agree to 1e-10 for points and distributions, exact or
     sparse, with or without input-induced noise; and GPyTorch's own prediction strategy (``ExactGP.__call__`` on the
     encoded inputs, independent of the model's cache) gives the exact posterior with the input-induced variances
     (before: its mean was off, as ``forward`` added them in training mode only)."""
     locs, y = data(20, gen)
-    gp = DistributionGP(BOUNDS, input_noise=input_noise)
+    gp = DistributionGP(BOUNDS, input_induced_noise=input_induced_noise)
     gp.set_data(locs, y)
     gp.set_hyperparameters(lengthscale=[0.8, 0.6], outputscale=1.5, noise=0.01)
     if sparse:

@@ -76,9 +76,6 @@ class BOUUUCB(_AreaRecommending):
     def acquisition(self, ctx: DecisionContext) -> AcquisitionFunction:
         return UpperConfidenceBound(TargetModel(ctx.model, ctx.candidates), beta=self.beta ** 2)
 
-    def reported_beta(self, acq: AcquisitionFunction) -> float:
-        return self.beta       # BoTorch's beta is its square
-
 
 @register
 class BOUUMES(_AreaRecommending):

@@ -50,7 +50,7 @@ from ..optim import maximize
 from .base import incumbent
 from .method import DecisionContext, Method, Proposal, Recommendation, register
 
-__all__ = ['RISK_MEASURES', 'risk_measure', 'EmpiricalCVaR', 'RiskMeasureNEI']
+__all__ = ['RISK_MEASURES', 'risk_measure', 'EmpiricalCVaR', 'RiskMeasureLogEI']
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +108,8 @@ def risk_measure(name: str, n_w: int, alpha: float) -> RiskMeasureMCObjective:
 
 
 @register
-class RiskMeasureNEI(Method):
-    """qLogNEI of a risk measure over the execution noise on the shared model (module docstring).
+class RiskMeasureLogEI(Method):
+    """qLogEI of a risk measure over the execution noise on the shared model (module docstring).
 
     Args:
         risk: a key of :data:`RISK_MEASURES` (default ``'cvar'``).
@@ -118,7 +118,7 @@ class RiskMeasureNEI(Method):
     """
 
     name = 'ugp_risk'
-    description = ("BoTorch's qLogNEI of a risk measure (setting risk: cvar (default), var, expectation; alpha 0.8; "
+    description = ("BoTorch's qLogEI of a risk measure (setting risk: cvar (default), var, expectation; alpha 0.8; "
                    'n_w 16) over the execution noise, on the GP over location distributions')
     inputs: ClassVar[str] = 'gaussian'
     robust_candidates: ClassVar[bool] = True

@@ -7,7 +7,7 @@ batch element (``batch x k x d``) and conditions the model on each: the result i
 ``S x batch``. Each of its posteriors is Gaussian conditioning of the fitted model's joint posterior, with the same
 hyperparameters and output standardisation: for queries :math:`x` and the fantasy inputs :math:`F` with readings
 :math:`\mathbf y_F` and noise :math:`N_F` (:math:`\lambda`, plus the reported variances, plus the input-induced
-variances with ``input_noise``),
+variances with ``input_induced_noise``),
 
 .. math::
     \mu'(x) = \mu(x) + C(x, F)\,(C(F, F) + N_F)^{-1} (\mathbf y_F - \mu(F)), \qquad

@@ -43,7 +43,7 @@ input-induced noise of IGP-UCB, Oliveira et al. 2019 Thm. 2, model mismatch). Re
 variance get :math:`\lambda` alone, as before; the marginal likelihood and the posterior use the same
 heteroscedastic diagonal.
 
-**Input-induced noise** (``input_noise=True``). A reading taken at an uncertain location :math:`x_i \sim P_i` is
+**Input-induced noise** (``input_induced_noise=True``). A reading taken at an uncertain location :math:`x_i \sim P_i` is
 :math:`y_i = f(x_i) + \epsilon_i`, so its prior variance is :math:`k(x, x) + \sigma^2_{\epsilon,i}`, not
 :math:`\hat k(P_i, P_i) + \sigma^2_{\epsilon,i}`: around the latent :math:`\hat f(P_i) = \mathbb E_{P_i}[f]` the
 reading scatters by
@@ -120,7 +120,7 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
         noise_lower_bound: lower bound on :math:`\\lambda` (standardised units when ``standardize``).
         noise_prior: the prior on :math:`\\lambda` when ``priors`` (a key of :data:`NOISE_PRIORS`; default
             ``'gamma'``, the prior the paper benchmarks were measured with).
-        input_noise: add each reading's input-induced variance :math:`v_i` (module docstring) to its noise.
+        input_induced_noise: add each reading's input-induced variance :math:`v_i` (module docstring) to its noise.
         lengthscale_prior: a prior on the kernel's lengthscales (unit-cube units) replacing the kernel's own
             (the default kernel's Gamma(3, 6)); for kernels with GPyTorch lengthscales (expected SE,
             unscented SE, kernel mean embeddings, SKL). None keeps the kernel's. A problem whose objective
@@ -154,7 +154,7 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
 
     def __init__(self, bounds: Tensor, kernel: DistributionKernel | None = None, *,
                  standardize: bool = True, priors: bool = True, noise_lower_bound: float = 1e-6,
-                 lengthscale_prior: Prior | None = None, noise_prior: str = 'gamma', input_noise: bool = False):
+                 lengthscale_prior: Prior | None = None, noise_prior: str = 'gamma', input_induced_noise: bool = False):
         bounds = torch.as_tensor(bounds, dtype=DTYPE)
         if bounds.ndim != 2 or bounds.shape[0] != 2 or not (bounds[1] > bounds[0]).all():
             raise ValueError(f'bounds must be (2, d) with upper > lower, got {bounds.tolist()}')
@@ -176,7 +176,7 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
         self.covar_module = ScaleKernel(kernel, outputscale_prior=GammaPrior(2.0, 0.15) if priors else None)
         self.register_buffer('bounds', bounds)
         self.standardize = standardize
-        self.input_noise = bool(input_noise)
+        self.input_induced_noise = bool(input_induced_noise)
         self._locations: LocationDistributions | None = None
         self._y = torch.zeros(0, dtype=DTYPE)
         self._noise = torch.zeros(0, dtype=DTYPE)  # reported reading variances, output units²
@@ -438,9 +438,9 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
     def __call__(self, *args: Any, **kwargs: Any) -> MultivariateNormal:
         """GPyTorch's call. On the encoded training inputs in training mode (the marginal likelihood's call, as
         GPyTorch's ``ExactGP``): the prior over them, whose diagonal holds each reading's input-induced variance with
-        ``input_noise`` (the readings' prior, standardised units). Otherwise ``model(X)`` is :meth:`posterior`
+        ``input_induced_noise`` (the readings' prior, standardised units). Otherwise ``model(X)`` is :meth:`posterior`
         ``(X).distribution`` for points ``batch x q x d`` or a distribution batch (physical and output units): the
-        one posterior of the model in every mode (exact or sparse, with or without ``input_noise``)."""
+        one posterior of the model in every mode (exact or sparse, with or without ``input_induced_noise``)."""
         if self.training and self._are_train_inputs(args):
             return self._with_input_variance(super().__call__(*args, **kwargs))
         return self.posterior(*args, **kwargs).distribution
@@ -457,9 +457,9 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
 
     def _with_input_variance(self, prior: MultivariateNormal) -> MultivariateNormal:
         """``prior`` over the training inputs (all readings, or the fit's subset) with each reading's input-induced
-        variance added to its diagonal when ``input_noise`` is on."""
+        variance added to its diagonal when ``input_induced_noise`` is on."""
         locations = self._train_locations_given
-        if not self.input_noise or locations is None or prior.mean.shape[-1] != len(locations):
+        if not self.input_induced_noise or locations is None or prior.mean.shape[-1] != len(locations):
             return prior
         return MultivariateNormal(prior.mean, prior.lazy_covariance_matrix
                                   + DiagLinearOperator(self.input_variance(locations)))
@@ -467,9 +467,9 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
     def input_variance(self, locations: LocationDistributions) -> Tensor:
         """``(n,)`` input-induced variances :math:`v_i = \\mathbb E_{P_i}[k(x, x)] - \\hat k(P_i, P_i)` of readings
         taken at ``locations`` (module docstring), in the model's standardised output units; differentiable in
-        the hyperparameters. Zeros when ``input_noise`` is off. The point value :math:`k(x, x)` is the kernel at
+        the hyperparameters. Zeros when ``input_induced_noise`` is off. The point value :math:`k(x, x)` is the kernel at
         the distribution's mean (exact for stationary kernels)."""
-        if not self.input_noise:
+        if not self.input_induced_noise:
             return torch.zeros(len(locations), dtype=DTYPE, device=self.bounds.device)
         enc = self.encode(locations)
         spread = self.covar_module.forward(enc, enc, diag=True)
@@ -500,8 +500,8 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
                 objective). Differentiable w.r.t. the points or the distributions' parameters.
             output_indices: None or ``[0]`` (one output).
             observation_noise: False: the latent; True: add each input's noise as a new reading would have it
-                (:math:`\lambda`, plus its input-induced variance with ``input_noise``); a tensor broadcastable to
-                ``batch_shape x q``: those variances (output units²).
+                (:math:`\lambda`, plus its input-induced variance with ``input_induced_noise``); a tensor
+                broadcastable to ``batch_shape x q``: those variances (output units²).
             posterior_transform: a BoTorch ``PosteriorTransform`` applied to the result.
             batch_shape: for a distribution batch, the batch shape in front of ``q`` (default ``()``: one joint
                 distribution over all of them). Ignored for tensors.
@@ -547,8 +547,8 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
 
     def noise_at(self, X: Tensor | LocationDistributions) -> Tensor:
         """``(N,)`` the noise variance a reading taken at each of ``N`` location distributions (or points) would have,
-        without a reported variance: :math:`\\lambda`, plus its input-induced variance with ``input_noise``; output
-        units²."""
+        without a reported variance: :math:`\\lambda`, plus its input-induced variance with ``input_induced_noise``;
+        output units²."""
         dists, _ = self._as_batch(X, None)
         return (float(self.likelihood.noise.detach()) + self.input_variance(dists)) * self._y_scale ** 2
 
@@ -602,7 +602,7 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
             Y: ``(k,)`` or ``(k, 1)`` readings (output units), or ``batch_shape x k x 1``.
             noise: ``(k,)`` reported reading variances (output units², default 0; batched: broadcastable to ``Y``):
                 each reading's noise is :math:`\lambda` plus this, plus its input-induced variance with
-                ``input_noise``.
+                ``input_induced_noise``.
             batch_shape: (keyword, batched readings with a distribution batch ``X``) its batch shape.
 
         Returns:
@@ -680,11 +680,11 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
 
     def noise_diagonal(self) -> Tensor:
         """``(n,)`` each training reading's noise variance :math:`\\lambda + \\sigma^2_{\\epsilon,i}` (learned noise
-        plus the reported variance, plus the input-induced variance with ``input_noise``), in the model's
+        plus the reported variance, plus the input-induced variance with ``input_induced_noise``), in the model's
         standardised output units (detached): the diagonal the marginal likelihood and the posterior add to the
         kernel matrix."""
         diag = float(self.likelihood.noise.detach()) + self._noise / self._y_scale ** 2
-        if self.input_noise and self._locations is not None:
+        if self.input_induced_noise and self._locations is not None:
             with torch.no_grad():
                 diag = diag + self.input_variance(self._locations).to(diag)
         return diag
