@@ -145,3 +145,17 @@ def test_docstring_examples_run():
     for module in (conditioned, distribution_gp):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def test_hallucinated_readings_keep_the_mean_and_give_the_refitted_variance(noisy_inputs_gp):
+    """``hallucinate`` (GP-BUCB's kriging believer): readings at the posterior mean leave the mean where it was, and the
+    covariance is the NumPy posterior's with those readings (noise λ + v_i)."""
+    gp, setup = noisy_inputs_gp
+    new = Gaussian(torch.tensor([[2.0, 2.0], [8.0, -1.0]], dtype=F64), torch.eye(2, dtype=F64).expand(2, 2, 2) * 0.2)
+    test = torch.tensor([[2.5, 2.0], [5.0, 0.0], [8.0, -1.5]], dtype=F64)
+    believer = gp.hallucinate(new)
+    before, after = gp.posterior(test), believer.posterior(test)
+    torch.testing.assert_close(after.mean, before.mean, rtol=0, atol=1e-9)
+    _, c = refit_posterior(setup, new.mean.numpy(), new.covariance.numpy(), np.zeros(2), test.numpy(),
+                           np.zeros((3, 2, 2)))
+    np.testing.assert_allclose(after.distribution.covariance_matrix.detach().numpy(), c, rtol=1e-7, atol=1e-9)

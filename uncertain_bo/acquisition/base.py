@@ -63,8 +63,7 @@ class TargetAcquisition(AcquisitionFunction):
             return
         self.X_pending = X_pending.detach().reshape(-1, X_pending.shape[-1])
         with torch.no_grad():
-            where = self.candidates(self.X_pending)
-            self.scoring_model = self.model.condition_on_observations(where, self.model.marginals(where)[0])
+            self.scoring_model = self.model.hallucinate(self.candidates(self.X_pending))
 
     def marginals(self, distributions: LocationDistributions) -> tuple[Tensor, Tensor]:
         """Posterior mean and variance ``(N,)`` at ``N`` distributions on :attr:`scoring_model`: the shared model's

@@ -27,10 +27,11 @@ from botorch.acquisition.analytic import LogExpectedImprovement, UpperConfidence
 from botorch.acquisition.max_value_entropy_search import qMaxValueEntropy
 from torch import Tensor
 
+from ..initial_design import sobol_points
 from ..models import TargetModel
 from .base import incumbent
 from .method import DecisionContext, Method, Recommendation, register
-from .recommendation import area_mean_recommendation, sobol_points
+from .recommendation import area_mean_recommendation
 
 __all__ = ['BOUUEI', 'BOUUUCB', 'BOUUMES', 'StandardEI']
 

@@ -40,6 +40,7 @@ from torch import Tensor
 from torch.nn.functional import softplus
 
 from ..distributions import LocationDistributions
+from ..initial_design import sobol_points
 from ..models import DistributionGP
 from .base import TargetAcquisition
 from .method import DecisionContext, UCBMethod, register
@@ -81,11 +82,10 @@ def lipschitz_constant(model: DistributionGP, candidates: Callable[[Tensor], Loc
     r""":math:`L = \max_{\mathbf x}\lVert\nabla_{\mathbf x}\hat\mu(\hat P_{\mathbf x})\rVert` (González et al. 2016,
     §3.2) over ``n`` scrambled Sobol points of ``bounds`` (the box's corners too), by autograd through the
     candidates' distributions; field units per metre. A flat mean gives a tiny :math:`L` (floored at 1e-12)."""
-    from torch.quasirandom import SobolEngine
     lo, hi = bounds[0], bounds[1]
-    unit = SobolEngine(bounds.shape[1], scramble=True, seed=int(seed) % (2 ** 31)).draw(n).to(bounds)
     corners = torch.cartesian_prod(*[torch.tensor([0.0, 1.0], dtype=bounds.dtype)] * bounds.shape[1])
-    x = (lo + (hi - lo) * torch.cat([unit, corners.reshape(-1, bounds.shape[1]).to(bounds)])).requires_grad_(True)
+    corners = lo + (hi - lo) * corners.reshape(-1, bounds.shape[1]).to(bounds)
+    x = torch.cat([sobol_points(n, bounds, int(seed) % (2 ** 31)), corners]).requires_grad_(True)
     with torch.enable_grad():
         mean, _ = model.marginals(candidates(x))
         (grad,) = torch.autograd.grad(mean.sum(), x)

@@ -50,11 +50,12 @@ from scipy.optimize import minimize
 from torch import Tensor
 
 from ..distributions import Dirac, Gaussian, LocationDistributions
+from ..initial_design import sobol_points
 from ..kernels import ExpectedRBFKernel
 from ..models import DistributionGP
 from ..models.sample_paths import PosteriorSamplePaths
 from .method import DecisionContext, Method, Recommendation, register
-from .recommendation import area_mean_recommendation, sobol_points
+from .recommendation import area_mean_recommendation
 
 __all__ = ['sample_robust_max_values', 'max_value_levels', 'truncated_gaussian_ep', 'upper_truncated_moments',
            'NESEntropyReduction', 'NESEP', 'query_for', 'dirac_query', 'gaussian_query', 'max_points', 'NESBase']

@@ -47,6 +47,7 @@ from torch import Tensor
 from ..models import TargetModel
 from ..models.target_model import perturbation_set
 from ..optim import maximize
+from ..seeds import decision_seed
 from .base import incumbent
 from .method import DecisionContext, Method, Proposal, Recommendation, register
 
@@ -159,7 +160,7 @@ class RiskMeasureLogEI(Method):
         if rule is not None:
             return None
         places = ctx.places.to(ctx.bounds)
-        score = self.scores(self.view(ctx, ctx.run_seed * 100_003 + len(places)), places)
+        score = self.scores(self.view(ctx, decision_seed(ctx.run_seed, len(places))), places)
         i = int(torch.argmax(score))
         with torch.no_grad():
             _, var = ctx.model.marginals(ctx.candidates(places[i:i + 1]))

@@ -635,6 +635,20 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
         out._cache = cache
         return out
 
+    def hallucinate(self, X: Tensor | LocationDistributions) -> 'DistributionGP':
+        """The model conditioned on readings at ``X`` equal to its posterior mean there (the kriging believer): the
+        mean is unchanged and the variance shrinks where the readings will be taken, GP-BUCB's hallucinated readings
+        of pending targets (Desautels, Krause & Burdick 2014, Eq. 6); :meth:`condition_on_observations`.
+
+        Args:
+            X: ``k`` location distributions (or points ``(k, d)``).
+
+        Raises:
+            RuntimeError: no data.
+        """
+        with torch.no_grad():
+            return self.condition_on_observations(X, self.marginals(X)[0])
+
     def _as_batch(self, X: Tensor | LocationDistributions,
                   batch_shape: Sequence[int] | None) -> tuple[LocationDistributions, torch.Size]:
         """``(distributions, batch_shape)`` for a point tensor ``... x q x d`` or a distribution batch."""
