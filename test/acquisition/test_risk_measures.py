@@ -73,11 +73,3 @@ def test_ugp_risk_recommends_the_best_cvar_of_the_posterior_mean_and_decides_bat
     assert rec.index == int(np.argmax(scores)) and rec.mean == pytest.approx(max(scores), rel=1e-8)
     batch = p.suggest(q=2)
     assert batch.shape == (2, 2) and float((batch[0] - batch[1]).norm()) > 1e-3
-
-
-def test_docstring_examples_run():
-    import doctest
-
-    import uncertain_bo.acquisition.risk_measures as module
-    result = doctest.testmod(module)
-    assert result.failed == 0 and result.attempted > 0

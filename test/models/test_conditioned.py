@@ -3,8 +3,6 @@
 
 The oracle is the NumPy posterior of the data plus the fantasised readings with the same hyperparameters
 (:mod:`acquisition.oracle`): what refitting on the appended data with fixed hyperparameters gives."""
-import doctest
-
 import numpy as np
 import pytest
 import torch
@@ -136,15 +134,6 @@ def test_call_is_the_posterior_in_every_mode(gen, sparse, input_induced_noise):
         mean, var = gp.marginals(X.reshape(-1, 2))
         torch.testing.assert_close(own.mean * gp._y_scale + gp._y_shift, mean, rtol=0, atol=1e-10)
         torch.testing.assert_close(own.variance * gp._y_scale ** 2, var, rtol=0, atol=1e-10)
-
-
-def test_docstring_examples_run():
-    """The ``Example:`` sections of the model's public classes run as written."""
-    import uncertain_bo.models.conditioned as conditioned
-    import uncertain_bo.models.distribution_gp as distribution_gp
-    for module in (conditioned, distribution_gp):
-        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-        assert result.failed == 0 and result.attempted > 0, module.__name__
 
 
 def test_hallucinated_readings_keep_the_mean_and_give_the_refitted_variance(noisy_inputs_gp):

@@ -64,6 +64,22 @@ class TargetUpperConfidenceBound(TargetAcquisition):
 
     Raises:
         ValueError: ``beta < 0``.
+
+    Example:
+        uGP-UCB's score with the papers' :math:`\beta_t = 3` (``beta`` = 9) at three targets:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac, GaussianExecutionNoise
+        >>> from uncertain_bo.models import DistributionGP
+        >>> X = torch.rand(10, 2, dtype=torch.float64)
+        >>> gp = DistributionGP(torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64))
+        >>> gp.set_data(Dirac(X), (3 * X).sin().sum(-1))
+        >>> noise = GaussianExecutionNoise(0.01 * torch.eye(2, dtype=torch.float64))
+        >>> ucb = TargetUpperConfidenceBound(gp, noise, beta=3.0 ** 2)
+        >>> targets = torch.rand(3, 1, 2, dtype=torch.float64)
+        >>> mean, var = gp.marginals(noise(targets[:, 0]))
+        >>> torch.allclose(ucb(targets), mean + 3.0 * var.sqrt())
+        True
     """
 
     def __init__(self, model: DistributionGP, candidates: Callable[[Tensor], LocationDistributions],

@@ -47,6 +47,22 @@ class TargetModel(Model, FantasizeMixin):
 
     Raises:
         ValueError: both ``candidates`` and ``perturbation``.
+
+    Example:
+        BoTorch's noisy expected improvement of the robust objective (each target scored through its execution-noise
+        distribution):
+
+        >>> import torch
+        >>> from botorch.acquisition import qLogNoisyExpectedImprovement
+        >>> from uncertain_bo.distributions import Dirac, GaussianExecutionNoise
+        >>> from uncertain_bo.models import DistributionGP, TargetModel
+        >>> X = torch.rand(10, 2, dtype=torch.float64)
+        >>> gp = DistributionGP(torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64))
+        >>> gp.set_data(Dirac(X), (3 * X).sin().sum(-1))
+        >>> view = TargetModel(gp, GaussianExecutionNoise(0.01 * torch.eye(2, dtype=torch.float64)))
+        >>> acq = qLogNoisyExpectedImprovement(view, X_baseline=X)
+        >>> acq(torch.rand(4, 1, 2, dtype=torch.float64)).shape
+        torch.Size([4])
     """
 
     def __init__(self, gp: Model, candidates: Callable[[Tensor], LocationDistributions] | None = None,
