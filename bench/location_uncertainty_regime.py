@@ -16,7 +16,7 @@ x_i = x̂_i + N(0, σ_L,i² I), readings y_i = f(x_i) + N(0, 0.05²). Two locali
 - ``degraded``: readings east of x = 0.5 have σ_L = r ℓ, west of it 0.1 r ℓ (the rover's GNSS-degraded zone).
 
 Three GPs: the point GP, the location-aware GP, and the location-aware GP with each reading's input-induced
-variance in its noise (``DistributionGP(input_noise=True)``). All are fitted by MAP with the explorer's priors
+variance in its noise (``DistributionGP(input_induced_noise=True)``). All are fitted by MAP with the explorer's priors
 (``DistributionGP(noise_prior='lognormal')``).
 Metrics on a 41 × 41 test grid of exactly known points: RMSE of the posterior mean against f (in units of f's
 prior std), and the peak regret f* − f(argmax μ) normalised by f* − median f. Paired over seeds (Wilcoxon).
@@ -79,7 +79,7 @@ def one_case(seed: int, ratio: float, regime: str, grid: np.ndarray) -> dict[str
     out = {}
     for name, (locations, input_noise) in inputs.items():
         torch.manual_seed(seed)  # the fit's restarts
-        gp = DistributionGP(bounds, noise_prior='lognormal', input_noise=input_noise)
+        gp = DistributionGP(bounds, noise_prior='lognormal', input_induced_noise=input_noise)
         gp.set_data(locations, torch.as_tensor(y, dtype=DTYPE))
         gp.fit()
         with torch.no_grad():

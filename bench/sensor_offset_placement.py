@@ -95,7 +95,7 @@ def placement_metrics(field: Field, rows: list[dict], which: str, grid: np.ndarr
     xmin, xmax, ymin, ymax = field.bounds
     bounds = torch.tensor([[xmin, ymin], [xmax, ymax]], dtype=DTYPE)
     torch.manual_seed(seed)
-    gp = DistributionGP(bounds, noise_prior='lognormal', input_noise=input_noise)
+    gp = DistributionGP(bounds, noise_prior='lognormal', input_induced_noise=input_noise)
     gp.set_data(Gaussian(torch.as_tensor(means, dtype=DTYPE), torch.as_tensor(covs, dtype=DTYPE)),
                 torch.as_tensor([r['y'] for r in rows], dtype=DTYPE))
     gp.fit()

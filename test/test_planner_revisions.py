@@ -15,7 +15,7 @@ HYPER = dict(lengthscale=[8.0, 11.0], outputscale=1.3, noise=0.05, mean=0.1)
 
 
 def fixed_gp(bounds, kernel=None, input_noise=True):
-    gp = DistributionGP(bounds, kernel, input_noise=input_noise)
+    gp = DistributionGP(bounds, kernel, input_induced_noise=input_noise)
     gp.set_hyperparameters(**HYPER)
     return gp
 

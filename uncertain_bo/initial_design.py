@@ -21,11 +21,25 @@ from .route import nearest_neighbour_tour
 if TYPE_CHECKING:
     from .keep_out import KeepOut
 
-__all__ = ['initial_design', 'initial_design_tour', 'extend_design', 'rover_design']
+__all__ = ['sobol_points', 'initial_design', 'initial_design_tour', 'extend_design', 'rover_design']
 
 # torch.quasirandom.SobolEngine computes its first point in the global default dtype at construction: the design
 # sets it for that moment, and the lock keeps two threads (e.g. a background decider) from interleaving the change
 _DEFAULT_DTYPE_LOCK = threading.Lock()
+
+
+def sobol_points(n: int, bounds: Tensor, seed: int) -> Tensor:
+    """``(n, d)`` scrambled Sobol points in ``bounds`` ``(2, d)`` (seeded; dtype and device of ``bounds``): the one
+    Sobol-in-a-box of the package (designs, recommendation grids, max-value and Lipschitz points)."""
+    with _DEFAULT_DTYPE_LOCK:
+        default = torch.get_default_dtype()
+        torch.set_default_dtype(bounds.dtype)
+        try:
+            engine = torch.quasirandom.SobolEngine(bounds.shape[1], scramble=True, seed=seed)
+        finally:
+            torch.set_default_dtype(default)
+    unit = engine.draw(n, dtype=bounds.dtype).to(bounds.device)
+    return bounds[0] + unit * (bounds[1] - bounds[0])
 
 
 def initial_design(bounds: Tensor, n: int, seed: int, start: Tensor | None = None) -> Tensor:
@@ -40,16 +54,7 @@ def initial_design(bounds: Tensor, n: int, seed: int, start: Tensor | None = Non
     Returns:
         ``(n, d)`` targets.
     """
-    dim = bounds.shape[1]
-    with _DEFAULT_DTYPE_LOCK:
-        default = torch.get_default_dtype()
-        torch.set_default_dtype(bounds.dtype)
-        try:
-            engine = torch.quasirandom.SobolEngine(dim, scramble=True, seed=seed)
-        finally:
-            torch.set_default_dtype(default)
-    unit = engine.draw(n, dtype=bounds.dtype).to(bounds.device)
-    pts = bounds[0] + unit * (bounds[1] - bounds[0])
+    pts = sobol_points(n, bounds, seed)
     if start is None:
         return pts
     return initial_design_tour(pts, start)

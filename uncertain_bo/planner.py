@@ -144,7 +144,7 @@ class Planner:
         inducing_points: inducing inputs of the sparse posterior (every measurement and evenly thinned
             en-route readings, re-chosen at each hyperparameter fit).
         input_noise: the default model adds each reading's input-induced variance to its noise
-            (:class:`~uncertain_bo.models.DistributionGP` ``input_noise``); not used by a ``model_factory``.
+            (:class:`~uncertain_bo.models.DistributionGP` ``input_induced_noise``); not used by a ``model_factory``.
         journal: optional path of the observations journal; an existing journal is resumed.
         model_factory: optional ``(bounds, kernel) -> DistributionGP`` (e.g. fixed hyperparameters).
         metadata: extra fields for a new journal's header.
@@ -756,7 +756,8 @@ class Planner:
         kernel = self._method.kernel(self.dim)
         m = self.settings.model
         factory = m.model_factory or (
-            lambda bounds, kernel: DistributionGP(bounds, kernel, noise_prior=m.noise_prior, input_noise=m.input_noise))
+            lambda bounds, kernel: DistributionGP(bounds, kernel, noise_prior=m.noise_prior,
+                                                  input_induced_noise=m.input_noise))
         return factory(self.bounds, kernel)
 
     def _initial_design(self) -> Tensor:

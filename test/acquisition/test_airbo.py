@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from uncertain_bo.acquisition import UpperConfidenceBound, get_method
+from uncertain_bo.acquisition import TargetUpperConfidenceBound, get_method
 from uncertain_bo.acquisition.airbo import AIRBO_BETA
 from uncertain_bo.benchmarks.functions_airbo import get_airbo_problem
 from uncertain_bo.distributions import Dirac, Empirical
@@ -82,7 +82,7 @@ def test_acquisition_is_smooth_in_the_target(one_thread):
     problem = get_airbo_problem('double-peak-beta')
     planner = run(problem, 'airbo', 2, 8, 8, n_samples=100)
     planner.suggest()  # fits the model
-    acq = UpperConfidenceBound(planner.model, planner.candidates, AIRBO_BETA)
+    acq = TargetUpperConfidenceBound(planner.model, planner.candidates, AIRBO_BETA ** 2)
     x = torch.tensor([[[0.31]]], requires_grad=True)
     acq(x).sum().backward()
     eps = 1e-5

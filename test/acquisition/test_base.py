@@ -10,7 +10,7 @@ from scipy.stats import norm
 
 from uncertain_bo.acquisition.base import TargetAcquisition
 from uncertain_bo.acquisition.uei import UnscentedExpectedImprovement
-from uncertain_bo.acquisition.ugp_ucb import UpperConfidenceBound
+from uncertain_bo.acquisition.ugp_ucb import TargetUpperConfidenceBound
 from uncertain_bo.distributions import DTYPE, Dirac, GaussianExecutionNoise
 from uncertain_bo.unscented import sigma_points
 
@@ -24,7 +24,7 @@ def mock(mean, var):
 
 @pytest.mark.parametrize('beta', [0.0, 1.0, 3.0])
 def test_ucb_is_the_mean_plus_beta_standard_deviations_of_whatever_posterior_it_gets(beta):
-    ucb = UpperConfidenceBound(mock(MEAN, VAR), Dirac, beta)
+    ucb = TargetUpperConfidenceBound(mock(MEAN, VAR), Dirac, beta ** 2)
     got = ucb(torch.zeros(3, 1, 2, dtype=DTYPE))
     torch.testing.assert_close(got, MEAN + beta * VAR.sqrt())
 

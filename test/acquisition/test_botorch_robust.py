@@ -6,19 +6,11 @@ import math
 import torch
 
 from uncertain_bo.acquisition import get_method
-from uncertain_bo.acquisition.botorch_robust import BoTorchRobust, perturbation_set
+from uncertain_bo.acquisition.botorch_robust import BoTorchRobust
 from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
 from uncertain_bo.planner import Planner
 
 BOX = torch.tensor([[0.0, 0.0], [200.0, 120.0]], dtype=torch.float64)
-
-
-def test_perturbation_set_moments_match_the_execution_noise():
-    cov = torch.tensor([[4.0, 1.0], [1.0, 2.0]], dtype=torch.float64)
-    xi = perturbation_set(GaussianExecutionNoise(cov), BOX, 1024, seed=3) * (BOX[1] - BOX[0])
-    assert xi.shape == (1024, 2)
-    assert torch.allclose(xi.mean(0), torch.zeros(2, dtype=torch.float64), atol=0.05)
-    assert torch.allclose(torch.cov(xi.T), cov, rtol=0.08, atol=0.05)
 
 
 def test_botorch_robust_decides_after_the_initial_design_and_recommends_a_past_target():

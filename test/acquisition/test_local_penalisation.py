@@ -55,7 +55,7 @@ def test_penalised_acquisition_is_lowered_near_a_pending_target_and_unchanged_fa
     best = float(mu_j[0]) + 1.0             # ball radius (M - mu_j) / L = 1/3 m
     near = np.array([[0.0, 11.0], [0.1, 11.05]])
     far = np.array([[5.5, 13.8], [5.0, 10.2]])    # > 5 m away: L * dist - 1 >> sqrt(2) sigma_j
-    acq = LocallyPenalisedUCB(gp, noise_model(), beta, lipschitz, best, X_pending=torch.as_tensor(pending))
+    acq = LocallyPenalisedUCB(gp, noise_model(), beta ** 2, lipschitz, best, X_pending=torch.as_tensor(pending))
     points = np.concatenate([near, far])
     mu, var = robust_posterior(data, points)
     softplus_ucb = np.log1p(np.exp(mu + beta * np.sqrt(var)))

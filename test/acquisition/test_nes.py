@@ -108,6 +108,23 @@ def test_robust_max_values_match_a_dense_grid_maximum():
     assert levels.shape == (3,) and (levels[1:] >= levels[:-1]).all()
 
 
+def test_robust_max_values_polish_under_no_grad_in_2d():
+    """The L-BFGS-B polish (d > 1) takes its own gradients: a caller under ``torch.no_grad()`` (it raised) gets the
+    same values as one without."""
+    g = torch.Generator().manual_seed(1)
+    x = torch.rand(8, 2, generator=g, dtype=DTYPE)
+    gp = DistributionGP(torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DTYPE), standardize=False, priors=False)
+    gp.set_data(Dirac(x), torch.sin(4 * x).sum(-1))
+    gp.set_hyperparameters(lengthscale=0.3, outputscale=1.0, noise=1e-3, mean=0.0)
+    noise = GaussianExecutionNoise.isotropic(SIGMA_X, 2)
+    bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=DTYPE)
+    with torch.no_grad():
+        mv, argmax, _ = sample_robust_max_values(gp, noise, bounds, num=4, n_features=100, seed=2, raw_points=64)
+    mv2, argmax2, _ = sample_robust_max_values(gp, noise, bounds, num=4, n_features=100, seed=2, raw_points=64)
+    torch.testing.assert_close(mv, mv2)
+    torch.testing.assert_close(argmax, argmax2)
+
+
 def test_nes_ep_predictive_against_rejection_sampling():
     """The EP predictive of f at the query given g ≤ g* (at the data and the candidate) against the moments of
     joint GP posterior samples (g(C), g(x), f(x)) | y with the same constraint imposed by rejection."""

@@ -37,12 +37,13 @@ def fitted_gp(n=15, seed=0, gaussian=False):
 
 def oracle_posterior(model, points):
     """NumPy joint posterior at ``points`` ``(b, n, D)`` (Dirac) from the model's data and hyperparameters, the noise
-    of each reading its λ + reported variance (+ input-induced variance, by the closed form, with ``input_noise``)."""
+    of each reading its λ + reported variance (+ input-induced variance, by the closed form, with
+    ``input_induced_noise``)."""
     hp = model.hyperparameters()
     locs = model.train_locations
     covs = locs.covariance.numpy()
     noise = hp['noise'] + model.reading_noise.numpy()
-    if model.input_noise:
+    if model.input_induced_noise:
         w_inv = np.diag(1.0 / np.asarray(hp['lengthscale']) ** 2)
         noise = noise + np.array([hp['outputscale'] * (1 - np.linalg.det(np.eye(len(w_inv)) + 2 * w_inv @ c) ** -0.5)
                                   for c in covs])

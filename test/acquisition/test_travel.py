@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from uncertain_bo.acquisition import UpperConfidenceBound
+from uncertain_bo.acquisition import TargetUpperConfidenceBound
 from uncertain_bo.acquisition.travel import TravelPenalty
 from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
 from uncertain_bo.planner import Planner
@@ -27,7 +27,7 @@ def test_travel_penalty_is_the_closed_form():
     for t in ([3.0, 4.0], [20.0, 30.0], [25.0, 5.0], [10.0, 20.0]):
         _observe(p, t, t, y=float(sum(t)) / 10)
     p.recommend()  # fits
-    inner = UpperConfidenceBound(p.model, p.candidates, 2.0)
+    inner = TargetUpperConfidenceBound(p.model, p.candidates, 4.0)
     pos = torch.tensor([3.0, 4.0], dtype=torch.float64)
     acq = TravelPenalty(inner, pos, BOX, weight=2.0, signal_std=5.0)
     x = torch.tensor([[3.0, 4.0], [21.0, 28.0], [30.0, 40.0]], dtype=torch.float64)
@@ -55,7 +55,7 @@ def test_a_batch_pays_for_its_tour_in_order():
     for t in ([3.0, 4.0], [20.0, 30.0], [25.0, 5.0], [10.0, 20.0]):
         _observe(p, t, t, y=float(sum(t)) / 10)
     p.recommend()
-    inner = UpperConfidenceBound(p.model, p.candidates, 2.0)
+    inner = TargetUpperConfidenceBound(p.model, p.candidates, 4.0)
     pos = torch.tensor([3.0, 4.0], dtype=torch.float64)
     acq = TravelPenalty(inner, pos, BOX, weight=2.0, signal_std=5.0)
     batch = torch.tensor([[[6.0, 8.0], [30.0, 40.0]], [[30.0, 40.0], [6.0, 8.0]]], dtype=torch.float64)

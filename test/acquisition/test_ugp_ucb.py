@@ -10,7 +10,7 @@ import pytest
 import torch
 from scipy.integrate import dblquad
 
-from uncertain_bo.acquisition.ugp_ucb import UpperConfidenceBound, in_box_fraction
+from uncertain_bo.acquisition.ugp_ucb import TargetUpperConfidenceBound, in_box_fraction
 from uncertain_bo.distributions import Dirac, Gaussian, GaussianExecutionNoise
 from uncertain_bo.models import DistributionGP
 from uncertain_bo.optim import maximize
@@ -31,7 +31,7 @@ def data():
 def test_ucb_of_gaussian_candidates_is_the_closed_form_mean_plus_beta_std(data, beta):
     gp, x, covs, y = data
     mu, var = oracle.posterior(x, covs, y, TARGETS, [EXEC_COV] * len(TARGETS), ELL, SF2, LAM, MEAN0)
-    got = UpperConfidenceBound(gp, noise_model(), beta).score(torch.as_tensor(TARGETS))
+    got = TargetUpperConfidenceBound(gp, noise_model(), beta ** 2).score(torch.as_tensor(TARGETS))
     np.testing.assert_allclose(got.detach().numpy(), mu + beta * np.sqrt(var), rtol=1e-10, atol=1e-12)
 
 
@@ -39,7 +39,7 @@ def test_ucb_of_point_candidates_is_the_closed_form_of_the_se_kernel(data):
     """Dirac candidates (IGP-UCB's): the expected kernel at Σ = 0 is the plain SE kernel."""
     gp, x, covs, y = data
     mu, var = oracle.posterior(x, covs, y, TARGETS, [np.zeros((2, 2))] * len(TARGETS), ELL, SF2, LAM, MEAN0)
-    got = UpperConfidenceBound(gp, Dirac, 3.0).score(torch.as_tensor(TARGETS))
+    got = TargetUpperConfidenceBound(gp, Dirac, 9.0).score(torch.as_tensor(TARGETS))
     np.testing.assert_allclose(got.detach().numpy(), mu + 3.0 * np.sqrt(var), rtol=1e-10, atol=1e-12)
 
 
@@ -47,7 +47,7 @@ def test_ucb_batch_interface_and_gradient(data):
     """BoTorch's ``(b, 1, d) -> (b,)`` call equals the scores; the gradient w.r.t. the targets (what L-BFGS-B
     follows) matches central differences of the closed form."""
     gp, x, covs, y = data
-    ucb = UpperConfidenceBound(gp, noise_model(), 2.0)
+    ucb = TargetUpperConfidenceBound(gp, noise_model(), 4.0)
     t = torch.as_tensor(TARGETS[:2]).clone().requires_grad_(True)
     torch.testing.assert_close(ucb(t.unsqueeze(-2)), ucb.score(t), rtol=0, atol=0)
     ucb.score(t).sum().backward()
@@ -65,7 +65,7 @@ def test_ucb_batch_interface_and_gradient(data):
 def test_ucb_rejects_a_negative_or_nan_beta(data):
     for beta in (-0.1, float('nan')):
         with pytest.raises(ValueError, match='beta'):
-            UpperConfidenceBound(data[0], Dirac, beta)
+            TargetUpperConfidenceBound(data[0], Dirac, beta)
 
 
 def bucb_oracle(data, batch, pending=None, beta=2.0):
@@ -88,7 +88,7 @@ def test_batch_value_is_gp_bucb_over_the_joint_posterior(data):
     """q = 3 jointly (``forward`` on ``b x 3 x d``): each pick's σ conditioned on hallucinated readings at the earlier
     picks, against the Schur complements of the NumPy joint posterior."""
     gp = data[0]
-    ucb = UpperConfidenceBound(gp, noise_model(), 2.0)
+    ucb = TargetUpperConfidenceBound(gp, noise_model(), 4.0)
     batches = np.stack([TARGETS[:3], TARGETS[[3, 1, 0]], np.array([[1.0, 12.0], [1.1, 12.1], [5.0, 10.5]])])
     got = ucb(torch.as_tensor(batches)).detach().numpy()
     np.testing.assert_allclose(got, [bucb_oracle(data, b) for b in batches], rtol=1e-9)
@@ -100,11 +100,11 @@ def test_pending_targets_shrink_the_variance_where_they_will_measure(data):
     restores the plain score."""
     gp = data[0]
     pending = np.array([[1.0, 12.0], [4.0, 13.0]])
-    ucb = UpperConfidenceBound(gp, noise_model(), 2.0, X_pending=torch.as_tensor(pending))
+    ucb = TargetUpperConfidenceBound(gp, noise_model(), 4.0, X_pending=torch.as_tensor(pending))
     got = ucb.score(torch.as_tensor(TARGETS)).detach().numpy()
     expected = [bucb_oracle(data, t[None], pending) for t in TARGETS]
     np.testing.assert_allclose(got, expected, rtol=1e-9)
-    plain = UpperConfidenceBound(gp, noise_model(), 2.0).score(torch.as_tensor(TARGETS))
+    plain = TargetUpperConfidenceBound(gp, noise_model(), 4.0).score(torch.as_tensor(TARGETS))
     assert (got < plain.detach().numpy()).all()
     ucb.set_X_pending(None)
     torch.testing.assert_close(ucb.score(torch.as_tensor(TARGETS)), plain)
@@ -112,7 +112,7 @@ def test_pending_targets_shrink_the_variance_where_they_will_measure(data):
 
 def test_joint_maximisation_of_a_batch_stays_in_the_box(data):
     gp = data[0]
-    ucb = UpperConfidenceBound(gp, noise_model(), 2.0)
+    ucb = TargetUpperConfidenceBound(gp, noise_model(), 4.0)
     x, value = maximize(ucb, BOX, FAST, seed=0, q=2)
     assert x.shape == (2, 2) and ((x >= BOX[0]) & (x <= BOX[1])).all()
     assert value == pytest.approx(float(ucb(x.unsqueeze(0))), rel=1e-9)
@@ -158,7 +158,7 @@ def test_in_box_ucb_damps_only_the_exploration_term(wide):
     pts = np.array([[100.0, 50.0], [0.0, 0.0], [200.0, 55.0]])
     mu, var = oracle.posterior(x, [np.eye(2) * 0.25] * len(x), y, pts, [cov] * len(pts), [25.0, 15.0], 1.0, 1e-3, 0.0)
     phi = np.array([footprint_inside(p, [25.0, 15.0], box) for p in pts])
-    got = UpperConfidenceBound(gp, noise, 3.0, in_box=True).score(torch.as_tensor(pts)).detach().numpy()
+    got = TargetUpperConfidenceBound(gp, noise, 9.0, in_box=True).score(torch.as_tensor(pts)).detach().numpy()
     np.testing.assert_allclose(got, mu + 3.0 * phi * np.sqrt(var), rtol=1e-6)
     assert phi[1] == pytest.approx(0.25, rel=1e-6) and phi[0] > 0.99
 
@@ -211,7 +211,7 @@ def test_suggest_q_is_greedy_gp_bucb_with_the_earlier_picks_pending():
     q.decisions.clear()
     again = q.suggest(q=1, pending=batch[:2])
     # the same pick, up to the seed: pick 2 of the batch used the seed of measurement 6, this one of measurement 4
-    ucb_batch = UpperConfidenceBound(p.model, p.candidates, 3.0, X_pending=batch[:2])
+    ucb_batch = TargetUpperConfidenceBound(p.model, p.candidates, 9.0, X_pending=batch[:2])
     assert float(ucb_batch.score(again)) == pytest.approx(float(ucb_batch.score(batch[2:])), rel=1e-3)
 
 
@@ -315,3 +315,18 @@ def test_a_route_horizon_longer_than_the_initial_design_starts_without_readings(
     assert torch.equal(first, p.initial_design[0]) and p.decisions[-1].phase == 'initial'
     observe(p, first, g)
     assert p.decisions[-1].index == 0 and p.suggest().shape == (2,) and p.decisions[-1].phase == 'acquisition'
+
+
+@pytest.mark.parametrize('beta', [0.0, 0.5, 4.0, 9.0])
+def test_target_ucb_takes_botorchs_beta(data, beta):
+    """``TargetUpperConfidenceBound(beta=b)`` is BoTorch's ``UpperConfidenceBound(beta=b)`` (σ weighted by √b) on the
+    model seen over targets (its target view, BoTorch's class as the oracle); the old class weighted σ by b itself."""
+    from botorch.acquisition import UpperConfidenceBound
+
+    from uncertain_bo.models import TargetModel
+    gp = data[0]
+    X = torch.as_tensor(TARGETS).unsqueeze(-2)
+    with torch.no_grad():
+        ours = TargetUpperConfidenceBound(gp, noise_model(), beta)(X)
+        botorch = UpperConfidenceBound(TargetModel(gp, noise_model()), beta=beta)(X)
+    torch.testing.assert_close(ours, botorch, rtol=1e-12, atol=1e-12)

@@ -88,6 +88,22 @@ def test_fit_improves_marginal_likelihood_and_predicts(gen):
     assert (mean - truth).abs().max() < 0.35
 
 
+def test_fit_under_no_grad_is_the_fit(gen):
+    """A fit asked for inside ``torch.no_grad()`` (a model brought up to date while scoring) takes its own gradients:
+    the same hyperparameters as outside (it failed, logged, and kept the old ones)."""
+    locs, y = data(20, gen)
+    a, b = DistributionGP(BOUNDS), DistributionGP(BOUNDS)
+    for gp in (a, b):
+        gp.set_data(locs, y)
+    with torch.no_grad():
+        assert a.fit()
+    assert b.fit()
+    ha, hb = a.hyperparameters(), b.hyperparameters()
+    assert ha['lengthscale'] == pytest.approx(hb['lengthscale'], rel=1e-9)
+    scales = ('outputscale', 'noise', 'mean')
+    assert [ha[k] for k in scales] == pytest.approx([hb[k] for k in scales], rel=1e-9)
+
+
 def test_rejects_non_finite_observations():
     gp = DistributionGP(BOUNDS)
     with pytest.raises(ValueError, match='NaN'):
@@ -115,20 +131,6 @@ def input_variance_numpy(covs, ell, sf2):
     """v_i = σ_f² (1 - |I + 2 W⁻¹ Σ_i|^{-1/2}) (Girard 2004 §3.4), the closed form for the expected SE kernel."""
     w_inv = np.diag(1.0 / np.asarray(ell) ** 2)
     return np.array([sf2 * (1 - np.linalg.det(np.eye(len(ell)) + 2 * w_inv @ c) ** -0.5) for c in covs])
-
-
-@pytest.fixture
-def noisy_inputs_gp(gen):
-    """15 heteroscedastic Gaussian inputs in 2-D, reported reading variances, input-induced noise on."""
-    locs, y = data(15, gen)
-    reported = 0.01 + 0.02 * torch.rand(15, generator=gen, dtype=torch.float64)
-    gp = DistributionGP(BOUNDS, standardize=False, priors=False, input_noise=True)
-    gp.set_data(locs, y, reported)
-    ell, sf2, lam, m = [1.7, 2.5], 1.3, 0.02, 0.4
-    gp.set_hyperparameters(lengthscale=ell, outputscale=sf2, noise=lam, mean=m)
-    M, S = locs.mean.numpy(), locs.covariance.numpy()
-    noise = lam + reported.numpy() + input_variance_numpy(S, ell, sf2)
-    return gp, (M, S, y.numpy(), ell, sf2, noise, m)
 
 
 def test_posterior_is_a_botorch_posterior_with_the_joint_covariance(noisy_inputs_gp):

@@ -113,7 +113,7 @@ def test_noise_prior_is_a_planner_setting():
         Planner(BOX, GaussianExecutionNoise.isotropic(0.5, 2), noise_prior='flat')
 
 
-# ---------------------------------------------------------------- input-induced noise (DistributionGP input_noise)
+# ------------------------------------------------------- input-induced noise (DistributionGP input_induced_noise)
 def _gaussians(n=6, seed=1):
     g = torch.Generator().manual_seed(seed)
     mean = 10 * torch.rand(n, 2, generator=g, dtype=torch.float64)
@@ -124,7 +124,7 @@ def _gaussians(n=6, seed=1):
 
 def test_input_variance_matches_monte_carlo():
     """v_i = E[k(x, x)] - E[k(x, x')], x, x' ~ P_i independent, against Monte Carlo samples of P_i."""
-    gp = DistributionGP(BOX, standardize=False, priors=False, input_noise=True)
+    gp = DistributionGP(BOX, standardize=False, priors=False, input_induced_noise=True)
     gp.set_hyperparameters(lengthscale=[ELL, 3.0], outputscale=SF2, noise=LAM, mean=MEAN)
     locations = _gaussians()
     v = gp.input_variance(locations).detach()
@@ -138,7 +138,7 @@ def test_input_variance_matches_monte_carlo():
 
 
 def test_input_variance_is_zero_for_points_and_when_off():
-    on = DistributionGP(BOX, standardize=False, priors=False, input_noise=True)
+    on = DistributionGP(BOX, standardize=False, priors=False, input_induced_noise=True)
     assert torch.equal(on.input_variance(Dirac(torch.rand(4, 2, dtype=torch.float64))),
                        torch.zeros(4, dtype=torch.float64))
     off = DistributionGP(BOX, standardize=False, priors=False)
@@ -148,7 +148,7 @@ def test_input_variance_is_zero_for_points_and_when_off():
 def test_training_marginal_variance_is_the_point_variance():
     """With input noise, a reading at an uncertain location has prior variance k(x, x) + lambda + its reported
     variance, whatever its location covariance (the exact marginal variance of y_i = f(x_i) + eps_i)."""
-    gp = DistributionGP(BOX, standardize=False, priors=False, input_noise=True)
+    gp = DistributionGP(BOX, standardize=False, priors=False, input_induced_noise=True)
     gp.set_hyperparameters(lengthscale=ELL, outputscale=SF2, noise=LAM, mean=MEAN)
     locations = _gaussians()
     var = torch.linspace(0.0, 0.5, 6, dtype=torch.float64)
@@ -167,8 +167,8 @@ def test_training_marginal_variance_is_the_point_variance():
 def test_input_noise_rank_one_growth_matches_a_fresh_build():
     locations, y = _gaussians(8), torch.randn(8, dtype=torch.float64)
     var = torch.full((8,), 0.1, dtype=torch.float64)
-    grown = DistributionGP(BOX, standardize=False, priors=False, input_noise=True)
-    fresh = DistributionGP(BOX, standardize=False, priors=False, input_noise=True)
+    grown = DistributionGP(BOX, standardize=False, priors=False, input_induced_noise=True)
+    fresh = DistributionGP(BOX, standardize=False, priors=False, input_induced_noise=True)
     for gp in (grown, fresh):
         gp.set_hyperparameters(lengthscale=ELL, outputscale=SF2, noise=LAM, mean=MEAN)
     grown.set_data(locations[:3], y[:3], var[:3])

@@ -52,7 +52,7 @@ def test_input_induced_noise_follows_the_fit_subset():
     input-induced v_i: a reading at an uncertain place scatters as f at a point does)."""
     from acquisition import oracle
     locs, y, noise = data(30)
-    gp = DistributionGP(BOUNDS, input_noise=True, standardize=False, priors=False)
+    gp = DistributionGP(BOUNDS, input_induced_noise=True, standardize=False, priors=False)
     gp.set_data(locs, y, noise)
     ell, sf2 = [1.3, 2.1], 0.7
     gp.set_hyperparameters(lengthscale=ell, outputscale=sf2, noise=0.01, mean=0.0)
@@ -69,10 +69,10 @@ def test_input_induced_noise_follows_the_fit_subset():
     assert (np.diag(k) < sf2 - 1e-3).all()        # the input-induced part is not negligible here
 
 
-@pytest.mark.parametrize('input_noise', [False, True])
-def test_sparse_posterior_with_every_input_inducing_is_the_exact_one(input_noise):
+@pytest.mark.parametrize('input_induced_noise', [False, True])
+def test_sparse_posterior_with_every_input_inducing_is_the_exact_one(input_induced_noise):
     locs, y, noise = data(60)
-    gp = DistributionGP(BOUNDS, input_noise=input_noise)
+    gp = DistributionGP(BOUNDS, input_induced_noise=input_induced_noise)
     gp.set_data(locs[:50], y[:50], noise[:50])
     gp.fit()
     gp.append(locs[50:], y[50:], noise[50:])
@@ -87,10 +87,10 @@ def test_sparse_posterior_with_every_input_inducing_is_the_exact_one(input_noise
     assert gp.information_gain() == pytest.approx(gain, rel=1e-8)
 
 
-@pytest.mark.parametrize('input_noise', [False, True])
-def test_sparse_rank_one_growth_equals_a_rebuild(input_noise):
+@pytest.mark.parametrize('input_induced_noise', [False, True])
+def test_sparse_rank_one_growth_equals_a_rebuild(input_induced_noise):
     locs, y, noise = data(70, seed=1)
-    gp = DistributionGP(BOUNDS, input_noise=input_noise)
+    gp = DistributionGP(BOUNDS, input_induced_noise=input_induced_noise)
     gp.set_data(locs[:50], y[:50], noise[:50])
     gp.fit()
     gp.inducing = torch.arange(0, 50, 3)

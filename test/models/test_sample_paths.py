@@ -31,13 +31,13 @@ def test_random_features_match_the_expected_kernel():
 
 def test_paths_at_candidate_distributions_have_the_models_posterior_moments():
     """g̃ at N(x, Σ̂) over 4000 paths: mean and covariance against the model's joint posterior there, with 15
-    heteroscedastic Gaussian training inputs and ``input_noise`` (each reading's noise includes its input-induced
-    variance, in the posterior and in the paths' update alike)."""
+    heteroscedastic Gaussian training inputs and ``input_induced_noise`` (each reading's noise includes its
+    input-induced variance, in the posterior and in the paths' update alike)."""
     g = torch.Generator().manual_seed(0)
     bounds = torch.tensor([[0.0, 0.0], [10.0, 10.0]], dtype=DTYPE)
     x = torch.rand(15, 2, generator=g, dtype=DTYPE) * 10
     a = 0.6 * torch.randn(15, 2, 2, generator=g, dtype=DTYPE)
-    gp = DistributionGP(bounds, input_noise=True)
+    gp = DistributionGP(bounds, input_induced_noise=True)
     gp.set_data(Gaussian(x, a @ a.transpose(-1, -2) + 0.05 * torch.eye(2, dtype=DTYPE)), torch.sin(x).sum(-1))
     gp.set_hyperparameters(lengthscale=[2.0, 3.0], outputscale=1.0, noise=0.01, mean=0.0)
     cand = GaussianExecutionNoise.isotropic(0.5, 2)(torch.tensor([[2.0, 3.0], [2.5, 3.5], [8.0, 1.0]], dtype=DTYPE))

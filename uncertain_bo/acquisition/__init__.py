@@ -13,10 +13,10 @@ from .base import TargetAcquisition
 from .beta import FixedBeta, TheoryBeta, make_beta
 from .method import (INPUT_KINDS, METHODS, DecisionContext, Method, Proposal, Recommendation, UCBMethod,
                      get_method, register)
-from .ugp_ucb import UpperConfidenceBound
+from .ugp_ucb import TargetUpperConfidenceBound
 
 __all__ = ['Method', 'UCBMethod', 'DecisionContext', 'Proposal', 'Recommendation', 'METHODS', 'INPUT_KINDS',
-           'register', 'get_method', 'TargetAcquisition', 'UpperConfidenceBound', 'FixedBeta', 'TheoryBeta',
+           'register', 'get_method', 'TargetAcquisition', 'TargetUpperConfidenceBound', 'FixedBeta', 'TheoryBeta',
            'make_beta']
 
 # each module registers its methods

@@ -13,12 +13,25 @@ from typing import Callable
 
 import torch
 from botorch.acquisition import AcquisitionFunction
+from botorch.utils.transforms import t_batch_mode_transform
 from torch import Tensor
 
-from ..distributions import LocationDistributions
+from ..distributions import DTYPE, LocationDistributions
 from ..models import DistributionGP
 
-__all__ = ['TargetAcquisition']
+__all__ = ['TargetAcquisition', 'incumbent']
+
+
+def incumbent(best: Tensor | float, like: Tensor | None = None) -> Tensor:
+    """The incumbent :math:`\\tau` as a 0-dim tensor of ``like``'s dtype and device (default ``best``'s if a tensor,
+    else float64 on the CPU), for BoTorch's ``best_f``.
+
+    BoTorch stores ``best_f`` with ``torch.as_tensor``, which makes a Python float a float32 tensor: on a field of
+    101 325 Pa varying by ±0.05 the incumbent then moves by up to 4 mPa, and EI by 2.5 % of its maximum.
+    """
+    if like is None:
+        like = best if isinstance(best, Tensor) else torch.zeros((), dtype=DTYPE)
+    return torch.as_tensor(best, dtype=like.dtype, device=like.device).detach().reshape(())
 
 
 class TargetAcquisition(AcquisitionFunction):
@@ -50,8 +63,7 @@ class TargetAcquisition(AcquisitionFunction):
             return
         self.X_pending = X_pending.detach().reshape(-1, X_pending.shape[-1])
         with torch.no_grad():
-            where = self.candidates(self.X_pending)
-            self.scoring_model = self.model.condition_on_observations(where, self.model.marginals(where)[0])
+            self.scoring_model = self.model.hallucinate(self.candidates(self.X_pending))
 
     def marginals(self, distributions: LocationDistributions) -> tuple[Tensor, Tensor]:
         """Posterior mean and variance ``(N,)`` at ``N`` distributions on :attr:`scoring_model`: the shared model's
@@ -63,9 +75,10 @@ class TargetAcquisition(AcquisitionFunction):
         post = model.posterior(distributions)
         return post.mean.reshape(-1), post.variance.reshape(-1)
 
+    @t_batch_mode_transform()
     def forward(self, X: Tensor) -> Tensor:
-        """Scores of ``X`` ``batch x q x d`` -> ``batch``: :meth:`score` for ``q = 1``, :meth:`joint_score` for a
-        batch."""
+        """Scores of ``X`` ``batch x q x d`` (``q x d``: one batch) -> ``batch``: :meth:`score` for ``q = 1``,
+        :meth:`joint_score` for a batch."""
         if X.shape[-2] == 1:
             flat = X.reshape(-1, X.shape[-1])
             return self.score(flat).reshape(X.shape[:-2])

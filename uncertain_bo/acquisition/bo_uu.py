@@ -25,17 +25,21 @@ import torch
 from botorch.acquisition import AcquisitionFunction
 from botorch.acquisition.analytic import LogExpectedImprovement, UpperConfidenceBound
 from botorch.acquisition.max_value_entropy_search import qMaxValueEntropy
+from torch import Tensor
 
+from ..initial_design import sobol_points
 from ..models import TargetModel
+from .base import incumbent
 from .method import DecisionContext, Method, Recommendation, register
-from .recommendation import area_mean_recommendation, sobol_points
+from .recommendation import area_mean_recommendation
 
 __all__ = ['BOUUEI', 'BOUUUCB', 'BOUUMES', 'StandardEI']
 
 
-def _incumbent(ctx: DecisionContext) -> float:
-    """:math:`\\max_{\\mathbf x}` of the posterior mean over the search box (the reference code's incumbent)."""
-    return area_mean_recommendation(ctx).mean
+def _incumbent(ctx: DecisionContext) -> Tensor:
+    """:math:`\\max_{\\mathbf x}` of the posterior mean over the search box (the reference code's incumbent), in the
+    model's dtype."""
+    return incumbent(area_mean_recommendation(ctx).mean, ctx.bounds)
 
 
 class _AreaRecommending(Method):
@@ -72,9 +76,6 @@ class BOUUUCB(_AreaRecommending):
 
     def acquisition(self, ctx: DecisionContext) -> AcquisitionFunction:
         return UpperConfidenceBound(TargetModel(ctx.model, ctx.candidates), beta=self.beta ** 2)
-
-    def reported_beta(self, acq: AcquisitionFunction) -> float:
-        return self.beta       # BoTorch's beta is its square
 
 
 @register

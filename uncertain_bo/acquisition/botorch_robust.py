@@ -30,22 +30,15 @@ from linear_operator.utils.warnings import NumericalWarning
 from torch import Tensor
 
 from ..caught_warnings import logged_warnings
-from ..models import target_model
+from ..models.target_model import perturbation_set
+from ..seeds import decision_seed
 from .method import DecisionContext, Method, Recommendation, register
 
-__all__ = ['BoTorchRobust', 'perturbation_set']
+__all__ = ['BoTorchRobust']
 
 N_W = 32
 
 log = logging.getLogger(__name__)
-
-
-def perturbation_set(execution_noise, bounds: Tensor, n_w: int, seed: int) -> Tensor:
-    """``(n_w, d)`` draws of the execution noise :math:`\\boldsymbol\\xi`, in unit-cube units of ``bounds``
-    (:func:`uncertain_bo.models.target_model.perturbation_set`; a target-dependent model is sampled at the centre of
-    the box)."""
-    xi = target_model.perturbation_set(execution_noise, n_w, seed, at=bounds.mean(0), like=bounds)
-    return xi / (bounds[1] - bounds[0])
 
 
 @register
@@ -76,7 +69,7 @@ class BoTorchRobust(Method):
         if self._cache is not None and self._cache[0] == n:
             return self._cache[1], self._cache[2]
         bounds = ctx.bounds
-        seed = ctx.run_seed * 100_003 + n
+        seed = decision_seed(ctx.run_seed, n)
         with torch.random.fork_rng(devices=[bounds.device] if bounds.is_cuda else []):
             torch.manual_seed(seed)
             model, x = self._fit(ctx, seed)
@@ -94,7 +87,8 @@ class BoTorchRobust(Method):
         span = bounds[1] - bounds[0]
         x = ((ctx.locations.mean.to(bounds) - bounds[0]) / span)
         y = ctx.y.to(bounds).reshape(-1, 1)
-        tf = InputPerturbation(perturbation_set(ctx.execution_noise, bounds, self.n_w, seed))
+        xi = perturbation_set(ctx.execution_noise, self.n_w, seed, at=bounds.mean(0), like=bounds)   # at the box centre
+        tf = InputPerturbation(xi / span)           # unit-cube units, as the model's inputs
         # routine: BoTorch's data checks on the perturbed inputs, L-BFGS-B at its cap, jitter in a Cholesky
         with logged_warnings(log, InputDataWarning, OptimizationWarning, NumericalWarning):
             model = SingleTaskGP(x, y, outcome_transform=Standardize(m=1), input_transform=tf)

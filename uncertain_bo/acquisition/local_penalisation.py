@@ -40,10 +40,11 @@ from torch import Tensor
 from torch.nn.functional import softplus
 
 from ..distributions import LocationDistributions
+from ..initial_design import sobol_points
 from ..models import DistributionGP
 from .base import TargetAcquisition
 from .method import DecisionContext, UCBMethod, register
-from .ugp_ucb import UpperConfidenceBound
+from .ugp_ucb import TargetUpperConfidenceBound
 
 __all__ = ['local_penaliser', 'lipschitz_constant', 'LocallyPenalisedUCB', 'LocalPenalisation']
 
@@ -81,11 +82,10 @@ def lipschitz_constant(model: DistributionGP, candidates: Callable[[Tensor], Loc
     r""":math:`L = \max_{\mathbf x}\lVert\nabla_{\mathbf x}\hat\mu(\hat P_{\mathbf x})\rVert` (González et al. 2016,
     §3.2) over ``n`` scrambled Sobol points of ``bounds`` (the box's corners too), by autograd through the
     candidates' distributions; field units per metre. A flat mean gives a tiny :math:`L` (floored at 1e-12)."""
-    from torch.quasirandom import SobolEngine
     lo, hi = bounds[0], bounds[1]
-    unit = SobolEngine(bounds.shape[1], scramble=True, seed=int(seed) % (2 ** 31)).draw(n).to(bounds)
     corners = torch.cartesian_prod(*[torch.tensor([0.0, 1.0], dtype=bounds.dtype)] * bounds.shape[1])
-    x = (lo + (hi - lo) * torch.cat([unit, corners.reshape(-1, bounds.shape[1]).to(bounds)])).requires_grad_(True)
+    corners = lo + (hi - lo) * corners.reshape(-1, bounds.shape[1]).to(bounds)
+    x = torch.cat([sobol_points(n, bounds, int(seed) % (2 ** 31)), corners]).requires_grad_(True)
     with torch.enable_grad():
         mean, _ = model.marginals(candidates(x))
         (grad,) = torch.autograd.grad(mean.sum(), x)
@@ -100,7 +100,8 @@ class LocallyPenalisedUCB(TargetAcquisition):
     Args:
         model: the shared GP (fitted).
         candidates: targets ``(q, d)`` -> location distributions (the execution-noise model).
-        beta: :math:`\beta_t \ge 0`.
+        beta: BoTorch's :math:`\beta \ge 0` (:class:`~uncertain_bo.acquisition.ugp_ucb.TargetUpperConfidenceBound`'s:
+            the exploration term is :math:`\sqrt\beta\,\hat\sigma`, so :math:`\beta = \beta_t^2`).
         lipschitz: :math:`L` (field units per metre); best: :math:`M` (field units).
         in_box: uGP-UCB's in-box weighting of the exploration term.
         X_pending: ``(p, d)`` pending targets, or None.
@@ -116,7 +117,7 @@ class LocallyPenalisedUCB(TargetAcquisition):
         self.lipschitz, self.best = float(lipschitz), float(best)
         AcquisitionFunction.__init__(self, model=model)
         self.candidates = candidates
-        self.ucb = UpperConfidenceBound(model, candidates, beta, in_box=in_box)
+        self.ucb = TargetUpperConfidenceBound(model, candidates, beta, in_box=in_box)
         self.beta = self.ucb.beta
         self.set_X_pending(X_pending)
 
@@ -166,7 +167,7 @@ class LocalPenalisation(UCBMethod):
 
     def acquisition(self, ctx: DecisionContext) -> AcquisitionFunction:
         model = ctx.model
-        beta = ctx.beta(ctx.index, model)
+        beta = ctx.beta(ctx.index, model) ** 2      # the schedule's beta_t weights sigma; BoTorch's is its square
         if ctx.pending is None:
             return LocallyPenalisedUCB(model, ctx.candidates, beta, 0.0, 0.0, ctx.in_box_exploration)
         bounds = ctx.target_bounds.to(model.bounds)

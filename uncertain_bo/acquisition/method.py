@@ -425,8 +425,9 @@ class Method:
 
     def reported_beta(self, acq: 'AcquisitionFunction') -> float:
         """:math:`\\beta_t` recorded with a decision, as the weight of :math:`\\sigma` (the paper's convention): the
-        acquisition's ``beta`` (our UCB's is that weight), NaN for an acquisition without one."""
-        return float(getattr(acq, 'beta', math.nan))
+        square root of the acquisition's ``beta`` (BoTorch's convention, which ours follow), NaN for an acquisition
+        without one."""
+        return math.sqrt(float(acq.beta)) if hasattr(acq, 'beta') else math.nan
 
     def recommend(self, ctx: DecisionContext, rule: str | None) -> Recommendation | None:
         """The method's own recommendation, or None for the planner's rule ``rule`` (or its default rule when
@@ -444,10 +445,10 @@ class UCBMethod(Method):
     uses_beta: ClassVar[bool] = True
 
     def acquisition(self, ctx: DecisionContext) -> 'AcquisitionFunction':
-        from .ugp_ucb import UpperConfidenceBound
-        model = ctx.model
-        return UpperConfidenceBound(model, ctx.candidates, ctx.beta(ctx.index, model),
-                                    in_box=ctx.in_box_exploration)
+        from .ugp_ucb import TargetUpperConfidenceBound
+        model = ctx.model      # the schedule's beta_t weights sigma (the papers'); BoTorch's beta is its square
+        return TargetUpperConfidenceBound(model, ctx.candidates, ctx.beta(ctx.index, model) ** 2,
+                                          in_box=ctx.in_box_exploration)
 
 
 METHODS: dict[str, type[Method]] = {}

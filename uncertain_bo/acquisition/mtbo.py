@@ -16,6 +16,7 @@ from torch import Tensor
 from ..caught_warnings import logged_warnings
 from ..distributions import Dirac, Empirical, Gaussian, LocationDistributions
 from ..kernels import DistributionKernel
+from .base import incumbent
 from .method import DecisionContext, register
 from .quadrature import EIQuadrature, joint_points
 
@@ -104,12 +105,16 @@ class MTBO(EIQuadrature):
         return ICMKernel(dim, self.contexts.shape[0], lengthscale_prior=GammaPrior(3.0, 6.0))
 
     def choose_context(self, ctx: DecisionContext, x: Tensor) -> int:
+        return int(torch.argmax(self.context_scores(ctx, x)))
+
+    def context_scores(self, ctx: DecisionContext, x: Tensor) -> Tensor:
+        """``(C,)`` the single-task EI of ``x`` ``(d,)`` joined with each of the ``C`` contexts, over the best reading
+        plus :math:`\\xi` (one tenth of the readings' range): the context MTBO queries is the largest."""
         contexts = self._contexts(ctx.bounds)
         y = ctx.y
-        xi = 0.1 * float(y.max() - y.min()) if y.numel() > 1 else 0.0
+        xi = 0.1 * (y.max() - y.min()) if y.numel() > 1 else 0.0
         model = ctx.model
         with torch.no_grad():
             points = joint_points(x.reshape(1, -1).to(contexts), contexts)[0]
             with logged_warnings(log, NumericsWarning):
-                ei = ExpectedImprovement(model, best_f=float(y.max()) + xi)(points.unsqueeze(-2))
-        return int(torch.argmax(ei))
+                return ExpectedImprovement(model, best_f=incumbent(y.max() + xi, points))(points.unsqueeze(-2))

@@ -45,15 +45,17 @@ from typing import Callable
 import numpy as np
 import torch
 from botorch.acquisition import AcquisitionFunction
+from botorch.utils.transforms import t_batch_mode_transform
 from scipy.optimize import minimize
 from torch import Tensor
 
 from ..distributions import Dirac, Gaussian, LocationDistributions
+from ..initial_design import sobol_points
 from ..kernels import ExpectedRBFKernel
 from ..models import DistributionGP
 from ..models.sample_paths import PosteriorSamplePaths
 from .method import DecisionContext, Method, Recommendation, register
-from .recommendation import area_mean_recommendation, sobol_points
+from .recommendation import area_mean_recommendation
 
 __all__ = ['sample_robust_max_values', 'max_value_levels', 'truncated_gaussian_ep', 'upper_truncated_moments',
            'NESEntropyReduction', 'NESEP', 'query_for', 'dirac_query', 'gaussian_query', 'max_points', 'NESBase']
@@ -162,8 +164,9 @@ def sample_robust_max_values(model: DistributionGP, candidates: CandidateFn, bou
 
     def fun(z: np.ndarray) -> tuple[float, np.ndarray]:
         x = torch.as_tensor(z, dtype=bounds.dtype, device=bounds.device).reshape(num, d).requires_grad_(True)
-        val = paths(candidates(x))[cols, cols].sum()  # Σ_s g̃_s(x_s): separable
-        (grad,) = torch.autograd.grad(-val, x)
+        with torch.enable_grad():                     # whatever the caller's grad mode (a decision under no_grad)
+            val = paths(candidates(x))[cols, cols].sum()  # Σ_s g̃_s(x_s): separable
+            (grad,) = torch.autograd.grad(-val, x)
         return -float(val.detach()), grad.reshape(-1).cpu().numpy().astype(float)
 
     res = minimize(fun, x0.reshape(-1).cpu().numpy(), jac=True, method='L-BFGS-B',
@@ -250,10 +253,8 @@ class NESEntropyReduction(AcquisitionFunction):
         _, v_f, _, v_k = self.moments(targets)
         return 0.5 * (torch.log(v_f + self.noise) - torch.log(v_k + self.noise).mean(-1))
 
+    @t_batch_mode_transform(expected_q=1)       # one target at a time: a batch is decided greedily with pending ones
     def forward(self, X: Tensor) -> Tensor:
-        if X.shape[-2] != 1:
-            raise ValueError(f'NES scores one target at a time (q = 1), got q = {X.shape[-2]}; decide a batch '
-                             'greedily with pending targets')
         return self.score(X.reshape(-1, X.shape[-1])).reshape(X.shape[:-2])
 
 

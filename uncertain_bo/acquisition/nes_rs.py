@@ -14,6 +14,7 @@ import math
 
 import torch
 from botorch.acquisition import AcquisitionFunction
+from botorch.utils.transforms import t_batch_mode_transform
 from torch import Tensor
 
 from ..models import DistributionGP
@@ -103,6 +104,7 @@ class RSAcquisition(AcquisitionFunction):
         self.candidates, self.query, self.bounds, self.g_stars = candidates, query, bounds, g_stars
         self.n_accept, self.n_features, self.seed, self.chunk = n_accept, n_features, seed, chunk
 
+    @t_batch_mode_transform(expected_q=1)
     def forward(self, X: Tensor) -> Tensor:
         flat = X.reshape(-1, X.shape[-1])
         return rs_entropy_reduction(self.model, self.candidates, self.query, flat, self.bounds, self.g_stars,

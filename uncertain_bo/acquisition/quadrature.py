@@ -69,6 +69,7 @@ from botorch.acquisition.objective import PosteriorTransform
 from botorch.exceptions.warnings import NumericsWarning
 from botorch.models.transforms.input import AppendFeatures
 from botorch.posteriors.gpytorch import GPyTorchPosterior
+from botorch.utils.transforms import t_batch_mode_transform
 from gpytorch.distributions import MultivariateNormal
 from linear_operator.operators import DenseLinearOperator
 from torch import Tensor
@@ -78,6 +79,7 @@ from ..caught_warnings import logged_warnings
 from ..models import TargetModel
 from ..models.sample_paths import PosteriorSamplePaths
 from ..optim import maximize
+from .base import incumbent
 from .method import DecisionContext, Method, Proposal, Recommendation, register
 
 __all__ = ['QuadratureMethod', 'DistributionallyRobustThompson', 'QuadratureMean', 'quadrature_expected_improvement',
@@ -129,6 +131,7 @@ class DistributionallyRobustThompson(AcquisitionFunction):
         super().__init__(model=model)
         self.paths, self.contexts, self.rho = paths, contexts, rho
 
+    @t_batch_mode_transform(expected_q=1)
     def forward(self, X: Tensor) -> Tensor:
         """``X`` ``(b, 1, d)`` decision parts -> ``(b,)``."""
         values = path_on_contexts(self.paths, X.reshape(-1, X.shape[-1]), self.contexts)
@@ -163,13 +166,14 @@ class QuadratureMean(PosteriorTransform):
         return GPyTorchPosterior(MultivariateNormal(mean, DenseLinearOperator(cov)))
 
 
-def quadrature_expected_improvement(model, contexts: Tensor, incumbent: float, xi: float) -> ExpectedImprovement:
+def quadrature_expected_improvement(model, contexts: Tensor, best: Tensor | float, xi: float) -> ExpectedImprovement:
     """BoTorch's ``ExpectedImprovement`` of the empirical quadrature (:class:`QuadratureMean`) over the decision
     parts ``x`` (each joined with every context), with the authors' incumbent :math:`\\tau + \\xi`:
     :math:`s(u\\Phi(u) + \\varphi(u))`, :math:`u = (m - \\tau - \\xi)/s`."""
     view = TargetModel(model, perturbation=AppendFeatures(feature_set=contexts))
     with logged_warnings(log, NumericsWarning):    # EI, not log-EI: the authors' acquisition and its values
-        return ExpectedImprovement(view, best_f=incumbent + xi, posterior_transform=QuadratureMean(contexts.shape[0]))
+        return ExpectedImprovement(view, best_f=incumbent(best, contexts) + xi,
+                                   posterior_transform=QuadratureMean(contexts.shape[0]))
 
 
 class QuadratureMethod(Method):
@@ -305,7 +309,7 @@ class EIQuadrature(QuadratureMethod):
             mean = model.posterior(joint_points(ctx.targets[:, :d].to(contexts), contexts)).mean.squeeze(-1)
         y = ctx.y
         xi = 0.1 * float(y.max() - y.min()) if y.numel() > 1 else 0.0
-        return quadrature_expected_improvement(model, contexts, float(mean.mean(-1).max()), xi)
+        return quadrature_expected_improvement(model, contexts, mean.mean(-1).max(), xi)
 
 
 class OffsetRobustThompson(AcquisitionFunction):
@@ -323,7 +327,9 @@ class OffsetRobustThompson(AcquisitionFunction):
         super().__init__(model=model)
         self.paths, self.offsets, self.rho = paths, offsets, rho
 
+    @t_batch_mode_transform(expected_q=1)
     def forward(self, X: Tensor) -> Tensor:
+        """``X`` ``(b, 1, d)`` targets -> ``(b,)``."""
         x = X.reshape(-1, X.shape[-1])
         values = self.paths.at_points(x.unsqueeze(-2) + self.offsets.to(x))[..., 0]
         return worst_case_mean(values, self.rho).reshape(X.shape[:-2])

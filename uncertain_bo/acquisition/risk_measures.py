@@ -13,9 +13,10 @@ NeurIPS). Each decision after the planner's initial design:
    their covariances, reading variances, en-route readings) — seen over targets through BoTorch's
    ``InputPerturbation`` (:class:`~uncertain_bo.models.TargetModel`): the joint posterior of :math:`f` at the
    ``n_w`` perturbed points of each target;
-3. BoTorch's ``qLogExpectedImprovement`` with the risk measure as objective (``Expectation``, ``CVaR`` or ``VaR``
-   over the ``n_w`` points), the incumbent the best risk measure of the posterior mean at a past target (the
-   plug-in incumbent for noisy readings), pending targets as ``X_pending``;
+3. BoTorch's ``qLogExpectedImprovement`` with the risk measure as objective (BoTorch's ``Expectation`` or ``VaR``, or
+   :class:`EmpiricalCVaR`, the CVaR of exactly the worst :math:`1 - \alpha` share, over the ``n_w`` points), the
+   incumbent the best risk measure of the posterior mean at a past target (the plug-in incumbent for noisy readings),
+   pending targets as ``X_pending``;
 4. the planner's maximiser.
 
 It recommends the measured place (a past reading's location mean) whose risk measure of the posterior mean over the
@@ -34,29 +35,61 @@ the model that holds the location distributions.
 from __future__ import annotations
 
 import logging
+import math
 from typing import ClassVar
 
 import torch
 from botorch.acquisition.logei import qLogExpectedImprovement
-from botorch.acquisition.risk_measures import CVaR, VaR, Expectation, RiskMeasureMCObjective
+from botorch.acquisition.risk_measures import CVaR, Expectation, RiskMeasureMCObjective, VaR
 from botorch.models.transforms.input import InputPerturbation
-
 from torch import Tensor
 
 from ..models import TargetModel
 from ..models.target_model import perturbation_set
+from ..seeds import decision_seed
+from .base import incumbent
 from .method import DecisionContext, Method, Recommendation, register
 
-__all__ = ['RISK_MEASURES', 'risk_measure', 'RiskMeasureNEI']
+__all__ = ['RISK_MEASURES', 'risk_measure', 'EmpiricalCVaR', 'RiskMeasureLogEI']
 
 log = logging.getLogger(__name__)
 
 #: risk measures over the ``n_w`` perturbed points (BoTorch's ``botorch.acquisition.risk_measures``)
 RISK_MEASURES = {
     'expectation': 'the mean of f over the perturbation set (the robust objective g, by Monte Carlo)',
-    'cvar': 'CVaR_alpha: the mean of the worst (1 - alpha) share of f over the perturbation set',
+    'cvar': 'CVaR_alpha: the mean of the worst (1 - alpha) share of f over the perturbation set (the draw on the '
+            'share\'s boundary weighted by its fraction: EmpiricalCVaR)',
     'var': 'VaR_alpha: the (1 - alpha)-quantile from below of f over the perturbation set',
 }
+
+
+class EmpiricalCVaR(CVaR):
+    r""":math:`\mathrm{CVaR}_\alpha` of the ``n_w`` equally weighted perturbed values: the mean of their worst
+    :math:`t = (1 - \alpha) n_w` draws, the draw on the boundary weighted by the fractional part of :math:`t`
+    (the CVaR of the empirical distribution, :math:`\sup_z \{z - \mathbb E[(z - Y)^+]/(1 - \alpha)\}`, Rockafellar
+    & Uryasev 2002). So :math:`\alpha = 0.8` is the worst 20 % for any ``n_w``; BoTorch's ``CVaR`` averages
+    :math:`n_w - \lceil \alpha n_w \rceil + 1` whole draws, the worst 4 of 16 (25 %) at :math:`\alpha = 0.8`.
+    :math:`\alpha = 1` is the minimum.
+
+    Example:
+        >>> import torch
+        >>> values = torch.arange(1.0, 17.0).reshape(1, 16, 1)           # 16 draws of one target
+        >>> round(float(EmpiricalCVaR(alpha=0.8, n_w=16)(values)), 9)    # (1 + 2 + 3 + 0.2 * 4) / 3.2
+        2.125
+    """
+
+    def forward(self, samples: Tensor, X: Tensor | None = None) -> Tensor:
+        """``sample_shape x batch_shape x q`` CVaR of ``sample_shape x batch_shape x (q * n_w) x 1`` samples (each
+        ``n_w`` block one target's perturbed values), as BoTorch's ``CVaR.forward``."""
+        prepared = self._prepare_samples(samples)
+        tail = (1.0 - self.alpha) * self.n_w
+        if tail <= 0:
+            return prepared.min(dim=-1).values
+        k = min(math.ceil(tail), self.n_w)
+        worst = torch.topk(prepared, k=k, largest=False, dim=-1).values
+        weights = torch.ones(k, dtype=worst.dtype, device=worst.device)
+        weights[-1] = tail - (k - 1)
+        return (worst * weights).sum(-1) / tail
 
 
 def risk_measure(name: str, n_w: int, alpha: float) -> RiskMeasureMCObjective:
@@ -71,12 +104,12 @@ def risk_measure(name: str, n_w: int, alpha: float) -> RiskMeasureMCObjective:
         raise ValueError(f'unknown risk measure {name!r}; known: {", ".join(RISK_MEASURES)}')
     if not 0 < alpha <= 1:
         raise ValueError(f'alpha must be in (0, 1], got {alpha}')
-    return (CVaR if name == 'cvar' else VaR)(alpha=alpha, n_w=n_w)
+    return (EmpiricalCVaR if name == 'cvar' else VaR)(alpha=alpha, n_w=n_w)
 
 
 @register
-class RiskMeasureNEI(Method):
-    """qLogNEI of a risk measure over the execution noise on the shared model (module docstring).
+class RiskMeasureLogEI(Method):
+    """qLogEI of a risk measure over the execution noise on the shared model (module docstring).
 
     Args:
         risk: a key of :data:`RISK_MEASURES` (default ``'cvar'``).
@@ -85,7 +118,7 @@ class RiskMeasureNEI(Method):
     """
 
     name = 'ugp_risk'
-    description = ("BoTorch's qLogNEI of a risk measure (setting risk: cvar (default), var, expectation; alpha 0.8; "
+    description = ("BoTorch's qLogEI of a risk measure (setting risk: cvar (default), var, expectation; alpha 0.8; "
                    'n_w 16) over the execution noise, on the GP over location distributions')
     inputs: ClassVar[str] = 'gaussian'
     robust_candidates: ClassVar[bool] = True
@@ -108,7 +141,7 @@ class RiskMeasureNEI(Method):
 
     def acquisition(self, ctx: DecisionContext) -> qLogExpectedImprovement:
         view = self.view(ctx, ctx.seed)
-        best = float(self.scores(view, ctx.targets.to(ctx.bounds)).max())
+        best = incumbent(self.scores(view, ctx.targets.to(ctx.bounds)).max(), ctx.bounds)
         with torch.random.fork_rng(devices=[ctx.bounds.device] if ctx.bounds.is_cuda else []):
             torch.manual_seed(ctx.seed)          # the MC sampler's seed comes from the global stream
             return qLogExpectedImprovement(view, best_f=best, objective=self.objective, X_pending=ctx.pending)
@@ -120,7 +153,7 @@ class RiskMeasureNEI(Method):
         if rule is not None:
             return None
         places = ctx.places.to(ctx.bounds)
-        score = self.scores(self.view(ctx, ctx.run_seed * 100_003 + len(places)), places)
+        score = self.scores(self.view(ctx, decision_seed(ctx.run_seed, len(places))), places)
         i = int(torch.argmax(score))
         with torch.no_grad():
             _, var = ctx.model.marginals(ctx.candidates(places[i:i + 1]))

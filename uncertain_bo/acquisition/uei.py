@@ -27,7 +27,7 @@ from torch import Tensor
 from ..distributions import LocationDistributions
 from ..models import DistributionGP
 from ..unscented import UnscentedRBFKernel, sigma_points
-from .base import TargetAcquisition
+from .base import TargetAcquisition, incumbent
 from .method import DecisionContext, Method, register
 
 __all__ = ['UnscentedExpectedImprovement', 'UEI']
@@ -51,15 +51,15 @@ class UnscentedExpectedImprovement(TargetAcquisition):
     """
 
     def __init__(self, model: DistributionGP, candidates: Callable[[Tensor], LocationDistributions],
-                 kappa: float = 1.0, best: float | None = None, clip: bool = True, log: bool = True):
+                 kappa: float = 1.0, best: Tensor | float | None = None, clip: bool = True, log: bool = True):
         super().__init__(model, candidates)
         self.kappa = float(kappa)
         self.clip = clip
         self.log = log and self.kappa > 0
         if best is None:
             with torch.no_grad():
-                best = float(model.marginals(model.train_locations)[0].max())
-        self.best = float(best)
+                best = model.marginals(model.train_locations)[0].max()
+        self.best = incumbent(best, getattr(model, 'bounds', None))
         # the model's tensor inputs are points: EI of f at each sigma point
         self.ei = (LogExpectedImprovement if self.log else ExpectedImprovement)(model, best_f=self.best)
 

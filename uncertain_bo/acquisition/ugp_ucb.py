@@ -13,8 +13,8 @@ conditioned on the earlier picks (and any pending targets) with readings halluci
 :math:`\hat\mu` is unchanged and :math:`\hat\sigma` shrinks where a pick will measure. It is deterministic, has a
 regret bound of the batch size's order (Desautels et al., Thm. 2, with an inflated :math:`\beta_t`; here the planner's
 :math:`\beta_t` as it is) and costs one :math:`O(n^2)` fantasy update per pick on the shared model's prediction
-strategy. With ``q = 1`` it is uGP-UCB exactly. :meth:`UpperConfidenceBound.joint_score` gives the same batch value in
-closed form for a joint maximisation over ``q x d``.
+strategy. With ``q = 1`` it is uGP-UCB exactly. :meth:`TargetUpperConfidenceBound.joint_score` gives the same batch
+value in closed form for a joint maximisation over ``q x d``.
 
 Two other rules for deciding with pending targets are registered beside it: local penalisation of the robust
 objective (``ugp_lp``, :mod:`~uncertain_bo.acquisition.local_penalisation`) and pathwise Thompson sampling of it
@@ -27,6 +27,7 @@ randomness, the regret bound).
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, ClassVar
 
 import torch
@@ -37,31 +38,48 @@ from ..models import DistributionGP
 from .base import TargetAcquisition
 from .method import UCBMethod, register
 
-__all__ = ['UpperConfidenceBound', 'in_box_fraction', 'UGPUCB', 'UGPBUCB']
+__all__ = ['TargetUpperConfidenceBound', 'in_box_fraction', 'UGPUCB', 'UGPBUCB']
 
 
-class UpperConfidenceBound(TargetAcquisition):
-    r"""UCB :math:`\hat\mu(P) + \beta\,\hat\sigma(P)` of the candidates' location distributions.
+class TargetUpperConfidenceBound(TargetAcquisition):
+    r"""UCB :math:`\hat\mu(P) + \sqrt{\beta}\,\hat\sigma(P)` of the candidate targets' location distributions: BoTorch's
+    ``UpperConfidenceBound`` (same ``beta``: it weights :math:`\sigma` by :math:`\sqrt\beta`) over the distributions
+    :math:`P` the targets are scored through, with the in-box weighting and the batch value.
 
     With ``candidates`` = execution-noise model this is uGP-UCB (paper Alg. 1); with Dirac candidates and a
-    GP on point targets it is IGP-UCB (Chowdhury & Gopalan 2017). Ours rather than BoTorch's
-    ``UpperConfidenceBound`` for the paper's :math:`\beta` convention (BoTorch's ``beta=b`` weights :math:`\sigma` by
-    :math:`\sqrt b`; here ``beta`` multiplies :math:`\sigma` directly), the in-box weighting and the batch value.
+    GP on point targets it is IGP-UCB (Chowdhury & Gopalan 2017). The papers' (and the planner's) :math:`\beta_t`
+    multiplies :math:`\sigma`: pass ``beta`` :math:`= \beta_t^2` (the methods do, where they read the schedule).
 
-    A batch ``x_1 .. x_q`` is worth :math:`\sum_j \hat\mu(P_j) + \beta\,\hat\sigma(P_j \mid \tilde y_{<j})`, each
-    :math:`\hat\sigma` conditioned on hallucinated readings :math:`\tilde y_i` at the earlier picks (GP-BUCB,
+    A batch ``x_1 .. x_q`` is worth :math:`\sum_j \hat\mu(P_j) + \sqrt\beta\,\hat\sigma(P_j \mid \tilde y_{<j})`,
+    each :math:`\hat\sigma` conditioned on hallucinated readings :math:`\tilde y_i` at the earlier picks (GP-BUCB,
     Desautels et al. 2014, Eq. 6), from the joint posterior :math:`C` and the readings' noise :math:`\Lambda`:
     :math:`\hat\sigma^2(P_j \mid \tilde y_{<j}) = L_{jj}^2 - \Lambda_{jj}` with :math:`LL^\top = C + \Lambda`.
 
     Args:
         model: fitted GP.
         candidates: targets ``(q, d)`` -> location distributions.
-        beta: :math:`\beta_t \ge 0`.
+        beta: BoTorch's :math:`\beta \ge 0` (the exploration term is :math:`\sqrt\beta\,\hat\sigma`).
         in_box: weight the exploration term by :func:`in_box_fraction`.
         X_pending: ``(p, d)`` pending targets (:class:`~uncertain_bo.acquisition.base.TargetAcquisition`).
 
     Raises:
         ValueError: ``beta < 0``.
+
+    Example:
+        uGP-UCB's score with the papers' :math:`\beta_t = 3` (``beta`` = 9) at three targets:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac, GaussianExecutionNoise
+        >>> from uncertain_bo.models import DistributionGP
+        >>> X = torch.rand(10, 2, dtype=torch.float64)
+        >>> gp = DistributionGP(torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64))
+        >>> gp.set_data(Dirac(X), (3 * X).sin().sum(-1))
+        >>> noise = GaussianExecutionNoise(0.01 * torch.eye(2, dtype=torch.float64))
+        >>> ucb = TargetUpperConfidenceBound(gp, noise, beta=3.0 ** 2)
+        >>> targets = torch.rand(3, 1, 2, dtype=torch.float64)
+        >>> mean, var = gp.marginals(noise(targets[:, 0]))
+        >>> torch.allclose(ucb(targets), mean + 3.0 * var.sqrt())
+        True
     """
 
     def __init__(self, model: DistributionGP, candidates: Callable[[Tensor], LocationDistributions],
@@ -70,11 +88,12 @@ class UpperConfidenceBound(TargetAcquisition):
         if not beta >= 0:
             raise ValueError(f'beta must be >= 0, got {beta}')
         self.beta = float(beta)
+        self.sigma_weight = math.sqrt(self.beta)     # sqrt(b_t ** 2) == b_t exactly in floating point
         self.in_box = in_box
 
     def score(self, targets: Tensor) -> Tensor:
         mean, var = self.marginals(self.candidates(targets))
-        bonus = self.beta * var.sqrt()
+        bonus = self.sigma_weight * var.sqrt()
         if self.in_box:
             bonus = bonus * in_box_fraction(self.model, targets)
         return mean + bonus
@@ -89,7 +108,7 @@ class UpperConfidenceBound(TargetAcquisition):
         noise = model.noise_at(dists).to(cov).reshape(*batch, q)
         chol = torch.linalg.cholesky(cov + torch.diag_embed(noise))
         var = (chol.diagonal(dim1=-2, dim2=-1).pow(2) - noise).clamp_min(cov.diagonal(dim1=-2, dim2=-1) * 1e-12)
-        bonus = self.beta * var.sqrt()
+        bonus = self.sigma_weight * var.sqrt()
         if self.in_box:
             bonus = bonus * in_box_fraction(self.model, X.reshape(-1, d)).reshape(*batch, q)
         return (mean + bonus).sum(-1)

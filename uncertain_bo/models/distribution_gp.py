@@ -43,7 +43,7 @@ input-induced noise of IGP-UCB, Oliveira et al. 2019 Thm. 2, model mismatch). Re
 variance get :math:`\lambda` alone, as before; the marginal likelihood and the posterior use the same
 heteroscedastic diagonal.
 
-**Input-induced noise** (``input_noise=True``). A reading taken at an uncertain location :math:`x_i \sim P_i` is
+**Input-induced noise** (``input_induced_noise=True``). A reading taken at an uncertain location :math:`x_i \sim P_i` is
 :math:`y_i = f(x_i) + \epsilon_i`, so its prior variance is :math:`k(x, x) + \sigma^2_{\epsilon,i}`, not
 :math:`\hat k(P_i, P_i) + \sigma^2_{\epsilon,i}`: around the latent :math:`\hat f(P_i) = \mathbb E_{P_i}[f]` the
 reading scatters by
@@ -79,7 +79,7 @@ import torch
 from botorch.exceptions.errors import ModelFittingError
 from botorch.exceptions.warnings import OptimizationWarning
 from botorch.fit import fit_gpytorch_mll
-from botorch.models.model import Model
+from botorch.models.model import FantasizeMixin, Model
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.constraints import GreaterThan
 from gpytorch.distributions import MultivariateNormal
@@ -95,6 +95,7 @@ from torch import Tensor
 from ..caught_warnings import logged_warnings
 from ..distributions import DTYPE, Dirac, LocationDistributions, cat, replace_rows
 from ..kernels import DistributionKernel, ExpectedRBFKernel
+from .conditioned import ConditionedGP
 from .likelihood import ReadingNoiseLikelihood, make_noise_prior
 from .prediction import ExactPrediction, SparsePrediction
 
@@ -103,7 +104,7 @@ __all__ = ['DistributionGP', 'ModelFittingError']
 log = logging.getLogger(__name__)
 
 
-class DistributionGP(ExactGP, Model):
+class DistributionGP(ExactGP, Model, FantasizeMixin):
     """Exact GP regression over location distributions; a BoTorch ``Model`` (module docstring).
 
     Args:
@@ -119,7 +120,7 @@ class DistributionGP(ExactGP, Model):
         noise_lower_bound: lower bound on :math:`\\lambda` (standardised units when ``standardize``).
         noise_prior: the prior on :math:`\\lambda` when ``priors`` (a key of :data:`NOISE_PRIORS`; default
             ``'gamma'``, the prior the paper benchmarks were measured with).
-        input_noise: add each reading's input-induced variance :math:`v_i` (module docstring) to its noise.
+        input_induced_noise: add each reading's input-induced variance :math:`v_i` (module docstring) to its noise.
         lengthscale_prior: a prior on the kernel's lengthscales (unit-cube units) replacing the kernel's own
             (the default kernel's Gamma(3, 6)); for kernels with GPyTorch lengthscales (expected SE,
             unscented SE, kernel mean embeddings, SKL). None keeps the kernel's. A problem whose objective
@@ -127,11 +128,33 @@ class DistributionGP(ExactGP, Model):
 
     Raises:
         ValueError: malformed ``bounds``; a ``lengthscale_prior`` for a kernel without GPyTorch lengthscales.
+
+    Example:
+        A knowledge-gradient decision (BoTorch's one-shot ``qKnowledgeGradient``; ``model.fantasize`` underneath),
+        on the robust objective through :class:`~uncertain_bo.models.TargetModel`, and the recommendation that goes
+        with it, the maximiser of the posterior mean:
+
+        >>> import torch
+        >>> from botorch.acquisition import PosteriorMean, qKnowledgeGradient
+        >>> from botorch.optim import optimize_acqf
+        >>> from uncertain_bo.distributions import Dirac, GaussianExecutionNoise
+        >>> from uncertain_bo.models import DistributionGP, TargetModel
+        >>> bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+        >>> X = torch.rand(10, 2, dtype=torch.float64)
+        >>> gp = DistributionGP(bounds)
+        >>> gp.set_data(Dirac(X), (3 * X).sin().sum(-1))
+        >>> ok = gp.fit()
+        >>> robust = TargetModel(gp, GaussianExecutionNoise(0.01 * torch.eye(2, dtype=torch.float64)))
+        >>> kg = qKnowledgeGradient(robust, num_fantasies=8)
+        >>> target, _ = optimize_acqf(kg, bounds, q=1, num_restarts=2, raw_samples=16)
+        >>> best, _ = optimize_acqf(PosteriorMean(robust), bounds, q=1, num_restarts=2, raw_samples=16)
+        >>> target.shape, best.shape
+        (torch.Size([1, 2]), torch.Size([1, 2]))
     """
 
     def __init__(self, bounds: Tensor, kernel: DistributionKernel | None = None, *,
                  standardize: bool = True, priors: bool = True, noise_lower_bound: float = 1e-6,
-                 lengthscale_prior: Prior | None = None, noise_prior: str = 'gamma', input_noise: bool = False):
+                 lengthscale_prior: Prior | None = None, noise_prior: str = 'gamma', input_induced_noise: bool = False):
         bounds = torch.as_tensor(bounds, dtype=DTYPE)
         if bounds.ndim != 2 or bounds.shape[0] != 2 or not (bounds[1] > bounds[0]).all():
             raise ValueError(f'bounds must be (2, d) with upper > lower, got {bounds.tolist()}')
@@ -153,7 +176,7 @@ class DistributionGP(ExactGP, Model):
         self.covar_module = ScaleKernel(kernel, outputscale_prior=GammaPrior(2.0, 0.15) if priors else None)
         self.register_buffer('bounds', bounds)
         self.standardize = standardize
-        self.input_noise = bool(input_noise)
+        self.input_induced_noise = bool(input_induced_noise)
         self._locations: LocationDistributions | None = None
         self._y = torch.zeros(0, dtype=DTYPE)
         self._noise = torch.zeros(0, dtype=DTYPE)  # reported reading variances, output units²
@@ -360,7 +383,7 @@ class DistributionGP(ExactGP, Model):
         ok = True
         try:
             # routine: L-BFGS-B stopping at maxiter (the fit is still an improvement), jitter added to a Cholesky
-            with logged_warnings(log, OptimizationWarning, NumericalWarning):
+            with logged_warnings(log, OptimizationWarning, NumericalWarning), torch.enable_grad():  # any grad mode
                 fit_gpytorch_mll(mll, optimizer_kwargs={'options': {'maxiter': 200}},
                                  max_attempts=max_attempts)
         except (ModelFittingError, RuntimeError, ValueError) as exc:
@@ -409,20 +432,44 @@ class DistributionGP(ExactGP, Model):
         return X
 
     def forward(self, x: Tensor) -> MultivariateNormal:
-        """GPyTorch prior over encoded inputs (used by the marginal likelihood: in training mode ``x`` are the
-        training inputs, and with ``input_noise`` their input-induced variances join the diagonal)."""
-        covar = self.covar_module(x)
-        locations = self._train_locations_given    # all readings, or the fit's subset
-        if self.input_noise and self.training and locations is not None and x.shape[-2] == len(locations):
-            covar = covar + DiagLinearOperator(self.input_variance(locations))
-        return MultivariateNormal(self.mean_module(x), covar)
+        """GPyTorch prior of the latent over encoded inputs ``(..., N, E)``."""
+        return MultivariateNormal(self.mean_module(x), self.covar_module(x))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> MultivariateNormal:
+        """GPyTorch's call. On the encoded training inputs in training mode (the marginal likelihood's call, as
+        GPyTorch's ``ExactGP``): the prior over them, whose diagonal holds each reading's input-induced variance with
+        ``input_induced_noise`` (the readings' prior, standardised units). Otherwise ``model(X)`` is :meth:`posterior`
+        ``(X).distribution`` for points ``batch x q x d`` or a distribution batch (physical and output units): the
+        one posterior of the model in every mode (exact or sparse, with or without ``input_induced_noise``)."""
+        if self.training and self._are_train_inputs(args):
+            return self._with_input_variance(super().__call__(*args, **kwargs))
+        return self.posterior(*args, **kwargs).distribution
+
+    def _are_train_inputs(self, args: tuple) -> bool:
+        """Whether GPyTorch's call ``args`` are the encoded training inputs (the marginal likelihood's call)."""
+        train = self.train_inputs
+        return (train is not None and len(args) == 1 and isinstance(args[0], Tensor)
+                and args[0].shape == train[0].shape and torch.equal(args[0], train[0]))
+
+    def _get_train_prior_distribution(self, train_inputs: Any, **kwargs: Any) -> MultivariateNormal:
+        """The readings' prior in GPyTorch's own prediction strategy (eval mode), as in training mode."""
+        return self._with_input_variance(super()._get_train_prior_distribution(train_inputs, **kwargs))
+
+    def _with_input_variance(self, prior: MultivariateNormal) -> MultivariateNormal:
+        """``prior`` over the training inputs (all readings, or the fit's subset) with each reading's input-induced
+        variance added to its diagonal when ``input_induced_noise`` is on."""
+        locations = self._train_locations_given
+        if not self.input_induced_noise or locations is None or prior.mean.shape[-1] != len(locations):
+            return prior
+        return MultivariateNormal(prior.mean, prior.lazy_covariance_matrix
+                                  + DiagLinearOperator(self.input_variance(locations)))
 
     def input_variance(self, locations: LocationDistributions) -> Tensor:
         """``(n,)`` input-induced variances :math:`v_i = \\mathbb E_{P_i}[k(x, x)] - \\hat k(P_i, P_i)` of readings
         taken at ``locations`` (module docstring), in the model's standardised output units; differentiable in
-        the hyperparameters. Zeros when ``input_noise`` is off. The point value :math:`k(x, x)` is the kernel at
+        the hyperparameters. Zeros when ``input_induced_noise`` is off. The point value :math:`k(x, x)` is the kernel at
         the distribution's mean (exact for stationary kernels)."""
-        if not self.input_noise:
+        if not self.input_induced_noise:
             return torch.zeros(len(locations), dtype=DTYPE, device=self.bounds.device)
         enc = self.encode(locations)
         spread = self.covar_module.forward(enc, enc, diag=True)
@@ -453,8 +500,8 @@ class DistributionGP(ExactGP, Model):
                 objective). Differentiable w.r.t. the points or the distributions' parameters.
             output_indices: None or ``[0]`` (one output).
             observation_noise: False: the latent; True: add each input's noise as a new reading would have it
-                (:math:`\lambda`, plus its input-induced variance with ``input_noise``); a tensor broadcastable to
-                ``batch_shape x q``: those variances (output units²).
+                (:math:`\lambda`, plus its input-induced variance with ``input_induced_noise``); a tensor
+                broadcastable to ``batch_shape x q``: those variances (output units²).
             posterior_transform: a BoTorch ``PosteriorTransform`` applied to the result.
             batch_shape: for a distribution batch, the batch shape in front of ``q`` (default ``()``: one joint
                 distribution over all of them). Ignored for tensors.
@@ -500,8 +547,8 @@ class DistributionGP(ExactGP, Model):
 
     def noise_at(self, X: Tensor | LocationDistributions) -> Tensor:
         """``(N,)`` the noise variance a reading taken at each of ``N`` location distributions (or points) would have,
-        without a reported variance: :math:`\\lambda`, plus its input-induced variance with ``input_noise``; output
-        units²."""
+        without a reported variance: :math:`\\lambda`, plus its input-induced variance with ``input_induced_noise``;
+        output units²."""
         dists, _ = self._as_batch(X, None)
         return (float(self.likelihood.noise.detach()) + self.input_variance(dists)) * self._y_scale ** 2
 
@@ -537,18 +584,26 @@ class DistributionGP(ExactGP, Model):
         return self._posterior_cache().cross(self, self.encode(da), self.encode(db)) * self._y_scale ** 2
 
     def condition_on_observations(self, X: Tensor | LocationDistributions, Y: Tensor, noise: Tensor | None = None,
-                                  **kwargs: Any) -> 'DistributionGP':
+                                  **kwargs: Any) -> 'DistributionGP | ConditionedGP':
         r"""The model conditioned on further readings, with the same hyperparameters (BoTorch's
         ``condition_on_observations``; fantasies). The prediction strategy is copied and grown by one row per
         reading (:math:`O(n^2)` each), so this model is unchanged. With ``Y`` = the posterior mean at ``X`` (the
         kriging believer) the posterior mean stays where it was and only the variance shrinks: the hallucinated
         readings of GP-BUCB (Desautels, Krause & Burdick 2014, Eq. 6).
 
+        Batches of readings (``Y`` ``batch_shape x k x 1``, what BoTorch's ``fantasize`` passes: ``S`` fantasies of
+        each of ``batch`` sets of inputs ``batch x k x d``) give a :class:`~uncertain_bo.models.ConditionedGP` of
+        batch shape ``batch_shape`` instead: Gaussian conditioning of this model's joint posterior, for
+        ``fantasize``, ``qKnowledgeGradient`` and ``qNegIntegratedPosteriorVariance``.
+
         Args:
-            X: ``k`` location distributions (or points ``(k, d)``) where the readings are taken.
-            Y: ``(k,)`` or ``(k, 1)`` readings (output units).
-            noise: ``(k,)`` reported reading variances (output units², default 0): each reading's noise is
-                :math:`\lambda` plus this, plus its input-induced variance with ``input_noise``.
+            X: ``k`` location distributions (or points ``(k, d)``) where the readings are taken; for batched
+                readings, points ``batch x k x d`` (a distribution batch: ``batch_shape`` as for :meth:`posterior`).
+            Y: ``(k,)`` or ``(k, 1)`` readings (output units), or ``batch_shape x k x 1``.
+            noise: ``(k,)`` reported reading variances (output units², default 0; batched: broadcastable to ``Y``):
+                each reading's noise is :math:`\lambda` plus this, plus its input-induced variance with
+                ``input_induced_noise``.
+            batch_shape: (keyword, batched readings with a distribution batch ``X``) its batch shape.
 
         Returns:
             A conditioned model: it shares this model's modules (hyperparameters), so it cannot be fitted or
@@ -558,6 +613,11 @@ class DistributionGP(ExactGP, Model):
             RuntimeError: no data.
             ValueError: length mismatch, non-finite values.
         """
+        Y = torch.as_tensor(Y)
+        if Y.ndim > 2:
+            dists, batch = self._as_batch(X, kwargs.get('batch_shape'))
+            self._posterior_cache()      # the RuntimeError without data
+            return ConditionedGP(self, dists, batch, Y, noise)
         dists, _ = self._as_batch(X, None)
         y = _checked_targets(dists, torch.as_tensor(Y).reshape(-1))
         noise = _checked_noise(noise, y)
@@ -574,6 +634,20 @@ class DistributionGP(ExactGP, Model):
             cache.set_targets(out._standardized_y())
         out._cache = cache
         return out
+
+    def hallucinate(self, X: Tensor | LocationDistributions) -> 'DistributionGP':
+        """The model conditioned on readings at ``X`` equal to its posterior mean there (the kriging believer): the
+        mean is unchanged and the variance shrinks where the readings will be taken, GP-BUCB's hallucinated readings
+        of pending targets (Desautels, Krause & Burdick 2014, Eq. 6); :meth:`condition_on_observations`.
+
+        Args:
+            X: ``k`` location distributions (or points ``(k, d)``).
+
+        Raises:
+            RuntimeError: no data.
+        """
+        with torch.no_grad():
+            return self.condition_on_observations(X, self.marginals(X)[0])
 
     def _as_batch(self, X: Tensor | LocationDistributions,
                   batch_shape: Sequence[int] | None) -> tuple[LocationDistributions, torch.Size]:
@@ -620,11 +694,11 @@ class DistributionGP(ExactGP, Model):
 
     def noise_diagonal(self) -> Tensor:
         """``(n,)`` each training reading's noise variance :math:`\\lambda + \\sigma^2_{\\epsilon,i}` (learned noise
-        plus the reported variance, plus the input-induced variance with ``input_noise``), in the model's
+        plus the reported variance, plus the input-induced variance with ``input_induced_noise``), in the model's
         standardised output units (detached): the diagonal the marginal likelihood and the posterior add to the
         kernel matrix."""
         diag = float(self.likelihood.noise.detach()) + self._noise / self._y_scale ** 2
-        if self.input_noise and self._locations is not None:
+        if self.input_induced_noise and self._locations is not None:
             with torch.no_grad():
                 diag = diag + self.input_variance(self._locations).to(diag)
         return diag

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
-from botorch.models.model import Model
+from botorch.models.model import FantasizeMixin, Model
 from botorch.models.transforms.input import InputPerturbation
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from torch import Tensor
@@ -34,7 +34,7 @@ from ..distributions import Dirac, LocationDistributions
 __all__ = ['TargetModel', 'perturbation_set']
 
 
-class TargetModel(Model):
+class TargetModel(Model, FantasizeMixin):
     """A view of ``gp`` whose inputs are targets (module docstring).
 
     Args:
@@ -47,6 +47,22 @@ class TargetModel(Model):
 
     Raises:
         ValueError: both ``candidates`` and ``perturbation``.
+
+    Example:
+        BoTorch's noisy expected improvement of the robust objective (each target scored through its execution-noise
+        distribution):
+
+        >>> import torch
+        >>> from botorch.acquisition import qLogNoisyExpectedImprovement
+        >>> from uncertain_bo.distributions import Dirac, GaussianExecutionNoise
+        >>> from uncertain_bo.models import DistributionGP, TargetModel
+        >>> X = torch.rand(10, 2, dtype=torch.float64)
+        >>> gp = DistributionGP(torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64))
+        >>> gp.set_data(Dirac(X), (3 * X).sin().sum(-1))
+        >>> view = TargetModel(gp, GaussianExecutionNoise(0.01 * torch.eye(2, dtype=torch.float64)))
+        >>> acq = qLogNoisyExpectedImprovement(view, X_baseline=X)
+        >>> acq(torch.rand(4, 1, 2, dtype=torch.float64)).shape
+        torch.Size([4])
     """
 
     def __init__(self, gp: Model, candidates: Callable[[Tensor], LocationDistributions] | None = None,
@@ -64,8 +80,14 @@ class TargetModel(Model):
         return 1
 
     @property
+    def likelihood(self) -> Any:
+        """The model's likelihood (BoTorch's ``fantasize`` reads its kind)."""
+        return self.gp.likelihood
+
+    @property
     def batch_shape(self) -> torch.Size:
-        return torch.Size()
+        """The model's batch shape (a fantasy model's ``S x batch``)."""
+        return self.gp.batch_shape
 
     def locations(self, X: Tensor) -> tuple[LocationDistributions, torch.Size]:
         """The distributions of targets ``batch x q x d`` (after the perturbation) and the batch shape."""
@@ -86,13 +108,20 @@ class TargetModel(Model):
                                  posterior_transform=posterior_transform, batch_shape=batch)
 
     def condition_on_observations(self, X: Tensor, Y: Tensor, **kwargs: Any) -> 'TargetModel':
-        """The view of ``gp.condition_on_observations`` at the targets' distributions (readings ``Y`` there).
+        """The view of ``gp.condition_on_observations`` at the targets' distributions (readings ``Y`` there): targets
+        ``(k, d)`` with readings ``(k,)``, or BoTorch's fantasies, targets ``batch x k x d`` with readings
+        ``batch_shape x k x 1`` (so ``fantasize``, ``qKnowledgeGradient`` and ``qNegIntegratedPosteriorVariance`` run
+        on the view: the look-ahead of the robust objective with ``candidates``).
 
         Raises:
             NotImplementedError: with a perturbation (a reading is of one executed point, not of ``n_w``).
         """
         if self.perturbation is not None:
             raise NotImplementedError('conditioning a perturbed view: a reading is taken at one executed point')
+        if torch.as_tensor(Y).ndim > 2:
+            dists, batch = self.locations(X)
+            return TargetModel(self.gp.condition_on_observations(dists, Y, batch_shape=batch, **kwargs),
+                               self.candidates)
         dists, _ = self.locations(X.reshape(-1, X.shape[-1]).unsqueeze(0))
         return TargetModel(self.gp.condition_on_observations(dists, Y, **kwargs), self.candidates)
 
