@@ -27,6 +27,7 @@ from .distributions import DTYPE, LocationDistributions, cat
 from .models import DistributionGP
 from .observation_log import ObservationLog
 from .planner_settings import PlannerSettings
+from .seeds import decision_seed
 
 __all__ = ['ModelSchedule']
 
@@ -117,7 +118,7 @@ class ModelSchedule:
             cuda = model.bounds.is_cuda
             # (with autograd on: the first read of a snapshot's model may come inside a caller's torch.no_grad())
             with torch.random.fork_rng(devices=[model.bounds.device] if cuda else []), torch.enable_grad():
-                seed = settings.seed * 100_003 + model.n
+                seed = decision_seed(settings.seed, model.n)
                 if cuda:
                     torch.manual_seed(seed)
                 else:   # torch.manual_seed would also queue a CUDA seed with a formatted stack trace, every fit

@@ -38,6 +38,7 @@ from torch import Tensor
 
 from ..distributions import Dirac, Empirical
 from ..optim import maximize
+from ..seeds import decision_seed
 
 if TYPE_CHECKING:
     from botorch.acquisition import AcquisitionFunction
@@ -223,7 +224,7 @@ class DecisionContext:
     @property
     def seed(self) -> int:
         """The decision's seed ``run_seed * 100_003 + index``: seed every random draw from it."""
-        return self.settings.seed * 100_003 + self.index
+        return decision_seed(self.settings.seed, self.index)
 
     @property
     def target_bounds(self) -> Tensor:
@@ -300,7 +301,7 @@ class DecisionContext:
             if isinstance(stored, Empirical) and not isinstance(where, Empirical):   # particle clouds: alike
                 gen = torch.Generator(device=model.bounds.device).manual_seed(int(self.seed))
                 where = Empirical(where.sample(stored.samples.shape[-2], gen))
-            return model.condition_on_observations(where, model.marginals(where)[0])
+            return model.hallucinate(where)
 
     def pick(self, j: int, pending: Tensor | None) -> 'DecisionContext':
         """The context of pick ``j`` of a batch: measurement ``index + j`` (its seed and initial-design slot), one

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from ..observation_log import ObservedData
     from .method import DecisionContext, Recommendation
 
-__all__ = ['area_mean_recommendation', 'rule_recommendation', 'sobol_points', 'AREA_MEAN_SEED_OFFSET',
+__all__ = ['area_mean_recommendation', 'rule_recommendation', 'AREA_MEAN_SEED_OFFSET',
            'RECOMMENDATION_RULES']
 
 #: recommendation rules (:meth:`~uncertain_bo.planner.Planner.recommend`): what each returns
@@ -85,13 +85,6 @@ def area_mean_recommendation(ctx: 'DecisionContext') -> 'Recommendation':
     with torch.no_grad():
         mean, var = model.marginals(ctx.candidates(target.reshape(1, -1)))
     return Recommendation(target, float(mean[0]), float(var[0].sqrt()), -1)
-
-
-def sobol_points(n: int, bounds: Tensor, seed: int) -> Tensor:
-    """``(n, d)`` scrambled Sobol points in ``bounds`` ``(2, d)`` (seeded; dtype and device of ``bounds``)."""
-    engine = torch.quasirandom.SobolEngine(bounds.shape[1], scramble=True, seed=seed)
-    u = engine.draw(n, dtype=bounds.dtype).to(bounds.device)
-    return bounds[0] + u * (bounds[1] - bounds[0])
 
 
 def sensor_noise_model(model):
