@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
-from uncertain_bo.planner import Planner
+from uncertain_bo.planning.planner import Planner
 from uncertain_bo.cli import configure_torch_threads
 from uncertain_bo.sim.field import Field
 

@@ -30,7 +30,7 @@ import torch
 
 def write_journal(run_dir: Path, n: int, seed: int = 0) -> None:
     from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
-    from uncertain_bo.planner import Planner
+    from uncertain_bo.planning.planner import Planner
     from uncertain_bo.sim.field import Field
 
     rng = np.random.default_rng(seed)

@@ -29,7 +29,7 @@ import torch
 
 from uncertain_bo.cli import configure_torch_threads
 from uncertain_bo.distributions import DTYPE, Gaussian, GaussianExecutionNoise
-from uncertain_bo.planner import Planner
+from uncertain_bo.planning.planner import Planner
 from uncertain_bo.sim.field import Field
 
 STOPS = 30

@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from uncertain_bo.journal import Journal  # noqa: E402
+from uncertain_bo.journal.journal import Journal  # noqa: E402
 
 MEASUREMENT_LINE = re.compile(r'measurement (\d+)/(\d+): reading (\S+) at')
 

@@ -1,9 +1,9 @@
-"""What the journal's schema check (uncertain_bo/journal_schema.py) adds to loading a long run's journal.
+"""What the journal's schema check (uncertain_bo/journal/schema.py) adds to loading a long run's journal.
 
 A synthetic journal of ``--measurements`` observations with ``--en-route`` en-route readings after each, every
 location a Gaussian (2x2 covariance) or an empirical cloud of ``--particles`` particles, is written to a temporary
 folder; the script times parsing its lines (``json.loads``, what loading cost before the schema) and
-:func:`~uncertain_bo.journal_schema.check_journal` on the parsed records, each the median of ``--repeats``.
+:func:`~uncertain_bo.journal.schema.check_journal` on the parsed records, each the median of ``--repeats``.
 
 Usage::
 
@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 
 from uncertain_bo.distributions import Empirical, Gaussian
-from uncertain_bo.journal import location_to_record
-from uncertain_bo.journal_schema import check_journal
+from uncertain_bo.journal.journal import location_to_record
+from uncertain_bo.journal.schema import check_journal
 
 
 def write(path: Path, kind: str, measurements: int, en_route: int, particles: int) -> None:
@@ -36,7 +36,7 @@ def write(path: Path, kind: str, measurements: int, en_route: int, particles: in
         return location_to_record(Empirical(torch.rand(1, particles, 2, dtype=torch.float64, generator=gen) * 50))
 
     locations = [location(i) for i in range(20)]
-    lines = [{'type': 'header', 'format': 'uncertain_bo.journal', 'version': 1, 'bounds': [[0, 0], [100, 100]]}]
+    lines = [{'type': 'header', 'format': 'uncertain_bo.journal.journal', 'version': 1, 'bounds': [[0, 0], [100, 100]]}]
     e = 0
     for i in range(measurements):
         lines.append({'type': 'observation', 'index': i, 'target': [1.0, 2.0], 'location': locations[i % 20],

@@ -18,7 +18,7 @@ import torch
 from uncertain_bo.acquisition import get_method
 from uncertain_bo.benchmarks import get_problem
 from uncertain_bo.benchmarks.base import BenchSettings
-from uncertain_bo.planner import Planner
+from uncertain_bo.planning.planner import Planner
 
 METHODS = 'nes_ep,nes_rs,bo_uu_ei,bo_uu_ucb,bo_uu_mes,uei,ei'
 

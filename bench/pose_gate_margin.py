@@ -19,7 +19,7 @@ import argparse
 import numpy as np
 
 import uncertain_bo.explorer.pose_gate as gate_module
-from uncertain_bo.parameters import config_path
+from uncertain_bo.parameters.specs import config_path
 from uncertain_bo.sim.mission import Mission, mission_parameters
 
 SETTINGS = {

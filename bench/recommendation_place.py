@@ -1,7 +1,7 @@
 """Where a recommendation over past measurements should point when targets are reached: the commanded target or
 the location mean of its reading (docs/methods.md, "The recommendation names a place that was measured").
 
-On the paper-style world of ``test/test_planner.py`` (a tall narrow bump and a broad robust one on [0, 1]²,
+On the paper-style world of ``test/planning/test_planner.py`` (a tall narrow bump and a broad robust one on [0, 1]²,
 execution noise 0.08, localisation noise 0.04, uGP-UCB, 25 measurements, every target reached), per seed: the
 normalised robust regret ``(g* - g(x)) / g*`` of ``'past_mean'`` ranked over the targets and over the location
 means (clamped into the box), and of the highest reading at its target and at its location mean, then the medians
@@ -22,7 +22,7 @@ import torch
 from scipy.stats import wilcoxon
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
-from test_planner import g, run  # noqa: E402  (the test's world and its closed-form robust objective)
+from planning.test_planner import g, run  # noqa: E402  (the test's world and its closed-form robust objective)
 
 
 def main() -> None:

@@ -41,7 +41,7 @@ from en_route_latency import STOPS, Stream, _timed, _wall   # noqa: E402  (the s
 from uncertain_bo.cli import configure_torch_threads                     # noqa: E402
 from uncertain_bo.distributions import DTYPE, Gaussian, GaussianExecutionNoise   # noqa: E402
 from uncertain_bo.models.prediction import ExactPrediction               # noqa: E402
-from uncertain_bo.planner import LocationRevision, Planner               # noqa: E402
+from uncertain_bo.planning.planner import LocationRevision, Planner               # noqa: E402
 
 SCENARIOS = ('none', 'smoother', 'loop closure')
 

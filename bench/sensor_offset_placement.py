@@ -7,7 +7,7 @@ velocity noise, rad/s; GNSS fixes give the EKF its heading only through motion).
 placements of each measurement:
 
 - ``aware``: the stored location distribution, at the sensor (mean ``p + E R(yaw) r``, covariance with the heading's
-  uncertainty times the lever arm: :func:`uncertain_bo.lever_arm.sensor_moments`);
+  uncertainty times the lever arm: :func:`uncertain_bo.distributions.lever_arm.sensor_moments`);
 - ``shifted``: the mean moved by the arm at the mean heading, ``p + R(yaw) r``, with the pose's own covariance (the
   lever arm without the heading's uncertainty in the covariance);
 - ``pose``: the pose estimate of ``base_link`` (mean and covariance), what every reading got before ``sensor_offset``.
@@ -37,7 +37,7 @@ import torch
 from scipy.stats import wilcoxon
 
 from uncertain_bo.distributions import DTYPE, Dirac, Gaussian
-from uncertain_bo.lever_arm import sensor_position
+from uncertain_bo.distributions.lever_arm import sensor_position
 from uncertain_bo.models import DistributionGP
 from uncertain_bo.sim.field import Field
 from uncertain_bo.sim.mission import Mission, mission_parameters

@@ -31,8 +31,8 @@ from botorch.exceptions.warnings import BadInitialCandidatesWarning, Optimizatio
 from uncertain_bo.caught_warnings import logged_warnings
 from uncertain_bo.distributions import DTYPE, Gaussian, GaussianExecutionNoise
 from uncertain_bo.models import DistributionGP
-from uncertain_bo.optim import OptimizerSettings
-from uncertain_bo.planner import Planner
+from uncertain_bo.acquisition.optimize import OptimizerSettings
+from uncertain_bo.planning.planner import Planner
 
 LENGTHSCALE, OUTPUTSCALE, NOISE, BETA = 0.1, 1.0, 0.01, 3.0
 SIGMA_X = 0.1

@@ -43,7 +43,7 @@ from uncertain_bo.acquisition.igp_ucb import IGPUCB
 from uncertain_bo.acquisition.method import register
 from uncertain_bo.acquisition.ugp_ucb import UGPUCB
 from uncertain_bo.distributions import Dirac
-from uncertain_bo.planner import Planner
+from uncertain_bo.planning.planner import Planner
 
 VARIANTS = ('ablate_target_robust', 'ablate_mean_point', 'ablate_gaussian_point')
 

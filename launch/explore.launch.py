@@ -63,8 +63,8 @@ from launch.event_handlers import OnProcessExit, OnShutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from uncertain_bo.param_files import file_sections, format_param_file, namespaced_sections
-from uncertain_bo.parameters import ParameterError
+from uncertain_bo.parameters.files import file_sections, format_param_file, namespaced_sections
+from uncertain_bo.parameters.specs import ParameterError
 from uncertain_bo.ros.launch_args import (PACKAGE, check_nodes, declare_arguments, exit_handler, flag, params_file,
                                           share_directory)
 
@@ -114,7 +114,7 @@ def namespaced_file(path, namespace, directory=None):
     system's temporary folder).
 
     Raises:
-        uncertain_bo.parameters.ParameterError: the file cannot be read, or rcl would refuse it.
+        uncertain_bo.parameters.specs.ParameterError: the file cannot be read, or rcl would refuse it.
     """
     original = file_sections(path)
     rekeyed = namespaced_sections(original, namespace, NODES)

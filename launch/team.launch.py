@@ -83,7 +83,7 @@ def team_parameters(args, share):
             or a node's start-up check fails (a field file that cannot be loaded, ...): one line, before anything
             starts.
     """
-    from uncertain_bo.parameters import ParameterError
+    from uncertain_bo.parameters.specs import ParameterError
     from uncertain_bo.ros.graph import load_graph_parameters
     from uncertain_bo.ros.team_graph import team_node_parameters
 

@@ -8,8 +8,8 @@ import torch
 from uncertain_bo.distributions import GaussianExecutionNoise
 from uncertain_bo.explorer import EXPLORER_PARAMS, Explorer, PoseEstimate, Reading, State
 from uncertain_bo.explorer.pose_gate import REANCHOR_SECONDS
-from uncertain_bo.parameters import validate
-from uncertain_bo.planner import Planner
+from uncertain_bo.parameters.specs import validate
+from uncertain_bo.planning.planner import Planner
 
 from recording_host import RecordingHost
 

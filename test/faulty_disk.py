@@ -1,5 +1,5 @@
 """A disk that fails on demand, for storage-fault tests: wraps ``os.open``/``os.write``/``os.fsync``/``os.ftruncate``
-(what :mod:`uncertain_bo.journal` writes with) for the files under one folder.
+(what :mod:`uncertain_bo.journal.journal` writes with) for the files under one folder.
 
 Test modules import it as ``from faulty_disk import FaultyDisk`` (pytest puts ``test/`` on the path).
 """

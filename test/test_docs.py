@@ -26,8 +26,8 @@ def test_relative_links_resolve_inside_the_repo(doc):
 def test_readme_names_every_planner_default_the_explorer_changes():
     from uncertain_bo.explorer import EXPLORER_PARAMS
     from uncertain_bo.explorer.parameters import planner_from_parameters
-    from uncertain_bo.parameters import defaults
-    from uncertain_bo.planner_settings import ModelSettings, PlannerSettings
+    from uncertain_bo.parameters.specs import defaults
+    from uncertain_bo.planning.settings import ModelSettings, PlannerSettings
 
     planner = planner_from_parameters({**defaults(EXPLORER_PARAMS), 'search_bounds': [0.0, 20.0, 0.0, 20.0]})
     differ = set()

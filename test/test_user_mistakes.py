@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from uncertain_bo.distributions import Gaussian
-from uncertain_bo.journal import Journal, location_to_record
+from uncertain_bo.journal.journal import Journal, location_to_record
 from uncertain_bo.ros.nodes import NODES
 
 DOMAIN_ID = 140 + os.getpid() % 30

@@ -21,10 +21,10 @@ COMMANDS = {
     'report': ('uncertain_bo.sim.report_cli', 'summarise and plot a run (scored against its field when it has one)'),
     'bench': ('uncertain_bo.benchmarks.cli', 'run benchmark problems (parallel over seeds)'),
     'plot': ('uncertain_bo.benchmarks.cli', 'draw regret figures of a bench output directory'),
-    'export': ('uncertain_bo.export_cli', "write a run's observations journal as CSV"),
+    'export': ('uncertain_bo.journal.export_cli', "write a run's observations journal as CSV"),
     'check': ('uncertain_bo.ros.check', "validate a robot's ROS 2 parameter file without starting anything"),
-    'params': ('uncertain_bo.param_yaml', "print (or write) a node's parameter file, generated from its parameter "
-                                          'specs'),
+    'params': ('uncertain_bo.parameters.yaml_source',
+               "print (or write) a node's parameter file, generated from its parameter specs"),
     'map': ('uncertain_bo.survey_map.cli', "a survey's posterior map (GeoTIFF, PNG, peak.json) from a CSV of points, "
                                            "a run's journal or its recording"),
     'replay': ('uncertain_bo.ros.replay', "replay a rosbag2 recording (MCAP or sqlite3) through the explorer's "

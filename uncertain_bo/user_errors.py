@@ -25,10 +25,10 @@ class UsageError(ValueError):
 
 def user_error_types() -> tuple[type[BaseException], ...]:
     """The exception types that mean "the user's input is wrong" (reported in one line, not a traceback):
-    :class:`~uncertain_bo.parameters.ParameterError`, :class:`~uncertain_bo.journal.JournalError`,
+    :class:`~uncertain_bo.parameters.specs.ParameterError`, :class:`~uncertain_bo.journal.journal.JournalError`,
     :class:`~uncertain_bo.sim.field.FieldError` and :class:`UsageError`."""
-    from .journal import JournalError
-    from .parameters import ParameterError
+    from .journal.journal import JournalError
+    from .parameters.specs import ParameterError
     from .sim.field import FieldError
     return (ParameterError, JournalError, FieldError, UsageError)
 

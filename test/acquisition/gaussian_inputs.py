@@ -6,7 +6,7 @@ import torch
 
 from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
 from uncertain_bo.models import DistributionGP
-from uncertain_bo.optim import OptimizerSettings
+from uncertain_bo.acquisition.optimize import OptimizerSettings
 
 DT = torch.float64
 BOX = torch.tensor([[-2.0, 10.0], [6.0, 14.0]], dtype=DT)   # not the unit square: the unit-cube map is tested
@@ -41,7 +41,7 @@ def field(x):
 def observed_planner(method, seed=3):
     """A planner of ``method`` on BOX after 4 measurements of :func:`field`, each at a location distribution
     ``N(executed, 0.01 I)`` around the target executed with 0.1 m noise (the same executions for every method)."""
-    from uncertain_bo.planner import Planner
+    from uncertain_bo.planning.planner import Planner
     p = Planner(BOX, noise_model(), method=method, n_initial=3, seed=seed, optimizer=FAST)
     g = torch.Generator().manual_seed(0)
     for _ in range(4):

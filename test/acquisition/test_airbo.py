@@ -7,8 +7,8 @@ from uncertain_bo.acquisition.airbo import AIRBO_BETA
 from uncertain_bo.benchmarks.functions_airbo import get_airbo_problem
 from uncertain_bo.distributions import Dirac, Empirical
 from uncertain_bo.kernels import ExpectedRBFKernel, KernelMeanEmbeddingKernel, MMDKernel, SymmetrizedKLKernel
-from uncertain_bo.optim import OptimizerSettings
-from uncertain_bo.planner import Planner
+from uncertain_bo.acquisition.optimize import OptimizerSettings
+from uncertain_bo.planning.planner import Planner
 
 FAST = OptimizerSettings(num_restarts=4, raw_samples=64, maxiter=50)
 

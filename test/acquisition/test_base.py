@@ -12,7 +12,7 @@ from uncertain_bo.acquisition.base import TargetAcquisition
 from uncertain_bo.acquisition.uei import UnscentedExpectedImprovement
 from uncertain_bo.acquisition.ugp_ucb import TargetUpperConfidenceBound
 from uncertain_bo.distributions import DTYPE, Dirac, GaussianExecutionNoise
-from uncertain_bo.unscented import sigma_points
+from uncertain_bo.distributions.unscented import sigma_points
 
 MEAN = torch.tensor([0.3, -1.2, 2.0], dtype=DTYPE)
 VAR = torch.tensor([0.04, 1.5, 0.2], dtype=DTYPE)

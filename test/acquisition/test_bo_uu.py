@@ -9,8 +9,8 @@ import torch
 from scipy.stats import norm
 
 from uncertain_bo.distributions import DTYPE, Dirac, GaussianExecutionNoise
-from uncertain_bo.optim import OptimizerSettings
-from uncertain_bo.planner import Planner
+from uncertain_bo.acquisition.optimize import OptimizerSettings
+from uncertain_bo.planning.planner import Planner
 
 from . import oracle
 

@@ -8,7 +8,7 @@ import torch
 from uncertain_bo.acquisition import get_method
 from uncertain_bo.acquisition.botorch_robust import BoTorchRobust
 from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
-from uncertain_bo.planner import Planner
+from uncertain_bo.planning.planner import Planner
 
 BOX = torch.tensor([[0.0, 0.0], [200.0, 120.0]], dtype=torch.float64)
 

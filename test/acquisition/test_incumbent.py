@@ -12,8 +12,8 @@ from scipy.stats import norm
 from uncertain_bo.acquisition.base import incumbent
 from uncertain_bo.acquisition.quadrature import joint_points
 from uncertain_bo.distributions import DTYPE, Dirac, GaussianExecutionNoise
-from uncertain_bo.optim import OptimizerSettings
-from uncertain_bo.planner import Planner
+from uncertain_bo.acquisition.optimize import OptimizerSettings
+from uncertain_bo.planning.planner import Planner
 
 PASCAL = 101_325.0
 FAST = OptimizerSettings(num_restarts=2, raw_samples=64, maxiter=50)

@@ -7,7 +7,7 @@ import torch
 from uncertain_bo.acquisition import (METHODS, Method, Proposal, Recommendation, UCBMethod,
                                       get_method, register)
 from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
-from uncertain_bo.planner import Planner
+from uncertain_bo.planning.planner import Planner
 
 BOX = torch.tensor([[0.0, 0.0], [10.0, 4.0]], dtype=torch.float64)
 

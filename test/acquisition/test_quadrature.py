@@ -7,13 +7,13 @@ import pytest
 import torch
 
 from uncertain_bo.acquisition.quadrature import QuadratureMean, joint_points, path_on_contexts
-from uncertain_bo.ambiguity import worst_case_mean
+from uncertain_bo.acquisition.ambiguity import worst_case_mean
 from uncertain_bo.models.sample_paths import PosteriorSamplePaths
 from uncertain_bo.benchmarks import BenchSettings, get_problem, run
 from uncertain_bo.distributions import DTYPE, Dirac, Gaussian
 from uncertain_bo.models import DistributionGP
-from uncertain_bo.optim import OptimizerSettings
-from uncertain_bo.planner import Planner
+from uncertain_bo.acquisition.optimize import OptimizerSettings
+from uncertain_bo.planning.planner import Planner
 
 from . import oracle
 

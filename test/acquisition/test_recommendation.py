@@ -8,8 +8,8 @@ import torch
 
 from uncertain_bo.acquisition.recommendation import RECOMMENDATION_RULES
 from uncertain_bo.distributions import DTYPE, Dirac, Gaussian, GaussianExecutionNoise
-from uncertain_bo.planner import Planner
-from uncertain_bo.team import TeamPlanner
+from uncertain_bo.planning.planner import Planner
+from uncertain_bo.team.mission import TeamPlanner
 
 from . import oracle
 

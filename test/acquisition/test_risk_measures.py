@@ -9,8 +9,8 @@ import torch
 from uncertain_bo.acquisition.risk_measures import risk_measure
 from uncertain_bo.distributions import DTYPE, Gaussian, GaussianExecutionNoise
 from uncertain_bo.models.target_model import perturbation_set
-from uncertain_bo.optim import OptimizerSettings
-from uncertain_bo.planner import Planner
+from uncertain_bo.acquisition.optimize import OptimizerSettings
+from uncertain_bo.planning.planner import Planner
 
 from . import oracle
 

@@ -6,7 +6,7 @@ import torch
 
 from uncertain_bo.acquisition.survey import grid_shape, lawnmower_targets, random_tour
 from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
-from uncertain_bo.planner import Planner
+from uncertain_bo.planning.planner import Planner
 
 BOX = torch.tensor([[0.0, 0.0], [200.0, 120.0]], dtype=torch.float64)
 

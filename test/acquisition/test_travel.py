@@ -7,7 +7,7 @@ import torch
 from uncertain_bo.acquisition import TargetUpperConfidenceBound
 from uncertain_bo.acquisition.travel import TravelPenalty
 from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
-from uncertain_bo.planner import Planner
+from uncertain_bo.planning.planner import Planner
 
 BOX = torch.tensor([[0.0, 0.0], [30.0, 40.0]], dtype=torch.float64)   # diagonal 50 m
 
@@ -79,7 +79,7 @@ def test_travel_weight_changes_the_decision_of_every_method(name):
     """One decide path (``Method.decide_one``) for every method: the travel penalty moves each method's next target
     towards the rover. The field rises towards the far corner, the rover stands at the near one: a large weight brings
     the target closer than the method's own choice."""
-    from uncertain_bo.optim import OptimizerSettings
+    from uncertain_bo.acquisition.optimize import OptimizerSettings
     fast = OptimizerSettings(num_restarts=2, raw_samples=64, maxiter=20)
     from uncertain_bo.acquisition import METHODS
     settings = {'botorch_robust': {'num_restarts': 2, 'raw_samples': 64, 'n_w': 8}}.get(name)

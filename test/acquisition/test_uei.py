@@ -10,8 +10,8 @@ from uncertain_bo.acquisition import METHODS, get_method
 from uncertain_bo.acquisition.uei import UnscentedExpectedImprovement
 from uncertain_bo.distributions import Dirac, Gaussian, GaussianExecutionNoise
 from uncertain_bo.models import DistributionGP
-from uncertain_bo.planner import Planner
-from uncertain_bo.unscented import UnscentedRBFKernel, sigma_points
+from uncertain_bo.planning.planner import Planner
+from uncertain_bo.distributions.unscented import UnscentedRBFKernel, sigma_points
 
 UNIT = torch.tensor([[0.0, 0.0], [1.0, 1.0]])
 

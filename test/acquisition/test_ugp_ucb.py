@@ -13,8 +13,8 @@ from scipy.integrate import dblquad
 from uncertain_bo.acquisition.ugp_ucb import TargetUpperConfidenceBound, in_box_fraction
 from uncertain_bo.distributions import Dirac, Gaussian, GaussianExecutionNoise
 from uncertain_bo.models import DistributionGP
-from uncertain_bo.optim import maximize
-from uncertain_bo.planner import Planner
+from uncertain_bo.acquisition.optimize import maximize
+from uncertain_bo.planning.planner import Planner
 
 from . import oracle
 from .gaussian_inputs import BOX, DT, EXEC_COV, FAST, LAM, MEAN0, SF2, ELL, gaussian_inputs_gp, noise_model

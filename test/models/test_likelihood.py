@@ -7,7 +7,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from uncertain_bo.distributions import Dirac, Gaussian, GaussianExecutionNoise
 from uncertain_bo.models import DistributionGP
-from uncertain_bo.planner import InvalidObservationError, Planner
+from uncertain_bo.planning.planner import InvalidObservationError, Planner
 
 BOX = torch.tensor([[0.0, 0.0], [10.0, 10.0]], dtype=torch.float64)
 ELL, SF2, LAM, MEAN = 2.0, 1.5, 0.05, 0.3

@@ -7,7 +7,7 @@ import torch
 
 from uncertain_bo.distributions import DTYPE, Dirac, Gaussian, GaussianExecutionNoise
 from uncertain_bo.models import DistributionGP
-from uncertain_bo.planner import Planner
+from uncertain_bo.planning.planner import Planner
 
 BOUNDS = torch.tensor([[0.0, 0.0], [10.0, 10.0]], dtype=DTYPE)
 

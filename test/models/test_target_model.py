@@ -17,7 +17,7 @@ from acquisition import oracle
 from uncertain_bo.distributions import DTYPE, Gaussian, GaussianExecutionNoise
 from uncertain_bo.models import TargetModel
 from uncertain_bo.models.target_model import perturbation_set
-from uncertain_bo.planner import Planner
+from uncertain_bo.planning.planner import Planner
 
 BOX = torch.tensor([[0.0, 0.0], [20.0, 10.0]], dtype=DTYPE)
 EXEC = np.diag([0.6, 0.3]) ** 2

@@ -3,7 +3,7 @@
 Every method is an object behind one protocol (:mod:`uncertain_bo.acquisition.method`, docs/architecture.md
 "The method protocol"): what the shared :class:`~uncertain_bo.models.DistributionGP` trains on, with which
 kernel, in which space it decides, how it scores candidates from a decision context and how it recommends. The
-:class:`~uncertain_bo.planner.Planner`, the explorer and the benchmark runner look methods up by name in
+:class:`~uncertain_bo.planning.planner.Planner`, the explorer and the benchmark runner look methods up by name in
 :data:`METHODS`; a method registers itself with the :func:`register` class decorator in its own module, imported
 below.
 """

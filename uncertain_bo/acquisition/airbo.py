@@ -4,7 +4,7 @@ Each method is a kernel choice for the shared :class:`~uncertain_bo.models.Distr
 acquisition :math:`\hat\mu(P_{\mathbf x}) + \beta\,\hat\sigma(P_{\mathbf x})` (paper Eq. 5; App. C.1 uses
 :math:`\beta = 2`, i.e. ``beta=2.0`` here since ``beta`` multiplies :math:`\sigma` directly, and
 ``beta=4.0`` in BoTorch's convention). Candidates are scored through the execution-noise model
-:math:`P_{\mathbf x}` given to the :class:`~uncertain_bo.planner.Planner` (for AIRBO's experiments a
+:math:`P_{\mathbf x}` given to the :class:`~uncertain_bo.planning.planner.Planner` (for AIRBO's experiments a
 sample-based model from :mod:`uncertain_bo.noise`, whose fixed base samples make the acquisition
 deterministic), and the recommendation is the past target with the best posterior mean (the
 Planner's ``recommend``; the reference code's ``OPTIMUM_BE``).

@@ -27,7 +27,7 @@ from botorch.acquisition.analytic import LogExpectedImprovement, UpperConfidence
 from botorch.acquisition.max_value_entropy_search import qMaxValueEntropy
 from torch import Tensor
 
-from ..initial_design import sobol_points
+from ..planning.initial_design import sobol_points
 from ..models import TargetModel
 from .base import incumbent
 from .method import DecisionContext, Method, Recommendation, register

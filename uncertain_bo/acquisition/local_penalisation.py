@@ -40,7 +40,7 @@ from torch import Tensor
 from torch.nn.functional import softplus
 
 from ..distributions import LocationDistributions
-from ..initial_design import sobol_points
+from ..planning.initial_design import sobol_points
 from ..models import DistributionGP
 from .base import TargetAcquisition
 from .method import DecisionContext, UCBMethod, register

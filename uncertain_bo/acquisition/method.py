@@ -1,4 +1,4 @@
-r"""The method protocol: one object per :class:`~uncertain_bo.planner.Planner` for every method.
+r"""The method protocol: one object per :class:`~uncertain_bo.planning.planner.Planner` for every method.
 
 A **method** declares
 
@@ -37,7 +37,7 @@ import torch
 from torch import Tensor
 
 from ..distributions import Dirac, Empirical
-from ..optim import maximize
+from .optimize import maximize
 from ..seeds import decision_seed
 
 if TYPE_CHECKING:
@@ -46,9 +46,9 @@ if TYPE_CHECKING:
     from ..distributions import ExecutionNoise, LocationDistributions
     from ..kernels import DistributionKernel
     from ..models import DistributionGP
-    from ..observation_log import ObservedData
-    from ..optim import OptimizerSettings
-    from ..planner_settings import PlannerSettings
+    from ..planning.observation_log import ObservedData
+    from .optimize import OptimizerSettings
+    from ..planning.settings import PlannerSettings
 
 __all__ = ['Method', 'UCBMethod', 'DecisionContext', 'Proposal', 'Recommendation', 'METHODS', 'register',
            'get_method', 'INPUT_KINDS']
@@ -109,7 +109,7 @@ class Proposal:
 class Recommendation:
     r"""Where the method believes the robust peak is: a place that was measured (the rules over past measurements:
     the target where the rover reached it, else where the reading was taken;
-    :attr:`~uncertain_bo.planner.Planner.measured_places`), or for the rules that search the whole box
+    :attr:`~uncertain_bo.planning.planner.Planner.measured_places`), or for the rules that search the whole box
     (``'area_mean'``, NES, BO-UU, EI) a place predicted there (:mod:`~uncertain_bo.acquisition.recommendation`).
 
     Attributes:
@@ -165,7 +165,7 @@ class DecisionContext:
     planner itself).
 
     The GP (:attr:`model`) is the planner's, brought up to date with every observation and revision, its
-    hyperparameters fitted when the schedule says so (:class:`~uncertain_bo.model_schedule.ModelSchedule`), on
+    hyperparameters fitted when the schedule says so (:class:`~uncertain_bo.planning.model_schedule.ModelSchedule`), on
     first read: a method that does not read it (a survey, a pick of the initial design) fits nothing, which also
     keeps every later fit where it was (a fit starts from the previous hyperparameters). With :attr:`pending`
     targets, :attr:`model` is the GP conditioned on readings hallucinated at their candidate distributions (the
@@ -174,10 +174,11 @@ class DecisionContext:
 
     Attributes:
         index: :math:`t`, 0-based index of the measurement being decided (= observations so far).
-        settings: the planner's frozen settings (:class:`~uncertain_bo.planner_settings.PlannerSettings`); shown
+        settings: the planner's frozen settings (:class:`~uncertain_bo.planning.settings.PlannerSettings`); shown
             as :attr:`run_seed`, :attr:`target_bounds`, :attr:`optimizer`, :attr:`start`, :attr:`budget`,
             :attr:`in_box_exploration`, :attr:`travel_weight`.
-        observations: the observations, read-only (:class:`~uncertain_bo.observation_log.ObservedData`); shown as
+        observations: the observations, read-only (:class:`~uncertain_bo.planning.observation_log.ObservedData`); shown
+        as
             :attr:`targets` ``(n, D)``, :attr:`y` ``(n,)``, :attr:`locations` (one batch, None before the first
             observation) and :attr:`places` ``(n, D)`` (the places they measured: the target where it was reached,
             else the reading's location mean).
@@ -187,7 +188,7 @@ class DecisionContext:
         beta: the :math:`\\beta_t` schedule, ``beta(t, model) -> float``.
         position: ``(d,)`` where the rover believes it is.
         n_initial: size of the initial design (the planner's ``n_initial``, or more when more targets are decided
-            before the first measurement: :attr:`~uncertain_bo.planner.Planner.initial_design`);
+            before the first measurement: :attr:`~uncertain_bo.planning.planner.Planner.initial_design`);
         initial_design: its ``(n_initial, D)`` targets in visiting order.
         model_source: ``() -> DistributionGP``: the planner's GP brought up to date (read once, by :attr:`model`).
         fantasize_pending: whether :attr:`model` conditions on the :attr:`pending` targets.
@@ -276,7 +277,7 @@ class DecisionContext:
 
     @property
     def places(self) -> Tensor:
-        """``(n, D)`` the places the past measurements measured (:attr:`~uncertain_bo.planner.Planner.
+        """``(n, D)`` the places the past measurements measured (:attr:`~uncertain_bo.planning.planner.Planner.
         measured_places`: the target where the rover reached it, else where the reading was taken): what a
         recommendation of the robust objective over past measurements ranks."""
         return self.observations.places

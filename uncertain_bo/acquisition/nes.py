@@ -50,7 +50,7 @@ from scipy.optimize import minimize
 from torch import Tensor
 
 from ..distributions import Dirac, Gaussian, LocationDistributions
-from ..initial_design import sobol_points
+from ..planning.initial_design import sobol_points
 from ..kernels import ExpectedRBFKernel
 from ..models import DistributionGP
 from ..models.sample_paths import PosteriorSamplePaths

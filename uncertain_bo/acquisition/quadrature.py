@@ -10,7 +10,7 @@ likelihood per the planner's schedule) and decide in the joint space: the planne
 (``Planner(method_settings=...)``; the quadrature benchmarks pass them):
 
 - ``contexts``: ``(n, m)`` the samples :math:`S_n` (required);
-- ``rho``: radius ρ ≥ 0 of the χ² ambiguity set (:mod:`uncertain_bo.ambiguity`; default 1);
+- ``rho``: radius ρ ≥ 0 of the χ² ambiguity set (:mod:`uncertain_bo.acquisition.ambiguity`; default 1);
 - ``n_features``: random Fourier features of the Thompson sample's prior part (default 1000, the authors' code);
 - ``random_context``: choose :math:`w_t` uniformly from :math:`S_n` (the paper's RandW ablation, Fig. 5).
 
@@ -74,11 +74,11 @@ from gpytorch.distributions import MultivariateNormal
 from linear_operator.operators import DenseLinearOperator
 from torch import Tensor
 
-from ..ambiguity import worst_case_mean, worst_case_weights
+from .ambiguity import worst_case_mean, worst_case_weights
 from ..caught_warnings import logged_warnings
 from ..models import TargetModel
 from ..models.sample_paths import PosteriorSamplePaths
-from ..optim import maximize
+from .optimize import maximize
 from .base import incumbent
 from .method import DecisionContext, Method, Proposal, Recommendation, register
 

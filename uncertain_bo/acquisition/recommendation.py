@@ -5,7 +5,7 @@ _{\mathbf x} \hat\mu(P_{\mathbf x})` over the search box, the mean of the robust
 candidates (Fröhlich et al. 2020 §2) and of :math:`f` for points, maximised by the planner's maximiser on BoTorch's
 ``PosteriorMean`` of the model seen over targets.
 
-**Every rule over past measurements names a place that was measured** (:attr:`~uncertain_bo.planner.Planner.
+**Every rule over past measurements names a place that was measured** (:attr:`~uncertain_bo.planning.planner.Planner.
 measured_places`), with the location distribution of the reading taken there (:class:`~uncertain_bo.acquisition.
 Recommendation`). A measurement's place is
 
@@ -23,8 +23,8 @@ Recommendation`). A measurement's place is
 
 Why not always the location mean: where targets are reached, ranking the location means instead of the targets adds
 the execution and localisation scatter to the recommendation and follows each reading's noise more closely. On the
-paper-style world of ``test/test_planner.py`` (execution noise 0.08, localisation noise 0.04, 25 measurements, 16
-seeds, paired) ``'past_mean'`` over the location means had a median normalised regret of 0.0244 against 0.0159 over
+paper-style world of ``test/planning/test_planner.py`` (execution noise 0.08, localisation noise 0.04, 25 measurements,
+16 seeds, paired) ``'past_mean'`` over the location means had a median normalised regret of 0.0244 against 0.0159 over
 the targets (better on 5 of 16, Wilcoxon p = 0.23), and the highest reading at its location mean 0.0616 against
 0.0239 at its target (better on 6 of 16, p = 0.051). Where the target was not reached, only the place where the
 reading was taken was measured.
@@ -42,16 +42,16 @@ from botorch.acquisition.analytic import PosteriorMean
 from torch import Tensor
 
 from ..models import TargetModel
-from ..optim import maximize
+from .optimize import maximize
 
 if TYPE_CHECKING:
-    from ..observation_log import ObservedData
+    from ..planning.observation_log import ObservedData
     from .method import DecisionContext, Recommendation
 
 __all__ = ['area_mean_recommendation', 'rule_recommendation', 'AREA_MEAN_SEED_OFFSET',
            'RECOMMENDATION_RULES']
 
-#: recommendation rules (:meth:`~uncertain_bo.planner.Planner.recommend`): what each returns
+#: recommendation rules (:meth:`~uncertain_bo.planning.planner.Planner.recommend`): what each returns
 RECOMMENDATION_RULES = {
     'past_mean': 'measured place (a past target the rover reached, else where its reading was taken) with the best '
                  'posterior mean of its candidate distribution (paper Alg. 1)',
@@ -131,7 +131,7 @@ def rule_recommendation(ctx: 'DecisionContext', rule: str) -> 'Recommendation':
     docstring: every rule but ``'area_mean'`` names a place that was measured).
 
     Returns:
-        The place (``target``: a measurement's :attr:`~uncertain_bo.planner.Planner.measured_places` row), the
+        The place (``target``: a measurement's :attr:`~uncertain_bo.planning.planner.Planner.measured_places` row), the
         posterior mean and standard deviation of its candidate distribution, the measurement's index and the location
         distribution of its reading; index -1 for ``'highest_reading'`` won by an en-route reading (the place and
         location distribution are that reading's) and for ``'area_mean'`` (a place anywhere in the bounds, no

@@ -24,7 +24,7 @@ import math
 import torch
 from torch import Tensor
 
-from ..route import nearest_neighbour_tour
+from ..planning.route import nearest_neighbour_tour
 from .method import DecisionContext, Proposal, UCBMethod, register
 
 __all__ = ['Survey', 'Lawnmower', 'LawnmowerFixed', 'RandomSurvey', 'lawnmower_targets', 'random_tour', 'grid_shape']

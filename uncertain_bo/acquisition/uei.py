@@ -1,8 +1,9 @@
 r"""UEI: unscented expected improvement (Nogueira et al. 2016), the paper's input-noise-aware EI baseline.
 
-A standard GP on the commanded targets (Dirac inputs; with :class:`~uncertain_bo.unscented.UnscentedRBFKernel`
-that is the plain SE kernel) scores a candidate target by expected improvement averaged over the sigma
-points of the execution-noise model :math:`\mathcal N(\mathbf x, \hat\Sigma)`:
+A standard GP on the commanded targets (Dirac inputs; with
+:class:`~uncertain_bo.distributions.unscented.UnscentedRBFKernel` that is the plain SE kernel) scores a candidate target
+by expected improvement averaged over the sigma points of the execution-noise model :math:`\mathcal N(\mathbf x,
+\hat\Sigma)`:
 
 .. math::
     \alpha_{UEI}(\mathbf x) = \sum_{i=0}^{2d} \omega^{(i)}\, \mathrm{EI}(\mathbf x^{(i)}), \qquad
@@ -26,7 +27,7 @@ from torch import Tensor
 
 from ..distributions import LocationDistributions
 from ..models import DistributionGP
-from ..unscented import UnscentedRBFKernel, sigma_points
+from ..distributions.unscented import UnscentedRBFKernel, sigma_points
 from .base import TargetAcquisition, incumbent
 from .method import DecisionContext, Method, register
 

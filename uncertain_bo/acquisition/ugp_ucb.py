@@ -151,8 +151,8 @@ class UGPUCB(UCBMethod):
 @register
 class UGPBUCB(UGPUCB):
     """uGP-UCB deciding ``batch_size`` targets at a time by GP-BUCB (module docstring); the rover visits them along
-    the shortest route from where it is (:mod:`uncertain_bo.route`). ``Planner.suggest(q=...)`` decides batches of
-    any size with any UCB method; this name makes the batch the default, for the explorer and ``uncertain-bo
+    the shortest route from where it is (:mod:`uncertain_bo.planning.route`). ``Planner.suggest(q=...)`` decides batches
+    of any size with any UCB method; this name makes the batch the default, for the explorer and ``uncertain-bo
     bench``."""
 
     name = 'ugp_bucb'

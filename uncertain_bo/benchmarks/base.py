@@ -8,7 +8,7 @@ that seed). An instance knows
 - its **world**: how a commanded target turns into an executed position, a location distribution
   :math:`P^L_t` and a reading (:class:`World`). Synthetic problems use :class:`GaussianInputWorld`; a
   simulated rover mission can supply its own world;
-- how to configure the shared :class:`~uncertain_bo.planner.Planner` for a method
+- how to configure the shared :class:`~uncertain_bo.planning.planner.Planner` for a method
   (:meth:`Instance.planner_config`): execution-noise model :math:`\hat P_{\mathbf x}`, :math:`\beta_t`,
   GP hyperparameters or their fitting schedule.
 """
@@ -25,8 +25,8 @@ from torch import Tensor
 
 from ..acquisition import Method
 from ..distributions import DTYPE, Gaussian, LocationDistributions
-from ..optim import OptimizerSettings
-from ..planner import Planner
+from ..acquisition.optimize import OptimizerSettings
+from ..planning.planner import Planner
 
 __all__ = ['BenchSettings', 'Measurement', 'World', 'GaussianInputWorld', 'Instance', 'Problem',
            'PROBLEMS', 'ENTRY_POINT_GROUP', 'register_problem', 'get_problem', 'problem_names', 'load_entry_points',
@@ -179,7 +179,8 @@ class Instance(ABC):
 
     @abstractmethod
     def planner_config(self, method: Method, settings: BenchSettings) -> dict[str, Any]:
-        """Keyword arguments for :class:`~uncertain_bo.planner.Planner` (everything but bounds, method, seed)."""
+        """Keyword arguments for :class:`~uncertain_bo.planning.planner.Planner` (everything but bounds, method,
+        seed)."""
 
     def extra_values(self, targets: Tensor) -> dict[str, Tensor]:
         """Further true values of ``targets`` ``(q, d)`` the runner records for each recommendation
@@ -201,7 +202,7 @@ class Instance(ABC):
         """Run the measurement loop and report every stored measurement.
 
         The default loop is the ask/tell cycle ``suggest -> world.measure -> observe -> recommend`` on a
-        :class:`~uncertain_bo.planner.Planner` configured by :meth:`planner_config`. Instances whose world
+        :class:`~uncertain_bo.planning.planner.Planner` configured by :meth:`planner_config`. Instances whose world
         drives the planner itself (a simulated mission with its own measurement cycle) override this.
 
         Args:

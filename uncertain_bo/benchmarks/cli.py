@@ -55,12 +55,12 @@ def _params_file(path: str, explorer: tuple, sim: tuple) -> tuple[tuple, tuple]:
 
     Raises:
         ValueError: the file cannot be read, has a section for none of the nodes, or gives a node a parameter under
-            the name it had before it was renamed (:data:`~uncertain_bo.parameters.RENAMED_PARAMETERS`: it would be
-            left out with the ROS-only ones, its value silently not used).
+            the name it had before it was renamed (:data:`~uncertain_bo.parameters.specs.RENAMED_PARAMETERS`: it would
+            be left out with the ROS-only ones, its value silently not used).
     """
     from ..explorer import EXPLORER_PARAMS
-    from ..param_files import no_parameters_warning, unknown_parameters
-    from ..parameters import node_parameters, unknown_sections
+    from ..parameters.files import no_parameters_warning, unknown_parameters
+    from ..parameters.specs import node_parameters, unknown_sections
     from ..sim.ekf import EKF_PARAMS
     from ..sim.particle_filter import PF_PARAMS
     from ..sim.pure_pursuit import PURE_PURSUIT_PARAMS
@@ -131,7 +131,7 @@ def _explorer_specs():
 def add_parser(subparsers) -> None:
     """Register ``bench`` and ``plot``."""
     from ..acquisition import METHODS
-    from ..param_flags import flag_help, flag_type, list_flag_type
+    from ..parameters.flags import flag_help, flag_type, list_flag_type
     from . import problem_names
 
     problems = problem_names()   # the package's, and those installed packages declare as entry points
@@ -284,7 +284,7 @@ def describe_problem(name: str) -> str:
 
 def bench_main(args: argparse.Namespace) -> int:
     from ..acquisition import get_method
-    from ..optim import OptimizerSettings
+    from ..acquisition.optimize import OptimizerSettings
     from . import BenchSettings, expand, get_problem, problem_names
     from .backends import BackendError, resolve_backend
     from .runner import run_many_reporting, write_tables
@@ -306,7 +306,7 @@ def bench_main(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
 
-    from ..output_files import check_outputs
+    from ..reporting.output_files import check_outputs
     from ..user_errors import UsageError
     from .runner import TABLES
     try:   # the tables (and a suite's report) go into --out: never onto the parameter or field file

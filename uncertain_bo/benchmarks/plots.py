@@ -25,8 +25,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..output_files import save_figure
-from ..plot_style import legend_outside
+from ..reporting.output_files import save_figure
+from ..reporting.plot_style import legend_outside
 from .base import DEFAULT_UGP_NOISE
 from .metrics import curves, group_runs, quantile_curves
 

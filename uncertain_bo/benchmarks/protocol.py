@@ -179,14 +179,14 @@ def protocol_specs(protocol: Protocol, *, seeds: int | None = None, seed_offset:
             count; None = the protocol's).
         seed_offset: first seed.
         methods: keep only these methods (None = all).
-        optimizer: :class:`~uncertain_bo.optim.OptimizerSettings` for every run (None = the default).
+        optimizer: :class:`~uncertain_bo.acquisition.optimize.OptimizerSettings` for every run (None = the default).
 
     Raises:
         KeyError: a problem or method the protocol names is not registered.
         ValueError: a problem parameter the problem does not declare.
     """
     from ..acquisition import get_method
-    from ..optim import OptimizerSettings
+    from ..acquisition.optimize import OptimizerSettings
     from .base import BenchSettings, get_problem
     from .runner import expand
 
@@ -366,7 +366,7 @@ def protocol_main(args) -> int:
     import sys
     from pathlib import Path
 
-    from ..optim import OptimizerSettings
+    from ..acquisition.optimize import OptimizerSettings
     from .backends import resolve_backend
     from .runner import run_many_reporting, write_tables
 

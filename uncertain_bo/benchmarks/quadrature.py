@@ -45,7 +45,7 @@ import torch
 from torch import Tensor
 
 from ..acquisition import Method
-from ..ambiguity import worst_case_mean
+from ..acquisition.ambiguity import worst_case_mean
 from ..distributions import DTYPE, Dirac, GaussianExecutionNoise
 from .base import BenchSettings, Instance, Measurement, Problem, World, register_problem, seeded_rng
 

@@ -24,7 +24,7 @@ so :math:`\|f\|_k^2 = \boldsymbol\alpha^\top K \boldsymbol\alpha` exactly. Execu
 
 **Learned execution noise** (problem parameter ``learn_execution_noise=true``; the paper's future work, §7): the
 configured :math:`\hat\sigma_x = \text{mismatch} \cdot \sigma_x` is only the prior :math:`\Sigma_0` of the
-planner's online estimate (:meth:`~uncertain_bo.planner.Planner.learned_execution_covariance`), worth
+planner's online estimate (:meth:`~uncertain_bo.planning.planner.Planner.learned_execution_covariance`), worth
 ``execution_noise_prior_weight`` pseudo-observations (default 5, the explorer's). This world is open loop (the
 target is executed blind and localised afterwards), so the planner learns with ``execution_feedback='open_loop'``.
 The candidates :math:`\hat P_{\mathbf x}` (and so the acquisition and the recommendation) follow the estimate;

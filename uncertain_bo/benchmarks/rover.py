@@ -63,7 +63,7 @@ from torch import Tensor
 
 from ..acquisition import Method
 from ..distributions import DTYPE, Gaussian, GaussianExecutionNoise
-from ..planner import Planner
+from ..planning.planner import Planner
 from .base import BenchSettings, Instance, Measurement, Problem, World, register_problem
 
 __all__ = ['Rover', 'RoverDenied', 'RoverInstance', 'load_field']
@@ -233,7 +233,7 @@ class Rover(Problem):
 
     def instance(self, seed: int, field: str | None = None, explorer: tuple[tuple[str, Any], ...] = (),
                  sim: tuple[tuple[str, Any], ...] = ()) -> RoverInstance:
-        from ..parameters import config_path
+        from ..parameters.specs import config_path
 
         over = self.overrides_for(seed, field, explorer, sim)
         return RoverInstance(seed, over or None, [config_path(f) for f in self.param_files], self.draw_start)
@@ -244,11 +244,11 @@ class Rover(Problem):
 
         Raises:
             ValueError: an unknown node (``--sim-param NODE.NAME``), or a parameter the node does not have or
-                a value out of its range (:class:`~uncertain_bo.parameters.ParameterError`), a field file that
+                a value out of its range (:class:`~uncertain_bo.parameters.specs.ParameterError`), a field file that
                 cannot be used (:class:`~uncertain_bo.sim.field.FieldError`), a start outside the field's
                 ``field_extent`` (ParameterError, :func:`~uncertain_bo.sim.world.start_outside`).
         """
-        from ..parameters import ParameterError, config_path
+        from ..parameters.specs import ParameterError, config_path
         from ..sim.field import FIELD_NAMES
         from ..sim.field_catalogue import catalogue
         from ..sim.mission import mission_parameters

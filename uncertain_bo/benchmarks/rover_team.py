@@ -1,10 +1,10 @@
 r"""``rover-team``: N simulated rovers exploring the ``rover`` field together (issue 23, phase 1), in-process.
 
-Each run is one :class:`~uncertain_bo.team.Team`: N copies of the ``rover`` problem's simulated rover (diff-drive with
-slip, EKF, pure pursuit, the explorer's measurement cycle) on one simulated clock, with the field, robust objective,
-regret oracle and planner settings of :mod:`~uncertain_bo.benchmarks.rover` (``--field``, ``--explorer-param``,
-``--sim-param`` apply to every rover). ``--iterations`` is the **team's** measurement budget (30 by default, shared
-or split between the rovers).
+Each run is one :class:`~uncertain_bo.team.mission.Team`: N copies of the ``rover`` problem's simulated rover
+(diff-drive with slip, EKF, pure pursuit, the explorer's measurement cycle) on one simulated clock, with the field,
+robust objective, regret oracle and planner settings of :mod:`~uncertain_bo.benchmarks.rover` (``--field``,
+``--explorer-param``, ``--sim-param`` apply to every rover). ``--iterations`` is the **team's** measurement budget (30
+by default, shared or split between the rovers).
 
 Problem parameters (``--problem-param NAME=VALUE``):
 
@@ -16,12 +16,12 @@ Problem parameters (``--problem-param NAME=VALUE``):
 - ``pending`` (default true): decide each target with the other rovers' targets pending; ``false`` is the ablation
   (shared model, no pending targets: rovers may be sent where another is already going);
 - ``fail_at`` (default 0: none): the last rover stops reporting at this simulated time (s) and is dropped 30 s later
-  (:meth:`~uncertain_bo.team.Team.fail`); the others finish the team's budget.
+  (:meth:`~uncertain_bo.team.mission.Team.fail`); the others finish the team's budget.
 
 The survey baselines never share: ``lawnmower`` (and ``lawnmower_fixed``) run N lawnmowers, rover ``i`` on the
 ``i``-th of N strips along x of the search area with its share of the budget; ``random`` runs N random tours over the
 whole area. Without sharing the team's recommendation is the rovers' recommendation with the highest predicted robust
-value (:meth:`~uncertain_bo.team.Team.recommend`).
+value (:meth:`~uncertain_bo.team.mission.Team.recommend`).
 
 Records: one per stored measurement in the order the team stored them, with ``sim_time`` the team's mission time at
 that reading (simulated s since the start: the wall-clock of the slowest rover) and ``distance_driven`` the total
@@ -37,7 +37,7 @@ import torch
 
 from ..acquisition import Method
 from ..distributions import DTYPE, Gaussian
-from ..planner import Planner
+from ..planning.planner import Planner
 from .base import BenchSettings, Measurement, register_problem
 from .rover import Rover, RoverInstance
 
@@ -69,7 +69,7 @@ class RoverTeamInstance(RoverInstance):
 
     def drive(self, method: Method, settings: BenchSettings, seed: int, iterations: int,
               record: Callable[..., None]) -> Planner:
-        from ..team import Team
+        from ..team.mission import Team
 
         cfg = self.planner_config(method, settings)
         noise = cfg.pop('execution_noise')
@@ -144,7 +144,7 @@ class RoverTeam(Rover):
                 'pending': values['pending']}
 
     def instance_for(self, seed: int, settings: BenchSettings) -> RoverTeamInstance:
-        from ..parameters import config_path
+        from ..parameters.specs import config_path
 
         team = self.param_values(settings)
         over = self.overrides_for(seed, settings.field, settings.explorer, settings.sim)

@@ -1,5 +1,5 @@
 """Benchmark runner: one run = one problem instance x one method x one seed, driven through the shared
-:class:`~uncertain_bo.planner.Planner` (suggest -> world.measure -> observe -> recommend).
+:class:`~uncertain_bo.planning.planner.Planner` (suggest -> world.measure -> observe -> recommend).
 
 :func:`run` returns per-iteration records; :func:`run_many` runs a grid of configurations in parallel on a
 backend (:mod:`~uncertain_bo.benchmarks.backends`: local processes with joblib, or a Dask cluster; one torch
@@ -130,8 +130,8 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
         ``rec_predicted``, the Euclidean distance ``rec_distance`` to the robust optimiser), the decision's
         ``seconds`` and
         ``fit_seconds``, ``beta_t`` and ``acquisition_value``; the rule "the place of the highest reading so
-        far" (``reading_regret``: its measurement's :attr:`~uncertain_bo.planner.Planner.measured_places` row, the
-        target where it was reached) and the best true measurement position so far (``best_visited_regret``,
+        far" (``reading_regret``: its measurement's :attr:`~uncertain_bo.planning.planner.Planner.measured_places` row,
+        the target where it was reached) and the best true measurement position so far (``best_visited_regret``,
         :math:`\\min_{i \\le t} g^* - g(\\tilde{\\mathbf x}_i)`); where the instance has a
         :attr:`~uncertain_bo.benchmarks.base.Instance.regret_scale` (the rover problems:
         :math:`g^* - \\operatorname{median} g`) the three regrets divided by it (``rec_nregret``,
@@ -145,7 +145,7 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
         problems' empirical mean and ρ-regrets at other radii), and ``final`` repeats the last as
         ``extra_<name>``. ``final`` adds ``distance_driven_m``, ``mission_time_s``, ``edge_fraction`` (share of the
         decided, non-initial targets lying on the box edge) and, for each recommendation rule of
-        :data:`~uncertain_bo.planner.RECOMMENDATION_RULES`, ``rule_<name>``: the final regret of that rule
+        :data:`~uncertain_bo.planning.planner.RECOMMENDATION_RULES`, ``rule_<name>``: the final regret of that rule
         (normalised where the instance has a regret scale).
     """
     prob = get_problem(problem) if isinstance(problem, str) else problem
@@ -367,7 +367,7 @@ def write_tables(results: Sequence[dict[str, Any]], out_dir: str | Path,
     problems, ``summary.md`` in ``out_dir``."""
     from .metrics import FINAL_STATS, markdown_tables, summarize
 
-    from ..output_files import replacing, write_text
+    from ..reporting.output_files import replacing, write_text
 
     out = Path(out_dir)
     dims = {len(r['records'][0]['target']) for r in results if r['records']}

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..output_files import save_figure, write_text
+from ..reporting.output_files import save_figure, write_text
 from .metrics import strategy_label
 
 __all__ = ['suite_summary', 'suite_markdown', 'write_suite_report', 'plot_regret_vs_distance']

@@ -33,10 +33,10 @@ module                 contents
                        ROS 2 covariance layout (:func:`ros_covariance_to_xy`); :data:`DTYPE`
 =====================  =========================================================================================
 
-The moment matching of particle clouds (:func:`particle_moments`) is :mod:`uncertain_bo.covariance`'s,
+The moment matching of particle clouds (:func:`particle_moments`) is :mod:`uncertain_bo.distributions.covariance`'s,
 re-exported here.
 """
-from ..covariance import particle_moments
+from .covariance import particle_moments
 from .batches import Dirac, Empirical, Gaussian, LocationDistributions, cat, replace_rows
 from .checks import DTYPE  # noqa: F401  (float64, imported from here across the library)
 from .checks import InvalidDistributionError, check_covariance, ros_covariance_to_xy, weights_problem

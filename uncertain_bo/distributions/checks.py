@@ -1,10 +1,10 @@
 """Checks of location-distribution parameters: covariances and sample weights, on tensors where they live.
 
 :func:`check_covariance` and :func:`weights_problem` give tensors the reasons the NumPy (torch-free) layer
-(:mod:`uncertain_bo.covariance`, used by the ROS message layer) gives arrays; :class:`InvalidDistributionError`
-is what every constructor of :mod:`uncertain_bo.distributions` raises. :func:`ros_covariance_to_xy` reads the
-planar block of a ROS 2 pose covariance layout. :data:`DTYPE` (float64) is the dtype of every tensor of the package.
-"""
+(:mod:`uncertain_bo.distributions.covariance`, used by the ROS message layer) gives arrays;
+:class:`InvalidDistributionError` is what every constructor of :mod:`uncertain_bo.distributions` raises.
+:func:`ros_covariance_to_xy` reads the planar block of a ROS 2 pose covariance layout. :data:`DTYPE` (float64) is the
+dtype of every tensor of the package. """
 from __future__ import annotations
 
 from typing import Sequence
@@ -12,8 +12,8 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from ..covariance import WEIGHTS_NO_TOTAL, WEIGHTS_NOT_FINITE, WEIGHTS_TOTAL_OVERFLOWS, covariance_problem
-from ..covariance import weights_problem as _np_weights_problem
+from .covariance import WEIGHTS_NO_TOTAL, WEIGHTS_NOT_FINITE, WEIGHTS_TOTAL_OVERFLOWS, covariance_problem
+from .covariance import weights_problem as _np_weights_problem
 
 __all__ = ['DTYPE', 'InvalidDistributionError', 'check_covariance', 'weights_problem', 'ros_covariance_to_xy']
 
@@ -37,8 +37,8 @@ def check_covariance(cov: Tensor, *, atol: float = 1e-9) -> str | None:
         a Dirac location); otherwise a short reason such as ``'not positive semi-definite (min eigenvalue
         -3.1)'``. Tensors are checked where they live, in float64, each ``(d, d)`` matrix against tolerances
         relative to its own entries, with one device-to-host transfer of a few numbers; other inputs go to
-        the NumPy :func:`uncertain_bo.covariance.covariance_problem` (the ROS message layer's check; the same
-        reasons, tolerances relative to the whole array).
+        the NumPy :func:`uncertain_bo.distributions.covariance.covariance_problem` (the ROS message layer's check; the
+        same reasons, tolerances relative to the whole array).
     """
     if not isinstance(cov, Tensor):
         return covariance_problem(cov, atol=atol)
@@ -86,8 +86,8 @@ def weights_problem(weights) -> str | None:
     finite total), or None.
 
     Tensors are checked on their device with one device-to-host transfer; anything else goes to the NumPy
-    :func:`uncertain_bo.covariance.weights_problem` (the particle clouds of the ROS layer), which gives the
-    same reasons.
+    :func:`uncertain_bo.distributions.covariance.weights_problem` (the particle clouds of the ROS layer), which gives
+    the same reasons.
 
     Returns:
         None, ``'weights must be finite and non-negative'``, ``'weights must have a positive total (per

@@ -1,6 +1,6 @@
 """A localisation-aware explorer without ROS: turns pose estimates (with covariance or particles) and sensor
 readings into measurements (location distribution :math:`P^L_t`, reading :math:`y_t`) for a
-:class:`~uncertain_bo.planner.Planner` and sends the rover to the planner's targets (docs/architecture.md,
+:class:`~uncertain_bo.planning.planner.Planner` and sends the rover to the planner's targets (docs/architecture.md,
 "The measurement cycle").
 
 Modules, one concept each:

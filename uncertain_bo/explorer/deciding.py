@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..planner import Planner, Recommendation
+from ..planning.planner import Planner, Recommendation
 from .inputs import InputStreams
 from .outputs import Measurement
 from .parameters import update_planner

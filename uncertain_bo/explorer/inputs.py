@@ -4,7 +4,7 @@
   has arrived (the localisation output lags the sensor, or has stopped), the reading is held, for at most
   ``reading_timeout``; once newer poses exist the nearest one is final, and if it is more than
   ``max_pose_age`` away the reading is dropped with a warning.
-- Poses with NaN/inf, negative variances or non-PSD covariances (:func:`~uncertain_bo.covariance.
+- Poses with NaN/inf, negative variances or non-PSD covariances (:func:`~uncertain_bo.distributions.covariance.
   covariance_problem`), in the wrong frame, outside ``search_bounds`` widened by ``area_margin``
   (``'pose: outside the area'``: :mod:`~uncertain_bo.explorer.area`), stamped more than ``max_pose_age`` before the
   host's clock (stale: the localisation lags, or a bag is replayed without simulated time) or more than
@@ -31,7 +31,8 @@
   (simulated time before the first ``/clock``) cannot be stamped and is rejected (``'no clock to stamp it'``).
 - Particle clouds are validated like covariances (finite, in range, weights finite, non-negative with a
   positive finite sum).
-- **The heading**, only with a ``sensor_offset`` (a sensor away from ``base_link``: :mod:`uncertain_bo.lever_arm`):
+- **The heading**, only with a ``sensor_offset`` (a sensor away from ``base_link``:
+:mod:`uncertain_bo.distributions.lever_arm`):
   a pose without a finite heading, with a yaw covariance that makes the (x, y, yaw) covariance invalid, or a cloud
   without one finite heading per particle is rejected (:func:`heading_problem`: ``'pose: no heading'``, ...). Without
   an offset the heading is not looked at (a hand-written publisher's all-zero orientation costs nothing).
@@ -63,8 +64,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..covariance import covariance_problem, particle_moments, weights_problem
-from ..lever_arm import pose_moments
+from ..distributions.covariance import covariance_problem, particle_moments, weights_problem
+from ..distributions.lever_arm import pose_moments
 from .area import area_text, distance_outside
 from .pose_gate import PoseGate
 
@@ -98,7 +99,7 @@ def position_std(cov: np.ndarray) -> float:
 
 def psd_projection(cov: np.ndarray) -> np.ndarray:
     r"""Exactly symmetric, positive semi-definite version of a (2, 2) covariance that passed
-    :func:`~uncertain_bo.covariance.covariance_problem` (which tolerates round-off asymmetry and tiny
+    :func:`~uncertain_bo.distributions.covariance.covariance_problem` (which tolerates round-off asymmetry and tiny
     negative eigenvalues).
 
     The off-diagonal becomes the mean of the two and negative variances become 0; a negative eigenvalue
@@ -128,9 +129,9 @@ def psd_projection(cov: np.ndarray) -> np.ndarray:
 
 def heading_problem(pose: 'PoseEstimate', offset) -> tuple[str, str] | None:
     """``(category, detail)`` of what is wrong with ``pose``'s heading for placing a sensor at ``offset`` ``(2,)`` m
-    (``sensor_offset``: :mod:`uncertain_bo.lever_arm`), or None: no heading (an orientation that is no rotation), a
-    non-finite one, a yaw covariance that makes the (x, y, yaw) covariance invalid, a cloud without one finite heading
-    per particle."""
+    (``sensor_offset``: :mod:`uncertain_bo.distributions.lever_arm`), or None: no heading (an orientation that is no
+    rotation), a non-finite one, a yaw covariance that makes the (x, y, yaw) covariance invalid, a cloud without one
+    finite heading per particle."""
     need = f'sensor_offset = [{float(offset[0]):g}, {float(offset[1]):g}] m needs the heading of base_link'
     if pose.samples is not None:
         t = None if pose.sample_yaw is None else np.asarray(pose.sample_yaw, dtype=float).reshape(-1)
@@ -160,8 +161,8 @@ class PoseEstimate:
     equal weights).
 
     The heading, where the source gives one (a sensor mounted away from ``base_link`` needs it:
-    ``sensor_offset``, :mod:`uncertain_bo.lever_arm`): ``yaw`` (rad, REP-103: counter-clockwise from +x; None:
-    unknown), ``yaw_cov`` ``(3,)`` the yaw row of the (x, y, yaw) covariance: ``[cov(x, yaw) m·rad, cov(y, yaw)
+    ``sensor_offset``, :mod:`uncertain_bo.distributions.lever_arm`): ``yaw`` (rad, REP-103: counter-clockwise from +x;
+    None: unknown), ``yaw_cov`` ``(3,)`` the yaw row of the (x, y, yaw) covariance: ``[cov(x, yaw) m·rad, cov(y, yaw)
     m·rad, var(yaw) rad²]`` (None: zero, the heading known exactly), and ``sample_yaw`` ``(m,)`` each particle's
     heading (rad)."""
 
@@ -190,7 +191,7 @@ class PoseEstimate:
     def from_particles(cls, stamp: float, frame_id: str, samples, weights=None, yaws=None) -> 'PoseEstimate':
         """Estimate of a particle cloud: the cloud plus its moment-matched mean and (population) covariance; with
         the particles' headings, also the circular mean heading and the yaw row of the (x, y, yaw) covariance
-        (:func:`uncertain_bo.lever_arm.pose_moments`).
+        (:func:`uncertain_bo.distributions.lever_arm.pose_moments`).
 
         Not validated beyond what moment matching needs (the explorer validates on arrival); overflow
         gives non-finite moments, which the explorer rejects.
@@ -206,7 +207,7 @@ class PoseEstimate:
         Raises:
             ValueError: an empty cloud, samples not ``(m, >= 2)``, weights that are not finite,
                 non-negative, one per particle with a positive finite sum
-                (:func:`uncertain_bo.covariance.particle_moments`), or not one heading per particle.
+                (:func:`uncertain_bo.distributions.covariance.particle_moments`), or not one heading per particle.
         """
         x = np.asarray(samples, dtype=float)
         if x.ndim != 2 or x.shape[1] < 2:

@@ -1,8 +1,8 @@
 r"""Which location distribution :math:`P^L_t` a measurement gets: a Gaussian, a particle cloud, or (for the GP)
 the commanded target.
 
-The method decides what its GP trains on (:attr:`~uncertain_bo.planner.Planner.input_kind`; docs/architecture.md,
-"How a method plugs in"):
+The method decides what its GP trains on (:attr:`~uncertain_bo.planning.planner.Planner.input_kind`;
+docs/architecture.md, "How a method plugs in"):
 
 - **samples** — a sample-based kernel (:class:`~uncertain_bo.kernels.SampleDistributionKernel`: ``airbo``,
   ``airbo_empirical``, ``ugp_kme``). A pose estimate that carries the localiser's particle cloud
@@ -21,14 +21,14 @@ A run keeps one kind: a resumed journal's kind (and particle count) wins over th
 without particles in a run of empirical locations is stored as ``max_particles`` deterministic draws of its
 Gaussian.
 
-**Where the sensor is** (``sensor_offset``, :mod:`uncertain_bo.lever_arm`): this is the one place where a pose
-estimate of ``base_link`` becomes the location distribution of a reading (measurements, en-route readings and revised
-locations alike), so the lever arm is applied here and nowhere else. With an offset :math:`\mathbf r` the Gaussian is
-the exact mean and covariance of :math:`\mathbf p + R(\theta)\mathbf r` under the pose's Gaussian over (x, y, yaw)
-(:func:`~uncertain_bo.lever_arm.sensor_moments`: the heading's uncertainty times the arm, and its correlation with
-the position, join the covariance); a particle cloud is moved particle by particle with each one's own heading (no
-linearisation), and a Gaussian pose in a run of particles becomes draws of its (x, y, yaw) Gaussian moved so. A
-cloud in a run of Gaussians is summarised on arrival (its particles are dropped) by its (x, y, yaw) moments
+**Where the sensor is** (``sensor_offset``, :mod:`uncertain_bo.distributions.lever_arm`): this is the one place where a
+pose estimate of ``base_link`` becomes the location distribution of a reading (measurements, en-route readings and
+revised locations alike), so the lever arm is applied here and nowhere else. With an offset :math:`\mathbf r` the
+Gaussian is the exact mean and covariance of :math:`\mathbf p + R(\theta)\mathbf r` under the pose's Gaussian over (x,
+y, yaw) (:func:`~uncertain_bo.distributions.lever_arm.sensor_moments`: the heading's uncertainty times the arm, and its
+correlation with the position, join the covariance); a particle cloud is moved particle by particle with each one's own
+heading (no linearisation), and a Gaussian pose in a run of particles becomes draws of its (x, y, yaw) Gaussian moved
+so. A cloud in a run of Gaussians is summarised on arrival (its particles are dropped) by its (x, y, yaw) moments
 (:meth:`~uncertain_bo.explorer.inputs.PoseEstimate.from_particles`), whose exact sensor moments are then used. With
 the offset ``[0, 0]`` every location is bit for bit what it was without the parameter.
 """
@@ -41,10 +41,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..covariance import particle_moments
+from ..distributions.covariance import particle_moments
 from ..distributions import DTYPE, Empirical, Gaussian, InvalidDistributionError, LocationDistributions
-from ..lever_arm import sensor_moments, sensor_position
-from ..planner import Planner
+from ..distributions.lever_arm import sensor_moments, sensor_position
+from ..planning.planner import Planner
 from .inputs import PoseEstimate, psd_projection
 
 __all__ = ['LocationPolicy', 'planar_gaussian', 'resample_particles', 'takes_sample_sets']
@@ -82,7 +82,7 @@ def resample_particles(samples: np.ndarray, weights: np.ndarray | None, m: int,
 
 
 def takes_sample_sets(planner: Planner) -> bool:
-    """True when ``planner``'s GP trains on sample sets (:attr:`~uncertain_bo.planner.Planner.input_kind` is
+    """True when ``planner``'s GP trains on sample sets (:attr:`~uncertain_bo.planning.planner.Planner.input_kind` is
     ``'samples'``: a sample-based kernel), i.e. an empirical location distribution is used as such rather than
     moment-matched."""
     return planner.input_kind == 'samples'
@@ -105,7 +105,7 @@ class LocationPolicy:
         params: the explorer's parameters (``max_particles``, ``seed``, ``sensor_offset``).
 
     Attributes:
-        kind: what the method's GP trains on (:attr:`~uncertain_bo.planner.Planner.input_kind`): ``'target'``,
+        kind: what the method's GP trains on (:attr:`~uncertain_bo.planning.planner.Planner.input_kind`): ``'target'``,
             ``'gaussian'`` or ``'samples'``.
         samples: ``kind == 'samples'`` (empirical location distributions are kept as such).
         stored_particles: the run's kind once decided: None (nothing stored yet), 0 (Gaussian) or the particle

@@ -5,8 +5,8 @@ that cannot be measured.
 A future-stamped reading can never hold up the measuring stage, which measures or skips the target within
 ``reading_timeout`` x (``reading_retries`` + 1). A skipped target is reported as "sensor silent" only when no
 reading arrived at all, else with the reasons the readings were refused. It becomes a **keep-out zone**
-(:mod:`uncertain_bo.keep_out`, radius ``keep_out_radius``): journaled, counted in the diagnostics and the result
-file, and no later decision of any method proposes a target in it; ``max_consecutive_skips`` skips in a row end
+(:mod:`uncertain_bo.planning.keep_out`, radius ``keep_out_radius``): journaled, counted in the diagnostics and the
+result file, and no later decision of any method proposes a target in it; ``max_consecutive_skips`` skips in a row end
 the mission. A skipped attempt counts against the time and distance budgets (driven, waited for), not against
 ``max_measurements``. The pair's location distribution follows the method
 (:class:`~uncertain_bo.explorer.location_policy.LocationPolicy`).
@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ..keep_out import default_radius
-from ..planner import Planner
+from ..planning.keep_out import default_radius
+from ..planning.planner import Planner
 from .budget import TravelBudget
 from .inputs import InputStreams
 from .outputs import Measurement
@@ -37,7 +37,7 @@ class Measuring:
     """A stop at a target: the dwell, the measuring window with its retries, the stored pair or the skip.
 
     Args:
-        planner: where a skipped target is kept out (:meth:`~uncertain_bo.planner.Planner.add_keep_out`).
+        planner: where a skipped target is kept out (:meth:`~uncertain_bo.planning.planner.Planner.add_keep_out`).
         params: the explorer's parameters, read live (``dwell_time``, ``reading_timeout``, ``reading_retries``,
             ``keep_out_radius``, ``execution_noise_std``, ``xy_goal_tolerance``, ``max_consecutive_skips``).
         inputs: the pose and reading buffers (the window's pair, rejections).
@@ -123,10 +123,10 @@ class Measuring:
 
     def skip(self, now: float, target: np.ndarray) -> str | None:
         """``target`` ``(2,)`` m could not be measured after its retries: keep it out of every later decision
-        (:meth:`~uncertain_bo.planner.Planner.add_keep_out`, journaled). The attempt counts against the time and
-        distance budgets (it was driven to and waited for, and its stop joins the mean stop time of the time budget's
-        prediction), not against ``max_measurements``, which counts stored measurements. Returns why the mission
-        ends (``max_consecutive_skips`` in a row), else None (decide anew)."""
+        (:meth:`~uncertain_bo.planning.planner.Planner.add_keep_out`, journaled). The attempt counts against the time
+        and distance budgets (it was driven to and waited for, and its stop joins the mean stop time of the time
+        budget's prediction), not against ``max_measurements``, which counts stored measurements. Returns why the
+        mission ends (``max_consecutive_skips`` in a row), else None (decide anew)."""
         reason = self.inputs.last_reason
         radius = self.params['keep_out_radius'] or default_radius(self.params['execution_noise_std'],
                                                                   self.params['xy_goal_tolerance'])

@@ -9,7 +9,7 @@ import logging
 from pathlib import Path
 from typing import Any, Callable
 
-from ..planner import Planner, Recommendation
+from ..planning.planner import Planner, Recommendation
 from .outputs import ExplorerOutputs
 from .result_file import write_result
 

@@ -9,7 +9,7 @@ from typing import Protocol
 import numpy as np
 
 from ..distributions import LocationDistributions
-from ..planner import Recommendation
+from ..planning.planner import Recommendation
 from .inputs import PoseEstimate, Reading
 
 __all__ = ['ExplorerOutputs', 'Measurement']

@@ -2,7 +2,7 @@
 
 :data:`EXPLORER_PARAMS` are the explorer's settings, shared by the ROS node (``config/explorer.yaml``) and the
 in-process mission (:mod:`uncertain_bo.sim.mission`). :func:`planner_from_parameters` builds the
-:class:`~uncertain_bo.planner.Planner` from them and :func:`update_planner` applies run-time changes to it:
+:class:`~uncertain_bo.planning.planner.Planner` from them and :func:`update_planner` applies run-time changes to it:
 the one place that maps parameters onto planner settings, for both hosts.
 """
 from __future__ import annotations
@@ -16,10 +16,10 @@ import torch
 from ..acquisition import METHODS
 from ..distributions import DTYPE, GaussianExecutionNoise
 from ..models import NOISE_PRIORS
-from ..optim import OptimizerSettings
-from ..parameters import Param, ParameterError
+from ..acquisition.optimize import OptimizerSettings
+from ..parameters.specs import Param, ParameterError
 from ..acquisition.recommendation import RECOMMENDATION_RULES
-from ..planner import Planner
+from ..planning.planner import Planner
 from ..user_errors import UsageError, check_run_dir
 from .relocalising import fix_sources_problem
 
@@ -298,7 +298,7 @@ def _optimizer(params: Mapping[str, Any]) -> OptimizerSettings:
 
 
 def planner_from_parameters(params: Mapping[str, Any], **overrides) -> Planner:
-    """The explorer's :class:`~uncertain_bo.planner.Planner` from validated explorer parameters (one place for
+    """The explorer's :class:`~uncertain_bo.planning.planner.Planner` from validated explorer parameters (one place for
     the ROS node and the in-process mission).
 
     Args:
@@ -307,7 +307,7 @@ def planner_from_parameters(params: Mapping[str, Any], **overrides) -> Planner:
             ``metadata``, ``beta``, ...).
 
     Raises:
-        ValueError, KeyError: see :class:`~uncertain_bo.planner.Planner`.
+        ValueError, KeyError: see :class:`~uncertain_bo.planning.planner.Planner`.
     """
     kwargs = dict(execution_noise=_execution_noise(params),
                   method=params['method'], beta=params['beta'], n_initial=params['n_initial'],

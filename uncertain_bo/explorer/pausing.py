@@ -5,8 +5,8 @@ cannot be written, and resumes towards the same target once neither holds.
   ``max_covariance_trace`` the explorer stops the rover and pauses (no measurement is taken); it resumes
   towards the same target once the trace is back below ``RESUME_FRACTION`` of the threshold.
 - **Storage faults:** when the journal cannot write (a full disk, EIO, a read-only or vanished run folder:
-  :attr:`~uncertain_bo.journal.Journal.fault`) the records stay in memory, in order (the measurement in flight is
-  in the planner and its journal record is held), and the explorer pauses as for localisation: it stops the rover,
+  :attr:`~uncertain_bo.journal.journal.Journal.fault`) the records stay in memory, in order (the measurement in flight
+  is in the planner and its journal record is held), and the explorer pauses as for localisation: it stops the rover,
   logs the reason once, takes no measurement and retries the journal every :data:`JOURNAL_RETRY_PERIOD` s; once
   every held record is written it resumes (the same target again). A mission that ends while records are held
   reports its end (result file, host's ``finished``) only once they are written
@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..planner import Planner
+from ..planning.planner import Planner
 from .inputs import PoseEstimate, position_trace
 from .parameters import RESUME_FRACTION
 

@@ -24,7 +24,7 @@ parameters applies from the next target. Every re-localisation is journaled, app
 record with ``phase: 'start'`` (kind, source, position, σ_L, ℓ, detour or cost, the target it was taken for) and
 one with ``phase: 'end'`` (σ_L after it, the time it took, why it ended); they store no reading and number no
 index, so a resumed run counts each reading once and knows how many re-localisations the run took
-(:attr:`Relocalising.count`, :mod:`~uncertain_bo.run_report`). A restart during a re-localisation
+(:attr:`Relocalising.count`, :mod:`~uncertain_bo.reporting.run_report`). A restart during a re-localisation
 resumes the pending target, to which the rule applies again.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..planner import Planner
+from ..planning.planner import Planner
 from .area import GOAL_TOLERANCE, distance_outside
 from .inputs import PoseEstimate, position_std
 

@@ -10,14 +10,14 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..planner import Planner, Recommendation
+from ..planning.planner import Planner, Recommendation
 
 __all__ = ['run_result', 'write_result', 'execution_noise_summary']
 
 
 def execution_noise_summary(planner: Planner) -> dict[str, Any] | None:
     r"""The planner's current Gaussian execution-noise model :math:`\hat\Sigma` as std along x and y (m) and
-    correlation, with whether it is learned online (:meth:`~uncertain_bo.planner.Planner.
+    correlation, with whether it is learned online (:meth:`~uncertain_bo.planning.planner.Planner.
     learned_execution_covariance`) or configured; None for a non-Gaussian model.
 
     Returns:
@@ -43,8 +43,9 @@ def run_result(planner: Planner, rec: Recommendation | None, rejected: Mapping[s
     std), counts (measurements, en-route readings, ``rejected`` inputs by category, ``targets_skipped``), why it ended
     (``stopped_because``), the budget ``totals`` (distance driven, m, mission time, s), the execution-noise model
     (:func:`execution_noise_summary`), ``revisions``: revised locations applied and rejected by reason
-    (:mod:`uncertain_bo.planner_revisions`), and ``journal_damage``: what resuming the journal skipped
-    (:attr:`~uncertain_bo.planner.Planner.journal_damage`: records skipped, records missing, the problems by line)."""
+    (:mod:`uncertain_bo.planning.revisions`), and ``journal_damage``: what resuming the journal skipped
+    (:attr:`~uncertain_bo.planning.planner.Planner.journal_damage`: records skipped, records missing, the problems by
+    line)."""
     return {'recommended_target': rec.target.tolist() if rec is not None else None,
             'recommended_location': rec.where_measured() if rec is not None else None,
             'recommended_measurement': rec.index if rec is not None else None,

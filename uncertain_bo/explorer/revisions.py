@@ -3,15 +3,15 @@ r"""Revised trajectories: the localiser's corrected past poses re-place the expl
 A smoother after a fix, a SLAM back end after a loop closure, publishes a **revised trajectory**: a list of stamped
 poses (:class:`~uncertain_bo.explorer.inputs.PoseEstimate`: stamp, frame, mean, covariance) covering a stretch of the
 past. :meth:`TrajectoryRevisions.revise` maps each stored reading of this rover to the revised pose at the
-reading's own stamp and hands the planner the revisions (:meth:`~uncertain_bo.planner.Planner.revise`,
-:mod:`uncertain_bo.planner_revisions`):
+reading's own stamp and hands the planner the revisions (:meth:`~uncertain_bo.planning.planner.Planner.revise`,
+:mod:`uncertain_bo.planning.revisions`):
 
 - **which poses**: each one is checked as a pose estimate is on arrival (:meth:`~uncertain_bo.explorer.inputs.
   InputStreams.pose_problem`: frame ``global_frame``, finite stamp and position within range, a finite, symmetric, PSD
   covariance); an invalid one is left out and counted (``'revision: <what was wrong>'``). No pose gate: a revision is
   allowed to move the past by more than the rover could drive, which is what a loop closure does;
 - **which readings**: every stored reading with a stamp (measurements and en-route readings; a team rover's own:
-  :meth:`~uncertain_bo.planner.Planner.stored_readings`) that the trajectory covers;
+  :meth:`~uncertain_bo.planning.planner.Planner.stored_readings`) that the trajectory covers;
 - **the revised pose at a reading's stamp** ``t``: the linear interpolation of the mean and of the covariance (a
   convex combination of PSD matrices, so PSD) between the two revised poses around ``t`` when both lie within
   ``max_pose_age`` of it (the tolerance a reading is paired with a pose by); the nearer of them when only it does;
@@ -30,7 +30,7 @@ reading's own stamp and hands the planner the revisions (:meth:`~uncertain_bo.pl
   trajectory changes nothing.
 
 Counts are in :attr:`~uncertain_bo.explorer.state_machine.Explorer.rejected` (the diagnostics) under
-``'revision: ...'``; the planner keeps its own (:attr:`~uncertain_bo.planner.Planner.
+``'revision: ...'``; the planner keeps its own (:attr:`~uncertain_bo.planning.planner.Planner.
 revisions_rejected`).
 """
 from __future__ import annotations
@@ -44,9 +44,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..lever_arm import wrap_angle
-from ..planner import Planner
-from ..planner_revisions import LocationRevision, RevisionOutcome
+from ..distributions.lever_arm import wrap_angle
+from ..planning.planner import Planner
+from ..planning.revisions import LocationRevision, RevisionOutcome
 from .inputs import InputStreams, PoseEstimate, position_trace
 from .location_policy import LocationPolicy
 
@@ -91,7 +91,7 @@ class TrajectoryRevisions:
     """Revised trajectories re-place the stored readings they cover (module docstring).
 
     Args:
-        planner: whose stored readings are revised (:meth:`~uncertain_bo.planner.Planner.revise`).
+        planner: whose stored readings are revised (:meth:`~uncertain_bo.planning.planner.Planner.revise`).
         params: the explorer's parameters, read live (``global_frame``, ``max_pose_age``, ``revision_min_shift``).
         inputs: the pose checks (:meth:`~uncertain_bo.explorer.inputs.InputStreams.pose_problem`) and where poses
             left out are counted.
@@ -127,7 +127,7 @@ class TrajectoryRevisions:
                 its stored location's covariance and only its mean moves (the poses' ``cov`` is not read).
 
         Returns:
-            What the planner applied and rejected (:class:`~uncertain_bo.planner_revisions.RevisionOutcome`); poses
+            What the planner applied and rejected (:class:`~uncertain_bo.planning.revisions.RevisionOutcome`); poses
             left out are counted in the inputs' ``rejected`` only.
         """
         valid = []

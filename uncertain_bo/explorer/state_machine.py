@@ -38,7 +38,7 @@ reads or sets another's state:
   re-places stored readings at the localiser's revised past poses (a smoother after a fix, a loop closure), in any
   stage.
 - **Restarts:** a planner resumed from a journal whose last decision has no observation yet hands that
-  target back (:meth:`~uncertain_bo.planner.Planner.take_resumed_target`); the explorer re-sends it as the
+  target back (:meth:`~uncertain_bo.planning.planner.Planner.take_resumed_target`); the explorer re-sends it as the
   goal instead of deciding again, so a crash mid-drive costs neither a measurement nor a decision.
 - **Files:** every measurement, the recommendation after it and every run-time parameter change go to the
   planner's journal (if it has one); the final result to ``result_file`` (if given:
@@ -60,9 +60,9 @@ import numpy as np
 import torch
 
 from ..distributions import DTYPE
-from ..keep_out import NoAdmissibleTargetError
-from ..planner import Planner, Recommendation
-from ..planner_revisions import RevisionOutcome
+from ..planning.keep_out import NoAdmissibleTargetError
+from ..planning.planner import Planner, Recommendation
+from ..planning.revisions import RevisionOutcome
 from .budget import TravelBudget
 from .commands import Commands
 from .deciding import Deciding
@@ -93,7 +93,7 @@ _ACTIVE = _UNDER_WAY + (State.DECIDING,)
 
 
 class Explorer:
-    """Measurement cycle around a :class:`~uncertain_bo.planner.Planner`.
+    """Measurement cycle around a :class:`~uncertain_bo.planning.planner.Planner`.
 
     The ROS node (:mod:`uncertain_bo.ros.explorer`) and the in-process mission (:mod:`uncertain_bo.sim.mission`)
     drive it through :meth:`on_pose`, :meth:`on_reading` and :meth:`tick`, and receive its actions through an

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ..distributions import DTYPE, InvalidDistributionError, LocationDistributions
-from ..planner import InvalidObservationError, Planner
+from ..planning.planner import InvalidObservationError, Planner
 from .budget import TravelBudget
 from .inputs import InputStreams, PoseEstimate, Reading
 from .location_policy import LocationPolicy
@@ -26,7 +26,7 @@ class Storing:
     """Stores ``(pose, reading)`` pairs in the planner (module docstring).
 
     Args:
-        planner: where the pairs go (:meth:`~uncertain_bo.planner.Planner.observe`).
+        planner: where the pairs go (:meth:`~uncertain_bo.planning.planner.Planner.observe`).
         params: the explorer's parameters, read live (``reading_noise_std``).
         inputs: where a pair the planner refuses is counted.
         locations: the location distribution a pose gives (told of each stored one).

@@ -296,7 +296,7 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
 
     def revise(self, rows: Tensor, locations: LocationDistributions) -> None:
         """Replace the training location distributions at ``rows`` (their readings and reported variances stay):
-        revised locations of past readings (:mod:`uncertain_bo.planner_revisions`). Hyperparameters are not refitted.
+        revised locations of past readings (:mod:`uncertain_bo.planning.revisions`). Hyperparameters are not refitted.
 
         The cached exact posterior is refactored from the first revised row ``r`` on: rows ``< r`` of
         :math:`L^{-1}` do not depend on later inputs and stay, the trailing block is one Cholesky factorisation of its

@@ -1,6 +1,6 @@
 """``uncertain-bo check PARAMS.yaml``: validate a robot's parameter file without starting anything.
 
-The file is read as rcl reads it (:mod:`uncertain_bo.param_files`: launch_ros's ``!!python/tuple`` lists, ``/**``
+The file is read as rcl reads it (:mod:`uncertain_bo.parameters.files`: launch_ros's ``!!python/tuple`` lists, ``/**``
 wildcards, namespaced and nested section keys), and every section that names one of the package's nodes
 (explorer, pure_pursuit, sim_rover, ekf, particle_filter, field_sensor, sensor_covariance;
 :data:`uncertain_bo.ros.nodes.NODES`), or whose parameters are all one such node's (a node started under another
@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..parameters import ParameterError, defaults, renamed_parameter
-from ..param_files import (ROS_PARAMETERS, ParamFile, Section, UnknownParameter, absolute_name,
-                           declared_parameters, file_sections, is_ros_parameter, no_parameters_warning,
-                           read_param_file, section_applies, unknown_parameters)
+from ..parameters.specs import ParameterError, defaults, renamed_parameter
+from ..parameters.files import (ROS_PARAMETERS, ParamFile, Section, UnknownParameter, absolute_name,
+                                declared_parameters, file_sections, is_ros_parameter, no_parameters_warning,
+                                read_param_file, section_applies, unknown_parameters)
 from ..user_errors import EXIT_USAGE, report
 from .nodes import NODES
 
@@ -81,7 +81,7 @@ class CheckResult:
     errors: list[str] = field(default_factory=list)
 
     def raise_errors(self) -> 'CheckResult':
-        """Raise the errors as one :class:`~uncertain_bo.parameters.ParameterError` (one line, every error); else
+        """Raise the errors as one :class:`~uncertain_bo.parameters.specs.ParameterError` (one line, every error); else
         return self."""
         if self.errors:
             raise ParameterError('; '.join(self.errors))
@@ -214,14 +214,14 @@ def check_node_parameters(node: str, fqn: str, parameters: Sequence[str | Path |
     Args:
         node: the package's node (:data:`~uncertain_bo.ros.nodes.NODES` key).
         fqn: the node's fully qualified name (which sections reach it; a bare name: the root namespace).
-        parameters: parameter files (paths, or :class:`~uncertain_bo.param_files.ParamFile` such as a file
+        parameters: parameter files (paths, or :class:`~uncertain_bo.parameters.files.ParamFile` such as a file
             re-keyed into a namespace) and override dicts, later ones winning.
         given_files: the files whose values count as set by the user (:attr:`NodeCheck.given`, with every dict's;
             the messages name them); None: all.
 
     Returns:
         :class:`NodeCheck` with ``problems``: a file that cannot be read or that rcl would refuse
-        (:func:`~uncertain_bo.param_files.read_param_file`; then nothing else), every name the node does not
+        (:func:`~uncertain_bo.parameters.files.read_param_file`; then nothing else), every name the node does not
         declare (in a section naming it, or in a dict; with the file, line and closest name), every invalid value,
         then - when every value is valid - the node's own start-up cross-checks (:func:`node_value_problems`: a
         field that loads, a usable ``run_dir``, ...). Nothing is written.
@@ -270,7 +270,7 @@ def _renamed_node(section: Section, specs: Mapping[str, Mapping[str, Any]]) -> s
 
 def _foreign(section: Section, specs: Mapping[str, Any]) -> bool:
     """A section named like one of our nodes whose parameters are mostly not that node's, nor their old names
-    (:data:`~uncertain_bo.parameters.RENAMED_PARAMETERS`) or misspellings of them (robot_localization's ``ekf:``,
+    (:data:`~uncertain_bo.parameters.specs.RENAMED_PARAMETERS`) or misspellings of them (robot_localization's ``ekf:``,
     say)."""
     keys = [k for k in section.parameters if not is_ros_parameter(k)]
     ours = [k for k in keys if k in specs or renamed_parameter(k, specs)

@@ -20,7 +20,7 @@ from nav_msgs.msg import Odometry, Path
 from sensor_msgs.msg import FluidPressure, Illuminance, RelativeHumidity, Temperature
 from std_msgs.msg import Float64, Header
 
-from ..covariance import covariance_problem, particle_moments
+from ..distributions.covariance import covariance_problem, particle_moments
 
 __all__ = [
     'StampedPose', 'StampedParticles', 'READING_TYPES', 'XY_INDICES', 'PLANAR_INDICES',
@@ -182,7 +182,7 @@ def xy_covariance_to_ros(cov_xy: np.ndarray, yaw_var: float = 0.0, other_var: fl
 
 def validate_position_covariance(cov2: np.ndarray, atol: float = 1e-9) -> str | None:
     """Check a (2, 2) position covariance (the message-level face of
-    :func:`uncertain_bo.covariance.covariance_problem`, which does the work; torch-free).
+    :func:`uncertain_bo.distributions.covariance.covariance_problem`, which does the work; torch-free).
 
     Args:
         cov2: covariance in m².
@@ -313,7 +313,8 @@ def particle_cloud_from_cdr(raw: bytes, limit: int | None = None, rng: np.random
         The cloud: stamp (s), frame_id, ``(m, 2)`` positions in metres, ``(m,)`` headings, and ``(m,)`` weights as
         published
         (validated and normalised where they become a location distribution:
-        :meth:`~uncertain_bo.explorer.PoseEstimate.from_particles`, :func:`uncertain_bo.covariance.weights_problem`).
+        :meth:`~uncertain_bo.explorer.PoseEstimate.from_particles`,
+        :func:`uncertain_bo.distributions.covariance.weights_problem`).
 
     Raises:
         ValueError: the buffer is shorter than its header says (truncated or not a ParticleCloud).
@@ -400,7 +401,7 @@ def particles_to_pose(cloud: StampedParticles) -> StampedPose:
 
     Raises:
         ValueError: an empty cloud, or weights that are not finite, non-negative, one per particle with a
-            positive finite sum (:func:`uncertain_bo.covariance.particle_moments`).
+            positive finite sum (:func:`uncertain_bo.distributions.covariance.particle_moments`).
     """
     mean, cov = particle_moments(np.asarray(cloud.samples, dtype=float).reshape(-1, 2), cloud.weights)
     return StampedPose(cloud.stamp, cloud.frame_id, mean, 0.0, cov)

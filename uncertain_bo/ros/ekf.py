@@ -38,7 +38,7 @@ from nav_msgs.msg import Odometry, Path
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from uncertain_bo.parameters import Param
+from uncertain_bo.parameters.specs import Param
 from uncertain_bo.ros import conversions as cv
 from uncertain_bo.ros.params import declare_parameters
 from uncertain_bo.ros.qos import RELIABLE_10

@@ -23,7 +23,7 @@ Publishes:
     ``/diagnostics`` (diagnostic_msgs/DiagnosticArray: state, progress, rejected-input counters, last
     decision; every ``diagnostics_period`` and on changes).
 
-All logic lives in :class:`uncertain_bo.explorer.Explorer` and :mod:`uncertain_bo.operator_view`; this node
+All logic lives in :class:`uncertain_bo.explorer.Explorer` and :mod:`uncertain_bo.reporting.operator_view`; this node
 converts messages and runs ``tick`` on a timer of the node clock (simulated time under ``use_sim_time``). The
 planner comes from the parameters through :func:`~uncertain_bo.explorer.planner_from_parameters` (as in the
 in-process mission), run-time parameter changes go to :meth:`~uncertain_bo.explorer.Explorer.apply_parameters`,
@@ -85,10 +85,10 @@ from visualization_msgs.msg import MarkerArray
 
 from ..explorer import (Explorer, Measurement, State, planner_from_parameters,
                         check_explorer_parameters, position_std, run_folder)
-from ..operator_view import GridScale, StatusReporter, STATE_TEXT
-from ..parameters import ParameterError
-from ..planner import Recommendation
-from ..units import ValueFormat, reading_unit
+from ..reporting.operator_view import GridScale, StatusReporter, STATE_TEXT
+from ..parameters.specs import ParameterError
+from ..planning.planner import Recommendation
+from ..reporting.units import ValueFormat, reading_unit
 from .nav2_goals import Nav2Goals, resolve_goal_interface
 from .check import check_node_values
 from .conversions import make_path, make_pose_stamped
@@ -127,9 +127,9 @@ class ExplorerNode(Node):
         **kwargs: forwarded to ``rclpy.node.Node`` (e.g. ``parameter_overrides``).
 
     Raises:
-        uncertain_bo.parameters.ParameterError: a parameter is out of range or inconsistent (the message
+        uncertain_bo.parameters.specs.ParameterError: a parameter is out of range or inconsistent (the message
             names it and the allowed range).
-        uncertain_bo.journal.JournalError: the journal in ``run_dir`` cannot be resumed.
+        uncertain_bo.journal.journal.JournalError: the journal in ``run_dir`` cannot be resumed.
     """
 
     def __init__(self, node_name: str = 'explorer', *, forward_library_logs: bool = False, **kwargs):

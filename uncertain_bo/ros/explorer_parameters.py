@@ -3,12 +3,12 @@ mission) plus the ones only the ROS node has (:data:`EXPLORER_NODE_PARAMS`: pose
 interface, timers, the operator view and the recording, :data:`~uncertain_bo.ros.recording.RECORDING_PARAMS`).
 
 Each spec's description is the parameter's whole documentation: ``config/explorer.yaml`` is generated from these
-specs (:mod:`uncertain_bo.param_yaml`), and ``explorer --help`` and ``ros2 param describe`` show the same text.
-"""
+specs (:mod:`uncertain_bo.parameters.yaml_source`), and ``explorer --help`` and ``ros2 param describe`` show the same
+text. """
 from __future__ import annotations
 
 from ..explorer import EXPLORER_PARAMS
-from ..parameters import Param
+from ..parameters.specs import Param
 from .conversions import READING_TYPES
 from .nav2_goals import GOAL_INTERFACES
 from .recording import RECORDING_PARAMS

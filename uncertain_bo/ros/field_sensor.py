@@ -28,7 +28,7 @@ from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from ..parameters import Param
+from ..parameters.specs import Param
 from ..sim.field import DEFAULT_EXTENT, Field
 from .conversions import READING_TYPES, from_time_msg, make_reading
 from .params import declare_parameters
@@ -71,7 +71,7 @@ class FieldSensorNode(Node):
         outside: ground-truth poses outside the field (no reading).
 
     Raises:
-        uncertain_bo.parameters.ParameterError: a parameter is invalid.
+        uncertain_bo.parameters.specs.ParameterError: a parameter is invalid.
         uncertain_bo.sim.field.FieldError: the field cannot be loaded.
     """
 

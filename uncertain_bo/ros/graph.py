@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from ..param_files import declared_parameters, unknown_parameters
-from ..parameters import ParameterError, config_path, node_parameters, unknown_sections, validate
-from ..units import simulated_reading_unit
+from ..parameters.files import declared_parameters, unknown_parameters
+from ..parameters.specs import ParameterError, config_path, node_parameters, unknown_sections, validate
+from ..reporting.units import simulated_reading_unit
 from ..user_errors import check_run_dir
 from .graph_session import (StopRequest, add_arguments as add_session_arguments, bounded_integer, graph_session,
                             resolve_domain_id, stop_on_signals)
@@ -188,7 +188,7 @@ def load_graph_parameters(extra_files: list[Path] | None = None,
                           overrides: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
     """Validated parameters of every node: shipped YAML, then ``extra_files``, then ``overrides``; the explorer's
     ``search_bounds`` and ``reading_unit`` follow the simulated field unless a file or override sets them
-    (:func:`~uncertain_bo.units.simulated_reading_unit`).
+    (:func:`~uncertain_bo.reporting.units.simulated_reading_unit`).
 
     Raises:
         ParameterError: a value is invalid or a file is malformed (before any node starts).
@@ -253,10 +253,10 @@ def prepare_graph(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = N
     Raises:
         ParameterError, FieldError, UsageError, JournalError: as :func:`run_demo` (nothing is started); UsageError
             also for an output of the run folder that is one of the demo's inputs (a parameter file, the field file,
-            the journal: :func:`~uncertain_bo.output_files.check_outputs`).
+            the journal: :func:`~uncertain_bo.reporting.output_files.check_outputs`).
     """
-    from ..journal import Journal
-    from ..output_files import check_outputs, write_text
+    from ..journal.journal import Journal
+    from ..reporting.output_files import check_outputs, write_text
     from ..sim.field import Field
     from ..sim.world import start_outside
     from .launch_args import bounds_outside
@@ -371,7 +371,7 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
         ParameterError: invalid parameters, or ``search_bounds`` not inside the field (nothing is started).
         uncertain_bo.sim.field.FieldError: the field cannot be loaded (nothing is started).
         uncertain_bo.user_errors.UsageError: ``run_dir`` is a file.
-        uncertain_bo.journal.JournalError: the run folder's journal cannot be resumed.
+        uncertain_bo.journal.journal.JournalError: the run folder's journal cannot be resumed.
     """
     import importlib
 
@@ -438,7 +438,7 @@ def run_demo(run_dir: Path, overrides: dict[str, dict[str, Any]] | None = None, 
 def _execution_scatter(journal, truth_at) -> dict[str, Any]:
     """Where the rover really was when reading vs target (execution noise) and vs estimate (localisation
     error of the location distribution's mean)."""
-    from ..journal import location_from_record
+    from ..journal.journal import location_from_record
 
     exec_err, loc_err = [], []
     for r in journal.observations:

@@ -58,7 +58,7 @@ def unknown_arguments(given, declared, launch_file: str) -> list[str]:
     """One line for each of the launch arguments ``given`` (names, or a name -> value mapping) that the launch file
     does not declare (nor ``ros2 launch`` itself adds, :data:`ROS2_LAUNCH_CONFIGURATIONS`), with the closest declared
     name."""
-    from ..param_files import closest_name
+    from ..parameters.files import closest_name
     values = given if hasattr(given, 'items') else dict.fromkeys(given)
     out = []
     for name, value in values.items():
@@ -92,7 +92,7 @@ def check_nodes(nodes, user_files=()) -> None:
     Args:
         nodes: ``(node, fully qualified name, parameters)`` for each node: the package's node
             (:data:`uncertain_bo.ros.nodes.NODES` key) and the list given to ``launch_ros.actions.Node(parameters=)``
-            (files, or :class:`~uncertain_bo.param_files.ParamFile`, and dicts).
+            (files, or :class:`~uncertain_bo.parameters.files.ParamFile`, and dicts).
         user_files: the user's ``params_file`` (its values count as set; messages name it).
 
     Raises:

@@ -1,6 +1,6 @@
 """Operator-view messages of the explorer: MarkerArray, OccupancyGrid (GP maps), DiagnosticArray.
 
-Geometry, scaling and the state report come from the ROS-free :mod:`uncertain_bo.operator_view`; this
+Geometry, scaling and the state report come from the ROS-free :mod:`uncertain_bo.reporting.operator_view`; this
 module only fills messages. Marker namespaces (all in the explorer's ``frame_id``, normally ``map``):
 
 ==================  =================================================================================
@@ -27,8 +27,8 @@ from nav_msgs.msg import OccupancyGrid
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
-from ..operator_view import (GridScale, GridSpec, Level, StatusReport, colour_ramp, covariance_ellipse, grid_over,
-                             scale_to_occupancy)
+from ..reporting.operator_view import (GridScale, GridSpec, Level, StatusReport, colour_ramp, covariance_ellipse,
+                                       grid_over, scale_to_occupancy)
 from .conversions import make_header, yaw_to_quaternion
 
 __all__ = ['MarkerScene', 'make_markers', 'make_occupancy_grid', 'make_diagnostics', 'ELLIPSE_SIGMA', 'gp_maps',
@@ -79,7 +79,7 @@ class MarkerScene:
     def of(cls, bounds: Sequence[float], planner, recommendation=None,
            reading_scale: 'GridScale | None' = None) -> 'MarkerScene':
         """The scene of a planner's measurements (targets, location distributions, readings) and a recommendation
-        (:class:`~uncertain_bo.planner.Recommendation` or None); goal, rover and status are the caller's."""
+        (:class:`~uncertain_bo.planning.planner.Recommendation` or None); goal, rover and status are the caller's."""
         scene = cls(bounds)
         if planner.n:
             loc = planner.locations

@@ -1,4 +1,4 @@
-"""Declare node parameters from :class:`~uncertain_bo.parameters.Param` specs, with validation.
+"""Declare node parameters from :class:`~uncertain_bo.parameters.specs.Param` specs, with validation.
 
 Each spec becomes a declared ROS parameter with a ``ParameterDescriptor`` (description with unit, the allowed
 values in ``additional_constraints`` - type, range, choices, length -, ``read_only``), so ``ros2 param describe``
@@ -6,7 +6,7 @@ shows the same information as the YAML comments. Values are validated by the spe
 (overrides from ``--params-file``, ``-p`` or ``parameter_overrides``) and at run time (``ros2 param set``): a bad
 value fails with a message naming the parameter, the value and what is allowed (``parameter 'max_measurements' =
 'abc' is invalid: expected a number; allowed: a int in [1, 1e+06]``), at start-up as
-:class:`~uncertain_bo.parameters.ParameterError`, at run time as the rejected ``SetParametersResult``'s reason
+:class:`~uncertain_bo.parameters.specs.ParameterError`, at run time as the rejected ``SetParametersResult``'s reason
 (what ``ros2 param set`` prints). The descriptors therefore declare every parameter with ``dynamic_typing`` and
 without rclpy's ``integer_range`` / ``floating_point_range``: rclpy applies those before any callback, with
 messages that name neither the value nor the parameter (``Wrong parameter type, expected 'Type.INTEGER' got
@@ -31,8 +31,8 @@ from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValu
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from uncertain_bo.param_files import UnknownParameter, is_ros_parameter, unknown_parameters
-from uncertain_bo.parameters import Param, ParameterError
+from uncertain_bo.parameters.files import UnknownParameter, is_ros_parameter, unknown_parameters
+from uncertain_bo.parameters.specs import Param, ParameterError
 
 __all__ = ['declare_parameters', 'make_descriptor', 'parameter_overrides', 'undeclared_overrides',
            'set_command_line', 'ParameterError']
@@ -202,7 +202,7 @@ def undeclared_overrides(node: Node, declared: Iterable[str]) -> list[UnknownPar
 
 
 def _set_by_wildcard(files: Sequence[str], fqn: str, name: str) -> bool:
-    from uncertain_bo.param_files import merged_sections, names_node, section_applies
+    from uncertain_bo.parameters.files import merged_sections, names_node, section_applies
     return any(name in s.parameters for s in merged_sections(files)
                if section_applies(s.key, fqn) and not names_node(s.key, fqn))
 
@@ -222,7 +222,7 @@ def parameter_overrides(values: Mapping[str, Any] | Iterable[tuple[str, Any]],
     """rclpy ``Parameter`` list for ``Node(..., parameter_overrides=...)`` from a name -> value mapping.
 
     Use this for in-process composition from YAML-loaded dicts
-    (:func:`uncertain_bo.parameters.node_parameters`).
+    (:func:`uncertain_bo.parameters.specs.node_parameters`).
 
     Args:
         values: name -> value (tuples become lists).

@@ -31,7 +31,7 @@ from nav_msgs.msg import Odometry
 from rclpy.qos import qos_profile_sensor_data
 
 from uncertain_bo.explorer import resample_particles
-from uncertain_bo.parameters import Param
+from uncertain_bo.parameters.specs import Param
 from uncertain_bo.ros import conversions as cv
 from uncertain_bo.ros.ekf import LOCALISER_NODE_PARAMS, LocaliserNode
 from uncertain_bo.ros.qos import RELIABLE_10

@@ -26,7 +26,7 @@ from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from uncertain_bo.parameters import Param
+from uncertain_bo.parameters.specs import Param
 from uncertain_bo.ros import conversions as cv
 from uncertain_bo.ros.params import declare_parameters
 from uncertain_bo.ros.qos import RELIABLE_10

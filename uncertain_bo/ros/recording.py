@@ -37,7 +37,7 @@ from rclpy.serialization import serialize_message
 from std_msgs.msg import Float64, String
 from visualization_msgs.msg import MarkerArray
 
-from ..parameters import Param
+from ..parameters.specs import Param
 from ..recording.contents import (CUSTOM_DATA_KEY, CYCLE_TOPIC, CYCLE_TYPE, DECIDER_TOPIC, JOURNAL_TOPIC, TEXT_TYPE,
                                   describe)
 from .qos import LATCHED, RELIABLE_10
@@ -86,7 +86,7 @@ def start_recording(node: Node, params: dict[str, Any], run_dir: Path, journal, 
         node: the explorer node.
         params: its validated parameters.
         run_dir: its run folder (the default recording is ``run_dir/recording``).
-        journal: the planner's :class:`~uncertain_bo.journal.Journal` (mirrored on ``~/journal``), or None.
+        journal: the planner's :class:`~uncertain_bo.journal.journal.Journal` (mirrored on ``~/journal``), or None.
         team: the team explorer.
     """
     sinks = []

@@ -65,8 +65,8 @@ def replay_parameters(recording, files: list[Path], method: str | None, out: Pat
     Raises:
         ParameterError: an invalid value or a name the explorer does not have (in a file: with its line).
     """
-    from ..param_files import node_parameters, unknown_parameters
-    from ..parameters import ParameterError, config_path, renamed_parameter, validate
+    from ..parameters.files import node_parameters, unknown_parameters
+    from ..parameters.specs import ParameterError, config_path, renamed_parameter, validate
     from .explorer_parameters import EXPLORER_NODE_PARAMS
 
     names = {p.name for p in EXPLORER_NODE_PARAMS}
@@ -197,7 +197,7 @@ def _setting_for(what: str, msgtype: str) -> str | None:
 
 # ---------------------------------------------------------------------------------------------- the command
 def run(args) -> int:
-    from ..output_files import check_outputs, same_file, write_text
+    from ..reporting.output_files import check_outputs, same_file, write_text
     from ..recording.bag_reader import open_recording
     from ..recording.replay import REPLAY_OUTPUTS
     from ..user_errors import UsageError, check_run_dir
@@ -249,7 +249,7 @@ def replay(recording, params: dict[str, Any], topics: dict[str, tuple[str, str, 
     from std_msgs.msg import Float64
 
     from ..explorer import Explorer, State, planner_from_parameters
-    from ..journal import Journal
+    from ..journal.journal import Journal
     from ..recording.decider import ReplayDecider
     from ..recording.replay import ReplayHost, compare, decider_polls
     from .rover_inputs import RoverMessages, pose_message_type, seconds
@@ -351,7 +351,7 @@ def _text(raw: bytes) -> str:
 
 def _report(out: Path, result: dict[str, Any]) -> None:
     """The replay's summary and map (``uncertain-bo report``'s, for a run without ground truth) and what it printed."""
-    from ..run_report import plot_field_run, summarize_run
+    from ..reporting.run_report import plot_field_run, summarize_run
 
     lines = [f"warning: {result['warning']}"] if result.get('warning') else []
     lines.append(f"replayed {result['messages']} messages and {result['cycles']} cycles of {result['recording']} "

@@ -12,8 +12,8 @@ A particle cloud is one of two message types (``particle_cloud_type``, :data:`PA
 stacks name them: ``geometry_msgs/msg/PoseArray`` (equally weighted particles: this package's ``particle_filter``,
 AMCL before Nav2) or ``nav2_msgs/msg/ParticleCloud`` (what Nav2's AMCL publishes on ``particle_cloud``: each particle
 a pose and a weight; the weights become the empirical location distribution's weights, checked by
-:func:`uncertain_bo.covariance.weights_problem` and normalised). ``nav2_msgs`` is imported only when that type is
-asked for.
+:func:`uncertain_bo.distributions.covariance.weights_problem` and normalised). ``nav2_msgs`` is imported only when that
+type is asked for.
 
 Each input is named by its resolved topic (remappings and namespace applied) and its type, e.g.
 ``/soil/moisture (std_msgs/msg/Float64)``: in the node's start-up line (:meth:`RoverInputs.describe`) and in the
@@ -35,7 +35,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 
 from ..explorer import Explorer, PoseEstimate, Reading
-from ..parameters import ParameterError
+from ..parameters.specs import ParameterError
 from .conversions import (READING_TYPES, from_time_msg, particle_cloud_from_cdr, particle_cloud_to_particles,
                           pose_array_from_cdr, pose_array_to_particles, quaternion_to_yaw, reading_from_msg,
                           ros_covariance_to_planar, ros_covariance_to_xy)
@@ -70,7 +70,7 @@ def pose_message_type(pose_source: str, particle_cloud_type: str = 'geometry_msg
     """The message class subscribed for ``pose_source`` (a particle cloud's: ``particle_cloud_type``).
 
     Raises:
-        uncertain_bo.parameters.ParameterError: ``nav2_msgs/msg/ParticleCloud`` asked for but ``nav2_msgs`` is not
+        uncertain_bo.parameters.specs.ParameterError: ``nav2_msgs/msg/ParticleCloud`` asked for but ``nav2_msgs`` is not
             importable (the message says how to get it), or an unknown type.
     """
     if pose_source != 'particle_cloud':
@@ -231,7 +231,7 @@ class RoverInputs(RoverMessages):
             a recording (:mod:`uncertain_bo.ros.recording`) keeps them in the order the explorer got them.
 
     Raises:
-        uncertain_bo.parameters.ParameterError: a ``nav2_msgs`` cloud type where ``nav2_msgs`` is not importable.
+        uncertain_bo.parameters.specs.ParameterError: a ``nav2_msgs`` cloud type where ``nav2_msgs`` is not importable.
     """
 
     def __init__(self, node: Node, explorer: Explorer, params: dict[str, Any], namespace: str = '', seed: int = 0):

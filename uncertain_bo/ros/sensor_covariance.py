@@ -25,7 +25,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu, NavSatFix
 
-from ..parameters import Param
+from ..parameters.specs import Param
 from .params import declare_parameters
 from .spin import run_node
 
@@ -118,7 +118,7 @@ class SensorCovarianceNode(Node):
         filled: messages whose covariance was filled.
 
     Raises:
-        uncertain_bo.parameters.ParameterError: a parameter is invalid.
+        uncertain_bo.parameters.specs.ParameterError: a parameter is invalid.
     """
 
     def __init__(self, node_name: str = 'sensor_covariance', **kwargs):

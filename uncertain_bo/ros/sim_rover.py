@@ -40,8 +40,8 @@ the EKF publish its estimate.
 rover of a team in one world and one time: rover ``NS`` subscribes ``NS/cmd_vel`` and publishes ``NS/wheel/odometry``,
 ``NS/position_fix``, ``NS/ground_truth`` and ``NS/reading``; ``/clock`` is published once per step. Rover ``i``
 starts ``spacing`` m from the next along x, centred on ``initial_x``, with simulation seed ``seed + 7919 i``
-(:func:`uncertain_bo.team.team_parameters`, as the in-process team and the launch file's EKFs compute it). One node,
-rather than N nodes of which one owns the clock, so that no rover (process) whose loss stops time exists. In
+(:func:`uncertain_bo.team.mission.team_parameters`, as the in-process team and the launch file's EKFs compute it). One
+node, rather than N nodes of which one owns the clock, so that no rover (process) whose loss stops time exists. In
 lockstep a step is taken once every rover *that answers* has sent its ``cmd_vel``: a rover whose ``cmd_vel`` did not
 come within ``lockstep_timeout`` (its controller or localiser died) is no longer waited for, until it sends one again,
 so a killed rover costs one ``lockstep_timeout`` and the others go on at full speed (a rover that is not waited for
@@ -66,7 +66,7 @@ from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock as ClockMsg
 from std_msgs.msg import Empty
 
-from uncertain_bo.parameters import Param, ParameterError
+from uncertain_bo.parameters.specs import Param, ParameterError
 from uncertain_bo.ros import conversions as cv
 from uncertain_bo.ros.params import declare_parameters
 from uncertain_bo.ros.qos import RELIABLE_10
@@ -114,9 +114,9 @@ RESPONSIVE_GAP = 2.0
 
 
 def _start_and_seed(p: dict[str, Any], n: int, i: int) -> dict[str, Any]:
-    """``{'initial_x', 'seed'}`` of rover ``i`` of ``n`` (:func:`uncertain_bo.team.team_parameters`: ``spacing`` m
-    apart along x, centred on ``initial_x``; seed ``seed + 7919 i``)."""
-    from uncertain_bo.team import team_parameters     # torch: imported only for a team
+    """``{'initial_x', 'seed'}`` of rover ``i`` of ``n`` (:func:`uncertain_bo.team.mission.team_parameters`: ``spacing``
+    m apart along x, centred on ``initial_x``; seed ``seed + 7919 i``)."""
+    from uncertain_bo.team.mission import team_parameters     # torch: imported only for a team
 
     sim = team_parameters({'sim_rover': {'initial_x': p['initial_x'], 'seed': p['seed']}}, n, i,
                           spacing=p['spacing'])['sim_rover']

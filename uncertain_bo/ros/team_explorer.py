@@ -1,8 +1,9 @@
 """Team explorer node: ONE explorer (one planner, one GP, one journal) serving N rovers in namespaces (issue 23).
 
-The architecture is :mod:`uncertain_bo.team`'s: the planner's side is a :class:`~uncertain_bo.team.TeamPlanner`;
-each rover has its own measurement cycle (:class:`~uncertain_bo.explorer.Explorer`) on its
-:class:`~uncertain_bo.team.RoverView` of the shared planner (its next target is decided with the other rovers'
+The architecture is :mod:`uncertain_bo.team.mission`'s: the planner's side is a
+:class:`~uncertain_bo.team.mission.TeamPlanner`; each rover has its own measurement cycle
+(:class:`~uncertain_bo.explorer.Explorer`) on its
+:class:`~uncertain_bo.team.mission.RoverView` of the shared planner (its next target is decided with the other rovers'
 targets pending, from its own position; each of its measurements is merged once with its rover and sequence
 number) and its own inputs (:class:`~uncertain_bo.ros.rover_inputs.RoverInputs`), exactly as the explorer node has
 for its one rover. For each namespace ``NS`` of parameter ``rovers``:
@@ -18,8 +19,8 @@ and ``~/gp_std``.
 
 **Silence.** A rover from which no pose or no reading arrived for ``silence_timeout`` s (node clock; counted from
 the node's first tick, or the rover's joining, until its first message) is dropped
-(:meth:`~uncertain_bo.team.TeamPlanner.drop`): its pending target is released, it is told to stop where it was last
-seen, it gets no more targets, its diagnostics say so (WARN); what it measured stays in the model and the other
+(:meth:`~uncertain_bo.team.mission.TeamPlanner.drop`): its pending target is released, it is told to stop where it was
+last seen, it gets no more targets, its diagnostics say so (WARN); what it measured stays in the model and the other
 rovers go on. The mission ends when every rover not dropped has ended (``max_measurements`` is the team's
 budget), or when every rover is dropped (not completed: with ``exit_when_done`` the node then exits with status 1);
 then ``explorer_result.json`` is written with the team's recommendation and, per rover, its measurements, why it
@@ -30,8 +31,8 @@ where it is before the node ends (:meth:`TeamExplorerNode.stop_safely`).
 Decisions run inline (in the tick), one rover at a time: the rovers share one planner, which must not be used from
 two threads (a rover's measurement is stored while another's decision would run).
 
-**Restart.** A node started on a ``run_dir`` holding a team journal resumes it (:class:`~uncertain_bo.team.
-TeamPlanner`, :mod:`uncertain_bo.team_journal`): every measurement is in the model once (a damaged line skipped and
+**Restart.** A node started on a ``run_dir`` holding a team journal resumes it (:class:`~uncertain_bo.team.mission.
+TeamPlanner`, :mod:`uncertain_bo.team.journal`): every measurement is in the model once (a damaged line skipped and
 counted, as for one rover), each rover of ``rovers`` gets back its pending target (re-sent on its ``goal_pose``,
 measured before it gets a new one), numbers its measurements on after the journal's and keeps its travel totals;
 the pending target of a rover the journal names and ``rovers`` does not is released (logged).
@@ -60,12 +61,12 @@ from visualization_msgs.msg import MarkerArray
 
 from ..explorer import Explorer, Measurement, State, TravelBudget, check_explorer_parameters, \
     planner_from_parameters, run_folder
-from ..operator_view import STATE_TEXT, StatusReporter
-from ..parameters import Param
-from ..planner import Recommendation
-from ..team import TeamPlanner
+from ..reporting.operator_view import STATE_TEXT, StatusReporter
+from ..parameters.specs import Param
+from ..planning.planner import Recommendation
+from ..team.mission import TeamPlanner
 from .check import check_node_values
-from ..units import ValueFormat, reading_unit
+from ..reporting.units import ValueFormat, reading_unit
 from .conversions import make_path, make_pose_stamped
 from .explorer import EXIT_NOT_COMPLETED, EXPLORER_NODE_PARAMS
 from .library_logs import forward_library_logs as forward_library_logs_to, stop_forwarding
@@ -207,7 +208,7 @@ class TeamExplorerNode(Node):
         **kwargs: forwarded to ``rclpy.node.Node`` (e.g. ``parameter_overrides``).
 
     Raises:
-        uncertain_bo.parameters.ParameterError: an invalid parameter, ``rovers`` invalid or repeated.
+        uncertain_bo.parameters.specs.ParameterError: an invalid parameter, ``rovers`` invalid or repeated.
     """
 
     def __init__(self, node_name: str = 'team_explorer', *, forward_library_logs: bool = False, **kwargs):

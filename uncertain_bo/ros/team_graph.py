@@ -9,9 +9,9 @@ prepare_graph`):
 - per rover, in namespace ``roverI``: its localiser (``ekf`` or ``particle_filter``) and ``pure_pursuit``;
 - ONE ``team_explorer`` (:mod:`uncertain_bo.ros.team_explorer`) serving them with one planner and one journal.
 
-Rover ``i``'s start and seeds come from :func:`uncertain_bo.team.team_parameters` (``spacing`` m apart along x,
+Rover ``i``'s start and seeds come from :func:`uncertain_bo.team.mission.team_parameters` (``spacing`` m apart along x,
 centred on the configured start; simulation and particle-filter seeds ``seed + 7919 i``), the same rule as the
-in-process :class:`~uncertain_bo.team.Team` and the launch file. ``silence`` stops a rover's localiser after the
+in-process :class:`~uncertain_bo.team.mission.Team` and the launch file. ``silence`` stops a rover's localiser after the
 team's K-th measurement (a failure drill): its pose stops, the team explorer drops it after ``silence_timeout``,
 its pending target is released and the others finish the mission. The run is scored as the single-rover demo's
 (``summary.json``: the team's final recommendation and its regret); per-rover progress is logged by the team
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..parameters import ParameterError
+from ..parameters.specs import ParameterError
 from ..user_errors import UsageError
 from .graph import LOCALISER_NODES, NODES, prepare_graph, spin_in_background, stop_graph
 from .graph_session import StopRequest, graph_session, resolve_domain_id
@@ -57,8 +57,8 @@ def team_node_parameters(params: dict[str, dict[str, Any]], rovers: int, *,
                          silence_timeout: float | None = None) -> dict[str, dict[str, Any]]:
     """Parameters of the team graph's nodes from the validated single-rover graph's ``params``: ``'sim_rover'``
     (all rovers), ``'team_explorer'``, and per rover ``'roverI/<localiser>'`` and ``'roverI/pure_pursuit'``
-    (start and seeds by :func:`~uncertain_bo.team.team_parameters`; frames ``roverI/base_link``)."""
-    from ..team import rover_names, team_parameters
+    (start and seeds by :func:`~uncertain_bo.team.mission.team_parameters`; frames ``roverI/base_link``)."""
+    from ..team.mission import rover_names, team_parameters
     from .team_explorer import TEAM_EXPLORER_PARAMS
 
     names = rover_names(rovers)

@@ -51,7 +51,7 @@ from typing import Any, Mapping
 import numpy as np
 from filterpy.kalman import ExtendedKalmanFilter
 
-from uncertain_bo.parameters import Param
+from uncertain_bo.parameters.specs import Param
 from uncertain_bo.sim.localisation import StampedFusion, velocity_noise
 from uncertain_bo.sim.rover import _ensure, wrap_angle
 

@@ -5,7 +5,7 @@ position fixes, field sensor), :class:`~uncertain_bo.sim.ekf.PlanarEKF` (or, wit
 :class:`~uncertain_bo.sim.particle_filter.ParticleFilter`, whose particle cloud reaches the explorer as with
 the explorer node's ``pose_source: particle_cloud``),
 :class:`~uncertain_bo.sim.pure_pursuit.PurePursuit` and the explorer's measurement cycle
-:class:`~uncertain_bo.explorer.Explorer` around a :class:`~uncertain_bo.planner.Planner` — with the same
+:class:`~uncertain_bo.explorer.Explorer` around a :class:`~uncertain_bo.planning.planner.Planner` — with the same
 parameters (``config/sim.yaml``, ``config/explorer.yaml``), stepping them in the order the lockstep graph
 does: step the world, fuse the fix and the odometry in the localiser, hand pose and reading to the explorer,
 tick it, and compute the next velocity command. Only the message passing is gone, so a 30-measurement
@@ -22,8 +22,8 @@ import numpy as np
 from ..distributions import ExecutionNoise
 from ..explorer import (EXPLORER_PARAMS, Explorer, Measurement, PoseEstimate, Reading, State,
                         check_explorer_parameters, planner_from_parameters)
-from ..parameters import ParameterError, validate
-from ..planner import Planner, Recommendation
+from ..parameters.specs import ParameterError, validate
+from ..planning.planner import Planner, Recommendation
 from .ekf import EKF_PARAMS, PlanarEKF
 from .particle_filter import PF_PARAMS, ParticleFilter
 from .field import Field
@@ -47,7 +47,7 @@ def mission_parameters(overrides: dict[str, dict[str, Any]] | None = None,
     Raises:
         ParameterError: an invalid value (also a ``degraded_zone`` or ``fix_beacons`` that is not well formed).
     """
-    from ..parameters import config_path, node_parameters
+    from ..parameters.specs import config_path, node_parameters
 
     paths = [config_path('sim.yaml'), config_path('explorer.yaml'), *(files or [])]
     user_bounds = 'search_bounds' in {**node_parameters(files or [], 'explorer'),
@@ -199,7 +199,7 @@ class Mission:
             ``N(x, diag(execution_noise_std²))``).
         journal: optional journal path for the planner (the explorer adds its recommendation records).
         result_file: optional path of the explorer's result JSON (written when the mission ends).
-        planner_kwargs: extra :class:`~uncertain_bo.planner.Planner` arguments (e.g. ``beta``).
+        planner_kwargs: extra :class:`~uncertain_bo.planning.planner.Planner` arguments (e.g. ``beta``).
     """
 
     def __init__(self, params: dict[str, dict[str, Any]], *, field: Field | None = None,
@@ -247,7 +247,7 @@ class Mission:
 class RoverLoop:
     """One simulated rover in the lockstep loop: its world (rover, sensors, clock), localiser, pure-pursuit law and
     explorer measurement cycle, stepped one simulation step at a time (:meth:`advance`). The in-process mission
-    runs one; a team (:mod:`uncertain_bo.team`) runs one per rover on the same clock.
+    runs one; a team (:mod:`uncertain_bo.team.mission`) runs one per rover on the same clock.
 
     Args:
         world: the rover's :class:`~uncertain_bo.sim.world.SimWorld`.

@@ -45,7 +45,7 @@ from typing import Any, Mapping
 import numpy as np
 from filterpy.monte_carlo import systematic_resample
 
-from uncertain_bo.parameters import Param
+from uncertain_bo.parameters.specs import Param
 from uncertain_bo.sim.ekf import EKF_PARAMS
 from uncertain_bo.sim.localisation import StampedFusion
 from uncertain_bo.sim.rover import _ensure, wrap_angle

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from uncertain_bo.parameters import Param
+from uncertain_bo.parameters.specs import Param
 from uncertain_bo.sim.rover import _ensure, wrap_angle
 
 __all__ = ['PURE_PURSUIT_PARAMS', 'PurePursuit']

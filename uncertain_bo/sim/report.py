@@ -10,7 +10,7 @@ grid convolution): the **uncertain-inputs regret** of each target :math:`\hat r_
 place of the highest reading so far: its target, where the rover did not reach it where the reading was taken)
 and the costs a rover pays: the distance driven and the mission time, as the explorer measured them
 (``distance_driven_m``, ``mission_time_s``: its odometer on the pose estimates and its clock, the numbers of
-``explorer_result.json``, :func:`~uncertain_bo.run_report.run_totals`), and the simulation's own
+``explorer_result.json``, :func:`~uncertain_bo.reporting.run_report.run_totals`), and the simulation's own
 ``true_path_length_m`` (path length of the 1 Hz true trajectory, m: it differs from the odometer by the localisation
 error along the path and by any driving the explorer did not see, e.g. while it refused poses), each per measurement
 and for the run. :func:`plot_comparison` draws two runs of
@@ -28,13 +28,13 @@ import numpy as np
 import torch
 
 from ..distributions import DTYPE, GaussianExecutionNoise
-from ..journal import Journal
-from ..output_files import replacing, save_figure, write_text
-from ..planner import Planner
-from ..plot_style import MAP_MARKER, legend_outside, scatter_targets, unit_label
-from ..run_report import (draw_revisions, measured_place, reading_locations, revision_totals, run_search_bounds,
-                          run_totals)
-from ..units import ValueFormat
+from ..journal.journal import Journal
+from ..reporting.output_files import replacing, save_figure, write_text
+from ..planning.planner import Planner
+from ..reporting.plot_style import MAP_MARKER, legend_outside, scatter_targets, unit_label
+from ..reporting.run_report import (draw_revisions, measured_place, reading_locations, revision_totals,
+                                    run_search_bounds, run_totals)
+from ..reporting.units import ValueFormat
 from .field import Field
 from .robust_optimum import robust_optimum
 
@@ -90,7 +90,7 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
         The summary dict (also written to ``run_dir/summary.json``).
 
     Raises:
-        uncertain_bo.journal.JournalError: no journal in ``run_dir``, or a damaged one.
+        uncertain_bo.journal.journal.JournalError: no journal in ``run_dir``, or a damaged one.
     """
     run_dir = Path(run_dir)
     journal = Journal(run_dir / 'journal.jsonl', read_only=True)  # never touches a running mission's file
@@ -164,7 +164,7 @@ def summarize(run_dir: str | Path, field: Field, execution_cov: np.ndarray,
 
 def summary_format(summary: dict[str, Any]) -> ValueFormat:
     """The format of a summary's field values: the precision the spread of its readings asks for
-    (:class:`~uncertain_bo.units.ValueFormat`)."""
+    (:class:`~uncertain_bo.reporting.units.ValueFormat`)."""
     return ValueFormat.of(p['y'] for p in summary.get('per_measurement') or [])
 
 

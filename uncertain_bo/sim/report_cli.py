@@ -4,11 +4,11 @@ A simulated run (its ``parameters.json`` names the simulated field, as ``uncerta
 given ``--field`` is scored against that field (:mod:`uncertain_bo.sim.report`: regret against the robust
 optimum within the run's search bounds). Any other run has no ground truth (a real robot's run folder): it is
 reported without regret, the GP drawn over its own search bounds and in its own units
-(:mod:`uncertain_bo.run_report`); it is never scored against the simulator's default field.
+(:mod:`uncertain_bo.reporting.run_report`); it is never scored against the simulator's default field.
 
-Nothing is written onto the report's inputs (:func:`~uncertain_bo.output_files.check_outputs`: a ``summary.json``,
-``run.png`` or ``compare.png`` that is, or links to, a journal, the field file or another file the report reads is
-one ``error:`` line, exit 2), and each output is written atomically.
+Nothing is written onto the report's inputs (:func:`~uncertain_bo.reporting.output_files.check_outputs`: a
+``summary.json``, ``run.png`` or ``compare.png`` that is, or links to, a journal, the field file or another file the
+report reads is one ``error:`` line, exit 2), and each output is written atomically.
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from ..journal import Journal
+    from ..journal.journal import Journal
     from .field import Field
     from .report import plot_run, summarize
 
@@ -83,8 +83,8 @@ def run(args) -> int:
 
 
 def _report_without_truth(run_dir: Path) -> int:
-    """A run with no simulated field: summary and plot without regret (:mod:`uncertain_bo.run_report`)."""
-    from ..run_report import plot_field_run, summarize_run
+    """A run with no simulated field: summary and plot without regret (:mod:`uncertain_bo.reporting.run_report`)."""
+    from ..reporting.run_report import plot_field_run, summarize_run
 
     summary = summarize_run(run_dir)
     png = plot_field_run(run_dir)
@@ -107,7 +107,7 @@ def _check_outputs(args) -> None:
     Raises:
         uncertain_bo.user_errors.UsageError: an output is an input (nothing is written).
     """
-    from ..output_files import check_outputs
+    from ..reporting.output_files import check_outputs
 
     runs = [args.run_dir, *args.compare]
     outputs = [(d / name, 'the report') for d in runs for name in REPORT_OUTPUTS]

@@ -20,7 +20,7 @@ The three pieces are the simulated robot's physics and its two localisation sens
   GNSS-degraded zone; or, with ``fix_beacons``, only within the radius of a few sources at known places
   (beacons, fiducials, UWB anchors, open-sky patches), each with its own std.
 
-Parameters are declared once as :class:`~uncertain_bo.parameters.Param` lists (``ROVER_PARAMS``,
+Parameters are declared once as :class:`~uncertain_bo.parameters.specs.Param` lists (``ROVER_PARAMS``,
 ``ODOMETRY_PARAMS``, ``FIX_PARAMS``); every component takes a mapping of validated values and reads it at
 use time, so a live parameter dictionary (ROS parameter updates) takes effect at the next step.
 """
@@ -32,7 +32,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from uncertain_bo.parameters import Param, ParameterError, validate
+from uncertain_bo.parameters.specs import Param, ParameterError, validate
 
 __all__ = ['ROVER_PARAMS', 'ODOMETRY_PARAMS', 'FIX_PARAMS', 'RoverState', 'DiffDriveRover',
            'WheelOdometry', 'PositionFix', 'beacon_array', 'wrap_angle']

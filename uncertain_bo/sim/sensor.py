@@ -3,7 +3,7 @@
 The explorer only ever knows the location distribution from its filter; the reading itself is taken where
 the sensor really is: at the rover's reference point (``base_link``), or with ``sensor_offset`` on an arm or a mast
 away from it, at the true pose's position plus the offset turned by the true heading
-(:func:`uncertain_bo.lever_arm.sensor_position`). This gap is the input uncertainty the BO methods model.
+(:func:`uncertain_bo.distributions.lever_arm.sensor_position`). This gap is the input uncertainty the BO methods model.
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from uncertain_bo.lever_arm import sensor_position
-from uncertain_bo.parameters import Param
+from uncertain_bo.distributions.lever_arm import sensor_position
+from uncertain_bo.parameters.specs import Param
 from uncertain_bo.sim.field import Field
 from uncertain_bo.sim.rover import _ensure, _has_all
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..explorer import Explorer, PoseEstimate
-from ..planner_revisions import RevisionOutcome
+from ..planning.revisions import RevisionOutcome
 
 __all__ = ['SOURCE', 'revise_stored_readings']
 
@@ -32,7 +32,8 @@ def revise_stored_readings(ekf, explorer: Explorer, frame: str) -> RevisionOutco
     Args:
         ekf: the rover's :class:`~uncertain_bo.sim.ekf.PlanarEKF` (any other localiser: nothing to do), after it
             fused the current step.
-        explorer: the rover's measurement cycle; its planner's :meth:`~uncertain_bo.planner.Planner.stored_readings`
+        explorer: the rover's measurement cycle; its planner's
+        :meth:`~uncertain_bo.planning.planner.Planner.stored_readings`
             are the readings revised.
         frame: the pose estimates' frame id.
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from uncertain_bo.parameters import Param
+from uncertain_bo.parameters.specs import Param
 from uncertain_bo.sim.rover import _ensure
 
 __all__ = ['SURFACING_PARAMS', 'Surfacing']

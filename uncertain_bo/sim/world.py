@@ -29,7 +29,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from uncertain_bo.parameters import Param, ParameterError, validate
+from uncertain_bo.parameters.specs import Param, ParameterError, validate
 from uncertain_bo.sim.field import DEFAULT_EXTENT, FIELD_NAMES, Field
 from uncertain_bo.sim.rover import (FIX_PARAMS, ODOMETRY_PARAMS, ROVER_PARAMS, DiffDriveRover, PositionFix,
                                     RoverState, WheelOdometry)

@@ -116,7 +116,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from ..output_files import check_outputs
+    from ..reporting.output_files import check_outputs
     from ..user_errors import check_run_dir
     from .files import OUTPUT_FILES, write_outputs
     from .peak import robust_peak

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..output_files import replacing
+from ..reporting.output_files import replacing
 from .peak import Peak, region_area
 from .posterior import PosteriorMap
 from .sources import Survey, survey_summary
@@ -34,7 +34,7 @@ OUTPUT_FILES = ('map.tif', 'map.png', 'peak.json', 'field.npz')
 def write_outputs(out: Path, survey: Survey, pmap: PosteriorMap, peak: Peak,
                   execution_std: tuple[float, float]) -> dict[str, Path]:
     """Write every file of :data:`OUTPUT_FILES` into ``out`` (created), each whole or not at all
-    (:func:`~uncertain_bo.output_files.replacing`); returns them by name."""
+    (:func:`~uncertain_bo.reporting.output_files.replacing`); returns them by name."""
     out.mkdir(parents=True, exist_ok=True)
     files = {name: out / name for name in OUTPUT_FILES}
     record = peak_record(survey, pmap, peak, execution_std)

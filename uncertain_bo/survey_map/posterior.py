@@ -1,7 +1,7 @@
 r"""The posterior map of a survey: the project's shared GP fitted to every reading, evaluated on a grid.
 
 The readings go into the planner's model exactly as a rover's en-route readings do
-(:meth:`Planner.observe(None, location, y, variance) <uncertain_bo.planner.Planner.observe>`: each with its
+(:meth:`Planner.observe(None, location, y, variance) <uncertain_bo.planning.planner.Planner.observe>`: each with its
 location distribution :math:`\mathcal N(\mathbf x_i, \Sigma_i)` and reported variance), so the map is
 :class:`~uncertain_bo.models.DistributionGP` with the expected SE kernel, each reading's input-induced noise
 (``input_noise``), the hyperparameters fitted on at most ``fit_points`` readings (the planner's
@@ -155,7 +155,7 @@ def fitted_planner(survey: Survey, settings: MapSettings, execution_std: tuple[f
         SurveyError: a reading the planner refuses (its validation message; nothing is mapped).
     """
     from ..distributions import DTYPE, Gaussian, GaussianExecutionNoise
-    from ..planner import InvalidObservationError, Planner
+    from ..planning.planner import InvalidObservationError, Planner
 
     lo, hi = survey.xy.min(axis=0), survey.xy.max(axis=0)
     planner = Planner(torch.tensor(np.stack([lo, hi]), dtype=DTYPE),

@@ -22,9 +22,9 @@ latitude outside ±90° or a longitude outside ±180° (metres in a degree colum
 there (the message lists the columns), fewer than 3 usable rows, or points that span no area.
 
 **Journal** (:func:`read_journal_survey`): a run folder (its ``journal.jsonl``) or a journal file, read
-read-only (a damaged journal is refused by :class:`~uncertain_bo.journal.Journal`): every measurement and en-route
-reading with its location distribution (the one it was stored with, or its last revision's: a smoother or loop
-closure that re-placed it, :mod:`uncertain_bo.planner_revisions`; a Gaussian's covariance; a particle cloud
+read-only (a damaged journal is refused by :class:`~uncertain_bo.journal.journal.Journal`): every measurement and
+en-route reading with its location distribution (the one it was stored with, or its last revision's: a smoother or loop
+closure that re-placed it, :mod:`uncertain_bo.planning.revisions`; a Gaussian's covariance; a particle cloud
 moment-matched; an exact position zero) and its reported reading variance, in the run's map frame (an engineering
 CRS, or the local tangent plane at ``origin``). The robust peak's execution noise defaults to the run's
 ``execution_noise_std``.
@@ -114,7 +114,7 @@ def read_survey(source: str | Path, value: str | None = None, location_std: floa
 
     Raises:
         SurveyError: the source cannot be mapped (module docstring).
-        uncertain_bo.journal.JournalError: a journal that is damaged.
+        uncertain_bo.journal.journal.JournalError: a journal that is damaged.
     """
     path = Path(source)
     if not path.exists():
@@ -321,11 +321,11 @@ def read_journal_survey(path: str | Path, origin: tuple[float, float] | None = N
     """A run's measurements and en-route readings (module docstring).
 
     Raises:
-        uncertain_bo.journal.JournalError: no journal, or a damaged one.
+        uncertain_bo.journal.journal.JournalError: no journal, or a damaged one.
         SurveyError: fewer than 3 readings, or readings that span no area.
     """
-    from ..journal import Journal
-    from ..units import READING_UNITS
+    from ..journal.journal import Journal
+    from ..reporting.units import READING_UNITS
 
     path = Path(path)
     journal = Journal(path, read_only=True)
