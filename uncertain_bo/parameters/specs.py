@@ -22,10 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..user_errors import user_error
+
 __all__ = ['Param', 'ParameterError', 'validate', 'defaults', 'config_path', 'RENAMED_PARAMETERS', 'renamed_parameter',
            'renamed_message']   # + the param_files names below
 
 
+@user_error
 class ParameterError(ValueError):
     """A parameter value is missing its type, outside its range, or unknown."""
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from ..user_errors import user_error
+
 __all__ = ['FieldError', 'DEFAULT_EXTENT', 'FIELD_NAMES', 'BUILT_IN_UNIT', 'field_unit']
 
 #: Default rectangle (xmin, xmax, ymin, ymax) in metres onto which the built-in field is mapped.
@@ -66,6 +68,7 @@ def field_unit(spec) -> str | None:
     return str(units) if units else None
 
 
+@user_error
 class FieldError(ValueError):
     """A field file or specification cannot be used (missing file, wrong format, missing key, malformed
     row, too few points, NaN values, a constant grid); the message is one line naming the file and what to
