@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from ..parameters.files import declared_parameters, unknown_parameters
-from ..parameters.specs import ParameterError, config_path, node_parameters, unknown_sections, validate
+from ..parameters.specs import ParameterError, config_path, validate
+from ..parameters.files import node_parameters, unknown_sections
 from ..reporting.units import simulated_reading_unit
 from ..user_errors import check_run_dir
 from .graph_session import (StopRequest, add_arguments as add_session_arguments, bounded_integer, graph_session,

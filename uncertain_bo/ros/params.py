@@ -222,7 +222,7 @@ def parameter_overrides(values: Mapping[str, Any] | Iterable[tuple[str, Any]],
     """rclpy ``Parameter`` list for ``Node(..., parameter_overrides=...)`` from a name -> value mapping.
 
     Use this for in-process composition from YAML-loaded dicts
-    (:func:`uncertain_bo.parameters.specs.node_parameters`).
+    (:func:`uncertain_bo.parameters.files.node_parameters`).
 
     Args:
         values: name -> value (tuples become lists).
