@@ -11,7 +11,7 @@ from typing import Sequence
 
 from .specs import Param
 
-__all__ = ['SEARCH_BOUNDS', 'EXECUTION_NOISE_STD', 'RUN_AREA_PARAMS', 'search_bounds_problem']
+__all__ = ['SEARCH_BOUNDS', 'EXECUTION_NOISE_STD', 'RUN_AREA_PARAMS', 'search_bounds_problem', 'bounds_outside']
 
 SEARCH_BOUNDS = Param(
     'search_bounds', [0.0, 200.0, 0.0, 200.0],
@@ -38,4 +38,16 @@ def search_bounds_problem(bounds: Sequence[float]) -> str | None:
     if not (xmax > xmin and ymax > ymin):
         return (f"parameter 'search_bounds' = {list(bounds)} is invalid: need xmax > xmin and ymax > ymin "
                 '(order [xmin, xmax, ymin, ymax])')
+    return None
+
+
+def bounds_outside(search_bounds, extent, what: str = 'the field') -> str | None:
+    """Why ``search_bounds`` ``[xmin, xmax, ymin, ymax]`` (m) do not lie inside ``extent`` (same layout,
+    e.g. a simulated field's), or None when they do."""
+    xmin, xmax, ymin, ymax = (float(v) for v in search_bounds)
+    fx0, fx1, fy0, fy1 = (float(v) for v in extent)
+    tol = 1e-9 * max(1.0, abs(fx0), abs(fx1), abs(fy0), abs(fy1))
+    if xmin < fx0 - tol or xmax > fx1 + tol or ymin < fy0 - tol or ymax > fy1 + tol:
+        return (f"parameter 'search_bounds' = {[xmin, xmax, ymin, ymax]} m is not inside {what} "
+                f'{[fx0, fx1, fy0, fy1]} m: the rover would be sent where there is nothing to measure')
     return None
