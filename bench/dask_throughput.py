@@ -83,9 +83,10 @@ def overhead(n: int) -> dict:
 
 def _timed(spec) -> dict:
     from uncertain_bo.benchmarks.backends import compute
+    from uncertain_bo.benchmarks.runner import run
 
     w0, c0 = time.perf_counter(), time.thread_time()
-    compute(spec)
+    compute(spec, run)
     return {'wall': time.perf_counter() - w0, 'cpu': time.thread_time() - c0}
 
 

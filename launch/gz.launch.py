@@ -40,7 +40,7 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from uncertain_bo.parameters.specs import node_parameters
+from uncertain_bo.parameters.files import node_parameters
 from uncertain_bo.ros.launch_args import (check_nodes, declare_arguments, exit_handler, flag, integer, params_file,
                                           share_directory)
 

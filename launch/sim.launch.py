@@ -41,7 +41,7 @@ from launch.event_handlers import OnProcessExit
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from uncertain_bo.parameters.specs import node_parameters, unknown_sections
+from uncertain_bo.parameters.files import node_parameters, unknown_sections
 from uncertain_bo.reporting.units import simulated_reading_unit
 from uncertain_bo.ros.launch_args import (LOCALISERS, bounds_outside, check_nodes, declare_arguments, exit_handler,
                                           params_file, rviz_actions, share_directory, simulation_overrides)

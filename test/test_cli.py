@@ -96,7 +96,8 @@ def test_command_line_mistakes_are_one_line(argv, expect, tmp_path, monkeypatch,
 
 
 def test_demo_help_names_the_default_field_the_demo_runs(tmp_path, monkeypatch, capsys):
-    from uncertain_bo.parameters.specs import config_path, node_parameters
+    from uncertain_bo.parameters.specs import config_path
+    from uncertain_bo.parameters.files import node_parameters
     shipped = node_parameters([config_path('sim.yaml')], 'sim_rover')['field']
     code, out, _ = run(['demo', '--help'], tmp_path, monkeypatch, capsys)
     assert shipped == 'jacksboro-smooth'

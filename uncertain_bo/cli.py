@@ -16,8 +16,8 @@ __all__ = ['main', 'COMMANDS', 'OneLineParser', 'build_parser', 'configure_torch
 
 #: command -> (the module whose ``add_parser`` registers it, its one-line help in ``uncertain-bo --help``)
 COMMANDS = {
-    'demo': ('uncertain_bo.ros.graph', 'simulated rover explores a real field over ROS 2 topics (uGP-UCB explorer)'),
-    'sim': ('uncertain_bo.ros.graph', 'alias of demo'),
+    'demo': ('uncertain_bo.ros.demo_cli', 'simulated rover explores a real field over ROS 2 topics (uGP-UCB explorer)'),
+    'sim': ('uncertain_bo.ros.demo_cli', 'alias of demo'),
     'report': ('uncertain_bo.sim.report_cli', 'summarise and plot a run (scored against its field when it has one)'),
     'bench': ('uncertain_bo.benchmarks.cli', 'run benchmark problems (parallel over seeds)'),
     'plot': ('uncertain_bo.benchmarks.cli', 'draw regret figures of a bench output directory'),

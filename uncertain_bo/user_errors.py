@@ -12,7 +12,7 @@ import re
 import sys
 from pathlib import Path
 
-__all__ = ['UsageError', 'user_error_types', 'one_line', 'report', 'check_run_dir', 'file_system_type',
+__all__ = ['UsageError', 'user_error', 'user_error_types', 'one_line', 'report', 'check_run_dir', 'file_system_type',
            'EXIT_USAGE']
 
 #: exit status of a user mistake (argparse's, and the nodes' for an invalid parameter)
@@ -23,14 +23,25 @@ class UsageError(ValueError):
     """A command-line mistake that is not a parameter value (e.g. ``--out`` names an existing file)."""
 
 
+#: the exception types of user mistakes, filled by :func:`user_error` where each is defined (so this module imports
+#: none of them: they sit above it)
+_USER_ERROR_TYPES: list[type[BaseException]] = [UsageError]
+
+
+def user_error(cls: type[BaseException]) -> type[BaseException]:
+    """Class decorator: mark ``cls`` as a user mistake (reported in one line by :func:`report`'s callers; added to
+    :func:`user_error_types`). Returns ``cls``."""
+    if cls not in _USER_ERROR_TYPES:
+        _USER_ERROR_TYPES.append(cls)
+    return cls
+
+
 def user_error_types() -> tuple[type[BaseException], ...]:
     """The exception types that mean "the user's input is wrong" (reported in one line, not a traceback):
-    :class:`~uncertain_bo.parameters.specs.ParameterError`, :class:`~uncertain_bo.journal.journal.JournalError`,
-    :class:`~uncertain_bo.sim.field.FieldError` and :class:`UsageError`."""
-    from .journal.journal import JournalError
-    from .parameters.specs import ParameterError
-    from .sim.field import FieldError
-    return (ParameterError, JournalError, FieldError, UsageError)
+    :class:`UsageError` and every type marked with :func:`user_error` whose module is imported (a type whose module
+    is not imported cannot have been raised) -- :class:`~uncertain_bo.parameters.specs.ParameterError`,
+    :class:`~uncertain_bo.journal.journal.JournalError` and :class:`~uncertain_bo.sim.field_spec.FieldError`."""
+    return tuple(_USER_ERROR_TYPES)
 
 
 def one_line(exc: BaseException | str) -> str:

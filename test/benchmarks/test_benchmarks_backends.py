@@ -95,9 +95,10 @@ class _Spec:
 @pytest.mark.slow
 def test_dask_run_lost_with_its_worker_is_retried_once_then_reported(tmp_path):
     from uncertain_bo.benchmarks.backends import execute
+    from uncertain_bo.benchmarks.runner import run
 
     attempts = tmp_path / 'attempts'
-    outcomes = list(execute([_Spec(_Dies(str(attempts)))], backend='dask', scheduler='local:2'))
+    outcomes = list(execute([_Spec(_Dies(str(attempts)))], run, backend='dask', scheduler='local:2'))
     assert attempts.read_text().count('attempt') == 2          # the first try and one retry
     assert len(outcomes) == 1 and outcomes[0].result is None
     assert 'lost on the cluster (KilledWorker' in outcomes[0].error

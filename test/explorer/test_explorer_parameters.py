@@ -6,7 +6,8 @@ import pytest
 
 from uncertain_bo.explorer import EXPLORER_PARAMS
 from uncertain_bo.explorer.parameters import run_folder
-from uncertain_bo.parameters.specs import ParameterError, config_path, node_parameters, validate
+from uncertain_bo.parameters.specs import ParameterError, config_path, validate
+from uncertain_bo.parameters.files import node_parameters
 
 
 def test_explorer_yaml_matches_specs():

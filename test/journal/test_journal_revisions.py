@@ -254,7 +254,7 @@ def test_report_places_each_reading_where_its_last_revision_does_and_draws_where
     import matplotlib.pyplot as plt
     from matplotlib.collections import LineCollection
 
-    from uncertain_bo import run_report
+    from uncertain_bo.reporting import run_report
 
     run = tmp_path / 'run'
     write_run(run / 'journal.jsonl', n=3)

@@ -201,8 +201,8 @@ def test_each_module_imports_first(module):
     """explore.launch.py imports param_files before anything else: a circular import broke the real launch."""
     import subprocess
     import sys
-    code = (f'import {module}\nfrom uncertain_bo.parameters.specs import node_parameters, load_param_file\n'
-            'from uncertain_bo.parameters.files import read_param_file\n')
+    code = (f'import {module}\nfrom uncertain_bo.parameters.specs import validate\n'
+            'from uncertain_bo.parameters.files import load_param_file, node_parameters, read_param_file\n')
     r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
 

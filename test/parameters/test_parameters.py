@@ -1,6 +1,7 @@
 import pytest
 
-from uncertain_bo.parameters.specs import Param, ParameterError, load_param_file, node_parameters, validate
+from uncertain_bo.parameters.specs import Param, ParameterError, validate
+from uncertain_bo.parameters.files import load_param_file, node_parameters
 
 SPECS = [
     Param('rate', 1.0, 'a rate, Hz', range=(0.1, 10.0)),
@@ -61,12 +62,12 @@ def test_param_file_layout_and_errors(tmp_path):
     ('explorerr', '/explorer', False),
 ])
 def test_section_applies_like_rcl(key, fqn, applies):
-    from uncertain_bo.parameters.specs import section_applies
+    from uncertain_bo.parameters.files import section_applies
     assert section_applies(key, fqn) is applies
 
 
 def test_unknown_sections_names_misspelt_nodes(tmp_path):
-    from uncertain_bo.parameters.specs import unknown_sections
+    from uncertain_bo.parameters.files import unknown_sections
     f = tmp_path / 'p.yaml'
     f.write_text('explorerr:\n  ros__parameters: {beta: 2.0}\n/**:\n  ros__parameters: {use_sim_time: true}\n'
                  'ekf:\n  ros__parameters: {}\n')

@@ -64,10 +64,10 @@ def test_record_and_foxglove_reach_the_explorer_of_the_demo_and_of_the_team_demo
     """``demo --record --foxglove PORT`` sets the explorer's ``record`` and ``foxglove_port``; with ``--rovers`` the
     team explorer's."""
     from uncertain_bo.cli import main
-    from uncertain_bo.ros import graph, team_graph
+    from uncertain_bo.ros import demo_cli, graph, team_graph
 
     seen = {}
-    monkeypatch.setattr(graph, 'run_demo', lambda out, overrides, **kw: seen.update(one=overrides) or {})
+    monkeypatch.setattr(demo_cli, 'run_demo', lambda out, overrides, **kw: seen.update(one=overrides) or {})
     monkeypatch.setattr(team_graph, 'run_team_demo', lambda out, overrides, **kw: seen.update(team=overrides) or {})
     for extra in ([], ['--rovers', '2']):
         main(['demo', '--record', '--foxglove', '8765', '--out', str(tmp_path / f'run{len(extra)}'), *extra])

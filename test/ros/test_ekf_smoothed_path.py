@@ -13,7 +13,8 @@ from geometry_msgs.msg import PoseWithCovarianceStamped  # noqa: E402
 from nav_msgs.msg import Odometry, Path  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 
-from uncertain_bo.parameters.specs import config_path, node_parameters  # noqa: E402
+from uncertain_bo.parameters.specs import config_path  # noqa: E402
+from uncertain_bo.parameters.files import node_parameters  # noqa: E402
 from uncertain_bo.ros import conversions as cv  # noqa: E402
 from uncertain_bo.ros.ekf import EkfNode  # noqa: E402
 from uncertain_bo.ros.explorer import ExplorerNode  # noqa: E402

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from uncertain_bo.parameters.specs import load_param_file
+from uncertain_bo.parameters.files import load_param_file
 from uncertain_bo.sim.mission import mission_parameters
 from uncertain_bo.sim.world import SimWorld
 
@@ -56,7 +56,7 @@ def test_sim_rover_node_publishes_the_degraded_covariance():
     rclpy = pytest.importorskip('rclpy')
     import os
 
-    from uncertain_bo.parameters.specs import node_parameters
+    from uncertain_bo.parameters.files import node_parameters
     from uncertain_bo.ros.params import parameter_overrides
     from uncertain_bo.ros.sim_rover import SIM_ROVER_PARAMS, SimRoverNode
 

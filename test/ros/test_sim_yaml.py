@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from uncertain_bo.parameters.specs import load_param_file, validate
+from uncertain_bo.parameters.specs import validate
+from uncertain_bo.parameters.files import load_param_file
 
 rclpy = pytest.importorskip('rclpy')
 

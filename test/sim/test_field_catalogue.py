@@ -46,7 +46,7 @@ def test_point_survey_is_gp_interpolated_over_its_bounding_box(tmp_path):
     val = truth((lon + 90) / 10, (lat - 40) / 5)
     path = tmp_path / 'survey.csv'
     path.write_text('# a comment\nlon,lat,value\n' + ''.join(f'{a},{b},{c}\n' for a, b, c in zip(lon, lat, val)))
-    f = _points_field(path, (0.0, 200.0, 0.0, 200.0), resolution=5.0)
+    f = _points_field(path, (0.0, 200.0, 0.0, 200.0), resolution=5.0, field_type=Field)
     # the bounding box of the points is the area: the bump's centre maps to (0.7, 0.3) of it
     lo, hi = np.array([lon.min(), lat.min()]), np.array([lon.max(), lat.max()])
     centre = (np.array([-90 + 7.0, 40 + 1.5]) - lo) / (hi - lo) * 200.0
@@ -56,4 +56,4 @@ def test_point_survey_is_gp_interpolated_over_its_bounding_box(tmp_path):
 
 def test_unknown_suite_field_is_a_one_line_error():
     with pytest.raises(FieldError, match="unknown suite field 'nope'"):
-        catalogue_field('nope')
+        catalogue_field('nope', field_type=Field)

@@ -87,5 +87,5 @@ def test_malformed_generated_sources_are_one_line_field_errors(monkeypatch):
     monkeypatch.setattr(fc, '_suite_fields', lambda: entries)
     for name, message in (('bad-plume', 'x, y, amplitude, width'), ('bad-seeps', 'width must be > 0')):
         with pytest.raises(FieldError, match=message) as info:
-            fc.catalogue_field(name, (0, 50, 0, 50))
+            fc.catalogue_field(name, (0, 50, 0, 50), field_type=Field)
         assert '\n' not in str(info.value) and name in str(info.value)

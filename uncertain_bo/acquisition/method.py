@@ -447,7 +447,7 @@ class UCBMethod(Method):
     uses_beta: ClassVar[bool] = True
 
     def acquisition(self, ctx: DecisionContext) -> 'AcquisitionFunction':
-        from .ugp_ucb import TargetUpperConfidenceBound
+        from .ucb import TargetUpperConfidenceBound
         model = ctx.model      # the schedule's beta_t weights sigma (the papers'); BoTorch's beta is its square
         return TargetUpperConfidenceBound(model, ctx.candidates, ctx.beta(ctx.index, model) ** 2,
                                           in_box=ctx.in_box_exploration)

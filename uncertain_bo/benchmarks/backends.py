@@ -1,6 +1,7 @@
 """Where benchmark runs execute: local processes (joblib/loky) or a Dask cluster (``distributed``).
 
-Both backends run the same task, :func:`compute` (one run with one torch and one BLAS thread), and hand the
+Both backends run the same task, :func:`compute` (one run with one torch and one BLAS thread; the run itself is the
+caller's ``run`` function, :func:`uncertain_bo.benchmarks.runner.run` for the runner), and hand the
 finished results back to the calling process as they arrive (:func:`execute`); the runner writes them, so a
 run's files and records are the same whichever backend ran it, and a sweep interrupted on either resumes from
 ``DIR/runs``.
@@ -20,9 +21,13 @@ import logging
 import traceback
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence, TextIO
+from typing import Any, Callable, Iterator, Sequence, TextIO
 
-__all__ = ['BACKENDS', 'Outcome', 'compute', 'execute', 'parse_scheduler', 'resolve_backend', 'BackendError']
+#: one run: ``run(problem, method, seed, iterations, settings) -> result`` (:func:`uncertain_bo.benchmarks.runner.run`)
+RunFunction = Callable[..., dict[str, Any]]
+
+__all__ = ['BACKENDS', 'RunFunction', 'Outcome', 'compute', 'execute', 'parse_scheduler', 'resolve_backend',
+           'BackendError']
 
 BACKENDS = ('joblib', 'dask')
 
@@ -44,17 +49,16 @@ class Outcome:
     error: str | None = None
 
 
-def compute(spec) -> dict[str, Any]:
-    """One run of ``spec`` (:class:`~uncertain_bo.benchmarks.runner.RunSpec`) with one torch and one BLAS/OpenMP
-    thread and torch's default dtype set to the package's ``DTYPE`` (float64), the same on every backend, so a
-    run's numbers depend neither on the worker's thread pools nor on the host process's global torch state
-    (some library code still creates tensors in the default dtype: a float32 default moves the records by about
-    1e-8, enough to change a later decision)."""
+def compute(spec, run: RunFunction) -> dict[str, Any]:
+    """One run of ``spec`` (:class:`~uncertain_bo.benchmarks.runner.RunSpec`) by ``run`` (:data:`RunFunction`) with
+    one torch and one BLAS/OpenMP thread and torch's default dtype set to the package's ``DTYPE`` (float64), the
+    same on every backend, so a run's numbers depend neither on the worker's thread pools nor on the host process's
+    global torch state (some library code still creates tensors in the default dtype: a float32 default moves the
+    records by about 1e-8, enough to change a later decision)."""
     import torch
     from threadpoolctl import threadpool_limits
 
     from ..distributions import DTYPE
-    from .runner import run
 
     threads, dtype = torch.get_num_threads(), torch.get_default_dtype()
     torch.set_num_threads(1)
@@ -69,15 +73,16 @@ def compute(spec) -> dict[str, Any]:
     return result
 
 
-def _task(index: int, spec, factory=None) -> Outcome:
-    """:func:`compute`, with an exception turned into a reported failure (the other runs go on). ``factory``: the
-    problem's factory where the worker may lack it (:func:`~uncertain_bo.benchmarks.base.external_factory`: a
-    problem registered by the calling script or notebook), registered in the worker first."""
+def _task(index: int, spec, run: RunFunction, factory=None) -> Outcome:
+    """:func:`compute` of ``spec`` by ``run``, with an exception turned into a reported failure (the other runs go
+    on). ``factory``: the problem's factory where the worker may lack it
+    (:func:`~uncertain_bo.benchmarks.base.external_factory`: a problem registered by the calling script or notebook),
+    registered in the worker first."""
     try:
         if factory is not None:
             from .base import register_problem
             register_problem(spec.problem, factory, replace=True)
-        return Outcome(index, result=compute(spec))
+        return Outcome(index, result=compute(spec, run))
     except Exception as exc:   # reported with the run's key; the sweep goes on
         last = traceback.extract_tb(exc.__traceback__)[-1]
         return Outcome(index, error=f'{type(exc).__name__}: {exc} ({last.filename}:{last.lineno})')
@@ -119,12 +124,13 @@ def resolve_backend(backend: str | None, scheduler: str | None) -> tuple[str, st
     return backend, scheduler
 
 
-def execute(specs: Sequence, *, backend: str = 'joblib', n_jobs: int = 2, scheduler: str | None = None,
-            progress: TextIO | None = None) -> Iterator[Outcome]:
+def execute(specs: Sequence, run: RunFunction, *, backend: str = 'joblib', n_jobs: int = 2,
+            scheduler: str | None = None, progress: TextIO | None = None) -> Iterator[Outcome]:
     """Run ``specs`` and yield an :class:`Outcome` per run as each finishes (in completion order).
 
     Args:
         specs: the runs.
+        run: what one run is (:data:`RunFunction`; a module-level function: it travels to the workers by name).
         backend: ``'joblib'`` (``n_jobs`` local processes) or ``'dask'``.
         n_jobs: joblib's processes; the worker count of ``scheduler='local'``.
         scheduler: Dask only — see :func:`parse_scheduler`.
@@ -134,14 +140,14 @@ def execute(specs: Sequence, *, backend: str = 'joblib', n_jobs: int = 2, schedu
         BackendError: unknown backend, Dask not installed, scheduler unreachable.
     """
     if backend == 'joblib':
-        yield from _joblib(specs, n_jobs)
+        yield from _joblib(specs, run, n_jobs)
     elif backend == 'dask':
-        yield from _dask(specs, n_jobs, scheduler, progress)
+        yield from _dask(specs, run, n_jobs, scheduler, progress)
     else:
         raise BackendError(f'unknown backend {backend!r}; known: {", ".join(BACKENDS)}')
 
 
-def _joblib(specs: Sequence, n_jobs: int) -> Iterator[Outcome]:
+def _joblib(specs: Sequence, run: RunFunction, n_jobs: int) -> Iterator[Outcome]:
     from joblib import Parallel, delayed
 
     from .base import external_factory
@@ -149,10 +155,11 @@ def _joblib(specs: Sequence, n_jobs: int) -> Iterator[Outcome]:
     if not specs:
         return
     yield from Parallel(n_jobs=min(n_jobs, len(specs)), return_as='generator_unordered')(
-        delayed(_task)(i, spec, external_factory(spec.problem)) for i, spec in enumerate(specs))
+        delayed(_task)(i, spec, run, external_factory(spec.problem)) for i, spec in enumerate(specs))
 
 
-def _dask(specs: Sequence, n_jobs: int, scheduler: str | None, progress: TextIO | None) -> Iterator[Outcome]:
+def _dask(specs: Sequence, run: RunFunction, n_jobs: int, scheduler: str | None,
+          progress: TextIO | None) -> Iterator[Outcome]:
     try:
         import dask
         from distributed import Client, LocalCluster, as_completed
@@ -196,7 +203,8 @@ def _dask(specs: Sequence, n_jobs: int, scheduler: str | None, progress: TextIO 
                   file=progress, flush=True)
         token = uuid.uuid4().hex[:8]
         from .base import external_factory
-        futures = client.map(_task, range(len(specs)), list(specs), [external_factory(s.problem) for s in specs],
+        futures = client.map(_task, range(len(specs)), list(specs), [run] * len(specs),
+                             [external_factory(s.problem) for s in specs],
                              key=[f'uncertain-bo-run-{token}-{i}' for i in range(len(specs))])
         index = {f.key: i for i, f in enumerate(futures)}
         for future in as_completed(futures):

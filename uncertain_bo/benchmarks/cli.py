@@ -60,7 +60,7 @@ def _params_file(path: str, explorer: tuple, sim: tuple) -> tuple[tuple, tuple]:
     """
     from ..explorer import EXPLORER_PARAMS
     from ..parameters.files import no_parameters_warning, unknown_parameters
-    from ..parameters.specs import node_parameters, unknown_sections
+    from ..parameters.files import node_parameters, unknown_sections
     from ..sim.ekf import EKF_PARAMS
     from ..sim.particle_filter import PF_PARAMS
     from ..sim.pure_pursuit import PURE_PURSUIT_PARAMS

@@ -324,7 +324,7 @@ def run_many(specs: Sequence[RunSpec], out_dir: str | Path | None = None, n_jobs
         print(f'reusing {done} finished run(s) from {out}/runs', file=progress, flush=True)
     t0 = time.perf_counter()
     failures: list[tuple[str, str]] = []
-    for outcome in execute(todo, backend=backend, n_jobs=n_jobs, scheduler=scheduler,
+    for outcome in execute(todo, run, backend=backend, n_jobs=n_jobs, scheduler=scheduler,
                            progress=progress or None):
         done += 1
         key = todo[outcome.index].key

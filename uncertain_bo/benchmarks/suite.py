@@ -66,9 +66,10 @@ class Suite:
 
     def noise_std(self, field: str) -> float:
         """Reading-noise std (field units): ``noise_fraction`` x the field's value range (max - min)."""
+        from ..sim.field import Field
         from ..sim.field_catalogue import catalogue_field
 
-        _, _, z = catalogue_field(field, self.extent_of(field)).grid()
+        _, _, z = catalogue_field(field, self.extent_of(field), field_type=Field).grid()
         return float(self.fields[field]['noise_fraction']) * float(z.max() - z.min())
 
     def sim_overrides(self, field: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from ..acquisition import METHODS
 from ..distributions import DTYPE, GaussianExecutionNoise
 from ..models import NOISE_PRIORS
 from ..acquisition.optimize import OptimizerSettings
+from ..parameters.run_area import EXECUTION_NOISE_STD, SEARCH_BOUNDS, search_bounds_problem
 from ..parameters.specs import Param, ParameterError
 from ..acquisition.recommendation import RECOMMENDATION_RULES
 from ..planning.planner import Planner
@@ -33,9 +34,7 @@ RESUME_FRACTION = 0.8
 MAX_ABS_READING = 1e12
 
 EXPLORER_PARAMS = [
-    Param('search_bounds', [0.0, 200.0, 0.0, 200.0],
-          'search area [xmin, xmax, ymin, ymax] in global_frame, m. Targets never leave it (a change at run time '
-          'applies from the next decision)', range=(-1e7, 1e7), length=4),
+    SEARCH_BOUNDS,
     Param('global_frame', 'map', 'world-fixed frame of pose estimates and goals (Nav2\'s term). Poses in any other '
           'frame are rejected. '
           'A map-frame estimate with absolute corrections: an odom-frame covariance grows without bound',
@@ -54,13 +53,7 @@ EXPLORER_PARAMS = [
           '(airbo, airbo_empirical, ugp_kme) stores each location as the particle cloud itself (an empirical '
           'distribution of max_particles particles), the others its moment-matched Gaussian',
           choices=tuple(sorted(METHODS)), read_only=True),
-    Param('execution_noise_std', [0.75, 0.75],
-          'execution-noise model P̂_x = N(x, diag(std²)): where the rover really measures when sent to x '
-          '(path-following tolerance + localisation error), std along x and y, m. Used for the candidates of the '
-          'acquisition and for the recommendation (with learn_execution_noise: the learned model\'s prior). Match '
-          'it to your rover: summary.json of a simulated run reports the measured scatter '
-          '(`measured_execution_std`); the simulated rover of config/sim.yaml scatters about 0.7 m per axis (2 m '
-          'GNSS-like fixes at 1 Hz, 5 % wheel slip, 0.25 m goal tolerance)', range=(0.0, 1000.0), length=2),
+    EXECUTION_NOISE_STD,
     Param('beta', 3.0, "UCB exploration weight β in μ̂(P̂_x) + β σ̂(P̂_x) (dimensionless; the paper's robot "
           'experiment: 3)', range=(0.0, 100.0)),
     Param('recommendation', 'highest_reading', 'where the robust peak is reported after each measurement: '
@@ -246,11 +239,8 @@ def check_explorer_parameters(values: Mapping[str, Any]) -> str | None:
         None if consistent, else the reason (names the parameter).
     """
     b = values.get('search_bounds')
-    if b is not None:
-        xmin, xmax, ymin, ymax = b
-        if not (xmax > xmin and ymax > ymin):
-            return (f"parameter 'search_bounds' = {list(b)} is invalid: need xmax > xmin and ymax > ymin "
-                    '(order [xmin, xmax, ymin, ymax])')
+    if b is not None and search_bounds_problem(b):
+        return search_bounds_problem(b)
     r = values.get('reading_range')
     if r is not None and not r[1] > r[0]:
         return f"parameter 'reading_range' = {list(r)} is invalid: need [low, high] with high > low"

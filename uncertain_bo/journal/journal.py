@@ -66,6 +66,7 @@ from ..distributions import DTYPE, Dirac, Empirical, Gaussian, InvalidDistributi
 from .schema import INDEXED, Checked, Damage, check_journal, header_problem, version_problem
 from .storage_faults import DurableAppend, _encode
 from ..planning.observation_log import StoredReading
+from ..user_errors import user_error
 
 __all__ = ['Journal', 'JournalError', 'Replay', 'replay', 'location_to_record', 'location_from_record', 'FORMAT',
            'VERSION', 'MAX_DEPTH', 'parse_line']
@@ -80,6 +81,7 @@ MAX_DEPTH = 32
 log = logging.getLogger(__name__)
 
 
+@user_error
 class JournalError(RuntimeError):
     """The journal cannot be read or written (wrong format, newer version, damaged middle line)."""
 

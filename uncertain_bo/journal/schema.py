@@ -122,6 +122,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..distributions import check_covariance
+from ..parameters.run_area import RUN_AREA_PARAMS, search_bounds_problem
+from ..parameters.specs import ParameterError
 
 __all__ = ['RECORD_TYPES', 'INDEXED', 'MAX_ABS_READING', 'MAX_ABS_COORDINATE', 'PLAUSIBLE_MARGIN', 'Damage', 'Checked',
            'JournalContext', 'record_problem', 'header_problem', 'version_problem', 'check_journal',
@@ -317,17 +319,12 @@ def _method(v: Any, what: str, dim: int | None) -> None:
         raise _Bad(f'{what} is {_describe(v)}, not a method of this uncertain_bo')
 
 
-#: run parameters a reader uses (``report``: the search area, the execution noise, the reading's unit), checked by
-#: the explorer's own parameter specs (``reading_type``: any string; an unknown one is reported in sensor units)
-_RUN_PARAMETERS = ('search_bounds', 'execution_noise_std')
-
-
 def _run_parameters(v: Any, what: str, dim: int | None) -> None:
-    from ..explorer.parameters import EXPLORER_PARAMS, check_explorer_parameters   # lazy: imports the planner
-    from ..parameters.specs import ParameterError
-
+    """Check the run parameters a reader uses (``report``: the search area, the execution noise, the reading's unit)
+    with the explorer's own parameter specs (:data:`~uncertain_bo.parameters.run_area.RUN_AREA_PARAMS`;
+    ``reading_type``: any string; an unknown one is reported in sensor units)."""
     _dict(v, what)
-    specs = {p.name: p for p in EXPLORER_PARAMS if p.name in _RUN_PARAMETERS}
+    specs = {p.name: p for p in RUN_AREA_PARAMS}
     checked = {}
     for name, spec in specs.items():
         if name in v:
@@ -335,7 +332,7 @@ def _run_parameters(v: Any, what: str, dim: int | None) -> None:
                 checked[name] = spec.check(v[name])
             except ParameterError as exc:
                 raise _Bad(f'{what} {exc}') from None
-    reason = check_explorer_parameters({k: checked[k] for k in ('search_bounds',) if k in checked})
+    reason = search_bounds_problem(checked['search_bounds']) if 'search_bounds' in checked else None
     if reason:
         raise _Bad(f'{what} {reason}')
     if 'reading_type' in v:

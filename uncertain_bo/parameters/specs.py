@@ -22,10 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..user_errors import user_error
+
 __all__ = ['Param', 'ParameterError', 'validate', 'defaults', 'config_path', 'RENAMED_PARAMETERS', 'renamed_parameter',
-           'renamed_message']   # + the param_files names below
+           'renamed_message']
 
 
+@user_error
 class ParameterError(ValueError):
     """A parameter value is missing its type, outside its range, or unknown."""
 
@@ -229,15 +232,3 @@ def config_path(name: str) -> Path:
         if c.is_file():
             return c
     raise FileNotFoundError(f'config file {name!r} not found; looked in: ' + ', '.join(map(str, candidates)))
-
-
-#: ROS 2 parameter files (read as rcl reads them) live in :mod:`uncertain_bo.parameters.files`; these names stay
-#: importable from here (resolved on first use: param_files itself imports this module)
-_PARAM_FILE_NAMES = ('load_param_file', 'node_parameters', 'section_applies', 'unknown_sections')
-
-
-def __getattr__(name: str):
-    if name in _PARAM_FILE_NAMES:
-        from . import files as param_files
-        return getattr(param_files, name)
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -27,11 +27,13 @@ anything starts (its one ``error:`` line holds them all; :func:`check_graph`), a
 from __future__ import annotations
 
 import difflib
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ..parameters.run_area import bounds_outside
 from ..parameters.specs import ParameterError, defaults, renamed_parameter
 from ..parameters.files import (ROS_PARAMETERS, ParamFile, Section, UnknownParameter, absolute_name,
                                 declared_parameters, file_sections, is_ros_parameter, no_parameters_warning,
@@ -39,8 +41,8 @@ from ..parameters.files import (ROS_PARAMETERS, ParamFile, Section, UnknownParam
 from ..user_errors import EXIT_USAGE, report
 from .nodes import NODES
 
-__all__ = ['NodeCheck', 'CheckResult', 'check_parameter_files', 'check_node_parameters', 'check_node_values',
-           'node_value_problems', 'mission_warnings', 'check_graph', 'add_parser']
+__all__ = ['NodeCheck', 'CheckResult', 'check_rovers', 'check_parameter_files', 'check_node_parameters',
+           'check_node_values', 'node_value_problems', 'mission_warnings', 'check_graph', 'add_parser']
 
 #: nodes that publish readings on ``reading`` (simulated sensors) -> their noise-std parameter
 SENSOR_NOISE = {'sim_rover': 'reading_noise_std', 'field_sensor': 'noise_std'}
@@ -48,6 +50,20 @@ SENSOR_NOISE = {'sim_rover': 'reading_noise_std', 'field_sensor': 'noise_std'}
 EXECUTION_NOISE_SHARE = 0.25
 #: a warning when the reading-noise std exceeds this share of reading_range's width
 READING_NOISE_SHARE = 0.25
+
+
+_NAMESPACE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$')
+
+
+def check_rovers(rovers: list[str]) -> str | None:
+    """None if ``rovers`` are distinct, valid relative namespaces, else the reason."""
+    for name in rovers:
+        if not _NAMESPACE.match(name):
+            return (f"parameter 'rovers': {name!r} is not a valid namespace (letters, digits, '_', "
+                    "'/'-separated, no leading '/' or digit)")
+    if len(set(rovers)) != len(rovers):
+        return f"parameter 'rovers' = {rovers} names a rover twice"
+    return None
 
 
 @dataclass
@@ -316,7 +332,6 @@ def node_value_problems(node: str, values: Mapping[str, Any], given: Mapping[str
         from ..user_errors import UsageError, check_run_dir
         reasons.append(check_explorer_parameters(values))
         if node == 'team_explorer':
-            from .team_explorer import check_rovers
             reasons.append(check_rovers(list(values['rovers'])))
         if 'pose_source' in values:
             from .rover_inputs import pose_message_type
@@ -376,7 +391,6 @@ def mission_warnings(values: Mapping[str, Mapping[str, Any]],
                     f"{explorer['reading_type']!r} for explorer: both use the topic 'reading', so the explorer "
                     'would receive no reading; set it once, for explorer')
     if 'sim_rover' in values and field_bounds:
-        from .launch_args import bounds_outside
         reason = bounds_outside(explorer['search_bounds'], values['sim_rover']['field_extent'],
                                 "sim_rover's field_extent")
         if reason and (given is None or 'search_bounds' in given.get('explorer', set())):

@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from typing import Any, Collection
 
+from ..parameters.run_area import bounds_outside
+
 __all__ = ['PACKAGE', 'LOCALISERS', 'NodeFailed', 'bounds_outside', 'check_nodes', 'choice', 'declare_arguments',
            'exit_handler', 'flag', 'integer', 'launched_directly', 'params_file', 'rover_exit_handler', 'rviz_actions',
            'share_directory', 'simulation_overrides', 'unknown_arguments']
@@ -228,18 +230,6 @@ def choice(value, name: str, allowed: Collection[str]) -> str:
     if v not in allowed:
         raise RuntimeError(f"launch argument {name}:={value!r} must be one of {', '.join(allowed)}")
     return v
-
-
-def bounds_outside(search_bounds, extent, what: str = 'the field') -> str | None:
-    """Why ``search_bounds`` ``[xmin, xmax, ymin, ymax]`` (m) do not lie inside ``extent`` (same layout,
-    e.g. a simulated field's), or None when they do."""
-    xmin, xmax, ymin, ymax = (float(v) for v in search_bounds)
-    fx0, fx1, fy0, fy1 = (float(v) for v in extent)
-    tol = 1e-9 * max(1.0, abs(fx0), abs(fx1), abs(fy0), abs(fy1))
-    if xmin < fx0 - tol or xmax > fx1 + tol or ymin < fy0 - tol or ymax > fy1 + tol:
-        return (f"parameter 'search_bounds' = {[xmin, xmax, ymin, ymax]} m is not inside {what} "
-                f'{[fx0, fx1, fy0, fy1]} m: the rover would be sent where there is nothing to measure')
-    return None
 
 
 class NodeFailed(RuntimeError):

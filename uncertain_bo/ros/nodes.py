@@ -26,9 +26,10 @@ import os
 import signal
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ['NodeEntry', 'NODES', 'node_specs', 'exit_at_once', 'exit_now', 'arm_hard_exit', 'TEARDOWN_LIMIT',
+__all__ = ['NodeEntry', 'NODES', 'node_specs', 'exit_at_once', 'exit_now', 'arm_hard_exit', 'ending_hooks',
+           'TEARDOWN_LIMIT',
            'explorer', 'team_explorer', 'pure_pursuit', 'sim_rover', 'ekf', 'particle_filter', 'field_sensor',
            'sensor_covariance']
 
@@ -80,6 +81,12 @@ def node_specs(name: str) -> list:
     return NODES[name].parameter_specs()
 
 
+#: called once when a node's run ends (:func:`~uncertain_bo.ros.spin.run_node`: a signal,
+#: :func:`~uncertain_bo.ros.spin.request_exit`, an error), before its last word and its clean-up: the console
+#: scripts arm a hard exit here (:func:`arm_hard_exit`)
+ending_hooks: list[Callable[[], None]] = []
+
+
 def exit_at_once(signum=None, frame=None) -> None:
     """SIGINT handler for the moments when nothing is started or written yet (imports, ``rclpy.init``): end
     the process at once, status 0. A ``KeyboardInterrupt`` raised there can cross C++ extension code
@@ -116,7 +123,6 @@ def _main(name: str) -> None:
     try:
         signal.signal(signal.SIGINT, exit_at_once)
         module = NODES[name].load()
-        from .spin import ending_hooks
         ending_hooks.append(arm_hard_exit)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         module.main()

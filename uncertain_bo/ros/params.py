@@ -35,11 +35,40 @@ from uncertain_bo.parameters.files import UnknownParameter, is_ros_parameter, un
 from uncertain_bo.parameters.specs import Param, ParameterError
 
 __all__ = ['declare_parameters', 'make_descriptor', 'parameter_overrides', 'undeclared_overrides',
-           'set_command_line', 'ParameterError']
+           'set_command_line', 'params_files_in', 'parameter_rules_in', 'ParameterError']
 
 #: the command line rcl's global arguments came from (:func:`set_command_line`); its ``--params-file`` files tell
 #: a wildcard section's parameter from a node's own
 _COMMAND_LINE: list[str] = []
+
+
+def _ros_option_values(args: Sequence[str], options: tuple[str, ...]) -> list[str]:
+    """The values of the ``options`` (``--params-file FILE``, ``-p RULE``) inside the ``--ros-args`` parts of a
+    command line, in order."""
+    values, in_ros = [], False
+    it = iter(args)
+    for a in it:
+        if a == '--ros-args':
+            in_ros = True
+        elif a == '--':
+            in_ros = False
+        elif in_ros and a in options:
+            value = next(it, None)
+            if value is not None:
+                values.append(value)
+    return values
+
+
+def params_files_in(args: Sequence[str]) -> list[str]:
+    """The ``--params-file FILE`` arguments inside the ``--ros-args`` parts of a command line."""
+    return _ros_option_values(args, ('--params-file',))
+
+
+def parameter_rules_in(args: Sequence[str]) -> dict[str, str]:
+    """The ``-p`` / ``--param`` rules inside the ``--ros-args`` parts of a command line: parameter name (without a
+    ``node:`` prefix) -> the rule as given (``NAME:=VALUE``); the last rule of a name wins, as in rcl."""
+    return {rule.split(':=', 1)[0].rsplit(':', 1)[-1]: rule for rule in _ros_option_values(args, ('-p', '--param'))
+            if ':=' in rule}
 
 
 def set_command_line(args: Sequence[str]) -> None:
@@ -183,7 +212,6 @@ def undeclared_overrides(node: Node, declared: Iterable[str]) -> list[UnknownPar
     names = [n for n in getattr(node, '_parameter_overrides', {}) if n not in declared and not is_ros_parameter(n)]
     if not names:
         return []
-    from .spin import params_files_in, parameter_rules_in
     fqn = node.get_fully_qualified_name()
     files = params_files_in(_COMMAND_LINE)
     rules = parameter_rules_in(_COMMAND_LINE)
@@ -222,7 +250,7 @@ def parameter_overrides(values: Mapping[str, Any] | Iterable[tuple[str, Any]],
     """rclpy ``Parameter`` list for ``Node(..., parameter_overrides=...)`` from a name -> value mapping.
 
     Use this for in-process composition from YAML-loaded dicts
-    (:func:`uncertain_bo.parameters.specs.node_parameters`).
+    (:func:`uncertain_bo.parameters.files.node_parameters`).
 
     Args:
         values: name -> value (tuples become lists).

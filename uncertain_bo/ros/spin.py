@@ -22,8 +22,8 @@ from rclpy.signals import SignalHandlerOptions
 from ..parameters.specs import Param, ParameterError
 from ..parameters.files import parameter_rule_value, read_param_file, section_applies
 from ..user_errors import EXIT_USAGE, report, user_error_types
-from .nodes import exit_at_once
-from .params import set_command_line
+from .nodes import ending_hooks, exit_at_once
+from .params import parameter_rules_in, params_files_in, set_command_line
 
 __all__ = ['run_node', 'params_files_in', 'parameter_rules_in', 'user_arguments', 'node_help', 'request_exit',
            'STOP_TIMEOUT', 'ending_hooks']
@@ -33,38 +33,6 @@ __all__ = ['run_node', 'params_files_in', 'parameter_rules_in', 'user_arguments'
 STOP_TIMEOUT = 1.0
 #: longest wait of the spin loop for work, s: how late a signal can be noticed while the node is idle
 _SPIN_PERIOD = 0.1
-#: called once when a node's run ends (a signal, :func:`request_exit`, an error), before its last word and its
-#: clean-up: the console scripts arm a hard exit here (:func:`uncertain_bo.ros.nodes.arm_hard_exit`)
-ending_hooks: list[Callable[[], None]] = []
-
-
-def _ros_option_values(args: Sequence[str], options: tuple[str, ...]) -> list[str]:
-    """The values of the ``options`` (``--params-file FILE``, ``-p RULE``) inside the ``--ros-args`` parts of a
-    command line, in order."""
-    values, in_ros = [], False
-    it = iter(args)
-    for a in it:
-        if a == '--ros-args':
-            in_ros = True
-        elif a == '--':
-            in_ros = False
-        elif in_ros and a in options:
-            value = next(it, None)
-            if value is not None:
-                values.append(value)
-    return values
-
-
-def params_files_in(args: Sequence[str]) -> list[str]:
-    """The ``--params-file FILE`` arguments inside the ``--ros-args`` parts of a command line."""
-    return _ros_option_values(args, ('--params-file',))
-
-
-def parameter_rules_in(args: Sequence[str]) -> dict[str, str]:
-    """The ``-p`` / ``--param`` rules inside the ``--ros-args`` parts of a command line: parameter name (without a
-    ``node:`` prefix) -> the rule as given (``NAME:=VALUE``); the last rule of a name wins, as in rcl."""
-    return {rule.split(':=', 1)[0].rsplit(':', 1)[-1]: rule for rule in _ros_option_values(args, ('-p', '--param'))
-            if ':=' in rule}
 
 
 def user_arguments(args: Sequence[str]) -> list[str]:

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import time
 from typing import Any, Callable
 
@@ -65,7 +64,7 @@ from ..reporting.operator_view import STATE_TEXT, StatusReporter
 from ..parameters.specs import Param
 from ..planning.planner import Recommendation
 from ..team.mission import TeamPlanner
-from .check import check_node_values
+from .check import check_node_values, check_rovers
 from ..reporting.units import ValueFormat, reading_unit
 from .conversions import make_path, make_pose_stamped
 from .explorer import EXIT_NOT_COMPLETED, EXPLORER_NODE_PARAMS
@@ -92,19 +91,6 @@ TEAM_EXPLORER_PARAMS = [p for p in EXPLORER_NODE_PARAMS if p.name not in _NOT_IN
     Param('silence_timeout', 30.0, 'a rover from which no pose or no reading arrived for this long (node clock) is '
           'dropped: its pending target released, the others go on (s)', range=(0.1, 1e6)),
 ]
-
-_NAMESPACE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$')
-
-
-def check_rovers(rovers: list[str]) -> str | None:
-    """None if ``rovers`` are distinct, valid relative namespaces, else the reason."""
-    for name in rovers:
-        if not _NAMESPACE.match(name):
-            return (f"parameter 'rovers': {name!r} is not a valid namespace (letters, digits, '_', "
-                    "'/'-separated, no leading '/' or digit)")
-    if len(set(rovers)) != len(rovers):
-        return f"parameter 'rovers' = {rovers} names a rover twice"
-    return None
 
 
 class _Rover:

@@ -31,7 +31,7 @@ from scipy.interpolate import RegularGridInterpolator
 from scipy.signal import fftconvolve
 
 from .field_files import MAX_CSV_POINTS, csv_grid, npz_grid
-from .field_spec import DEFAULT_EXTENT, FIELD_NAMES, FieldError, _check_extent, field_unit
+from .field_spec import DEFAULT_EXTENT, FIELD_NAMES, FieldError, _check_extent, catalogue, field_unit, suite_of
 from .field_statistics import FieldStatistics, field_statistics
 
 __all__ = ['Field', 'FieldError', 'FieldStatistics', 'DEFAULT_EXTENT', 'FIELD_NAMES']
@@ -258,9 +258,9 @@ class Field:
         if s and Path(s).exists():
             raise FieldError(f'field file {s}: unsupported type; use a .npz grid or a .csv of x,y,value '
                              'measurements')
-        from .field_catalogue import catalogue, catalogue_field, suite_of
         if low in catalogue():     # a field of a shipped suite (uncertain_bo/data/suites)
-            return catalogue_field(low, extent if extent is not None else DEFAULT_EXTENT)
+            from .field_catalogue import catalogue_field
+            return catalogue_field(low, extent if extent is not None else DEFAULT_EXTENT, field_type=cls)
         by_suite: dict[str | None, list[str]] = {}
         for name in catalogue():
             by_suite.setdefault(suite_of(name), []).append(name)

@@ -1,9 +1,10 @@
 """Named real fields defined by the shipped suites (``uncertain_bo/data/suites/*.yaml``).
 
-Each suite entry says where a field's values come from and how they are mapped onto the rover's area;
-:func:`catalogue_field` builds it as a :class:`~uncertain_bo.sim.field.Field`, so that
-``Field.load('terrain-ridges')`` (``--field terrain-ridges``, ``sim_rover.field``) works like a built-in
-name. Source kinds:
+Each suite entry (:func:`~uncertain_bo.sim.field_spec.catalogue`) says where a field's values come from and how they
+are mapped onto the rover's area; :func:`catalogue_field` builds it as a :class:`~uncertain_bo.sim.field.Field` (the
+class is an input: :meth:`Field.load <uncertain_bo.sim.field.Field.load>` passes itself, so this module does not
+import the one that calls it), so that ``Field.load('terrain-ridges')`` (``--field terrain-ridges``,
+``sim_rover.field``) works like a built-in name. Source kinds:
 
 ``dem_window``
     A window of the USGS elevation grid shipped with matplotlib (``jacksboro_fault_dem.npz``, public
@@ -35,13 +36,15 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from .field import DEFAULT_EXTENT, Field, FieldError
 from .field_files import _gp_posterior_mean
-from .field_spec import _check_extent
+from .field_spec import DEFAULT_EXTENT, FieldError, _check_extent, _suite_fields, catalogue, suite_of
+
+if TYPE_CHECKING:
+    from .field import Field
 
 __all__ = ['catalogue', 'catalogue_field', 'suite_of', 'MAX_SPACING']
 
@@ -49,35 +52,9 @@ __all__ = ['catalogue', 'catalogue_field', 'suite_of', 'MAX_SPACING']
 MAX_SPACING = 1.0
 
 
-@lru_cache(maxsize=None)
-def _suite_fields() -> dict[str, tuple[str, dict[str, Any]]]:
-    import yaml
-
-    from ..data import DATA_DIR
-
-    out: dict[str, tuple[str, dict[str, Any]]] = {}
-    for path in sorted((DATA_DIR / 'suites').glob('*.yaml')):
-        spec = yaml.safe_load(path.read_text()) or {}
-        for name, entry in (spec.get('fields') or {}).items():
-            if name in out:
-                raise FieldError(f'field {name!r} is defined in both suites {out[name][0]!r} and {path.stem!r}')
-            out[name] = (path.stem, dict(entry))
-    return out
-
-
-def catalogue() -> dict[str, dict[str, Any]]:
-    """``{field name: its suite entry}`` over every shipped suite (a copy)."""
-    return {name: dict(entry) for name, (_, entry) in _suite_fields().items()}
-
-
-def suite_of(name: str) -> str | None:
-    """The name of the suite that defines field ``name`` (None: not a suite field)."""
-    entry = _suite_fields().get(str(name).strip().lower())
-    return entry[0] if entry else None
-
-
-def catalogue_field(name: str, extent: Sequence[float] = DEFAULT_EXTENT) -> Field:
-    """Build a suite field by name, mapped onto ``extent`` (metres).
+def catalogue_field(name: str, extent: Sequence[float] = DEFAULT_EXTENT, *, field_type: type[Field]) -> Field:
+    """Build a suite field by name, mapped onto ``extent`` (metres), as a ``field_type``
+    (:class:`~uncertain_bo.sim.field.Field` or a subclass).
 
     Raises:
         FieldError: an unknown name (``KeyError`` is not raised) or a malformed entry.
@@ -87,11 +64,11 @@ def catalogue_field(name: str, extent: Sequence[float] = DEFAULT_EXTENT) -> Fiel
     if key not in fields:
         raise FieldError(f'unknown suite field {name!r}; known: {", ".join(sorted(fields))}')
     ext = _check_extent(extent, f'field {key!r}')
-    return _build(key, ext)
+    return _build(key, ext, field_type)
 
 
 @lru_cache(maxsize=32)
-def _build(name: str, extent: tuple[float, float, float, float]) -> Field:
+def _build(name: str, extent: tuple[float, float, float, float], field_type: type[Field]) -> Field:
     from ..data import data_path
 
     suite, entry = _suite_fields()[name]
@@ -101,17 +78,17 @@ def _build(name: str, extent: tuple[float, float, float, float]) -> Field:
         from matplotlib import cbook
 
         (r0, r1), (c0, c1) = src['rows'], src['cols']
-        whole = Field.from_npz(cbook.get_sample_data('jacksboro_fault_dem.npz', asfileobj=False),
-                               extent=DEFAULT_EXTENT, key='elevation')
+        whole = field_type.from_npz(cbook.get_sample_data('jacksboro_fault_dem.npz', asfileobj=False),
+                                    extent=DEFAULT_EXTENT, key='elevation')
         z = whole.grid()[2][int(r0):int(r1) + 1, int(c0):int(c1) + 1]
-        field = Field(z, extent, name=name)
+        field = field_type(z, extent, name=name)
     elif kind == 'npz':
-        field = Field.from_npz(data_path('fields', src['file']), extent=extent, key=src.get('key'))
+        field = field_type.from_npz(data_path('fields', src['file']), extent=extent, key=src.get('key'))
     elif kind == 'points':
-        field = _points_field(data_path('fields', src['file']), extent, float(src.get('resolution', 2.0)))
+        field = _points_field(data_path('fields', src['file']), extent, float(src.get('resolution', 2.0)), field_type)
     elif kind in ('plume', 'seeps'):
         try:
-            field = Field(_generated(src), extent, name=name)
+            field = field_type(_generated(src), extent, name=name)
         except (KeyError, TypeError, ValueError) as exc:
             raise FieldError(f'suite {suite!r}, field {name!r}: malformed {kind} source ({exc})') from None
     else:
@@ -147,7 +124,8 @@ def _generated(src: dict[str, Any]) -> np.ndarray:
     return z + float(src.get('level', 0.0))
 
 
-def _points_field(path, extent: tuple[float, float, float, float], resolution: float) -> Field:
+def _points_field(path, extent: tuple[float, float, float, float], resolution: float,
+                  field_type: type[Field]) -> Field:
     """GP posterior mean of a vendored point survey, its bounding box mapped onto ``extent``."""
     rows = [line for line in path.read_text().splitlines() if line.strip() and not line.startswith('#')]
     pts = np.array([[float(v) for v in line.split(',')] for line in rows[1:]])
@@ -159,7 +137,7 @@ def _points_field(path, extent: tuple[float, float, float, float], resolution: f
                           ymin + (pts[:, 1] - lo[1]) / (hi[1] - lo[1]) * (ymax - ymin)])
     nx = max(2, int(round((xmax - xmin) / resolution)) + 1)
     ny = max(2, int(round((ymax - ymin) / resolution)) + 1)
-    return Field(_gp_posterior_mean(xy, pts[:, 2], extent=extent, shape=(ny, nx)), extent, name=path.stem)
+    return field_type(_gp_posterior_mean(xy, pts[:, 2], extent=extent, shape=(ny, nx)), extent, name=path.stem)
 
 
 def _refined(field: Field, max_spacing: float = MAX_SPACING) -> Field:
@@ -174,4 +152,4 @@ def _refined(field: Field, max_spacing: float = MAX_SPACING) -> Field:
     fy = np.linspace(ys[0], ys[-1], (len(ys) - 1) * k + 1)
     gx, gy = np.meshgrid(fx, fy)
     fine = field.value(np.column_stack([gx.ravel(), gy.ravel()])).reshape(gx.shape)
-    return Field(fine, field.bounds, name=field.name)
+    return type(field)(fine, field.bounds, name=field.name)

@@ -1,7 +1,8 @@
 """How a :class:`~uncertain_bo.sim.field.Field` is specified: by name or by file, on an extent.
 
 :data:`FIELD_NAMES` lists the built-in real fields (``--field NAME``, ``Field.load(NAME)``) with their measured
-properties; :data:`DEFAULT_EXTENT` is the rectangle they are mapped onto unless told otherwise. Every problem with
+properties, :func:`catalogue` the shipped suites' named fields (``uncertain_bo/data/suites/*.yaml``);
+:data:`DEFAULT_EXTENT` is the rectangle they are mapped onto unless told otherwise. Every problem with
 a specification, a field file or an extent raises a one-line :class:`FieldError`. The fields themselves are built
 in :mod:`uncertain_bo.sim.field` (names), :mod:`uncertain_bo.sim.field_files` (files) and
 :mod:`uncertain_bo.sim.field_catalogue` (the shipped suites' fields).
@@ -9,9 +10,12 @@ in :mod:`uncertain_bo.sim.field` (names), :mod:`uncertain_bo.sim.field_files` (f
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from functools import lru_cache
+from typing import Any, Sequence
 
-__all__ = ['FieldError', 'DEFAULT_EXTENT', 'FIELD_NAMES', 'BUILT_IN_UNIT', 'field_unit']
+from ..user_errors import user_error
+
+__all__ = ['FieldError', 'DEFAULT_EXTENT', 'FIELD_NAMES', 'BUILT_IN_UNIT', 'field_unit', 'catalogue', 'suite_of']
 
 #: Default rectangle (xmin, xmax, ymin, ymax) in metres onto which the built-in field is mapped.
 DEFAULT_EXTENT = (0.0, 200.0, 0.0, 200.0)
@@ -60,12 +64,11 @@ def field_unit(spec) -> str | None:
         return BUILT_IN_UNIT
     if key.endswith(('.npz', '.csv')):
         return None
-    from .field_catalogue import catalogue
-
     units = catalogue().get(key, {}).get('units')
     return str(units) if units else None
 
 
+@user_error
 class FieldError(ValueError):
     """A field file or specification cannot be used (missing file, wrong format, missing key, malformed
     row, too few points, NaN values, a constant grid); the message is one line naming the file and what to
@@ -84,3 +87,30 @@ def _check_extent(extent: Sequence[float], what: str) -> tuple[float, float, flo
         raise FieldError(f'{what}: extent must be finite with xmin < xmax and ymin < ymax (metres), '
                          f'got {(xmin, xmax, ymin, ymax)}')
     return xmin, xmax, ymin, ymax
+
+
+@lru_cache(maxsize=None)
+def _suite_fields() -> dict[str, tuple[str, dict[str, Any]]]:
+    import yaml
+
+    from ..data import DATA_DIR
+
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    for path in sorted((DATA_DIR / 'suites').glob('*.yaml')):
+        spec = yaml.safe_load(path.read_text()) or {}
+        for name, entry in (spec.get('fields') or {}).items():
+            if name in out:
+                raise FieldError(f'field {name!r} is defined in both suites {out[name][0]!r} and {path.stem!r}')
+            out[name] = (path.stem, dict(entry))
+    return out
+
+
+def catalogue() -> dict[str, dict[str, Any]]:
+    """``{field name: its suite entry}`` over every shipped suite (a copy)."""
+    return {name: dict(entry) for name, (_, entry) in _suite_fields().items()}
+
+
+def suite_of(name: str) -> str | None:
+    """The name of the suite that defines field ``name`` (None: not a suite field)."""
+    entry = _suite_fields().get(str(name).strip().lower())
+    return entry[0] if entry else None

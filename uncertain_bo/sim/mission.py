@@ -47,7 +47,8 @@ def mission_parameters(overrides: dict[str, dict[str, Any]] | None = None,
     Raises:
         ParameterError: an invalid value (also a ``degraded_zone`` or ``fix_beacons`` that is not well formed).
     """
-    from ..parameters.specs import config_path, node_parameters
+    from ..parameters.specs import config_path
+    from ..parameters.files import node_parameters
 
     paths = [config_path('sim.yaml'), config_path('explorer.yaml'), *(files or [])]
     user_bounds = 'search_bounds' in {**node_parameters(files or [], 'explorer'),
