@@ -30,7 +30,7 @@ def test_jitter_warnings_of_a_posterior_do_not_escape_and_are_counted(caplog):
     sparse.set_hyperparameters(lengthscale=0.3, outputscale=1.0, noise=1e-4, mean=0.0)
     sparse.inducing = torch.arange(10)
     before = caught_counts().get('NumericalWarning', 0)
-    with warnings.catch_warnings(record=True) as escaped, caplog.at_level(logging.DEBUG):
+    with warnings.catch_warnings(record=True) as escaped, caplog.at_level(logging.DEBUG, logger='uncertain_bo'):
         warnings.simplefilter('always')
         for gp in (exact, sparse):
             mean, var = gp.marginals(Dirac(x[:2]))                   # builds the posterior: a jittered Cholesky

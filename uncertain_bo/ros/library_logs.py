@@ -15,6 +15,7 @@ class RosLogHandler(logging.Handler):
     def __init__(self, logger):
         super().__init__(logging.INFO)
         self.ros_logger = logger
+        self.previous_level = logging.NOTSET   # the library logger's own level before forwarding began
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -35,6 +36,7 @@ def forward_library_logs(node) -> RosLogHandler:
     handler = RosLogHandler(node.get_logger())
     lib = logging.getLogger(_LIBRARY)
     lib.addHandler(handler)
+    handler.previous_level = lib.level     # restored by stop_forwarding: the process's logging is left as found
     if lib.getEffectiveLevel() > logging.INFO:
         lib.setLevel(logging.INFO)
     return handler
@@ -43,4 +45,7 @@ def forward_library_logs(node) -> RosLogHandler:
 def stop_forwarding(handler: RosLogHandler | None) -> None:
     """Detach ``handler`` (None: nothing to do)."""
     if handler is not None:
-        logging.getLogger(_LIBRARY).removeHandler(handler)
+        lib = logging.getLogger(_LIBRARY)
+        lib.removeHandler(handler)
+        if not any(isinstance(h, RosLogHandler) for h in lib.handlers):
+            lib.setLevel(handler.previous_level)
