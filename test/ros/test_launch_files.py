@@ -461,7 +461,7 @@ def test_sim_launch_parameters(launch_api, tmp_path):
     assert p['ekf'][-1] == {'use_sim_time': False}
     assert p['explorer'][-1] == {'use_sim_time': False, 'exit_when_done': False, 'seed': 7, 'max_measurements': 3,
                                  'run_dir': os.path.abspath('rel/run'), 'search_bounds': [0.0, 50.0, 0.0, 60.0],
-                                 'reading_unit': 'none'}
+                                 'reading_unit': 'm (elevation)'}   # jacksboro-rough is a DEM: elevation in metres
     # the user's own explorer search_bounds win over the field extent
     user.write_text('explorer:\n  ros__parameters:\n    search_bounds: [10.0, 20.0, 10.0, 20.0]\n')
     assert 'search_bounds' not in module.graph_parameters({'params_file': str(user)}, str(ROOT))['explorer'][-1]
