@@ -79,7 +79,8 @@ EXPLORER_LAYOUT = YamlLayout(
     sections=(
         ('search problem', (
             'search_bounds', 'frame_id', 'sensor_offset', 'method', 'execution_noise_std', 'beta', 'recommendation',
-            'travel_weight', 'route_horizon', 'in_box_exploration', 'gp_noise_prior', 'gp_input_noise',
+            'confirmation_readings', 'travel_weight', 'route_horizon', 'in_box_exploration', 'gp_noise_prior',
+            'gp_input_noise',
             'reading_noise_std', 'learn_execution_noise', 'execution_noise_prior_weight', 'n_initial',
             'max_measurements', 'max_distance', 'max_mission_time', 'en_route_spacing', 'fit_max_points',
             'sparse_above', 'inducing_points', 'refit_every',

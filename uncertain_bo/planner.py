@@ -54,6 +54,7 @@ import torch
 from torch import Tensor
 
 from .acquisition import DecisionContext, Method, Recommendation, get_method, make_beta
+from .acquisition.confirmation import confirmation_proposal, confirming
 from .acquisition.recommendation import RECOMMENDATION_RULES, rule_recommendation
 from .distributions import DTYPE, Dirac, ExecutionNoise, LocationDistributions
 from .execution_noise_estimator import EXECUTION_FEEDBACK, ExecutionNoiseEstimator
@@ -99,6 +100,9 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         budget: the number of measurements the mission will take (``max_measurements``), or None if
             unknown; survey strategies plan their grid from it.
         recommendation: the default rule of :meth:`recommend` (a key of :data:`RECOMMENDATION_RULES`).
+        confirmation_readings: the last this many measurements of ``budget`` re-measure the measured places that
+            could be the best (:mod:`~uncertain_bo.acquisition.confirmation`: the leader by posterior mean or its
+            challenger), one target per decision; 0 = off (or no ``budget``).
         travel_weight: :math:`w \\ge 0` of the travel-aware acquisition
             (:class:`~uncertain_bo.acquisition.travel.TravelPenalty`): crossing the whole search box costs
             :math:`w` prior standard deviations of the field; 0 = the method's acquisition as it is.
@@ -157,6 +161,7 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
     start: Tensor | None = None
     budget: int | None = None
     recommendation: str = 'past_mean'
+    confirmation_readings: int = 0
     travel_weight: float = 0.0
     route_horizon: int = 1
     pending_radius: float | None = None
@@ -348,7 +353,7 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
             ctx.position = position
             ctx.initial_design = rover_design(self._design, index, position, self.targets, pending, self.bounds,
                                               self.keep_out)
-        proposal = self._method.decide(ctx)
+        proposal = (confirmation_proposal(ctx) if self._confirming(index) else None) or self._method.decide(ctx)
         total = time.perf_counter() - t0
         picks = proposal.split()
         if len(picks) != batch:
@@ -425,11 +430,15 @@ class Planner(PlannerJournal, PlannerSettings, PlannerRevisions):
         :attr:`route_horizon` ``h > 1`` (a method without a route of its own) ``h`` targets of which the route's
         first stop is kept."""
         method = self._method
-        if index < len(self._design):
+        if index < len(self._design) or self._confirming(index):
             return 1, 1
         if method.batch_size > 1 or method.plans_route:
             return method.batch_size, 1
         return self.route_horizon, self.route_horizon
+
+    def _confirming(self, index: int) -> bool:
+        """Whether measurement ``index`` is in the confirmation phase (:attr:`confirmation_readings`)."""
+        return confirming(index, self.budget, self.confirmation_readings, len(self._design))
 
     @property
     def queued(self) -> Tensor:

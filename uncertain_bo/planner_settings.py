@@ -39,7 +39,7 @@ class PlannerSettings:
             raise ValueError(f'n_initial must be >= 1, got {self.n_initial}')
         if self.refit_every < 0:
             raise ValueError(f'refit_every must be >= 0, got {self.refit_every}')
-        for name in ('fit_max_points', 'sparse_above', 'inducing_points'):
+        for name in ('fit_max_points', 'sparse_above', 'inducing_points', 'confirmation_readings'):
             value = getattr(self, name)
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
                 raise ValueError(f'{name} must be an integer >= 0, got {value!r}')
