@@ -81,3 +81,33 @@ def test_a_team_rovers_explorer_revises_its_own_readings_through_the_team(tmp_pa
         assert mean_of(planner, *r.key)[1] != 40.0                # rover b's readings are not rover a's to revise
     recs = [r for r in planner.journal_file.records if r['type'] == 'revision']
     assert {r['rover'] for r in recs} == {'a'} and sorted(r['seq'] for r in recs) == [0, 1, 2, 3]
+
+
+def test_a_smoothed_reading_of_one_rover_moves_the_shared_gp_and_survives_resume(tmp_path):
+    # issue 32 item 6: a smoother's revision of rover b's measurement re-places it in the ONE model the team shares
+    # (oracle: a lone planner fed the same readings with that reading at its revised location from the start), is
+    # journaled once as a revision of (b, seq) with where it was taken, and a resumed team's model holds it there
+    path = tmp_path / 'journal.jsonl'
+    t, views = team(path)
+    merge_some(views)
+    X = torch.tensor([[5.0, 5.0], [31.0, 10.0], [45.0, 30.0]], dtype=DTYPE)
+    shared = views['a'].planner
+    before = shared.predict(X)
+    b0 = views['b'].stored_readings()[0]
+    taken = mean_of(shared, *b0.key)
+    revised = loc(30.0, 20.0, 0.05)
+    assert len(t.revise('b', [SeqRevision(b0.seq, revised, 100.0, 'ekf_smoother')]).applied) == 1
+    after = shared.predict(X)
+    assert views['b'].planner is shared and not torch.allclose(after[0], before[0])
+    lone = Planner(BOUNDS, GaussianExecutionNoise.isotropic(1.0, 2), n_initial=3, refit_every=0)
+    row = shared.observations.row_of(*b0.key)
+    for i, (target, location, y, var) in enumerate(shared.observations.rows):    # the GP's row order
+        lone.observe(target, revised if i == row else location, y, var)
+    for got, want in zip(after, lone.predict(X)):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-9)
+    recs = [r for r in shared.journal_file.records if r['type'] == 'revision']
+    assert [(r['rover'], r['seq'], r['source']) for r in recs] == [('b', b0.seq, 'ekf_smoother')]
+    assert mean_of(shared, *b0.key) == [30.0, 20.0] and taken == [30.0, 10.5]
+    _, views2 = team(path)
+    for got, want in zip(views2['a'].planner.predict(X), after):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-9)

@@ -183,10 +183,21 @@ def _target_lines(strat: dict[str, dict[str, float | None]], methods: dict[str, 
     return out
 
 
+def _final_cross(ax, finals: np.ndarray, colour) -> None:
+    """Mark the median final ``(distance, regret)`` of ``finals`` ``(seeds, 2)`` with its interquartile range along
+    both axes (error bars from the 25th to the 75th percentile)."""
+    q1, med, q3 = np.percentile(finals, [25, 50, 75], axis=0)
+    med = np.maximum(med, 1e-4)
+    ax.errorbar(med[0], med[1], xerr=[[med[0] - q1[0]], [q3[0] - med[0]]],
+                yerr=[[med[1] - max(q1[1], 1e-4)], [max(q3[1], 1e-4) - med[1]]], fmt='o', ms=4, color=colour,
+                elinewidth=1.0, capsize=2)
+
+
 def plot_regret_vs_distance(results: Sequence[dict[str, Any]], path: str | Path, suite: str) -> Path:
     """One PNG: per field, the median over seeds of the own recommendation's normalised regret against the
-    median distance driven after each measurement, one line per strategy (log regret axis); a last panel takes
-    the median of those curves over the fields, measurement by measurement."""
+    median distance driven after each measurement, one line per strategy (log regret axis), ending in a point at the
+    median final distance and regret with their interquartile ranges as bars; a last panel takes the median of those
+    curves over the fields, measurement by measurement."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
@@ -214,6 +225,7 @@ def plot_regret_vs_distance(results: Sequence[dict[str, Any]], path: str | Path,
             med = np.median(np.array([p[:n] for p in runs], dtype=float), axis=0)    # (t, 2) over seeds
             medians[lab].append(med)
             ax.plot(med[:, 0], np.maximum(med[:, 1], 1e-4), color=colours[lab], label=lab, lw=1.4)
+            _final_cross(ax, np.array([p[-1] for p in runs], dtype=float), colours[lab])
         if f not in curves:             # the last panel: median over fields after each measurement
             for lab, meds in medians.items():
                 n = min(len(m) for m in meds)

@@ -61,6 +61,11 @@ EXPLORER_PARAMS = [
           + '. Chosen on the tuning set of the field suite (docs/field_suite.md, 16 seeds per field): no other '
           'rule was better over its 80 runs; a posterior rule pays only with a noisy sensor on a broad peak',
           choices=tuple(RECOMMENDATION_RULES), read_only=True),
+    Param('confirmation_readings', 0, 'confirmation phase: the last this many of max_measurements re-measure the '
+          'measured place with the best posterior mean or its challenger (the best upper bound mu + 2 sigma among the '
+          'others), whichever is the more uncertain, instead of exploring; for a noisy sensor, with a posterior-mean '
+          'recommendation (past_mean). 0 = off. Measured on the denied suite: docs/gnss_denied.md',
+          range=(0, 1000000), read_only=True),
     Param('travel_weight', 0.0, 'travel-aware acquisition (Marchant & Ramos 2012): subtract w x (GP signal std) x '
           '(distance from the rover to the target / diagonal of search_bounds) from the acquisition, so crossing '
           'the whole area costs w prior standard deviations of the field (dimensionless; 0 = off)',
@@ -302,7 +307,8 @@ def planner_from_parameters(params: Mapping[str, Any], **overrides) -> Planner:
     kwargs = dict(execution_noise=_execution_noise(params),
                   method=params['method'], beta=params['beta'], n_initial=params['n_initial'],
                   refit_every=params['refit_every'], seed=params['seed'], budget=params['max_measurements'],
-                  recommendation=params['recommendation'], travel_weight=params['travel_weight'],
+                  recommendation=params['recommendation'],
+                  confirmation_readings=params['confirmation_readings'], travel_weight=params['travel_weight'],
                   route_horizon=params['route_horizon'],
                   in_box_exploration=params['in_box_exploration'], noise_prior=params['gp_noise_prior'],
                   fit_max_points=params['fit_max_points'], sparse_above=params['sparse_above'],

@@ -1,17 +1,17 @@
 """Parameter files written from the parameter specs: one source for a node's settings and their documentation.
 
 A shipped parameter file such as ``config/explorer.yaml`` lists every parameter of a node with its default and a
-comment saying what it does. Both come from the node's :class:`~uncertain_bo.parameters.specs.Param` specs (the default
-and the description, plus ``Read-only.`` for ``read_only`` specs); only the file's header and the order and headings
-of its sections are kept here (:data:`LAYOUTS`). Editing the file's comments or values by hand therefore does not
-last: change the spec and regenerate the file::
+comment saying what it does. Both come from the node's :class:`~uncertain_bo.parameters.specs.Param` specs (the
+default and the description, plus ``Read-only.`` for ``read_only`` specs); only the file's header and the order and
+headings of its sections are kept here (:data:`LAYOUTS`). Editing the file's comments or values by hand therefore does
+not last: change the spec and regenerate the file::
 
     uncertain-bo params explorer --out config/explorer.yaml     # regenerate the shipped file (source tree)
     uncertain-bo params explorer                                 # print it, e.g. to start your robot's own file
 
 ``test/parameters/test_param_yaml.py`` fails when the committed file differs from what the specs generate. Values are
-written so that rcl (and :mod:`uncertain_bo.parameters.files`, which reads files as rcl does) and YAML 1.1 readers such
-as PyYAML read them back to exactly the defaults: floats always with a decimal point (``1.0``, ``-1.0e+6``),
+written so that rcl (and :mod:`uncertain_bo.parameters.files`, which reads files as rcl does) and YAML 1.1 readers
+such as PyYAML read them back to exactly the defaults: floats always with a decimal point (``1.0``, ``-1.0e+6``),
 strings single-quoted.
 """
 from __future__ import annotations
@@ -79,7 +79,8 @@ EXPLORER_LAYOUT = YamlLayout(
     sections=(
         ('search problem', (
             'search_bounds', 'global_frame', 'sensor_offset', 'method', 'execution_noise_std', 'beta', 'recommendation',
-            'travel_weight', 'route_horizon', 'in_box_exploration', 'gp_noise_prior', 'gp_input_noise',
+            'confirmation_readings', 'travel_weight', 'route_horizon', 'in_box_exploration', 'gp_noise_prior',
+            'gp_input_noise',
             'reading_noise_std', 'learn_execution_noise', 'execution_noise_prior_weight', 'n_initial',
             'max_measurements', 'max_distance', 'max_mission_time', 'en_route_spacing', 'fit_max_points',
             'sparse_above', 'inducing_points', 'refit_every',

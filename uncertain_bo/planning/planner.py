@@ -64,6 +64,7 @@ import torch
 from torch import Tensor
 
 from ..acquisition import DecisionContext, Method, Recommendation, get_method, make_beta
+from ..acquisition.confirmation import confirmation_proposal, confirming
 from ..acquisition.recommendation import RECOMMENDATION_RULES, rule_recommendation
 from ..distributions import DTYPE, Dirac, ExecutionNoise, LocationDistributions
 from .execution_noise_estimator import EXECUTION_FEEDBACK, ExecutionNoiseEstimator
@@ -110,6 +111,9 @@ class Planner:
         budget: the number of measurements the mission will take (``max_measurements``), or None if
             unknown; survey strategies plan their grid from it.
         recommendation: the default rule of :meth:`recommend` (a key of :data:`RECOMMENDATION_RULES`).
+        confirmation_readings: the last this many measurements of ``budget`` re-measure the measured places that
+            could be the best (:mod:`~uncertain_bo.acquisition.confirmation`: the leader by posterior mean or its
+            challenger), one target per decision; 0 = off (or no ``budget``).
         travel_weight: :math:`w \\ge 0` of the travel-aware acquisition
             (:class:`~uncertain_bo.acquisition.travel.TravelPenalty`): crossing the whole search box costs
             :math:`w` prior standard deviations of the field; 0 = the method's acquisition as it is.
@@ -168,6 +172,7 @@ class Planner:
     start = Setting(False, 'set_start()')
     budget = Setting()
     recommendation = Setting()
+    confirmation_readings = Setting()
     travel_weight = Setting()
     route_horizon = Setting()
     pending_radius = Setting()
@@ -360,8 +365,8 @@ class Planner:
                 decision should not duplicate (BoTorch's ``X_pending``): no target is sent within
                 :meth:`pending_radii` of one (nor of an earlier target of the same batch).
             position: ``(d,)`` where the rover this decision is for believes it is (m), for one rover of a team
-                sharing this planner (:mod:`uncertain_bo.team.mission`); None = :attr:`position` (a lone rover). With
-                it, the travel cost is counted from there, the decision's index numbers on after the ``pending``
+                sharing this planner (:mod:`uncertain_bo.team.mission`); None = :attr:`position` (a lone rover).
+                With it, the travel cost is counted from there, the decision's index numbers on after the ``pending``
                 targets (index ``n + p``), and an initial-design pick is the design target nearest to ``position``
                 among those neither measured nor pending (nor, when a keep-out zone moved it, measured or pending
                 where it was moved to), so rovers share the design.
@@ -388,7 +393,7 @@ class Planner:
         design = None if position is None else rover_design(self._design, index, position, self.targets, pending,
                                                             self.bounds, self.keep_out)
         ctx = self.snapshot(index, q=batch, pending=pending, position=position, initial_design=design)
-        proposal = self._method.decide(ctx)
+        proposal = (confirmation_proposal(ctx) if self._confirming(index) else None) or self._method.decide(ctx)
         total = time.perf_counter() - t0
         fit_seconds = self.schedule.take_fit_seconds()
         picks = proposal.split()
@@ -436,11 +441,15 @@ class Planner:
         :attr:`route_horizon` ``h > 1`` (a method without a route of its own) ``h`` targets of which the route's
         first stop is kept."""
         method = self._method
-        if index < len(self._design):
+        if index < len(self._design) or self._confirming(index):
             return 1, 1
         if method.batch_size > 1 or method.plans_route:
             return method.batch_size, 1
         return self.route_horizon, self.route_horizon
+
+    def _confirming(self, index: int) -> bool:
+        """Whether measurement ``index`` is in the confirmation phase (:attr:`confirmation_readings`)."""
+        return confirming(index, self.budget, self.confirmation_readings, len(self._design))
 
     @property
     def queued(self) -> Tensor:
@@ -647,7 +656,8 @@ class Planner:
 
     def forget_resumed(self) -> None:
         """Drop the journal's pending target and the batch queued after it: a team hands its rovers' pending
-        targets back per rover (:mod:`uncertain_bo.team.journal`), where the last decision is only one rover's."""
+        targets back per rover (:mod:`uncertain_bo.team.journal`), where the last decision is only one
+        rover's."""
         self._resumed_target = None
         self._queue = []
 
@@ -707,9 +717,9 @@ class Planner:
     def revise(self, revisions: Iterable[LocationRevision]) -> RevisionOutcome:
         """Re-place stored readings at revised location distributions (:mod:`uncertain_bo.planning.revisions`): each
         revision is checked in turn (a later one of the same reading against the earlier one), the accepted ones are
-        journaled together (one write and one fsync, :meth:`~uncertain_bo.journal.journal.Journal.append_many`) and
-        applied; a rejected one changes nothing and is counted (:attr:`revisions_rejected`). Nothing is raised for a bad
-        revision (a batch from a smoother is applied as far as it is valid); the GP takes the revisions when it is
+        journaled together (one write and one fsync, :meth:`~uncertain_bo.journal.journal.Journal.append_many`)
+        and applied; a rejected one changes nothing and is counted (:attr:`revisions_rejected`). Nothing is raised for a
+        bad revision (a batch from a smoother is applied as far as it is valid); the GP takes the revisions when it is
         next read (:attr:`model`, a decision, prediction or recommendation).
 
         Args:

@@ -74,6 +74,7 @@ class PlannerSettings:
     start: Tensor | None = None
     budget: int | None = None
     recommendation: str = 'past_mean'
+    confirmation_readings: int = 0
     travel_weight: float = 0.0
     route_horizon: int = 1
     pending_radius: float | None = None
@@ -103,6 +104,9 @@ class PlannerSettings:
         if self.recommendation not in RECOMMENDATION_RULES:
             raise ValueError(f'recommendation must be one of {", ".join(RECOMMENDATION_RULES)}, '
                              f'got {self.recommendation!r}')
+        c = self.confirmation_readings
+        if not (isinstance(c, int) and not isinstance(c, bool) and c >= 0):
+            raise ValueError(f'confirmation_readings must be an integer >= 0, got {c!r}')
 
     @classmethod
     def of(cls, bounds: Tensor, execution_noise: ExecutionNoise, **options: Any) -> 'PlannerSettings':
