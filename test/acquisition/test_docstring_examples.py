@@ -6,7 +6,7 @@ import pytest
 
 
 @pytest.mark.parametrize('name', ['uncertain_bo.models.distribution_gp', 'uncertain_bo.models.conditioned',
-                                  'uncertain_bo.models.target_model', 'uncertain_bo.acquisition.ugp_ucb',
+                                  'uncertain_bo.models.target_model', 'uncertain_bo.acquisition.ucb',
                                   'uncertain_bo.acquisition.risk_measures'])
 def test_docstring_examples_run(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
