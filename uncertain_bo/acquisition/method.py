@@ -177,9 +177,8 @@ class DecisionContext:
         settings: the planner's frozen settings (:class:`~uncertain_bo.planning.settings.PlannerSettings`); shown
             as :attr:`run_seed`, :attr:`target_bounds`, :attr:`optimizer`, :attr:`start`, :attr:`budget`,
             :attr:`in_box_exploration`, :attr:`travel_weight`.
-        observations: the observations, read-only (:class:`~uncertain_bo.planning.observation_log.ObservedData`); shown
-        as
-            :attr:`targets` ``(n, D)``, :attr:`y` ``(n,)``, :attr:`locations` (one batch, None before the first
+        observations: the observations, read-only (:class:`~uncertain_bo.planning.observation_log.ObservedData`);
+            shown as :attr:`targets` ``(n, D)``, :attr:`y` ``(n,)``, :attr:`locations` (one batch, None before the first
             observation) and :attr:`places` ``(n, D)`` (the places they measured: the target where it was reached,
             else the reading's location mean).
         bounds: ``(2, D)`` decision space (dtype and device to follow).

@@ -4,7 +4,7 @@
 (:mod:`uncertain_bo.distributions.covariance`, used by the ROS message layer) gives arrays;
 :class:`InvalidDistributionError` is what every constructor of :mod:`uncertain_bo.distributions` raises.
 :func:`ros_covariance_to_xy` reads the planar block of a ROS 2 pose covariance layout. :data:`DTYPE` (float64) is the
-dtype of every tensor of the package. """
+dtype of every tensor of the package."""
 from __future__ import annotations
 
 from typing import Sequence

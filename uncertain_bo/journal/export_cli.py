@@ -35,9 +35,8 @@ def export(run_dir: Path, csv_path: Path | None = None) -> dict:
     """Export the journal of ``run_dir`` and return a summary dict.
 
     Raises:
-        uncertain_bo.journal.journal.JournalError: no journal, or a damaged one (any record breaking the schema; nothing
-        is
-            written then).
+        uncertain_bo.journal.journal.JournalError: no journal, or a damaged one (any record breaking the schema;
+            nothing is written then).
         uncertain_bo.user_errors.UsageError: an output is one of the inputs (the journal, ``explorer_result.json``),
             or cannot be written (its folder is missing or not writable); nothing is written then.
     """

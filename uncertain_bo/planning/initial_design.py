@@ -7,7 +7,7 @@ taken from where it is). A team with more rovers than ``n_initial`` decides more
 than the design holds: the design then grows by the next points of the same Sobol sequence (:func:`extend_design`), one
 design target per rover. Not the shortest open tour (:func:`~uncertain_bo.planning.route.shortest_open_tour`): on the
 field suite's tuning set it shortened the design's legs by 5 % but not the missions (docs/field_suite.md, "Less
-driving"). """
+driving")."""
 from __future__ import annotations
 
 import threading

@@ -4,7 +4,7 @@ interface, timers, the operator view and the recording, :data:`~uncertain_bo.ros
 
 Each spec's description is the parameter's whole documentation: ``config/explorer.yaml`` is generated from these
 specs (:mod:`uncertain_bo.parameters.yaml_source`), and ``explorer --help`` and ``ros2 param describe`` show the same
-text. """
+text."""
 from __future__ import annotations
 
 from ..explorer import EXPLORER_PARAMS

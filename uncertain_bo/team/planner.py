@@ -2,7 +2,7 @@
 planner, each measurement merged once (:meth:`TeamPlanner.merge`), the pending targets, rovers dropped, joining
 mid-mission (:meth:`TeamPlanner.add_rover` at any time) and resuming the team's journal
 (:mod:`uncertain_bo.team.journal`). Used by the in-process :class:`~uncertain_bo.team.mission.Team` and the ROS node
-``team_explorer``. """
+``team_explorer``."""
 from __future__ import annotations
 
 import logging
