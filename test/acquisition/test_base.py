@@ -10,7 +10,7 @@ from scipy.stats import norm
 
 from uncertain_bo.acquisition.base import TargetAcquisition
 from uncertain_bo.acquisition.uei import UnscentedExpectedImprovement
-from uncertain_bo.acquisition.ugp_ucb import TargetUpperConfidenceBound
+from uncertain_bo.acquisition.ucb import TargetUpperConfidenceBound
 from uncertain_bo.distributions import DTYPE, Dirac, GaussianExecutionNoise
 from uncertain_bo.distributions.unscented import sigma_points
 

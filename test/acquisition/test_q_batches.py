@@ -6,7 +6,7 @@ import torch
 
 from uncertain_bo.acquisition.nes import NESEntropyReduction, dirac_query
 from uncertain_bo.acquisition.quadrature import DistributionallyRobustThompson, OffsetRobustThompson
-from uncertain_bo.acquisition.ugp_ucb import TargetUpperConfidenceBound
+from uncertain_bo.acquisition.ucb import TargetUpperConfidenceBound
 from uncertain_bo.distributions import DTYPE, Dirac, GaussianExecutionNoise
 from uncertain_bo.models import DistributionGP
 from uncertain_bo.models.sample_paths import PosteriorSamplePaths

@@ -10,7 +10,7 @@ import pytest
 import torch
 from scipy.integrate import dblquad
 
-from uncertain_bo.acquisition.ugp_ucb import TargetUpperConfidenceBound, in_box_fraction
+from uncertain_bo.acquisition.ucb import TargetUpperConfidenceBound, in_box_fraction
 from uncertain_bo.distributions import Dirac, Gaussian, GaussianExecutionNoise
 from uncertain_bo.models import DistributionGP
 from uncertain_bo.acquisition.optimize import maximize

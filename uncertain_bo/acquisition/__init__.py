@@ -13,7 +13,7 @@ from .base import TargetAcquisition
 from .beta import FixedBeta, TheoryBeta, make_beta
 from .method import (INPUT_KINDS, METHODS, DecisionContext, Method, Proposal, Recommendation, UCBMethod,
                      get_method, register)
-from .ugp_ucb import TargetUpperConfidenceBound
+from .ucb import TargetUpperConfidenceBound
 
 __all__ = ['Method', 'UCBMethod', 'DecisionContext', 'Proposal', 'Recommendation', 'METHODS', 'INPUT_KINDS',
            'register', 'get_method', 'TargetAcquisition', 'TargetUpperConfidenceBound', 'FixedBeta', 'TheoryBeta',

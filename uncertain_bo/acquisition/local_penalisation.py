@@ -44,7 +44,7 @@ from ..planning.initial_design import sobol_points
 from ..models import DistributionGP
 from .base import TargetAcquisition
 from .method import DecisionContext, UCBMethod, register
-from .ugp_ucb import TargetUpperConfidenceBound
+from .ucb import TargetUpperConfidenceBound
 
 __all__ = ['local_penaliser', 'lipschitz_constant', 'LocallyPenalisedUCB', 'LocalPenalisation']
 

@@ -31,9 +31,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from .method import UCBMethod, register
-from .ucb import TargetUpperConfidenceBound, in_box_fraction
 
-__all__ = ['TargetUpperConfidenceBound', 'in_box_fraction', 'UGPUCB', 'UGPBUCB']
+__all__ = ['UGPUCB', 'UGPBUCB']
 
 
 @register

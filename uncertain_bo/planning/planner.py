@@ -126,7 +126,7 @@ class Planner:
             (:mod:`uncertain_bo.planning.keep_out`, every method). None = twice the largest standard deviation of the
             execution-noise model at the pending target (1.5 m with the explorer's defaults); 0 = off.
         in_box_exploration: weight UCB's exploration term by the share of the kernel footprint inside the
-            bounds (:func:`~uncertain_bo.acquisition.ugp_ucb.in_box_fraction`), against boundary piling; applies
+            bounds (:func:`~uncertain_bo.acquisition.ucb.in_box_fraction`), against boundary piling; applies
             to methods whose acquisition is a UCB (uGP-UCB, GP-UCB, IGP-UCB, AIRBO, ...), others are unaffected.
         execution_noise_prior_weight: learn the (Gaussian) execution-noise model online from the
             (target, location distribution) pairs of measurements whose goal was reached, with ``execution_noise``
