@@ -261,7 +261,8 @@ def test_an_argument_outside_ros_args_is_one_line_and_starts_nothing(tmp_path, m
 
 
 def test_sections_meant_for_the_node_that_miss_it_are_warned_about(tmp_path):
-    from uncertain_bo.ros.spin import _warn_unknown_sections, params_files_in
+    from uncertain_bo.ros.params import params_files_in
+    from uncertain_bo.ros.spin import _warn_unknown_sections
 
     class Logger:
         def __init__(self):

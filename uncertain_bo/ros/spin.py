@@ -25,8 +25,7 @@ from ..user_errors import EXIT_USAGE, report, user_error_types
 from .nodes import ending_hooks, exit_at_once
 from .params import parameter_rules_in, params_files_in, set_command_line
 
-__all__ = ['run_node', 'params_files_in', 'parameter_rules_in', 'user_arguments', 'node_help', 'request_exit',
-           'STOP_TIMEOUT', 'ending_hooks']
+__all__ = ['run_node', 'user_arguments', 'node_help', 'request_exit', 'STOP_TIMEOUT']
 
 #: wall seconds a node has after SIGINT / SIGTERM to deliver its last messages (``stop_safely``: a Nav2 goal
 #: cancelled, a stop goal acknowledged) before it is destroyed
