@@ -27,7 +27,7 @@ before it); ``revision`` records are revised locations of earlier readings, appe
 keeps where it was taken; :attr:`Journal.revisions`, :meth:`Journal.location`; :mod:`uncertain_bo.planning.revisions`);
 ``keep_out`` records (``index``, ``centre``, ``radius``, ``reason``) are targets that could not be
 measured and are never proposed again (:mod:`uncertain_bo.planning.keep_out`); a ``resume`` record declares the indices
-a resumed run lost to damage (:mod:`uncertain_bo.journal.schema`). A reader that does not know a record type
+a resumed run lost to damage (:mod:`uncertain_bo.journal.check`). A reader that does not know a record type
 skips it, so the version stays 1.
 
 **Storage faults** (:mod:`uncertain_bo.journal.storage_faults`). Opening a journal for writing is strict: a run
@@ -63,7 +63,8 @@ from typing import IO, Any, Callable
 import torch
 
 from ..distributions import DTYPE, Dirac, Empirical, Gaussian, InvalidDistributionError, LocationDistributions
-from .schema import INDEXED, Checked, Damage, check_journal, header_problem, version_problem
+from .check import INDEXED, Checked, Damage, check_journal
+from .schema import header_problem, version_problem
 from .storage_faults import DurableAppend, _encode
 from ..planning.observation_log import StoredReading
 from ..user_errors import user_error
@@ -194,8 +195,8 @@ class Journal(DurableAppend):
             read-only) it or its folder cannot be created or written (the OS error is in the message).
 
     Attributes:
-        checked: what the schema check found: the damage (:attr:`~uncertain_bo.journal.schema.Checked.skipped`
-            records left out, :attr:`~uncertain_bo.journal.schema.Checked.missing` index gaps) and the next free
+        checked: what the schema check found: the damage (:attr:`~uncertain_bo.journal.check.Checked.skipped`
+            records left out, :attr:`~uncertain_bo.journal.check.Checked.missing` index gaps) and the next free
             observation and en-route indices.
         header: the header record.
         records: every record after the header, in order, including those still held in memory.

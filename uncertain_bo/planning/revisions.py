@@ -12,7 +12,7 @@ location distribution than the one it was stored with. :meth:`~uncertain_bo.plan
    - ``'unknown reading'``: no stored reading has its ``(kind, index)`` (not taken yet, lost to a damaged journal,
      or another run's);
    - ``'out of order'``: its stamp (the localiser's, s) is not after the reading's last accepted revision, or is
-     before the pose estimate the reading was stored with (:func:`~uncertain_bo.journal.schema.revision_order_problem`,
+     before the pose estimate the reading was stored with (:func:`~uncertain_bo.journal.check.revision_order_problem`,
      the schema's rule, so a resumed journal and a running planner agree); a stamp that is not a finite number;
    - ``'invalid location'``: not one distribution over the search space, a non-finite mean, a covariance that is not
      finite, symmetric and PSD (:meth:`~uncertain_bo.planning.observation_log.ObservationLog.location_problem`, the
@@ -46,7 +46,7 @@ from typing import Any, Iterable
 
 from ..distributions import Empirical, LocationDistributions
 from ..journal.journal import location_from_record, location_to_record
-from ..journal.schema import revision_order_problem
+from ..journal.check import revision_order_problem
 from .observation_log import READING_KINDS, ObservationLog, StoredReading
 
 __all__ = ['LocationRevision', 'RevisionOutcome', 'LocationRevisions', 'REVISION_REJECTIONS', 'revision_record',
