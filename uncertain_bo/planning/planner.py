@@ -69,7 +69,7 @@ from ..acquisition.recommendation import RECOMMENDATION_RULES, rule_recommendati
 from ..distributions import DTYPE, Dirac, ExecutionNoise, LocationDistributions
 from .execution_noise_estimator import EXECUTION_FEEDBACK, ExecutionNoiseEstimator
 from .decision import Decision, decision_record, team_request
-from ..journal.journal import Journal, replay
+from ..journal.journal import Journal
 from .keep_out import KeepOut, KeepOutZone, NoAdmissibleTargetError, noise_radius
 from .initial_design import extend_design, initial_design, rover_design
 from ..kernels import SampleDistributionKernel
@@ -81,6 +81,7 @@ from .journal_writer import JournalWriter, pending_after_resume
 from .revisions import (LocationRevision, LocationRevisions, RevisionOutcome, revision_record, revisions_from_records)
 from .settings import PlannerSettings, Setting
 from .reading_store import ReadingStore
+from .replay import replay
 
 __all__ = ['Planner', 'Decision', 'Recommendation', 'InvalidObservationError', 'NoAdmissibleTargetError',
            'RECOMMENDATION_RULES', 'EXECUTION_FEEDBACK', 'LocationRevision', 'RevisionOutcome']
