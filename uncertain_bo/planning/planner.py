@@ -65,6 +65,7 @@ from torch import Tensor
 
 from ..acquisition import DecisionContext, Method, Recommendation, get_method, make_beta
 from ..acquisition.confirmation import confirmation_proposal, confirming
+from ..acquisition.observation_view import ObservationView
 from ..acquisition.recommendation import RECOMMENDATION_RULES, rule_recommendation
 from ..distributions import DTYPE, Dirac, ExecutionNoise, LocationDistributions
 from .execution_noise_estimator import EXECUTION_FEEDBACK, ExecutionNoiseEstimator
@@ -247,40 +248,16 @@ class Planner:
         one when ``execution_noise_prior_weight`` is set (:meth:`learned_execution_covariance`)."""
         return self.store.execution_noise
 
-    @property
-    def n(self) -> int:
-        """Number of stored measurements (stops with a commanded target; en-route readings not included)."""
-        return self.observations.n
-
-    @property
-    def n_en_route(self) -> int:
-        """Number of stored en-route readings (``observe(None, ...)``)."""
-        return self.observations.n_en_route
-
-    @property
-    def en_route_locations(self) -> LocationDistributions | None:
-        """The en-route readings' location distributions as one batch (None if there are none)."""
-        return self.observations.en_route_locations
-
-    @property
-    def en_route_y(self) -> Tensor:
-        """``(n_en_route,)`` en-route readings (field units)."""
-        return self.observations.en_route_y
-
-    @property
-    def targets(self) -> Tensor:
-        """``(n, d)`` past targets."""
-        return self.observations.targets
-
-    @property
-    def y(self) -> Tensor:
-        """``(n,)`` past readings."""
-        return self.observations.y
-
-    @property
-    def locations(self) -> LocationDistributions | None:
-        """Past location distributions :math:`P^L_t` as one batch (None before any observation)."""
-        return self.observations.locations
+    # views of the observation log (:class:`~uncertain_bo.acquisition.observation_view.ObservationView`)
+    n = ObservationView('Number of stored measurements (stops with a commanded target; en-route readings not '
+                        'included).')
+    n_en_route = ObservationView('Number of stored en-route readings (``observe(None, ...)``).')
+    en_route_locations = ObservationView("The en-route readings' location distributions as one batch (None if "
+                                         'there are none).')
+    en_route_y = ObservationView('``(n_en_route,)`` en-route readings (field units).')
+    targets = ObservationView('``(n, d)`` past targets.')
+    y = ObservationView('``(n,)`` past readings (field units).')
+    locations = ObservationView('Past location distributions :math:`P^L_t` as one batch (None before any observation).')
 
     @property
     def measured_places(self) -> Tensor:
