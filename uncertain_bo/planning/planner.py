@@ -79,7 +79,7 @@ from .itinerary import Itinerary, lone_batch, visiting_order
 from ..models import DistributionGP
 from .observation_log import InvalidObservationError, ObservationLog, StoredReading
 from .journal_writer import JournalWriter, pending_after_resume
-from .revisions import (LocationRevision, LocationRevisions, RevisionOutcome, revision_record, revisions_from_records)
+from .revisions import LocationRevision, LocationRevisions, RevisionOutcome, revisions_from_records
 from .settings import PlannerSettings, Setting
 from .reading_store import ReadingStore
 from .replay import replay
@@ -207,7 +207,7 @@ class Planner:
         self.itinerary = Itinerary()
         self._design = self._initial_design()
         self.keep_out = KeepOut()   # targets that could not be measured: never proposed again (keep_out.py)
-        self._revisions = LocationRevisions()   # revised locations of stored readings (planner_revisions.py)
+        self._revisions = LocationRevisions()   # revised locations of stored readings (revisions.py)
         #: the run's one journal writer (planner_journal.py); the explorer writes its own records through it
         self.journal_writer = JournalWriter(journal, {'method': s.method, 'bounds': s.bounds.tolist(), 'seed': s.seed,
                                                       **(metadata or {})})
@@ -625,8 +625,8 @@ class Planner:
         for target, loc, y, variance, reached, reading in run.observations:  # target None: an en-route reading
             self.store.add(target, loc, y, variance, reached=reached, reading=reading)
         outcome = RevisionOutcome()   # the last revision of each reading wins
-        self._apply_revisions(self._revisions.check(revisions_from_records(run.revisions, outcome), self.observations,
-                                                    outcome), outcome)
+        self._revisions.apply(self._revisions.check(revisions_from_records(run.revisions, outcome), self.observations,
+                                                    outcome), outcome, self.store)
         for problem in outcome.problems:
             log.warning('journal %s: skipping revision: %s', journal.path, problem)
         self.decisions += [Decision(**d) for d in run.decisions]
@@ -681,24 +681,11 @@ class Planner:
         Returns:
             What was applied and rejected (:class:`RevisionOutcome`).
         """
-        outcome = RevisionOutcome()
-        accepted = self._revisions.check(revisions, self.observations, outcome)
-        self.journal_writer.write_many([revision_record(self.observations.readings[row], rev) for row, rev in accepted])
-        self._apply_revisions(accepted, outcome)
-        self._revisions.count(outcome)
-        return outcome
+        return self._revisions.revise(revisions, self.store, self.journal_writer.write_many)
 
     def reject_revision(self, what: str, reason: str, detail: str) -> None:
         """Count a revision rejected before it could name a stored reading (a team's unknown ``(rover, seq)``)."""
         self._revisions.reject(what, reason, detail)
-
-    def _apply_revisions(self, accepted: list[tuple[int, LocationRevision]], outcome: RevisionOutcome) -> None:
-        """Put each accepted revision's location in place
-        (:meth:`~uncertain_bo.planning.reading_store.ReadingStore.relocate`) and count it."""
-        self.store.relocate([(row, rev.location) for row, rev in accepted])
-        for row, rev in accepted:
-            self._revisions.accepted(row, rev.stamp)
-            outcome.applied.append(self.observations.readings[row].key)
 
     def fit_subset(self, cap: int | None = None) -> Tensor | None:
         """Indices (GP row order) of the observations the next hyperparameter fit uses, or None for all.

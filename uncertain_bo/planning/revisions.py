@@ -42,12 +42,15 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..distributions import Empirical, LocationDistributions
 from ..journal.journal import location_from_record, location_to_record
 from ..journal.check import revision_order_problem
 from .observation_log import READING_KINDS, ObservationLog, StoredReading
+
+if TYPE_CHECKING:
+    from .reading_store import ReadingStore
 
 __all__ = ['LocationRevision', 'RevisionOutcome', 'LocationRevisions', 'REVISION_REJECTIONS', 'revision_record',
            'revisions_from_records']
@@ -106,10 +109,10 @@ class RevisionOutcome:
 
 
 class LocationRevisions:
-    """The revisions' bookkeeping of one planner: the checks (module docstring) against its observation log and the
-    stamps of the revisions accepted so far, and the counts. Applying an accepted revision (the log, the GP, the
-    learned execution noise) is the planner's (:meth:`~uncertain_bo.planning.planner.Planner.revise`), which reports it
-    back (:meth:`accepted`)."""
+    """The revisions of one planner's readings: the checks (module docstring) against its observation log, the stamps
+    of the revisions accepted so far, the counts, and applying a batch (:meth:`revise`: journaled, then put in place
+    in the readings' store: the log, the GP, the learned execution noise).
+    """
 
     def __init__(self):
         #: revisions rejected so far, by reason (:data:`REVISION_REJECTIONS`)
@@ -152,10 +155,28 @@ class LocationRevisions:
             accepted.append((row, rev))
         return accepted
 
-    def accepted(self, row: int, stamp: float) -> None:
-        """Row ``row`` was revised by a revision stamped ``stamp``."""
-        self._stamps[row] = float(stamp)
-        self.applied += 1
+    def revise(self, revisions: Iterable[LocationRevision], store: 'ReadingStore',
+               write_many: Callable[[list[dict[str, Any]]], Any]) -> RevisionOutcome:
+        """Check ``revisions`` in turn (:meth:`check`), journal the accepted ones together (``write_many``: one write
+        and one fsync, :meth:`~uncertain_bo.planning.journal_writer.JournalWriter.write_many`), put them in place
+        (:meth:`apply`) and count the rejected ones (:meth:`count`); nothing is raised for a bad revision."""
+        outcome = RevisionOutcome()
+        observations = store.observations
+        accepted = self.check(revisions, observations, outcome)
+        write_many([revision_record(observations.readings[row], rev) for row, rev in accepted])
+        self.apply(accepted, outcome, store)
+        self.count(outcome)
+        return outcome
+
+    def apply(self, accepted: list[tuple[int, LocationRevision]], outcome: RevisionOutcome,
+              store: 'ReadingStore') -> None:
+        """Put each accepted ``(row, revision)`` in place (:meth:`~uncertain_bo.planning.reading_store.ReadingStore.
+        relocate`), note its stamp and count it into ``outcome``."""
+        store.relocate([(row, rev.location) for row, rev in accepted])
+        for row, rev in accepted:
+            self._stamps[row] = float(rev.stamp)
+            self.applied += 1
+            outcome.applied.append(store.observations.readings[row].key)
 
     def count(self, outcome: RevisionOutcome) -> None:
         """Count the rejections of ``outcome`` and log them (one line)."""
