@@ -36,6 +36,14 @@ class Decision:
         beta: :math:`\\beta_t` used (NaN in the initial phase).
         fit_seconds: wall time of the hyperparameter fit inside ``seconds`` (0 if none).
         rover: which rover of a team the target is for (``suggest(rover=...)``), None for a lone rover.
+
+    Example:
+        >>> import torch
+        >>> decision = Decision(4, torch.tensor([1.0, 2.0]), 'acquisition', seconds=0.31, acquisition_value=0.7,
+        ...                     beta=9.0)
+        >>> record = decision_record(decision, decision.target, batch=1, position=0)
+        >>> record['type'], record['index'], record['target'], record['beta']
+        ('decision', 4, [1.0, 2.0], 9.0)
     """
 
     index: int

@@ -160,6 +160,19 @@ class Planner:
             settings the method does not take, an unknown ``execution_feedback``, a negative or non-finite
             ``pending_radius``.
         KeyError: unknown method.
+
+    Example:
+        An ask/tell loop through the initial design, each target measured where it was sent:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac, GaussianExecutionNoise
+        >>> planner = Planner(torch.tensor([[0.0, 0.0], [10.0, 10.0]]), GaussianExecutionNoise.isotropic(0.5, 2),
+        ...                   n_initial=3, seed=0)
+        >>> for _ in range(3):
+        ...     target = planner.suggest()
+        ...     index = planner.observe(target, Dirac(target.reshape(1, 2)), float(-(target - 7.0).pow(2).sum()))
+        >>> planner.n, tuple(planner.targets.shape), [d.phase for d in planner.decisions]
+        (3, (3, 2), ['initial', 'initial', 'initial'])
     """
 
     # the settings, shown as attributes (planner_settings.py); the writable ones apply from the next decision on

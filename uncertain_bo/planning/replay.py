@@ -36,6 +36,21 @@ class Replay:
             (:mod:`uncertain_bo.planning.revisions` applies them).
         decisions: decision records with ``index``, ``target`` ``(d,)``, ``phase``, ``seconds``,
             ``acquisition_value``, ``beta`` (NaN where absent), ``fit_seconds`` and ``rover`` (None where absent).
+
+    Example:
+        >>> import tempfile, torch
+        >>> from pathlib import Path
+        >>> from uncertain_bo.distributions import Dirac, GaussianExecutionNoise
+        >>> from uncertain_bo.planning.planner import Planner
+        >>> with tempfile.TemporaryDirectory() as run_dir:
+        ...     path = Path(run_dir) / 'journal.jsonl'
+        ...     planner = Planner(torch.tensor([[0.0, 0.0], [10.0, 10.0]]), GaussianExecutionNoise.isotropic(0.5, 2),
+        ...                       n_initial=2, journal=path)
+        ...     target = planner.suggest()
+        ...     index = planner.observe(target, Dirac(target.reshape(1, 2)), 0.7)
+        ...     run = replay(planner.journal_file, 2, planner.observations.validate)
+        >>> len(run.observations), len(run.decisions), run.observations[0][2]
+        (1, 1, 0.7)
     """
 
     start: torch.Tensor | None = None

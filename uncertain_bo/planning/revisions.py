@@ -73,6 +73,14 @@ class LocationRevision:
         stamp: the localiser's stamp of the revision (s, the clock of the pose stamps): when the revised estimate was
             made, e.g. the header stamp of a smoother's corrected path. Revisions of one reading apply in stamp order.
         source: where it came from, for the journal (``'revised_path'``, ...); '' = not said.
+
+    Example:
+        >>> import torch
+        >>> from uncertain_bo.distributions import Gaussian
+        >>> revised = Gaussian(torch.tensor([[1.0, 2.25]]), 0.01 * torch.eye(2)[None])
+        >>> revision = LocationRevision(('observation', 0), revised, stamp=1712.4, source='revised_path')
+        >>> revision.reading, revision.location.mean.tolist()
+        (('observation', 0), [[1.0, 2.25]])
     """
 
     reading: tuple[str, int]
@@ -89,6 +97,12 @@ class RevisionOutcome:
         applied: ``(kind, index)`` of each reading revised, in order.
         rejections: ``(which reading, reason, detail)`` of each revision rejected, in order (``('en_route 4',
             'out of order', 'stamped ...')``; reasons: :data:`REVISION_REJECTIONS`).
+
+    Example:
+        >>> outcome = RevisionOutcome(applied=[('observation', 0)])
+        >>> outcome.reject('en_route 4', 'out of order', 'stamped 10.000 s, not after the last revision (12.000 s)')
+        >>> dict(outcome.rejected), outcome.problems[0][:24]
+        ({'out of order': 1}, 'en_route 4: out of order')
     """
 
     applied: list[tuple[str, int]] = field(default_factory=list)
@@ -112,6 +126,21 @@ class LocationRevisions:
     """The revisions of one planner's readings: the checks (module docstring) against its observation log, the stamps
     of the revisions accepted so far, the counts, and applying a batch (:meth:`revise`: journaled, then put in place
     in the readings' store: the log, the GP, the learned execution noise).
+
+    Example:
+        A revision of a stored reading is accepted; one of a reading not stored is rejected and counted:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac
+        >>> from uncertain_bo.planning.observation_log import ObservationLog
+        >>> log = ObservationLog(2)
+        >>> log.add(torch.tensor([1.0, 2.0]), Dirac(torch.tensor([[1.1, 2.0]])), 0.7)
+        >>> revised = Dirac(torch.tensor([[1.0, 2.05]]))
+        >>> outcome = RevisionOutcome()
+        >>> accepted = LocationRevisions().check([LocationRevision(('observation', 0), revised, 5.0),
+        ...                                       LocationRevision(('observation', 9), revised, 5.0)], log, outcome)
+        >>> [row for row, _ in accepted], outcome.problems
+        ([0], ['observation 9: unknown reading: no stored reading has it (not taken yet, or lost)'])
     """
 
     def __init__(self):
