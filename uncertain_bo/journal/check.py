@@ -61,6 +61,13 @@ class Damage:
         skipped: the record on that line is left out (a damaged or duplicated record); False where the record is
             kept (out of order, or records are missing before it: nothing to leave out).
         kind: the record's type ('' when it has none).
+
+    Example:
+        >>> header = {'type': 'header', 'format': 'uncertain_bo.journal.journal', 'version': 1}
+        >>> reading = {'type': 'observation', 'index': 0, 'target': [1.0, 2.0],
+        ...            'location': {'kind': 'dirac', 'mean': [1.0, 2.0]}, 'y': float('nan')}
+        >>> check_journal(header, [(2, reading)]).damage
+        [Damage(line=2, message="observation 'y' (the reading) is NaN", skipped=True, kind='observation')]
     """
 
     line: int
@@ -84,6 +91,18 @@ class Checked:
         missing_indices: observation indices below :attr:`next_index` that no line holds, valid or not, and no
             ``resume`` record declared lost (removed lines).
         missing_en_route_indices: the same for the en-route readings.
+
+    Example:
+        A duplicated index is skipped (the first record is the one the run used):
+
+        >>> header = {'type': 'header', 'format': 'uncertain_bo.journal.journal', 'version': 1}
+        >>> def observation(i, y):
+        ...     return {'type': 'observation', 'index': i, 'target': [1.0, 2.0],
+        ...             'location': {'kind': 'dirac', 'mean': [1.0, 2.0]}, 'y': y}
+        >>> lines = [(2, observation(0, 0.5)), (3, observation(0, 0.6)), (4, observation(1, 0.7))]
+        >>> checked = check_journal(header, lines)
+        >>> [r['y'] for r in checked.records], checked.skipped, checked.next_index, checked.damage[0].message
+        ([0.5, 0.7], 1, 2, 'observation index 0 repeats line 2 (different contents; the first is kept)')
     """
 
     records: list[dict[str, Any]] = field(default_factory=list)

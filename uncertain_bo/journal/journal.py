@@ -78,7 +78,18 @@ log = logging.getLogger(__name__)
 
 @user_error
 class JournalError(RuntimeError):
-    """The journal cannot be read or written (wrong format, newer version, damaged middle line)."""
+    """The journal cannot be read or written (wrong format, newer version, damaged middle line).
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> with tempfile.TemporaryDirectory() as run_dir:
+        ...     try:
+        ...         Journal(Path(run_dir) / 'journal.jsonl', read_only=True)
+        ...     except JournalError as exc:
+        ...         print(exc)
+        no journal at .../journal.jsonl
+    """
 
 
 def location_to_record(location: LocationDistributions) -> dict[str, Any]:
@@ -150,6 +161,19 @@ class Journal(DurableAppend):
             ...'``), None when every record is on disk (:mod:`~uncertain_bo.journal.storage_faults`).
         faults: how many times writing stopped working (a fault that clears and comes back counts again).
         write_failures: failed write attempts (each append or :meth:`retry` while faulted is one).
+
+    Example:
+        One observation written durably, then the file read back for a report:
+
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> with tempfile.TemporaryDirectory() as run_dir:
+        ...     journal = Journal(Path(run_dir) / 'journal.jsonl', metadata={'method': 'ugp_ucb'})
+        ...     on_disk = journal.append({'type': 'observation', 'index': 0, 'target': [1.0, 2.0],
+        ...                               'location': {'kind': 'dirac', 'mean': [1.1, 2.0]}, 'y': 0.7})
+        ...     again = Journal(journal.path, read_only=True)
+        >>> on_disk, [r['type'] for r in again.records], again.observations[0]['y'], again.checked.damage
+        (True, ['observation'], 0.7, [])
     """
 
     path: Path

@@ -144,6 +144,14 @@ class JournalContext:
         dim: the search space's dimension (:func:`journal_dimension`), or None (coordinates of any length).
         area: ``(lower (d,), upper (d,))`` the union of the search boxes the journal declares, m, or None.
         run_id: the header's ``run_id``, or None (a journal written before it was recorded).
+
+    Example:
+        >>> context = JournalContext(dim=2, area=((0.0, 0.0), (100.0, 100.0)))
+        >>> context.margin
+        10000.0
+        >>> record_problem({'type': 'start', 'position': [5e5, 5e5]}, context=context)
+        "start 'position' (500000, 500000) is ... m outside the search area [0, 100] x [0, 100], beyond any plausible
+        drive (10000 m)"
     """
 
     dim: int | None = None
