@@ -175,7 +175,7 @@ class Planner:
         (3, (3, 2), ['initial', 'initial', 'initial'])
     """
 
-    # the settings, shown as attributes (planner_settings.py); the writable ones apply from the next decision on
+    # the settings, shown as attributes (settings.py); the writable ones apply from the next decision on
     bounds = Setting(False, 'set_bounds()')
     method = Setting(False)
     method_settings = Setting(False)
@@ -203,7 +203,7 @@ class Planner:
 
     def __init__(self, bounds: Tensor, execution_noise: ExecutionNoise, method: str = 'ugp_ucb', *,
                  journal: str | Path | None = None, metadata: dict[str, Any] | None = None, **options: Any):
-        #: the frozen settings (planner_settings.py), replaced as a whole when one changes
+        #: the frozen settings (settings.py), replaced as a whole when one changes
         self.settings = PlannerSettings.of(bounds, execution_noise, method=method, **options)
         s = self.settings
         # the learned execution noise (execution_noise_estimator.py), None when it is fixed
@@ -221,7 +221,7 @@ class Planner:
         self._design = self._initial_design()
         self.keep_out = KeepOut()   # targets that could not be measured: never proposed again (keep_out.py)
         self._revisions = LocationRevisions()   # revised locations of stored readings (revisions.py)
-        #: the run's one journal writer (planner_journal.py); the explorer writes its own records through it
+        #: the run's one journal writer (journal_writer.py); the explorer writes its own records through it
         self.journal_writer = JournalWriter(journal, {'method': s.method, 'bounds': s.bounds.tolist(), 'seed': s.seed,
                                                       **(metadata or {})})
         if self.journal_writer.file is not None:
@@ -654,7 +654,7 @@ class Planner:
             log.debug('resumed %d observations from %s%s', self.n, journal.path,
                       ' (with a pending target)' if self.itinerary.resumed is not None else '')
 
-    # ------------------------------------------------------- revised locations (planner_revisions.py)
+    # ------------------------------------------------------- revised locations (revisions.py)
     @property
     def revisions_rejected(self):
         """Revisions rejected so far, by reason (:data:`~uncertain_bo.planning.revisions.REVISION_REJECTIONS`)."""
