@@ -3,7 +3,7 @@
 A synthetic journal of ``--measurements`` observations with ``--en-route`` en-route readings after each, every
 location a Gaussian (2x2 covariance) or an empirical cloud of ``--particles`` particles, is written to a temporary
 folder; the script times parsing its lines (``json.loads``, what loading cost before the schema) and
-:func:`~uncertain_bo.journal.schema.check_journal` on the parsed records, each the median of ``--repeats``.
+:func:`~uncertain_bo.journal.check.check_journal` on the parsed records, each the median of ``--repeats``.
 
 Usage::
 
@@ -23,7 +23,7 @@ import torch
 
 from uncertain_bo.distributions import Empirical, Gaussian
 from uncertain_bo.journal.journal import location_to_record
-from uncertain_bo.journal.schema import check_journal
+from uncertain_bo.journal.check import check_journal
 
 
 def write(path: Path, kind: str, measurements: int, en_route: int, particles: int) -> None:

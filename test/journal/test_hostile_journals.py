@@ -258,7 +258,7 @@ def test_a_resume_may_declare_the_lines_removed_since_but_not_more_than_the_jour
     """The plausibility bound on declared lost indices lets the documented repair through (a restart declared the
     damaged lines lost, then they were removed: here half of an observations-only journal) and refuses a record
     declaring more than the journal can ever have held."""
-    from uncertain_bo.journal.schema import check_journal
+    from uncertain_bo.journal.check import check_journal
 
     header = {'type': 'header', 'format': 'uncertain_bo.journal.journal', 'version': 1}
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from uncertain_bo.cli import main
 from uncertain_bo.journal.journal import Journal, JournalError
-from uncertain_bo.journal.schema import MAX_ABS_READING
+from uncertain_bo.journal.values import MAX_ABS_READING
 
 from .test_journal_schema import N, planner, write_run
 

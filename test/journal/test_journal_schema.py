@@ -18,7 +18,9 @@ import torch
 from uncertain_bo.cli import main
 from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
 from uncertain_bo.journal.journal import Journal, JournalError
-from uncertain_bo.journal.schema import MAX_ABS_COORDINATE, MAX_ABS_READING, check_journal, record_problem
+from uncertain_bo.journal.check import check_journal
+from uncertain_bo.journal.schema import record_problem
+from uncertain_bo.journal.values import MAX_ABS_COORDINATE, MAX_ABS_READING
 from uncertain_bo.planning.planner import Planner
 
 BOUNDS = torch.tensor([[0.0, 0.0], [60.0, 40.0]], dtype=torch.float64)
@@ -297,15 +299,3 @@ def test_a_duplicate_with_another_reading_is_skipped_and_the_first_kept(clean_ru
     p = planner(path)
     assert p.n == N and p.journal_damage['records_skipped'] == 1
     assert first_y in p.y.tolist() and 99.5 not in p.y.tolist()
-
-
-def test_a_damaged_huge_index_does_not_make_the_numbering_jump():
-    header = {'type': 'header', 'format': 'uncertain_bo.journal.journal', 'version': 1}
-
-    def obs(i, y=1.0):
-        return {'type': 'observation', 'index': i, 'target': [1.0, 2.0],
-                'location': {'kind': 'dirac', 'mean': [1.0, 2.0]}, 'y': y}
-
-    checked = check_journal(header, [(2, obs(0)), (3, obs(10 ** 12)), (4, obs(10 ** 12 + 1, math.nan)), (5, obs(1))])
-    assert [r['index'] for r in checked.records] == [0, 1] and checked.next_index == 2
-    assert checked.skipped == 2 and 'a damaged index' in checked.damage[0].message

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from uncertain_bo.planning.decision import Decision, decision_record, team_request
+from uncertain_bo.planning.decision import Decision, batch_decisions, decision_record, team_request
 
 BOUNDS = torch.tensor([[0.0, 0.0], [10.0, 10.0]], dtype=torch.float64)
 
@@ -48,3 +48,20 @@ def test_a_team_request_comes_back_on_the_bounds_with_one_pending_target_as_a_ro
 def test_a_team_request_that_is_not_finite_targets_is_refused(pending, position, message):
     with pytest.raises(ValueError, match=message):
         team_request(pending, position, BOUNDS)
+
+
+def test_a_batch_bills_the_earlier_fits_to_its_first_decision_in_visiting_order():
+    from uncertain_bo.acquisition import Proposal
+    picks = [Proposal(torch.tensor([float(i), 0.0]), 'acquisition', 0.1 * i, 2.0, seconds=(0.5 + i,))
+             for i in range(3)]
+    targets = [p.target for p in picks]
+    decisions = batch_decisions(picks, targets, order=[2, 0, 1], indices=[7, 8, 9], seconds=9.0, fit_seconds=0.4,
+                                billed=0.25, rover='r1')
+    assert [d.index for d in decisions] == [7, 8, 9] and [d.target[0].item() for d in decisions] == [2.0, 0.0, 1.0]
+    assert [d.seconds for d in decisions] == [2.5 + 0.25, 0.5, 1.5]        # each pick's own time, the first billed
+    assert [d.fit_seconds for d in decisions] == [0.4 + 0.25, 0.0, 0.0]
+    assert all(d.rover == 'r1' for d in decisions) and decisions[0].acquisition_value == pytest.approx(0.2)
+    # a route horizon's stop was decided from the whole look-ahead: it takes the batch's whole wall time
+    stop = batch_decisions(picks, targets, order=[1], indices=[7], seconds=9.0, fit_seconds=0.0, billed=0.0,
+                           horizon=3)
+    assert len(stop) == 1 and stop[0].seconds == 9.0 and stop[0].rover is None

@@ -37,6 +37,7 @@ import torch
 from torch import Tensor
 
 from ..distributions import Dirac, Empirical
+from .observation_view import ObservationView
 from .optimize import maximize
 from ..seeds import decision_seed
 
@@ -259,27 +260,15 @@ class DecisionContext:
         robust methods, Dirac points otherwise."""
         return self.execution_noise(targets) if self.robust_candidates else Dirac(targets)
 
-    @property
-    def targets(self) -> Tensor:
-        """``(n, D)`` past targets."""
-        return self.observations.targets
-
-    @property
-    def y(self) -> Tensor:
-        """``(n,)`` past readings (field units)."""
-        return self.observations.y
-
-    @property
-    def locations(self) -> 'LocationDistributions | None':
-        """Past location distributions as one batch (built on first use; None before any observation)."""
-        return self.observations.locations
-
-    @property
-    def places(self) -> Tensor:
-        """``(n, D)`` the places the past measurements measured (:attr:`~uncertain_bo.planning.planner.Planner.
-        measured_places`: the target where the rover reached it, else where the reading was taken): what a
-        recommendation of the robust objective over past measurements ranks."""
-        return self.observations.places
+    # views of the observations (ObservationView: the same attributes as the planner's)
+    targets = ObservationView('``(n, D)`` past targets.')
+    y = ObservationView('``(n,)`` past readings (field units).')
+    locations = ObservationView('Past location distributions as one batch (built on first use; None before any '
+                                'observation).')
+    places = ObservationView("``(n, D)`` the places the past measurements measured (:attr:`~uncertain_bo.planning."
+                             "planner.Planner.measured_places`: the target where the rover reached it, else where the "
+                             "reading was taken): what a recommendation of the robust objective over past measurements "
+                             "ranks.")
 
     def measured_recommendation(self, i: int, mean: float, std: float, place: Tensor | None = None) -> Recommendation:
         """The recommendation of measurement ``i``: its place (default ``places[i]``) and the location distribution of

@@ -27,7 +27,7 @@ before it); ``revision`` records are revised locations of earlier readings, appe
 keeps where it was taken; :attr:`Journal.revisions`, :meth:`Journal.location`; :mod:`uncertain_bo.planning.revisions`);
 ``keep_out`` records (``index``, ``centre``, ``radius``, ``reason``) are targets that could not be
 measured and are never proposed again (:mod:`uncertain_bo.planning.keep_out`); a ``resume`` record declares the indices
-a resumed run lost to damage (:mod:`uncertain_bo.journal.schema`). A reader that does not know a record type
+a resumed run lost to damage (:mod:`uncertain_bo.journal.check`). A reader that does not know a record type
 skips it, so the version stays 1.
 
 **Storage faults** (:mod:`uncertain_bo.journal.storage_faults`). Opening a journal for writing is strict: a run
@@ -51,88 +51,45 @@ import json
 import logging
 import math
 import os
-import re
 import secrets
 import stat
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any
 
 import torch
 
-from ..distributions import DTYPE, Dirac, Empirical, Gaussian, InvalidDistributionError, LocationDistributions
-from .schema import INDEXED, Checked, Damage, check_journal, header_problem, version_problem
+from ..distributions import DTYPE, Dirac, Empirical, Gaussian, LocationDistributions
+from .check import INDEXED, Checked, Damage, check_journal
+from .lines import indexed_type, parse_line
+from .schema import header_problem, version_problem
 from .storage_faults import DurableAppend, _encode
-from ..planning.observation_log import StoredReading
 from ..user_errors import user_error
 
-__all__ = ['Journal', 'JournalError', 'Replay', 'replay', 'location_to_record', 'location_from_record', 'FORMAT',
-           'VERSION', 'MAX_DEPTH', 'parse_line']
+__all__ = ['Journal', 'JournalError', 'location_to_record', 'location_from_record', 'FORMAT', 'VERSION']
 
 FORMAT = 'uncertain_bo.journal.journal'
 VERSION = 1
-#: deepest nesting of objects and lists a journal line may have (a record is 4 deep: observation, location,
-#: covariance, row; a later writer's extra fields have room). Deeper lines are damage: Python's JSON reader and
-#: writer recurse, so a line nested 100,000 deep would end a reader in a RecursionError
-MAX_DEPTH = 32
 
 log = logging.getLogger(__name__)
 
 
 @user_error
 class JournalError(RuntimeError):
-    """The journal cannot be read or written (wrong format, newer version, damaged middle line)."""
+    """The journal cannot be read or written (wrong format, newer version, damaged middle line).
 
-
-def parse_line(line: bytes) -> tuple[Any, str | None]:
-    """One journal line as a record: ``(record, None)``, or ``(None, why it is not one)``.
-
-    A line is a record when it is a UTF-8 JSON object nested at most :data:`MAX_DEPTH` deep whose strings are
-    valid Unicode (no unpaired surrogate escape such as ``"\\ud800"``, which no UTF-8 file can be written with).
-    Whether its fields are valid is the schema's business (:mod:`uncertain_bo.journal.schema`).
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> with tempfile.TemporaryDirectory() as run_dir:
+        ...     try:
+        ...         Journal(Path(run_dir) / 'journal.jsonl', read_only=True)
+        ...     except JournalError as exc:
+        ...         print(exc)
+        no journal at .../journal.jsonl
     """
-    try:
-        rec = json.loads(line)
-    except RecursionError:
-        return None, f'nested deeper than {MAX_DEPTH} levels'
-    except (ValueError, UnicodeDecodeError) as exc:   # JSONDecodeError, a 5,000-digit integer, bad UTF-8
-        return None, str(exc)
-    if not isinstance(rec, dict):
-        return None, f'a JSON {type(rec).__name__}, not an object'
-    if _deeper_than(rec, MAX_DEPTH):
-        return None, f'nested deeper than {MAX_DEPTH} levels'
-    if b'\\u' in line:   # escapes may encode a surrogate that no UTF-8 text (a CSV, a summary) can hold
-        try:
-            json.dumps(rec, ensure_ascii=False).encode('utf-8')
-        except UnicodeEncodeError:
-            return None, 'a string holds an unpaired surrogate (\\ud800-\\udfff)'
-    return rec, None
-
-
-_TYPE = re.compile(rb'^\s*\{\s*"type"\s*:\s*"(observation|en_route)"')
-_INDEX = re.compile(rb'"index"\s*:\s*(\d{1,18})\s*[,}]')
-
-
-def _indexed_type(line: bytes) -> dict[str, Any]:
-    """``{'type', 'index'}`` of an observation or en-route line that holds no record, where its text shows them
-    (the writer's own layout: ``{"type": ..., "index": N, ...``), else ``{}``: for the numbering only, so the index
-    of a damaged line is neither reused nor counted missing as well as skipped."""
-    kind, index = _TYPE.match(line), _INDEX.search(line)
-    return {'type': kind.group(1).decode(), 'index': int(index.group(1))} if kind and index else {}
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests lists and objects more than ``limit`` deep (iteratively: no recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        v, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = v.values() if isinstance(v, dict) else v
-        stack.extend((c, depth + 1) for c in children if type(c) is list or type(c) is dict)
-    return False
 
 
 def location_to_record(location: LocationDistributions) -> dict[str, Any]:
@@ -194,8 +151,8 @@ class Journal(DurableAppend):
             read-only) it or its folder cannot be created or written (the OS error is in the message).
 
     Attributes:
-        checked: what the schema check found: the damage (:attr:`~uncertain_bo.journal.schema.Checked.skipped`
-            records left out, :attr:`~uncertain_bo.journal.schema.Checked.missing` index gaps) and the next free
+        checked: what the schema check found: the damage (:attr:`~uncertain_bo.journal.check.Checked.skipped`
+            records left out, :attr:`~uncertain_bo.journal.check.Checked.missing` index gaps) and the next free
             observation and en-route indices.
         header: the header record.
         records: every record after the header, in order, including those still held in memory.
@@ -204,6 +161,19 @@ class Journal(DurableAppend):
             ...'``), None when every record is on disk (:mod:`~uncertain_bo.journal.storage_faults`).
         faults: how many times writing stopped working (a fault that clears and comes back counts again).
         write_failures: failed write attempts (each append or :meth:`retry` while faulted is one).
+
+    Example:
+        One observation written durably, then the file read back for a report:
+
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> with tempfile.TemporaryDirectory() as run_dir:
+        ...     journal = Journal(Path(run_dir) / 'journal.jsonl', metadata={'method': 'ugp_ucb'})
+        ...     on_disk = journal.append({'type': 'observation', 'index': 0, 'target': [1.0, 2.0],
+        ...                               'location': {'kind': 'dirac', 'mean': [1.1, 2.0]}, 'y': 0.7})
+        ...     again = Journal(journal.path, read_only=True)
+        >>> on_disk, [r['type'] for r in again.records], again.observations[0]['y'], again.checked.damage
+        (True, ['observation'], 0.7, [])
     """
 
     path: Path
@@ -370,7 +340,7 @@ class Journal(DurableAppend):
                 log.warning('journal %s: skipping torn last record (%d bytes): %s', self.path, len(line), problem)
                 self.skipped += 1
             else:
-                unreadable.append((i + 1, problem, _indexed_type(line)))
+                unreadable.append((i + 1, problem, indexed_type(line)))
         # A last line without its newline that parses as a whole JSON object is complete (a torn write
         # cannot end in the object's closing brace): kept; the newline is added before the next append.
         if torn_tail and not self.skipped and not self.read_only:
@@ -466,83 +436,6 @@ class Journal(DurableAppend):
                 row += [*now.mean[0].tolist(), *now.covariance[0].reshape(-1).tolist(), len(revs),
                         revs[-1]['stamp'] if revs else '']
             w.writerow(row + [_csv_value(r.get(k)) for k in extra])
-
-
-@dataclass
-class Replay:
-    """What a journal says about a run, validated record by record (see :func:`replay`).
-
-    Attributes:
-        start: ``(d,)`` the last start position recorded, or None.
-        observations: ``(target (d,), location, reading, reading variance, goal_reached, reading)`` in journal
-            order (the variance is 0 where the journal has none; ``reading`` says which it is: its index, stamps and
-            team keys, :class:`~uncertain_bo.planning.observation_log.StoredReading`); en-route readings (``'en_route'``
-            records) are among them, in their place, with target None and goal_reached False. Each has the location
-            it was stored with: its revisions are in ``revisions``.
-        revisions: the ``revision`` records the schema kept, in journal order
-            (:mod:`uncertain_bo.planning.revisions` applies them).
-        decisions: decision records with ``index``, ``target`` ``(d,)``, ``phase``, ``seconds``,
-            ``acquisition_value``, ``beta`` (NaN where absent), ``fit_seconds`` and ``rover`` (None where absent).
-    """
-
-    start: torch.Tensor | None = None
-    observations: list[tuple[torch.Tensor | None, LocationDistributions, float, float, bool, StoredReading]] = field(
-        default_factory=list)
-    decisions: list[dict[str, Any]] = field(default_factory=list)
-    revisions: list[dict[str, Any]] = field(default_factory=list)
-
-
-def replay(journal: Journal, dim: int,
-           validate: Callable[[torch.Tensor, LocationDistributions, float, float], None]) -> Replay:
-    """Read a journal back into a run's start, observations and decisions.
-
-    A record that does not parse, or that ``validate(target, location, y, reading_variance)`` rejects (it raises
-    ``ValueError``), is skipped with a warning naming it; nothing is guessed. ``dim`` is the search space's
-    dimension (a start of another dimension is ignored).
-    """
-    out = Replay()
-    starts = [r for r in journal.records if r.get('type') == 'start' and 'position' in r]
-    if starts:
-        try:
-            start = torch.tensor(starts[-1]['position'], dtype=DTYPE).reshape(-1)
-            if start.numel() == dim and torch.isfinite(start).all():
-                out.start = start
-        except (TypeError, ValueError) as exc:
-            log.warning('journal %s: ignoring invalid start record: %s', journal.path, exc)
-    for rec in journal.records:
-        kind = rec.get('type')
-        if kind not in ('observation', 'en_route'):
-            continue
-        try:
-            loc = location_from_record(rec['location'])
-            target = torch.tensor(rec['target'], dtype=DTYPE) if kind == 'observation' else None
-            variance = rec.get('reading_variance', 0.0)
-            validate(target, loc, rec['y'], variance)
-        except (KeyError, TypeError, ValueError, InvalidDistributionError) as exc:
-            log.warning('journal %s: skipping invalid %s %s: %s', journal.path,
-                        'observation' if kind == 'observation' else 'en-route reading', rec.get('index'), exc)
-            continue
-        out.observations.append((target, loc, float(rec['y']), float(variance),
-                                 kind == 'observation' and not rec.get('goal_timed_out', False),
-                                 StoredReading.of(kind, rec['index'], rec)))
-    out.revisions = [r for r in journal.records if r.get('type') == 'revision']
-    for rec in journal.records:
-        if rec.get('type') != 'decision':
-            continue
-        try:
-            out.decisions.append({
-                'index': int(rec['index']), 'target': torch.tensor(rec['target'], dtype=DTYPE).reshape(-1),
-                'phase': str(rec.get('phase', '')), 'seconds': float(rec.get('seconds') or 0.0),
-                'acquisition_value': _nan_if_none(rec.get('acquisition_value')),
-                'beta': _nan_if_none(rec.get('beta')), 'fit_seconds': float(rec.get('fit_seconds') or 0.0),
-                'rover': rec['rover'] if isinstance(rec.get('rover'), str) else None})
-        except (KeyError, TypeError, ValueError) as exc:
-            log.warning('journal %s: skipping invalid decision record: %s', journal.path, exc)
-    return out
-
-
-def _nan_if_none(v: Any) -> float:
-    return math.nan if v is None else float(v)
 
 
 def _csv_value(v: Any) -> Any:

@@ -35,7 +35,20 @@ log = logging.getLogger('uncertain_bo.journal.journal')   # the journal's log, a
 
 class DurableAppend:
     """The writing side of :class:`~uncertain_bo.journal.journal.Journal` (a part of it: it writes the journal's held
-    records, ``_held``, to its ``path`` and keeps ``fault``, ``faults`` and ``write_failures``)."""
+    records, ``_held``, to its ``path`` and keeps ``fault``, ``faults`` and ``write_failures``).
+
+    Example:
+        Every record on disk: nothing held, nothing to retry:
+
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from uncertain_bo.journal.journal import Journal
+        >>> with tempfile.TemporaryDirectory() as run_dir:
+        ...     journal = Journal(Path(run_dir) / 'journal.jsonl')
+        ...     written = journal.append({'type': 'start', 'position': [0.0, 0.0]})
+        ...     print(written, journal.held, journal.retry(), journal.fault)
+        True 0 True None
+    """
 
     @property
     def held(self) -> int:

@@ -1,20 +1,24 @@
 """A decision: what one rover of a team asks for (:func:`team_request`: the targets pending elsewhere and where
 it is), how the planner chose a target (:class:`Decision`, kept in
-:attr:`~uncertain_bo.planning.planner.Planner.decisions`) and its journal record (:func:`decision_record`).
+:attr:`~uncertain_bo.planning.planner.Planner.decisions`; a batch's, each with its share of the wall time:
+:func:`batch_decisions`) and its journal record (:func:`decision_record`).
 """
 from __future__ import annotations
 
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 from torch import Tensor
 
 from ..distributions import DTYPE
 
-__all__ = ['Decision', 'decision_record', 'team_request']
+if TYPE_CHECKING:
+    from ..acquisition import Proposal
+
+__all__ = ['Decision', 'batch_decisions', 'decision_record', 'team_request']
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,14 @@ class Decision:
         beta: :math:`\\beta_t` used (NaN in the initial phase).
         fit_seconds: wall time of the hyperparameter fit inside ``seconds`` (0 if none).
         rover: which rover of a team the target is for (``suggest(rover=...)``), None for a lone rover.
+
+    Example:
+        >>> import torch
+        >>> decision = Decision(4, torch.tensor([1.0, 2.0]), 'acquisition', seconds=0.31, acquisition_value=0.7,
+        ...                     beta=9.0)
+        >>> record = decision_record(decision, decision.target, batch=1, position=0)
+        >>> record['type'], record['index'], record['target'], record['beta']
+        ('decision', 4, [1.0, 2.0], 9.0)
     """
 
     index: int
@@ -64,6 +76,34 @@ def team_request(pending: Tensor | None, position: Tensor | None, bounds: Tensor
         if position.numel() != bounds.shape[1] or not torch.isfinite(position).all():
             raise ValueError(f'position must be ({bounds.shape[1]},) finite coordinates, got {position.tolist()}')
     return pending, position
+
+
+def batch_decisions(picks: Sequence['Proposal'], targets: Sequence[Tensor], order: Sequence[int],
+                    indices: Sequence[int], seconds: float, fit_seconds: float, billed: float, horizon: int = 1,
+                    rover: str | None = None) -> list[Decision]:
+    """The decisions of a batch in visiting ``order`` (positions into ``picks`` and ``targets``).
+
+    Args:
+        picks: the method's single-target proposals (:meth:`~uncertain_bo.acquisition.Proposal.split`).
+        targets: ``(d,)`` each pick's admissible target (:class:`~uncertain_bo.planning.keep_out.KeepOut`).
+        order: which picks are decided, in visiting order (a route horizon keeps only the first stop).
+        indices: each decision's journal index, in visiting order.
+        seconds: the batch's wall time (s): a pick's own when the method timed it (:attr:`~uncertain_bo.acquisition.
+            Proposal.seconds`), else, and for a route horizon's stop (decided from the whole look-ahead), all of it.
+        fit_seconds: the hyperparameter fit inside ``seconds`` (s), billed to the first decision.
+        billed: fits made since the last decision (:meth:`~uncertain_bo.planning.planner.Planner.recommend`,
+            ``predict``; s), added to the first decision's ``seconds`` and ``fit_seconds``.
+        horizon: the route horizon the batch was decided with.
+        rover: the team rover it is for (None: a lone rover).
+    """
+    out = []
+    for j, k in enumerate(order):
+        pick = picks[k]
+        own = seconds if pick.seconds is None or horizon > 1 else pick.seconds[0]
+        extra = billed if j == 0 else 0.0
+        out.append(Decision(indices[j], targets[k], pick.phase, own + extra, pick.acquisition_value, pick.beta,
+                            (fit_seconds if j == 0 else 0.0) + extra, None if rover is None else str(rover)))
+    return out
 
 
 def decision_record(decision: Decision, proposed: Tensor, batch: int, position: int) -> dict[str, Any]:

@@ -38,6 +38,16 @@ class JournalWriter:
 
     Raises:
         JournalError: the journal cannot be opened (:class:`~uncertain_bo.journal.journal.Journal`).
+
+    Example:
+        >>> import tempfile, torch
+        >>> from pathlib import Path
+        >>> from uncertain_bo.distributions import Dirac
+        >>> with tempfile.TemporaryDirectory() as run_dir:
+        ...     writer = JournalWriter(Path(run_dir) / 'journal.jsonl', {'method': 'ugp_ucb'})
+        ...     index = writer.reading(torch.tensor([1.0, 2.0]), Dirac(torch.tensor([[1.1, 2.0]])), 0.7, 0.0, {}, 0, 0)
+        ...     print(index, [r['type'] for r in writer.file.records])
+        0 ['observation']
     """
 
     def __init__(self, path: str | Path | None, metadata: dict[str, Any]):

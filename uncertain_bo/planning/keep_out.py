@@ -51,7 +51,19 @@ _MARGIN = 1e-6
 
 
 class NoAdmissibleTargetError(RuntimeError):
-    """Every point of the search box lies in a keep-out zone: there is nothing left to propose."""
+    """Every point of the search box lies in a keep-out zone: there is nothing left to propose.
+
+    Example:
+        >>> import torch
+        >>> keep_out = KeepOut()
+        >>> zone = keep_out.add(torch.tensor([5.0, 5.0]), radius=20.0, reason='flooded')
+        >>> try:
+        ...     keep_out.admit([torch.tensor([1.0, 1.0])], None, lambda c: torch.zeros(len(c)),
+        ...                    torch.tensor([[0.0, 0.0], [10.0, 10.0]]))
+        ... except NoAdmissibleTargetError as exc:
+        ...     print(exc)
+        no target left: the 1 keep-out zones cover the search bounds [[0.0, 0.0], [10.0, 10.0]]
+    """
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,11 @@ class KeepOutZone:
         radius: radius, same unit (> 0).
         index: the measurement index the failed target was for.
         reason: why it was kept out (one line, for the journal and the diagnostics).
+
+    Example:
+        >>> import torch
+        >>> KeepOutZone(torch.tensor([3.0, 4.0]), 1.5, index=7, reason='goal timed out').record()
+        {'type': 'keep_out', 'index': 7, 'centre': [3.0, 4.0], 'radius': 1.5, 'reason': 'goal timed out'}
     """
 
     centre: Tensor
@@ -94,6 +111,18 @@ class KeepOut:
 
     Args:
         zones: initial zones (e.g. from a journal).
+
+    Example:
+        A target inside a zone is moved to the nearest admissible point of the search box:
+
+        >>> import torch
+        >>> keep_out = KeepOut()
+        >>> zone = keep_out.add(torch.tensor([5.0, 5.0]), radius=1.0, reason='goal timed out')
+        >>> bounds = torch.tensor([[0.0, 0.0], [10.0, 10.0]])
+        >>> keep_out.admissible(torch.tensor([5.5, 5.0]), bounds)
+        tensor([6.0000, 5.0000])
+        >>> keep_out.inside(torch.tensor([[5.2, 5.0], [8.0, 8.0]])).tolist()
+        [True, False]
     """
 
     def __init__(self, zones: Iterable[KeepOutZone] = ()):

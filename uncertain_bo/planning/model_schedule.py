@@ -40,6 +40,21 @@ class ModelSchedule:
         observations: the run's observation log (for the capped fit's subset and the sparse posterior's inducing
             inputs, :meth:`~uncertain_bo.planning.observation_log.ObservationLog.fit_subset`; its count of measurements
             decides the refit period).
+
+    Example:
+        Readings are queued and moved into the GP when it is read; with ``refit_every=0`` nothing is fitted:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac, GaussianExecutionNoise
+        >>> from uncertain_bo.models import DistributionGP
+        >>> from uncertain_bo.planning.observation_log import ObservationLog
+        >>> from uncertain_bo.planning.settings import PlannerSettings
+        >>> noise = GaussianExecutionNoise.isotropic(0.1, 2)
+        >>> settings = PlannerSettings.of(torch.tensor([[0.0, 0.0], [1.0, 1.0]]), noise, refit_every=0)
+        >>> schedule = ModelSchedule(DistributionGP(settings.bounds), ObservationLog(2))
+        >>> schedule.add(Dirac(torch.tensor([[0.2, 0.3]], dtype=torch.float64)), 1.5, 0.0, stop=True)
+        >>> schedule.model.n, schedule.update(settings).n, schedule.fitted_on
+        (0, 1, None)
     """
 
     def __init__(self, model: DistributionGP, observations: ObservationLog):

@@ -30,7 +30,17 @@ READING_KINDS = ('observation', 'en_route')
 
 
 class InvalidObservationError(ValueError):
-    """An observation was rejected (nothing was stored)."""
+    """An observation was rejected (nothing was stored).
+
+    Example:
+        >>> import math, torch
+        >>> from uncertain_bo.distributions import Dirac
+        >>> try:
+        ...     ObservationLog(2).validate(torch.tensor([1.0, 2.0]), Dirac(torch.tensor([[1.0, 2.0]])), math.nan)
+        ... except InvalidObservationError as exc:
+        ...     print(exc)
+        observation rejected, nothing stored: reading must be a finite number, got nan
+    """
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,11 @@ class StoredReading:
             revision stamped before it is older than the location it would revise.
         rover: the team rover that took it (None: a lone rover).
         seq: that rover's sequence number of it (None: a lone rover).
+
+    Example:
+        >>> reading = StoredReading.of('observation', 3, {'reading_stamp': 1712.5, 'rover': 'rover1', 'seq': 'x'})
+        >>> reading.key, reading.stamp, reading.rover, reading.seq
+        (('observation', 3), 1712.5, 'rover1', None)
     """
 
     kind: str
@@ -89,6 +104,18 @@ class ObservedData:
         bounds: ``(2, d)`` the search box (:attr:`places` are clamped into it; dtype and device to follow).
         inputs: the measurements' location distributions, one each; ``en_route``: ``(location, reading, variance)``
             of each en-route reading.
+
+    Example:
+        A measurement whose goal timed out counts where its reading was taken:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac
+        >>> log = ObservationLog(2)
+        >>> log.add(torch.tensor([1.0, 1.0]), Dirac(torch.tensor([[1.2, 1.0]])), 0.5)
+        >>> log.add(torch.tensor([9.0, 9.0]), Dirac(torch.tensor([[6.0, 7.0]])), 0.8, reached=False)
+        >>> data = log.snapshot(torch.tensor([[0.0, 0.0], [10.0, 10.0]], dtype=torch.float64))
+        >>> data.n, data.places.tolist()
+        (2, [[1.0, 1.0], [6.0, 7.0]])
     """
 
     targets: Tensor
@@ -130,6 +157,15 @@ class ObservationLog:
 
     Args:
         dim: :math:`d`, the dimension of targets and locations.
+
+    Example:
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac
+        >>> log = ObservationLog(2)
+        >>> log.add(torch.tensor([1.0, 2.0]), Dirac(torch.tensor([[1.1, 2.0]])), 0.7)
+        >>> log.add(None, Dirac(torch.tensor([[3.0, 2.0]])), 0.4)      # an en-route reading
+        >>> log.n, log.n_en_route, log.row_of('en_route', 0), log.y.tolist()
+        (1, 1, 1, [0.7])
     """
 
     def __init__(self, dim: int):

@@ -34,9 +34,9 @@ targets), each its own journaled decision (:meth:`~uncertain_bo.acquisition.Meth
 ``pending_radius`` of a pending target or of another target of its batch, whatever the method proposed (the keep-out
 hook, :mod:`uncertain_bo.planning.keep_out`). Before the first measurement every target is a design target: a team with
 more rovers than ``n_initial`` grows the design by the next points of its Sobol sequence, one target per rover. A lone
-rover asking ``suggest()`` gets a batch method's (``ugp_bucb``) batch one target per call along the shortest route from
-its position (:mod:`uncertain_bo.planning.route`), or with ``route_horizon`` > 1 the first stop of such a route, decided
-again at every call. One rover of a team sharing the planner (:mod:`uncertain_bo.team.mission`) asks with
+rover asking ``suggest()`` gets a batch method's (``ugp_bucb``) batch one target per call along the shortest route
+from its position (:mod:`uncertain_bo.planning.itinerary`), or with ``route_horizon`` > 1 the first stop of such a
+route, decided again at every call. One rover of a team sharing the planner (:mod:`uncertain_bo.team.mission`) asks with
 ``suggest(pending=<the others' targets>, position=<where it is>, rover=<its name>)``: travel cost and initial-design
 tour from its position.
 
@@ -65,22 +65,24 @@ from torch import Tensor
 
 from ..acquisition import DecisionContext, Method, Recommendation, get_method, make_beta
 from ..acquisition.confirmation import confirmation_proposal, confirming
+from ..acquisition.observation_view import ObservationView
 from ..acquisition.recommendation import RECOMMENDATION_RULES, rule_recommendation
 from ..distributions import DTYPE, Dirac, ExecutionNoise, LocationDistributions
 from .execution_noise_estimator import EXECUTION_FEEDBACK, ExecutionNoiseEstimator
-from .decision import Decision, decision_record, team_request
-from ..journal.journal import Journal, replay
+from .decision import Decision, batch_decisions, decision_record, team_request
+from ..journal.journal import Journal
 from .keep_out import KeepOut, KeepOutZone, NoAdmissibleTargetError, noise_radius
 from .initial_design import extend_design, initial_design, rover_design
 from ..kernels import SampleDistributionKernel
 from .model_schedule import ModelSchedule
-from .route import shortest_open_tour
+from .itinerary import Itinerary, lone_batch, visiting_order
 from ..models import DistributionGP
 from .observation_log import InvalidObservationError, ObservationLog, StoredReading
 from .journal_writer import JournalWriter, pending_after_resume
-from .revisions import (LocationRevision, LocationRevisions, RevisionOutcome, revision_record, revisions_from_records)
+from .revisions import LocationRevision, LocationRevisions, RevisionOutcome, revisions_from_records
 from .settings import PlannerSettings, Setting
 from .reading_store import ReadingStore
+from .replay import replay
 
 __all__ = ['Planner', 'Decision', 'Recommendation', 'InvalidObservationError', 'NoAdmissibleTargetError',
            'RECOMMENDATION_RULES', 'EXECUTION_FEEDBACK', 'LocationRevision', 'RevisionOutcome']
@@ -158,9 +160,22 @@ class Planner:
             settings the method does not take, an unknown ``execution_feedback``, a negative or non-finite
             ``pending_radius``.
         KeyError: unknown method.
+
+    Example:
+        An ask/tell loop through the initial design, each target measured where it was sent:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac, GaussianExecutionNoise
+        >>> planner = Planner(torch.tensor([[0.0, 0.0], [10.0, 10.0]]), GaussianExecutionNoise.isotropic(0.5, 2),
+        ...                   n_initial=3, seed=0)
+        >>> for _ in range(3):
+        ...     target = planner.suggest()
+        ...     index = planner.observe(target, Dirac(target.reshape(1, 2)), float(-(target - 7.0).pow(2).sum()))
+        >>> planner.n, tuple(planner.targets.shape), [d.phase for d in planner.decisions]
+        (3, (3, 2), ['initial', 'initial', 'initial'])
     """
 
-    # the settings, shown as attributes (planner_settings.py); the writable ones apply from the next decision on
+    # the settings, shown as attributes (settings.py); the writable ones apply from the next decision on
     bounds = Setting(False, 'set_bounds()')
     method = Setting(False)
     method_settings = Setting(False)
@@ -188,7 +203,7 @@ class Planner:
 
     def __init__(self, bounds: Tensor, execution_noise: ExecutionNoise, method: str = 'ugp_ucb', *,
                  journal: str | Path | None = None, metadata: dict[str, Any] | None = None, **options: Any):
-        #: the frozen settings (planner_settings.py), replaced as a whole when one changes
+        #: the frozen settings (settings.py), replaced as a whole when one changes
         self.settings = PlannerSettings.of(bounds, execution_noise, method=method, **options)
         s = self.settings
         # the learned execution noise (execution_noise_estimator.py), None when it is fixed
@@ -201,12 +216,12 @@ class Planner:
         self.store = ReadingStore(observations, ModelSchedule(self._new_model(), observations), s.execution_noise,
                                   estimator, self._method.inputs)
         self.decisions: list[Decision] = []
-        self._queue: list[Tensor] = []  # targets of the current batch not handed out yet (suggest())
+        #: the resumed pending target and the rest of the current batch, not handed out yet (itinerary.py)
+        self.itinerary = Itinerary()
         self._design = self._initial_design()
-        self._resumed_target: Tensor | None = None
         self.keep_out = KeepOut()   # targets that could not be measured: never proposed again (keep_out.py)
-        self._revisions = LocationRevisions()   # revised locations of stored readings (planner_revisions.py)
-        #: the run's one journal writer (planner_journal.py); the explorer writes its own records through it
+        self._revisions = LocationRevisions()   # revised locations of stored readings (revisions.py)
+        #: the run's one journal writer (journal_writer.py); the explorer writes its own records through it
         self.journal_writer = JournalWriter(journal, {'method': s.method, 'bounds': s.bounds.tolist(), 'seed': s.seed,
                                                       **(metadata or {})})
         if self.journal_writer.file is not None:
@@ -246,40 +261,16 @@ class Planner:
         one when ``execution_noise_prior_weight`` is set (:meth:`learned_execution_covariance`)."""
         return self.store.execution_noise
 
-    @property
-    def n(self) -> int:
-        """Number of stored measurements (stops with a commanded target; en-route readings not included)."""
-        return self.observations.n
-
-    @property
-    def n_en_route(self) -> int:
-        """Number of stored en-route readings (``observe(None, ...)``)."""
-        return self.observations.n_en_route
-
-    @property
-    def en_route_locations(self) -> LocationDistributions | None:
-        """The en-route readings' location distributions as one batch (None if there are none)."""
-        return self.observations.en_route_locations
-
-    @property
-    def en_route_y(self) -> Tensor:
-        """``(n_en_route,)`` en-route readings (field units)."""
-        return self.observations.en_route_y
-
-    @property
-    def targets(self) -> Tensor:
-        """``(n, d)`` past targets."""
-        return self.observations.targets
-
-    @property
-    def y(self) -> Tensor:
-        """``(n,)`` past readings."""
-        return self.observations.y
-
-    @property
-    def locations(self) -> LocationDistributions | None:
-        """Past location distributions :math:`P^L_t` as one batch (None before any observation)."""
-        return self.observations.locations
+    # views of the observation log (:class:`~uncertain_bo.acquisition.observation_view.ObservationView`)
+    n = ObservationView('Number of stored measurements (stops with a commanded target; en-route readings not '
+                        'included).')
+    n_en_route = ObservationView('Number of stored en-route readings (``observe(None, ...)``).')
+    en_route_locations = ObservationView("The en-route readings' location distributions as one batch (None if "
+                                         'there are none).')
+    en_route_y = ObservationView('``(n_en_route,)`` en-route readings (field units).')
+    targets = ObservationView('``(n, d)`` past targets.')
+    y = ObservationView('``(n,)`` past readings (field units).')
+    locations = ObservationView('Past location distributions :math:`P^L_t` as one batch (None before any observation).')
 
     @property
     def measured_places(self) -> Tensor:
@@ -375,19 +366,20 @@ class Planner:
         Raises:
             ValueError: ``q < 1``, ``pending`` not ``(p, D)`` finite targets, or ``position`` not ``(d,)`` finite."""
         lone = q is None and pending is None and position is None
-        if lone and self._queue:
-            return self._queue.pop(0)
+        if lone and self.itinerary.queue:
+            return self.itinerary.pop()
         if q is not None and int(q) < 1:
             raise ValueError(f'q must be >= 1, got {q}')
         pending, position = team_request(pending, position, self.bounds)
         external = 0 if pending is None or position is None else len(pending)
-        index = self.n + len(self._queue) + external
-        batch, horizon = (int(q), 1) if q is not None else self._lone_batch(index) if lone else (1, 1)
+        index = self.n + len(self.itinerary) + external
+        batch, horizon = (int(q), 1) if q is not None else (1, 1)
+        if lone:
+            batch, horizon = lone_batch(self._method, index, len(self._design), self._confirming(index),
+                                        self.route_horizon)
         if self.n == 0:   # before the first measurement every target is a design target: no data for an acquisition
             self._design = extend_design(self._design, self.bounds, index + batch, self.seed)
-        queued = [t.reshape(1, -1) for t in self._queue]
-        if queued:
-            pending = torch.cat(queued + ([] if pending is None else [pending]))
+        pending = self.itinerary.pending(pending)
         t0 = time.perf_counter()
         billed = self.schedule.take_fit_seconds()    # fits made since the last decision (recommend(), predict())
         design = None if position is None else rover_design(self._design, index, position, self.targets, pending,
@@ -402,24 +394,20 @@ class Planner:
         proposed = [pick.target.to(self.bounds).reshape(-1) for pick in picks]
         admissible = self.keep_out.admit(proposed, pending, self.pending_radii, ctx.bounds,   # every method's
                                          apart=horizon == 1)
-        order = list(range(batch))
-        if q is None and batch > 1:   # a batch the rover drives itself: along the shortest route from where it is
-            order = shortest_open_tour(torch.stack(admissible), ctx.position).tolist()[:1 if horizon > 1 else batch]
-        batch = len(order)            # route horizon: only the route's first stop is decided; the rest is decided again
-        targets = []
-        for j, k in enumerate(order):
-            pick, target = picks[k], admissible[k]
-            seconds = total if pick.seconds is None or horizon > 1 else pick.seconds[0]
-            fit = fit_seconds if j == 0 else 0.0
-            decision = Decision(self.journal_writer.index(index + j), target, pick.phase,   # the journal's numbering
-                                seconds + (billed if j == 0 else 0.0), pick.acquisition_value, pick.beta,
-                                fit + (billed if j == 0 else 0.0), None if rover is None else str(rover))
+        # a batch the rover drives itself: along the shortest route from where it is (route horizon: its first stop
+        # only; the rest is decided again)
+        order = visiting_order(torch.stack(admissible), ctx.position, horizon) if q is None and batch > 1 else \
+            list(range(batch))
+        decisions = batch_decisions(picks, admissible, order, [self.journal_writer.index(index + j)   # the journal's
+                                                               for j in range(len(order))],           # numbering
+                                    total, fit_seconds, billed, horizon, rover)
+        for j, (k, decision) in enumerate(zip(order, decisions)):
             self.decisions.append(decision)
-            self.journal_writer.write(decision_record(decision, proposed[k], batch, j))
-            targets.append(target)
+            self.journal_writer.write(decision_record(decision, proposed[k], len(order), j))
+        targets = [decision.target for decision in decisions]
         if q is not None:
             return torch.stack(targets)
-        self._queue = targets[1:]
+        self.itinerary.queue = targets[1:]
         return targets[0]
 
     def pending_radii(self, targets: Tensor) -> Tensor:
@@ -430,23 +418,6 @@ class Planner:
             return targets.new_full(targets.shape[:1], float(self.pending_radius))
         return noise_radius(self.execution_noise, targets)
 
-    def _lone_batch(self, index: int) -> tuple[int, int]:
-        """``(batch, horizon)`` for a lone rover's :meth:`suggest` deciding measurement ``index``: how many targets
-        to decide and the route horizon (> 1: only the first stop of their route is kept).
-
-        The initial design is a tour of its own (:attr:`initial_design`, in visiting order): while it lasts, one
-        design target per call, in that order, whatever the batch size or route horizon, so no design target is
-        sent twice or left out (its targets are chosen by index, :meth:`~uncertain_bo.acquisition.Method.
-        decide_one`, which a reordering route would no longer match). After it, a batch method's batch, or with
-        :attr:`route_horizon` ``h > 1`` (a method without a route of its own) ``h`` targets of which the route's
-        first stop is kept."""
-        method = self._method
-        if index < len(self._design) or self._confirming(index):
-            return 1, 1
-        if method.batch_size > 1 or method.plans_route:
-            return method.batch_size, 1
-        return self.route_horizon, self.route_horizon
-
     def _confirming(self, index: int) -> bool:
         """Whether measurement ``index`` is in the confirmation phase (:attr:`confirmation_readings`)."""
         return confirming(index, self.budget, self.confirmation_readings, len(self._design))
@@ -454,7 +425,7 @@ class Planner:
     @property
     def queued(self) -> Tensor:
         """``(k, D)`` targets of the current batch not handed out yet (:meth:`suggest`), in order."""
-        return torch.stack(self._queue) if self._queue else self.bounds.new_zeros(0, self.bounds.shape[-1])
+        return self.itinerary.queued(self.bounds)
 
     def add_keep_out(self, target: Tensor, radius: float, reason: str = '') -> KeepOutZone:
         """Never propose a target within ``radius`` of ``target`` ``(d,)`` again (it could not be measured):
@@ -466,10 +437,7 @@ class Planner:
         """
         zone = self.keep_out.add(torch.as_tensor(target, dtype=DTYPE), radius, self.next_index, reason)
         self.journal_writer.write({**zone.record(), 'wall_time': time.time()})
-        if self._resumed_target is not None and bool(self.keep_out.inside(self._resumed_target.reshape(1, -1))[0]):
-            self._resumed_target = None
-        # queued targets of a batch inside the new zone are dropped (the next suggest() decides anew)
-        self._queue = [t for t in self._queue if not bool(self.keep_out.inside(t.reshape(1, -1))[0])]
+        self.itinerary.drop_inside(self.keep_out)   # the next suggest() decides anew
         return zone
 
     @property
@@ -571,7 +539,7 @@ class Planner:
         if self.n:
             raise RuntimeError('set_start() must be called before the first observation')
         self.settings = self.settings.replace(start=position)
-        self._queue = []
+        self.itinerary.clear()
         self._design = self._initial_design()
         self._method = self._new_method()  # a survey re-plans its tour from the start
         # a resumed run orders its initial design the same way
@@ -612,9 +580,9 @@ class Planner:
             raise ValueError(f'bounds must be {tuple(self.bounds.shape)} with upper > lower, '
                              f'got {bounds.tolist()}')
         self.settings = self.settings.replace(bounds=bounds)
-        if self._queue:
-            log.info('search bounds changed: dropping %d queued targets of the current batch', len(self._queue))
-        self._queue = []
+        dropped = self.itinerary.clear()
+        if dropped:
+            log.info('search bounds changed: dropping %d queued targets of the current batch', dropped)
         self.store.rebuild(self._new_model())
         self._method = self._new_method()  # a survey re-plans in the new box
         self._design = self._initial_design()
@@ -641,7 +609,7 @@ class Planner:
     @property
     def resumed_target(self) -> Tensor | None:
         """The journal's pending target (see :meth:`take_resumed_target`) without taking it."""
-        return self._resumed_target
+        return self.itinerary.resumed
 
     def take_resumed_target(self) -> Tensor | None:
         """The target of the journal's pending decision, once (None otherwise).
@@ -651,15 +619,13 @@ class Planner:
         decision is already journaled, and the initial design or the acquisition would choose it again
         anyway. Returns ``(d,)`` and forgets it; later calls (and :meth:`suggest`) decide as usual.
         """
-        target, self._resumed_target = self._resumed_target, None
-        return target
+        return self.itinerary.take_resumed()
 
     def forget_resumed(self) -> None:
         """Drop the journal's pending target and the batch queued after it: a team hands its rovers' pending
         targets back per rover (:mod:`uncertain_bo.team.journal`), where the last decision is only one
         rover's."""
-        self._resumed_target = None
-        self._queue = []
+        self.itinerary = Itinerary()
 
     def _resume(self, journal: Journal) -> None:
         """Resume from ``journal``: its start, observations, revisions, decisions and keep-out zones replayed, the
@@ -672,8 +638,8 @@ class Planner:
         for target, loc, y, variance, reached, reading in run.observations:  # target None: an en-route reading
             self.store.add(target, loc, y, variance, reached=reached, reading=reading)
         outcome = RevisionOutcome()   # the last revision of each reading wins
-        self._apply_revisions(self._revisions.check(revisions_from_records(run.revisions, outcome), self.observations,
-                                                    outcome), outcome)
+        self._revisions.apply(self._revisions.check(revisions_from_records(run.revisions, outcome), self.observations,
+                                                    outcome), outcome, self.store)
         for problem in outcome.problems:
             log.warning('journal %s: skipping revision: %s', journal.path, problem)
         self.decisions += [Decision(**d) for d in run.decisions]
@@ -682,13 +648,13 @@ class Planner:
         # records the schema kept that this planner cannot use (another dimension; a revision of such a reading):
         # left out, counted; their indices stay in the file, so the numbering already passes them
         self.journal_writer.resumed(self.n, self.n_en_route, kept - len(run.observations) + len(outcome.problems))
-        self._resumed_target, self._queue = pending_after_resume(self.decisions, self.next_index, self.keep_out,
-                                                                 self.bounds, journal.path)
-        if self.n or self._resumed_target is not None:
+        self.itinerary.resumed, self.itinerary.queue = pending_after_resume(
+            self.decisions, self.next_index, self.keep_out, self.bounds, journal.path)
+        if self.n or self.itinerary.resumed is not None:
             log.debug('resumed %d observations from %s%s', self.n, journal.path,
-                      ' (with a pending target)' if self._resumed_target is not None else '')
+                      ' (with a pending target)' if self.itinerary.resumed is not None else '')
 
-    # ------------------------------------------------------- revised locations (planner_revisions.py)
+    # ------------------------------------------------------- revised locations (revisions.py)
     @property
     def revisions_rejected(self):
         """Revisions rejected so far, by reason (:data:`~uncertain_bo.planning.revisions.REVISION_REJECTIONS`)."""
@@ -728,24 +694,11 @@ class Planner:
         Returns:
             What was applied and rejected (:class:`RevisionOutcome`).
         """
-        outcome = RevisionOutcome()
-        accepted = self._revisions.check(revisions, self.observations, outcome)
-        self.journal_writer.write_many([revision_record(self.observations.readings[row], rev) for row, rev in accepted])
-        self._apply_revisions(accepted, outcome)
-        self._revisions.count(outcome)
-        return outcome
+        return self._revisions.revise(revisions, self.store, self.journal_writer.write_many)
 
     def reject_revision(self, what: str, reason: str, detail: str) -> None:
         """Count a revision rejected before it could name a stored reading (a team's unknown ``(rover, seq)``)."""
         self._revisions.reject(what, reason, detail)
-
-    def _apply_revisions(self, accepted: list[tuple[int, LocationRevision]], outcome: RevisionOutcome) -> None:
-        """Put each accepted revision's location in place
-        (:meth:`~uncertain_bo.planning.reading_store.ReadingStore.relocate`) and count it."""
-        self.store.relocate([(row, rev.location) for row, rev in accepted])
-        for row, rev in accepted:
-            self._revisions.accepted(row, rev.stamp)
-            outcome.applied.append(self.observations.readings[row].key)
 
     def fit_subset(self, cap: int | None = None) -> Tensor | None:
         """Indices (GP row order) of the observations the next hyperparameter fit uses, or None for all.

@@ -31,6 +31,22 @@ class ReadingStore:
         execution_noise: the configured execution-noise model (the current one while nothing is learned).
         estimator: the learned execution noise, or None when it is fixed.
         inputs: what the GP trains on (:data:`~uncertain_bo.acquisition.INPUT_KINDS`).
+
+    Example:
+        A method that trains on targets gets a measurement at its commanded target, an en-route reading at its location:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Gaussian, GaussianExecutionNoise
+        >>> from uncertain_bo.models import DistributionGP
+        >>> from uncertain_bo.planning.model_schedule import ModelSchedule
+        >>> from uncertain_bo.planning.observation_log import ObservationLog
+        >>> log = ObservationLog(2)
+        >>> store = ReadingStore(log, ModelSchedule(DistributionGP(torch.tensor([[0.0, 0.0], [10.0, 10.0]])), log),
+        ...                      GaussianExecutionNoise.isotropic(0.5, 2), None, inputs='target')
+        >>> taken = Gaussian(torch.tensor([[4.2, 3.9]]), 0.01 * torch.eye(2).unsqueeze(0))
+        >>> store.add(torch.tensor([4.0, 4.0]), taken, 0.7)
+        >>> log.n, store.gp_input(torch.tensor([4.0, 4.0]), taken).mean.tolist()
+        (1, [[4.0, 4.0]])
     """
 
     def __init__(self, observations: ObservationLog, schedule: ModelSchedule, execution_noise: ExecutionNoise,

@@ -12,7 +12,7 @@ location distribution than the one it was stored with. :meth:`~uncertain_bo.plan
    - ``'unknown reading'``: no stored reading has its ``(kind, index)`` (not taken yet, lost to a damaged journal,
      or another run's);
    - ``'out of order'``: its stamp (the localiser's, s) is not after the reading's last accepted revision, or is
-     before the pose estimate the reading was stored with (:func:`~uncertain_bo.journal.schema.revision_order_problem`,
+     before the pose estimate the reading was stored with (:func:`~uncertain_bo.journal.check.revision_order_problem`,
      the schema's rule, so a resumed journal and a running planner agree); a stamp that is not a finite number;
    - ``'invalid location'``: not one distribution over the search space, a non-finite mean, a covariance that is not
      finite, symmetric and PSD (:meth:`~uncertain_bo.planning.observation_log.ObservationLog.location_problem`, the
@@ -42,12 +42,15 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..distributions import Empirical, LocationDistributions
 from ..journal.journal import location_from_record, location_to_record
-from ..journal.schema import revision_order_problem
+from ..journal.check import revision_order_problem
 from .observation_log import READING_KINDS, ObservationLog, StoredReading
+
+if TYPE_CHECKING:
+    from .reading_store import ReadingStore
 
 __all__ = ['LocationRevision', 'RevisionOutcome', 'LocationRevisions', 'REVISION_REJECTIONS', 'revision_record',
            'revisions_from_records']
@@ -70,6 +73,14 @@ class LocationRevision:
         stamp: the localiser's stamp of the revision (s, the clock of the pose stamps): when the revised estimate was
             made, e.g. the header stamp of a smoother's corrected path. Revisions of one reading apply in stamp order.
         source: where it came from, for the journal (``'revised_path'``, ...); '' = not said.
+
+    Example:
+        >>> import torch
+        >>> from uncertain_bo.distributions import Gaussian
+        >>> revised = Gaussian(torch.tensor([[1.0, 2.25]]), 0.01 * torch.eye(2)[None])
+        >>> revision = LocationRevision(('observation', 0), revised, stamp=1712.4, source='revised_path')
+        >>> revision.reading, revision.location.mean.tolist()
+        (('observation', 0), [[1.0, 2.25]])
     """
 
     reading: tuple[str, int]
@@ -86,6 +97,12 @@ class RevisionOutcome:
         applied: ``(kind, index)`` of each reading revised, in order.
         rejections: ``(which reading, reason, detail)`` of each revision rejected, in order (``('en_route 4',
             'out of order', 'stamped ...')``; reasons: :data:`REVISION_REJECTIONS`).
+
+    Example:
+        >>> outcome = RevisionOutcome(applied=[('observation', 0)])
+        >>> outcome.reject('en_route 4', 'out of order', 'stamped 10.000 s, not after the last revision (12.000 s)')
+        >>> dict(outcome.rejected), outcome.problems[0][:24]
+        ({'out of order': 1}, 'en_route 4: out of order')
     """
 
     applied: list[tuple[str, int]] = field(default_factory=list)
@@ -106,10 +123,25 @@ class RevisionOutcome:
 
 
 class LocationRevisions:
-    """The revisions' bookkeeping of one planner: the checks (module docstring) against its observation log and the
-    stamps of the revisions accepted so far, and the counts. Applying an accepted revision (the log, the GP, the
-    learned execution noise) is the planner's (:meth:`~uncertain_bo.planning.planner.Planner.revise`), which reports it
-    back (:meth:`accepted`)."""
+    """The revisions of one planner's readings: the checks (module docstring) against its observation log, the stamps
+    of the revisions accepted so far, the counts, and applying a batch (:meth:`revise`: journaled, then put in place
+    in the readings' store: the log, the GP, the learned execution noise).
+
+    Example:
+        A revision of a stored reading is accepted; one of a reading not stored is rejected and counted:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac
+        >>> from uncertain_bo.planning.observation_log import ObservationLog
+        >>> log = ObservationLog(2)
+        >>> log.add(torch.tensor([1.0, 2.0]), Dirac(torch.tensor([[1.1, 2.0]])), 0.7)
+        >>> revised = Dirac(torch.tensor([[1.0, 2.05]]))
+        >>> outcome = RevisionOutcome()
+        >>> accepted = LocationRevisions().check([LocationRevision(('observation', 0), revised, 5.0),
+        ...                                       LocationRevision(('observation', 9), revised, 5.0)], log, outcome)
+        >>> [row for row, _ in accepted], outcome.problems
+        ([0], ['observation 9: unknown reading: no stored reading has it (not taken yet, or lost)'])
+    """
 
     def __init__(self):
         #: revisions rejected so far, by reason (:data:`REVISION_REJECTIONS`)
@@ -152,10 +184,28 @@ class LocationRevisions:
             accepted.append((row, rev))
         return accepted
 
-    def accepted(self, row: int, stamp: float) -> None:
-        """Row ``row`` was revised by a revision stamped ``stamp``."""
-        self._stamps[row] = float(stamp)
-        self.applied += 1
+    def revise(self, revisions: Iterable[LocationRevision], store: 'ReadingStore',
+               write_many: Callable[[list[dict[str, Any]]], Any]) -> RevisionOutcome:
+        """Check ``revisions`` in turn (:meth:`check`), journal the accepted ones together (``write_many``: one write
+        and one fsync, :meth:`~uncertain_bo.planning.journal_writer.JournalWriter.write_many`), put them in place
+        (:meth:`apply`) and count the rejected ones (:meth:`count`); nothing is raised for a bad revision."""
+        outcome = RevisionOutcome()
+        observations = store.observations
+        accepted = self.check(revisions, observations, outcome)
+        write_many([revision_record(observations.readings[row], rev) for row, rev in accepted])
+        self.apply(accepted, outcome, store)
+        self.count(outcome)
+        return outcome
+
+    def apply(self, accepted: list[tuple[int, LocationRevision]], outcome: RevisionOutcome,
+              store: 'ReadingStore') -> None:
+        """Put each accepted ``(row, revision)`` in place (:meth:`~uncertain_bo.planning.reading_store.ReadingStore.
+        relocate`), note its stamp and count it into ``outcome``."""
+        store.relocate([(row, rev.location) for row, rev in accepted])
+        for row, rev in accepted:
+            self._stamps[row] = float(rev.stamp)
+            self.applied += 1
+            outcome.applied.append(store.observations.readings[row].key)
 
     def count(self, outcome: RevisionOutcome) -> None:
         """Count the rejections of ``outcome`` and log them (one line)."""

@@ -34,6 +34,15 @@ class ModelSettings:
     Raises:
         ValueError: a negative ``refit_every``; ``fit_max_points``, ``sparse_above`` or ``inducing_points`` not an
             integer >= 0.
+
+    Example:
+        >>> ModelSettings(refit_every=5, fit_max_points=200).fit_max_points
+        200
+        >>> try:
+        ...     ModelSettings(sparse_above=-1)
+        ... except ValueError as exc:
+        ...     print(exc)
+        sparse_above must be an integer >= 0, got -1
     """
 
     refit_every: int = 1
@@ -61,6 +70,14 @@ class PlannerSettings:
 
     Raises:
         ValueError: see :class:`~uncertain_bo.planning.planner.Planner`.
+
+    Example:
+        >>> import torch
+        >>> from uncertain_bo.distributions import GaussianExecutionNoise
+        >>> noise = GaussianExecutionNoise.isotropic(0.5, 2)
+        >>> settings = PlannerSettings.of(torch.tensor([[0.0, 0.0], [10.0, 10.0]]), noise, n_initial=4, refit_every=3)
+        >>> settings.n_initial, settings.model.refit_every, settings.replace(travel_weight=0.5).travel_weight
+        (4, 3, 0.5)
     """
 
     bounds: Tensor
@@ -146,7 +163,22 @@ class Setting:
     """A planner attribute that shows one of its settings (``planner.refit_every`` is ``planner.settings.model.
     refit_every``). Assigning it replaces the planner's settings from the next decision on (checked; a
     :class:`ValueError` leaves them as they were); a setting that other parts depend on is read-only here
-    (``writable=False``) and changes through the planner's ``set_*`` method named in the error."""
+    (``writable=False``) and changes through the planner's ``set_*`` method named in the error.
+
+    Example:
+        >>> import torch
+        >>> from uncertain_bo.distributions import GaussianExecutionNoise
+        >>> from uncertain_bo.planning.planner import Planner
+        >>> planner = Planner(torch.tensor([[0.0, 0.0], [10.0, 10.0]]), GaussianExecutionNoise.isotropic(0.5, 2))
+        >>> planner.refit_every = 5                   # a writable setting: replaces the planner's settings
+        >>> planner.settings.model.refit_every
+        5
+        >>> try:
+        ...     planner.bounds = torch.tensor([[0.0, 0.0], [5.0, 5.0]])
+        ... except AttributeError as exc:
+        ...     print(exc)
+        bounds is changed by set_bounds()
+    """
 
     def __init__(self, writable: bool = True, setter: str = ''):
         self.writable, self.setter = writable, setter

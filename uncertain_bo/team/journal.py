@@ -47,6 +47,22 @@ class TeamResume:
         merged: ``(rover, seq)`` -> the planner's index of that measurement (of an en-route reading among them).
         last_location: rover -> ``(d,)`` the mean of its last journaled location.
         records: rover -> its ``observation`` and ``en_route`` records, in order.
+
+    Example:
+        A team stopped while rover0 drove to its target; the restarted planner hands it back:
+
+        >>> import tempfile, torch
+        >>> from pathlib import Path
+        >>> from uncertain_bo.distributions import GaussianExecutionNoise
+        >>> from uncertain_bo.planning.planner import Planner
+        >>> from uncertain_bo.team.planner import TeamPlanner
+        >>> bounds, noise = torch.tensor([[0.0, 0.0], [10.0, 10.0]]), GaussianExecutionNoise.isotropic(0.5, 2)
+        >>> with tempfile.TemporaryDirectory() as run_dir:
+        ...     path = Path(run_dir) / 'journal.jsonl'
+        ...     target = TeamPlanner().add_rover('rover0', Planner(bounds, noise, n_initial=2, journal=path)).suggest()
+        ...     resumed = team_resume(Planner(bounds, noise, n_initial=2, journal=path))
+        >>> resumed.rovers, torch.equal(resumed.pending['rover0'], target), resumed.seqs
+        (['rover0'], True, {'rover0': 0})
     """
 
     rovers: list[str] = field(default_factory=list)

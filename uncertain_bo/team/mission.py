@@ -148,6 +148,16 @@ class TeamResult:
         dropped: names of the rovers dropped (silent for ``silence_timeout``), in order.
         duplicates: measurements delivered again and merged once (:meth:`TeamPlanner.merge`).
         distance: true distance driven per rover (m).
+
+    Example:
+        >>> from uncertain_bo.sim.mission import mission_parameters
+        >>> start = {'initial_x': 30.0, 'initial_y': 30.0}
+        >>> explorer = {'max_measurements': 2, 'n_initial': 2, 'refit_every': 0}    # fixed hyperparameters: fast
+        >>> params = mission_parameters({'sim_rover': {'field_extent': [0.0, 60.0, 0.0, 60.0], 'seed': 1, **start},
+        ...                              'ekf': start, 'explorer': explorer})
+        >>> result = Team(params, rovers=2).run()
+        >>> result.completed, len(result.planners), len(result.measurements), result.dropped, result.duplicates
+        (True, 1, 2, [], 0)
     """
 
     planners: list[Planner]
@@ -188,6 +198,20 @@ class Team(TeamPlanner):
     Raises:
         ValueError: ``rovers < 1``, ``partition`` with ``sharing``, a journal without sharing, a non-positive
             ``silence_timeout``.
+
+    Example:
+        Two simulated rovers on a 60 m field share one planner and a budget of two measurements:
+
+        >>> from uncertain_bo.sim.mission import mission_parameters
+        >>> start = {'initial_x': 30.0, 'initial_y': 30.0}
+        >>> explorer = {'max_measurements': 2, 'n_initial': 2, 'refit_every': 0}    # fixed hyperparameters: fast
+        >>> params = mission_parameters({'sim_rover': {'field_extent': [0.0, 60.0, 0.0, 60.0], 'seed': 1, **start},
+        ...                              'ekf': start, 'explorer': explorer})
+        >>> team = Team(params, rovers=2)
+        >>> list(team.views), len(team.planners)
+        (['rover0', 'rover1'], 1)
+        >>> team.run().planners[0].n
+        2
     """
 
     def __init__(self, params: dict[str, dict[str, Any]], *, rovers: int = 2, sharing: bool = True,

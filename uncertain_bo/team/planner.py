@@ -26,7 +26,21 @@ log = logging.getLogger('uncertain_bo.team.mission')
 class SeqRevision:
     """A revised location distribution of a team rover's reading, named by the rover's sequence number ``seq``
     (:meth:`TeamPlanner.revise`); ``location``, ``stamp`` and ``source`` as in
-    :class:`~uncertain_bo.planning.revisions.LocationRevision`."""
+    :class:`~uncertain_bo.planning.revisions.LocationRevision`.
+
+    Example:
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac, GaussianExecutionNoise
+        >>> from uncertain_bo.planning.planner import Planner
+        >>> team = TeamPlanner()
+        >>> view = team.add_rover('rover0', Planner(torch.tensor([[0.0, 0.0], [10.0, 10.0]]),
+        ...                                         GaussianExecutionNoise.isotropic(0.5, 2)))
+        >>> target = view.suggest()
+        >>> index = view.observe(target, Dirac(target.reshape(1, 2)), 0.7)            # rover0's seq 0
+        >>> outcome = team.revise('rover0', [SeqRevision(0, Dirac(target.reshape(1, 2) + 0.25), stamp=12.0)])
+        >>> outcome.applied, torch.equal(view.planner.locations.mean[0], target + 0.25)
+        ([('observation', 0)], True)
+    """
 
     seq: int
     location: LocationDistributions
@@ -57,6 +71,18 @@ class RoverView:
         decision: the planner's :class:`~uncertain_bo.planning.planner.Decision` of that target.
         pending_at_decision: how many other rovers' targets were pending when it was decided.
         measurements_at_decision: how many measurements the planner held when it was decided.
+
+    Example:
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac, GaussianExecutionNoise
+        >>> from uncertain_bo.planning.planner import Planner
+        >>> planner = Planner(torch.tensor([[0.0, 0.0], [10.0, 10.0]]), GaussianExecutionNoise.isotropic(0.5, 2))
+        >>> view = TeamPlanner().add_rover('rover0', planner)
+        >>> target = view.suggest()
+        >>> planner.decisions[-1].rover, view.target is target
+        ('rover0', True)
+        >>> view.observe(target, Dirac(target.reshape(1, 2)), 0.7), view.seq, view.target, view.n
+        (0, 1, None, 1)
     """
 
     def __init__(self, team: 'TeamPlanner', name: str, planner: Planner):
@@ -191,6 +217,22 @@ class TeamPlanner:
         resumed: id(planner) -> what its journal said about the team (:class:`~uncertain_bo.team.journal.
             TeamResume`; empty for a new journal).
         released: rover -> the resumed pending target released because the rover is not in the team.
+
+    Example:
+        Two rovers share one planner; a measurement delivered twice is stored once:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac, GaussianExecutionNoise
+        >>> from uncertain_bo.planning.planner import Planner
+        >>> planner = Planner(torch.tensor([[0.0, 0.0], [10.0, 10.0]]), GaussianExecutionNoise.isotropic(0.5, 2))
+        >>> team = TeamPlanner()
+        >>> first, second = team.add_rover('rover0', planner), team.add_rover('rover1', planner)
+        >>> target = first.suggest()
+        >>> torch.equal(team.pending(exclude='rover1'), target.reshape(1, 2))     # pending for rover1's decision
+        True
+        >>> indices = [team.merge('rover0', 0, target, Dirac(target.reshape(1, 2)), 0.7) for _ in range(2)]
+        >>> indices, team.duplicates, planner.n
+        ([0, 0], 1, 1)
     """
 
     def __init__(self, *, pending_targets: bool = True):
