@@ -64,6 +64,25 @@ class Peak:
         candidates: cells the joint draws were over; samples: the draws.
         truncated: more cells qualified as candidates than ``max_candidates``; excluded_bound: the union bound of
             the module docstring on the probability that a cell left out holds the argmax.
+
+    Example:
+        A warm spring at (20, 30) m in a 50 m x 50 m lake, temperature read every 10 m: the robust peak of the map,
+        with its 95 % credible interval and the cells that hold the argmax with 95 % probability:
+
+        >>> import pathlib, tempfile
+        >>> from uncertain_bo.survey_map.posterior import MapSettings, fit_map
+        >>> from uncertain_bo.survey_map.sources import read_survey
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = pathlib.Path(folder, 'temperature.csv')
+        ...     _ = path.write_text('x,y,celsius\\n' + '\\n'.join(
+        ...         f'{x},{y},{12 + 4 * 2.0 ** (-((x - 20) ** 2 + (y - 30) ** 2) / 400)}' for x in range(0, 60, 10)
+        ...         for y in range(0, 60, 10)))
+        ...     temperature = read_survey(path, value='celsius', location_std=1.0)
+        >>> peak = robust_peak(fit_map(temperature, MapSettings(resolution=5.0)), samples=200)
+        >>> peak.xy.tolist(), peak.mean, peak.interval        # °C
+        ([20.0, 30.0], 15.9..., (15.9..., 16.0...))
+        >>> peak.region_contains(*peak.cell), peak.region_mass >= peak.region_probability
+        (True, True)
     """
 
     xy: np.ndarray
