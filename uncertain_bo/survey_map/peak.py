@@ -72,11 +72,11 @@ class Peak:
         >>> import pathlib, tempfile
         >>> from uncertain_bo.survey_map.posterior import MapSettings, fit_map
         >>> from uncertain_bo.survey_map.sources import read_survey
+        >>> xy = 10.0 * np.stack(np.meshgrid(range(6), range(6)), -1).reshape(-1, 2)     # m
+        >>> celsius = 12 + 4 * 2.0 ** (-((xy - [20.0, 30.0]) ** 2).sum(-1) / 400)
         >>> with tempfile.TemporaryDirectory() as folder:
         ...     path = pathlib.Path(folder, 'temperature.csv')
-        ...     _ = path.write_text('x,y,celsius\\n' + '\\n'.join(
-        ...         f'{x},{y},{12 + 4 * 2.0 ** (-((x - 20) ** 2 + (y - 30) ** 2) / 400)}' for x in range(0, 60, 10)
-        ...         for y in range(0, 60, 10)))
+        ...     np.savetxt(path, np.column_stack([xy, celsius]), delimiter=',', header='x,y,celsius', comments='')
         ...     temperature = read_survey(path, value='celsius', location_std=1.0)
         >>> peak = robust_peak(fit_map(temperature, MapSettings(resolution=5.0)), samples=200)
         >>> peak.xy.tolist(), peak.mean, peak.interval        # °C
