@@ -68,8 +68,8 @@ class QuadratureObjective(ABC):
         ...     x_bounds, contexts = np.array([[-1.0], [1.0]]), np.array([[-0.5], [0.0], [0.5]])
         ...     def values(self, x):
         ...         return -(x - self.contexts.T) ** 2
-        >>> Bowl().values(np.array([[0.5]])).tolist(), Bowl().value([0.5], index=2)
-        ([[-1.0, -0.25, -0.0]], -0.0)
+        >>> Bowl().values(np.array([[0.25]])).tolist(), Bowl().value([0.25], index=0)     # f(x, w_i) for each i
+        ([[-0.5625, -0.0625, -0.0625]], -0.5625)
     """
 
     x_bounds: np.ndarray

@@ -59,8 +59,8 @@ class Recording:
             None for a recording of another recorder.
 
     Example:
-        Three depth readings written to a bag in a temporary folder (:class:`~uncertain_bo.recording.bag_writer.
-        BagWriter`) and read back in the recorded order:
+        Three depth readings written to a bag in a temporary folder
+        (:class:`~uncertain_bo.recording.bag_writer.BagWriter`) and read back in the recorded order:
 
         >>> import pathlib, tempfile
         >>> from rosbags.typesys import Stores, get_typestore
