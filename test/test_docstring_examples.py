@@ -1,14 +1,19 @@
 """Every public class of the package shows its use in an ``Example:`` section, and every example runs as written.
 
 The examples are doctests: ``doctest`` runs each module's docstrings, so an example that no longer matches the code
-fails here. Modules of the ROS layer skip (with the reason) where rclpy or the message packages are not installed.
+fails here. Modules of the ROS layer skip (with the reason) where rclpy or the message packages are not installed, and
+so do a module's examples where one needs an optional dependency that is not installed (the recording extra's rosbags,
+the geo extra's pyproj: the library imports without them, their examples cannot run).
 """
 import ast
 import doctest
 import importlib
 import pathlib
+import sys
 
 import pytest
+
+from uncertain_bo.extras import extra_for, install_hint
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / 'uncertain_bo'
 
@@ -36,10 +41,44 @@ def _import(name):
         pytest.skip(f'{name} needs {error.name}, not installed here')
 
 
+class _Runner(doctest.DocTestRunner):
+    """doctest's runner, noting the first optional dependency (:func:`uncertain_bo.extras.extra_for`) an example
+    found missing."""
+
+    missing = None
+
+    def report_unexpected_exception(self, out, test, example, exc_info):
+        error = exc_info[1]
+        if self.missing is None and isinstance(error, ModuleNotFoundError) and extra_for(error.name):
+            self.missing = error.name
+        super().report_unexpected_exception(out, test, example, exc_info)
+
+
+def _run_examples(module):
+    """``(failed, attempted)`` example lines of ``module``, as ``doctest.testmod`` counts them; a skip where one
+    needs an optional dependency that is not installed."""
+    runner = _Runner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for test in doctest.DocTestFinder().find(module):
+        runner.run(test)
+    if runner.missing is not None:
+        pytest.skip(f'an example of {module.__name__} needs {runner.missing}, not installed here '
+                    f'({install_hint(runner.missing)})')
+    return runner.failures, runner.tries
+
+
 @pytest.mark.parametrize('name', [name for name, path in MODULES if '>>>' in path.read_text()])
 def test_the_examples_run_as_written(name):
-    result = doctest.testmod(_import(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.failed == 0, f'{result.failed} of {result.attempted} example lines of {name} failed (see above)'
+    failed, attempted = _run_examples(_import(name))
+    assert failed == 0, f'{failed} of {attempted} example lines of {name} failed (see above)'
+
+
+def test_examples_that_need_an_extra_not_installed_skip(monkeypatch):
+    """Without the recording extra (rosbags blocked, as in a ``pip install .`` without it) the examples of the bag
+    writer skip and say which extra they need, instead of failing."""
+    for module in [m for m in sys.modules if m.split('.')[0] == 'rosbags'] + ['rosbags']:
+        monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(pytest.skip.Exception, match=r'needs rosbags.*recording extra'):
+        test_the_examples_run_as_written('uncertain_bo.recording.bag_writer')
 
 
 @pytest.mark.parametrize('name,path', [(name, path) for name, path in MODULES if _public_classes(path)],

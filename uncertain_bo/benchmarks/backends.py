@@ -36,13 +36,34 @@ LOCAL_ALLOWED_FAILURES = 1
 
 
 class BackendError(ValueError):
-    """A backend cannot start (Dask missing, scheduler unreachable, bad address): a user-facing one-liner."""
+    """A backend cannot start (Dask missing, scheduler unreachable, bad address): a user-facing one-liner.
+
+    Example:
+        ``--scheduler`` without ``--backend dask``:
+
+        >>> resolve_backend('joblib', 'tcp://10.0.0.5:8786')
+        Traceback (most recent call last):
+        ...
+        uncertain_bo.benchmarks.backends.BackendError: --scheduler is for --backend dask (joblib runs ...)
+    """
 
 
 @dataclass
 class Outcome:
     """A finished run: ``result`` (as :func:`~uncertain_bo.benchmarks.runner.run` returns it, with ``key``) or
-    ``error`` (one line: the exception type and message)."""
+    ``error`` (one line: the exception type and message).
+
+    Example:
+        A run that raises comes back as an outcome with a one-line error (the other runs go on); ``n_jobs=1`` runs
+        in this process:
+
+        >>> from uncertain_bo.benchmarks import RunSpec
+        >>> def flaky(problem, method, seed, iterations, settings):
+        ...     raise RuntimeError(f'simulator crashed at seed {seed}')
+        >>> [outcome] = execute([RunSpec('rkhs2d', 'ugp_ucb', seed=3, iterations=10)], flaky, n_jobs=1)
+        >>> outcome.index, outcome.result, outcome.error
+        (0, None, 'RuntimeError: simulator crashed at seed 3 (<doctest ...>:2)')
+    """
 
     index: int
     result: dict[str, Any] | None = None

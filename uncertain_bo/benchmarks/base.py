@@ -66,6 +66,21 @@ class BenchSettings:
             ``node.name`` for the other simulation nodes (``ekf``, ``particle_filter``, ``pure_pursuit``).
             A suite field (:mod:`~uncertain_bo.benchmarks.suite`) brings its own noise and localisation
             settings; these apply over them.
+
+    Example:
+        The radius of the DRBQO problems' ambiguity set as a problem parameter (``--problem-param rho=0.5``), and a
+        name the problem does not declare:
+
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> logistic = get_problem('drbqo-logistic')
+        >>> logistic.param_values(BenchSettings(problem=(('rho', 0.5),)))
+        {'rho': 0.5}
+        >>> logistic.param_values(BenchSettings(problem=(('radius', 0.5),)))
+        Traceback (most recent call last):
+        ...
+        ValueError: problem 'drbqo-logistic' has no parameter 'radius' (known: rho)
+        >>> BenchSettings(beta=2.0, mismatch=2.0).beta_label(uses_beta=True)   # sigma_hat_x = 2 sigma_x, fixed beta
+        '2'
     """
 
     beta: str | float | None = None
@@ -100,6 +115,18 @@ class Measurement:
         location: the location distribution :math:`P^L_t` (batch of 1) handed to the planner.
         y: the reading :math:`y_t`.
         extra: JSON-able extras recorded with the iteration.
+
+    Example:
+        One query of paper §6.1's synthetic world on ``rkhs2d`` (execution noise :math:`\\sigma_x = 0.1`):
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> world = get_problem('rkhs2d').instance(seed=0).world(seed=0)
+        >>> m = world.measure(torch.tensor([0.5, 0.5], dtype=torch.float64))
+        >>> m.executed.tolist()               # where the query really happened
+        [0.510..., 0.401...]
+        >>> m.location, round(m.y, 3)          # P^L_t handed to the planner, the reading
+        (Gaussian(n=1, d=2), 0.704)
     """
 
     executed: Tensor
@@ -113,6 +140,17 @@ class World(ABC):
 
     Attributes:
         start: optional ``(d,)`` start position given to the planner (orders the initial design).
+
+    Example:
+        A world that measures exactly at the target (no execution or localisation noise):
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac
+        >>> class ExactWorld(World):
+        ...     def measure(self, target):
+        ...         return Measurement(target, Dirac(target.reshape(1, -1)), float(-(target ** 2).sum()))
+        >>> ExactWorld().measure(torch.tensor([0.3, 0.4], dtype=torch.float64)).y
+        -0.25
     """
 
     start: Tensor | None = None
@@ -138,6 +176,19 @@ class GaussianInputWorld(World):
         f: objective on ``(n, d)`` numpy arrays -> ``(n,)``.
         sigma_x, sigma_l, sigma_zeta: execution, localisation and output noise standard deviations.
         rng: the run's random stream.
+
+    Example:
+        :math:`f(\mathbf x) = -\|\mathbf x\|^2` with :math:`\sigma_x = 0.1`, :math:`\sigma_L = 0.05`,
+        noiseless readings:
+
+        >>> import numpy as np, torch
+        >>> world = GaussianInputWorld(lambda x: -(x ** 2).sum(-1), sigma_x=0.1, sigma_l=0.05, sigma_zeta=0.0,
+        ...                            rng=np.random.default_rng(0))
+        >>> m = world.measure(torch.tensor([0.3, 0.4], dtype=torch.float64))
+        >>> m.y == -float((m.executed ** 2).sum())       # the reading is f at the executed position
+        True
+        >>> torch.allclose(m.location.covariance, 0.05 ** 2 * torch.eye(2, dtype=torch.float64))   # sigma_L^2 I
+        True
     """
 
     def __init__(self, f: Callable[[np.ndarray], np.ndarray], sigma_x: float, sigma_l: float,
@@ -156,7 +207,21 @@ class GaussianInputWorld(World):
 
 
 class Instance(ABC):
-    """One objective of a problem (drawn for one seed)."""
+    """One objective of a problem (drawn for one seed).
+
+    Example:
+        The regret oracle of a registered problem: the exact robust objective :math:`g` at a target and the robust
+        optimum :math:`g^*`:
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> rkhs = get_problem('rkhs2d').instance(seed=0)
+        >>> rkhs.dim, rkhs.robust_value(torch.tensor([[0.5, 0.5]], dtype=torch.float64)).tolist()
+        (2, [0.2614...])
+        >>> x_star, g_star = rkhs.optimum
+        >>> x_star.tolist(), g_star
+        ([0.590..., 0.249...], 0.848...)
+    """
 
     bounds: Tensor
 
@@ -233,7 +298,19 @@ class Instance(ABC):
 
 
 class Problem(ABC):
-    """A benchmark problem: a family of instances plus its paper defaults."""
+    """A benchmark problem: a family of instances plus its paper defaults.
+
+    Example:
+        A registered problem's paper defaults and which of its methods use :math:`\\beta_t`:
+
+        >>> from uncertain_bo.acquisition import get_method
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> rkhs = get_problem('rkhs2d')
+        >>> rkhs.default_iterations, rkhs.default_methods, rkhs.default_beta
+        (400, 'ugp_ucb,igp_ucb,uei', 'theory')
+        >>> rkhs.uses_beta(get_method('ugp_ucb')), rkhs.uses_beta(get_method('uei'))
+        (True, False)
+    """
 
     name: str = ''
     description: str = ''

@@ -83,6 +83,20 @@ class CVObjective(QuadratureObjective):
 
     Raises:
         ValueError: unknown model or data set.
+
+    Example:
+        The RBF SVM on wine: a query (:math:`\\log_{10} C`, :math:`\\log_{10}\\gamma`) is scored at the nearest
+        point of the 15 x 15 grid, one accuracy per fold (the folds one-hot):
+
+        >>> svm = CVObjective('svm', 'wine', n_folds=5)
+        >>> svm.points.shape, svm.contexts.shape
+        ((225, 2), (5, 5))
+        >>> svm.points[svm.grid_index([[0.1, -2.2]])].round(3).tolist()
+        [[0.143, -2.0]]
+        >>> CVObjective('svm', 'mnist', n_folds=5)
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown model 'svm' or data set 'mnist'
     """
 
     polish = False
@@ -158,7 +172,14 @@ class CVObjective(QuadratureObjective):
 
 
 class CVProblem(QuadratureProblem):
-    """A cross-validation tuning problem (module docstring)."""
+    """A cross-validation tuning problem (module docstring).
+
+    Example:
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> wine = get_problem('drbqo-cv-svm-wine')
+        >>> isinstance(wine, CVProblem), wine.n_folds, wine.default_methods, wine.params
+        (True, 5, 'drbqo,bqo_ei,bqo_ts,mtbo', {'rho': 1.0})
+    """
 
     model = 'elasticnet'
     dataset = 'digits'

@@ -112,7 +112,19 @@ def michalewicz_model(bounds: Tensor, kernel: DistributionKernel | None) -> Dist
 
 
 class MichalewiczInstance(Instance):
-    """The (deterministic) Michalewicz objective with its quadrature robust oracle."""
+    """The (deterministic) Michalewicz objective with its quadrature robust oracle.
+
+    Example:
+        Near the maximiser of :math:`f` the robust value under :math:`\\sigma_x = 0.1` is much lower: the peaks are
+        narrow:
+
+        >>> import numpy as np, torch
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> instance = get_problem('michalewicz4d').instance(seed=0)
+        >>> x = torch.tensor([[2.20, 1.57, 1.285, 1.114]], dtype=torch.float64)
+        >>> michalewicz(x.numpy()).round(3).tolist(), instance.robust_value(x).tolist()    # f(x), g(x)
+        ([3.657], [2.611...])
+    """
 
     def __init__(self, dim: int = 4, *, sigma_x: float = 0.1, sigma_zeta: float = 0.1,
                  localisation_ratio: float = 0.5, n_initial: int = 10, refit_every: int = 10):
@@ -151,7 +163,19 @@ class MichalewiczInstance(Instance):
 
 
 class Michalewicz4D(Problem):
-    """Paper §6.2: 4-D Michalewicz, β = 3, 300 iterations, 10 seeds (β sweep with 5)."""
+    """Paper §6.2: 4-D Michalewicz, β = 3, 300 iterations, 10 seeds (β sweep with 5).
+
+    Example:
+        >>> from uncertain_bo.acquisition import get_method
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> problem = get_problem('michalewicz4d')
+        >>> problem.default_iterations, problem.default_beta, problem.instance(seed=0).bounds[1].tolist()
+        (300, 3.0, [3.141592653589793, 3.141592653589793, 3.141592653589793, 3.141592653589793])
+        >>> problem.instance(seed=0).planner_config(get_method('ugp_ucb'), BenchSettings(beta='theory'))
+        Traceback (most recent call last):
+        ...
+        ValueError: michalewicz4d is not in the kernel's RKHS: no theory beta; give a number
+    """
 
     name = 'michalewicz4d'
     description = 'negated Michalewicz (m=10) on [0, pi]^4, sigma_x = 0.1 (Oliveira et al. 2019, §6.2)'

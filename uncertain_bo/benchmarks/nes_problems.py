@@ -188,7 +188,20 @@ def gp_prior_draw(rng: np.random.Generator, sigma_f: float = 0.5, lengthscale: f
 
 class NESFunction:
     """An objective ``fn(x (n, d), var (d,)) -> (n,)`` (``var = 0``: :math:`f`; else :math:`g` under
-    :math:`\\mathcal N(0, \\mathrm{diag}(var))`) on a box, with the input noise :math:`\\sigma_x` per dimension."""
+    :math:`\\mathcal N(0, \\mathrm{diag}(var))`) on a box, with the input noise :math:`\\sigma_x` per dimension.
+
+    Example:
+        :math:`f(x) = \\cos x` with :math:`\\sigma_x = 0.5`; in closed form
+        :math:`g(x) = \\mathbb E \\cos(x + \\xi) = e^{-\\sigma_x^2/2} \\cos x`:
+
+        >>> import numpy as np
+        >>> cosine = NESFunction(lambda x, var: np.cos(x[:, 0]) * np.exp(-var[0] / 2), [[-1.0], [1.0]], sigma_x=0.5)
+        >>> cosine.f([[0.0]]).tolist(), cosine.g([[0.0]]).round(4).tolist()
+        ([1.0], [0.8825])
+        >>> x_star, g_star = cosine.robust_optimum()
+        >>> abs(x_star).round(6).tolist(), round(g_star, 4)
+        ([0.0], 0.8825)
+    """
 
     def __init__(self, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], bounds: np.ndarray,
                  sigma_x: float | np.ndarray):
@@ -228,7 +241,18 @@ class NESFunction:
 
 
 class NESWorld(World):
-    """NES's setting: the target is executed exactly (Dirac location), :math:`y = f(\\mathbf x) + \\epsilon`."""
+    """NES's setting: the target is executed exactly (Dirac location), :math:`y = f(\\mathbf x) + \\epsilon`.
+
+    Example:
+        NES queries are executed exactly; the location is a Dirac at the target:
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> world = get_problem('nes-sin').instance(seed=0).world(seed=0)
+        >>> m = world.measure(torch.tensor([0.3], dtype=torch.float64))
+        >>> m.executed.tolist(), m.location, abs(m.y - float(world.fn.f([[0.3]])[0])) < 0.01   # sigma_eps = 1e-3
+        ([0.3], Dirac(n=1, d=1), True)
+    """
 
     def __init__(self, fn: NESFunction, noise_var: float, rng: np.random.Generator):
         self.fn, self.noise_std, self.rng = fn, math.sqrt(noise_var), rng
@@ -274,7 +298,21 @@ def lengthscale_prior_factory(sigma_x: np.ndarray, prior: bool, fixed: dict[str,
 
 
 class NESInstance(Instance):
-    """One NES objective (the same for every seed except the within-model study's GP draws)."""
+    """One NES objective (the same for every seed except the within-model study's GP draws).
+
+    Example:
+        ``nes-sin``: :math:`f(x) = \\sin(5\\pi x^2) + 0.5 x`, robust under :math:`\\sigma_x = 0.05`; the inference
+        regret of a recommendation:
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> instance = get_problem('nes-sin').instance(seed=0)
+        >>> x_star, g_star = instance.optimum
+        >>> x_star.tolist(), round(g_star, 3)
+        ([0.311...], 1.042)
+        >>> round(g_star - float(instance.robust_value(torch.tensor([[0.75]], dtype=torch.float64))), 3)
+        0.383
+    """
 
     def __init__(self, fn: NESFunction, *, n_initial: int, prior: bool, noise_var: float = OBSERVATION_NOISE,
                  fixed: dict[str, float] | None = None, optimum: tuple[np.ndarray, float] | None = None):
@@ -330,7 +368,16 @@ def _optimum(key: str) -> tuple[np.ndarray, float]:
 
 
 class NESProblem(Problem):
-    """One of NES's fixed benchmark functions in one hyperparameter regime."""
+    """One of NES's fixed benchmark functions in one hyperparameter regime.
+
+    Example:
+        Each function in two hyperparameter regimes (``-ml``: a free marginal-likelihood fit):
+
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> problem = get_problem('nes-hartmann3-ml')
+        >>> problem.n_initial, problem.default_iterations, problem.description
+        (10, 110, 'NES benchmark hartmann3 (Froehlich et al. 2020), free ML fit')
+    """
 
     default_seeds = 50
     default_beta = 2.0
@@ -354,7 +401,19 @@ class NESProblem(Problem):
 
 class WithinModelProblem(Problem):
     """NES §4.1: per seed a function drawn from the 1-D SE GP prior (:math:`\\sigma_f = 0.5`, :math:`\\ell = 0.05`),
-    :math:`\\sigma_x = 0.05`, hyperparameters fixed at the true ones, :math:`\\sigma_\\epsilon^2 = 10^{-4}`."""
+    :math:`\\sigma_x = 0.05`, hyperparameters fixed at the true ones, :math:`\\sigma_\\epsilon^2 = 10^{-4}`.
+
+    Example:
+        A new GP prior draw per seed, with the true hyperparameters held fixed:
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> problem, x = get_problem('nes-within-model'), torch.tensor([[0.5]], dtype=torch.float64)
+        >>> problem.instance(seed=0).fixed
+        {'lengthscale': 0.05, 'outputscale': 0.25, 'noise': 0.0001}
+        >>> bool(problem.instance(seed=0).robust_value(x) != problem.instance(seed=1).robust_value(x))
+        True
+    """
 
     name = 'nes-within-model'
     description = 'NES within-model study: 1-D GP prior draws, true hyperparameters (Froehlich et al. 2020, 4.1)'

@@ -61,7 +61,15 @@ _TOP_KEYS = {'title', 'paper', 'source', 'parts', 'metric', 'deviations'}
 
 @dataclass(frozen=True)
 class Part:
-    """One grid of runs of a protocol (see the module docstring for the fields)."""
+    """One grid of runs of a protocol (see the module docstring for the fields).
+
+    Example:
+        Fig. 2 of the uGP-UCB paper: one part, the execution-noise mismatch swept:
+
+        >>> [part] = load_protocol('ugp-ucb-2019-rkhs2d').parts
+        >>> part.problem, part.methods, part.seeds, part.iterations, part.mismatch
+        ('rkhs2d', ('ugp_ucb', 'igp_ucb', 'uei'), 10, 400, (0.25, 0.5, 1.0, 2.0, 5.0, 10.0))
+    """
 
     problem: str
     methods: tuple[str, ...]
@@ -75,7 +83,15 @@ class Part:
 
 @dataclass(frozen=True)
 class Metric:
-    """The paper's metric: a per-iteration record field and how it is aggregated over seeds."""
+    """The paper's metric: a per-iteration record field and how it is aggregated over seeds.
+
+    Example:
+        NES reports the inference regret of the recommendation as median and quartiles over seeds:
+
+        >>> metric = load_protocol('nes-2020-sin').metric
+        >>> metric.key, metric.statistic, STATISTICS[metric.statistic], metric.also
+        ('rec_regret', 'median_quartiles', 'median [25 %, 75 %]', ('rec_distance',))
+    """
 
     name: str
     key: str
@@ -87,6 +103,25 @@ class Metric:
 
 @dataclass(frozen=True)
 class Protocol:
+    """A paper's experimental protocol (module docstring): its parts, metric and the project's deviations.
+
+    Example:
+        A shipped protocol as the runs ``uncertain-bo bench --protocol`` makes of it (3 seeds instead of 50),
+        and a protocol whose budget cannot be:
+
+        >>> protocol = load_protocol('nes-2020-sin')
+        >>> protocol.paper
+        'Fröhlich, ... AISTATS 2020'
+        >>> specs = protocol_specs(protocol, seeds=3)
+        >>> len(specs), specs[0].key
+        (21, 'nes-sin__nes_ep__beta=-_mismatch=1__seed0')
+        >>> parse_protocol('mine', 'title: t\\npaper: p\\nparts: [{problem: rkhs2d, methods: ugp_ucb, seeds: 0, '
+        ...                'iterations: 10}]\\nmetric: {name: regret, key: rec_regret, statistic: mean_std}')
+        Traceback (most recent call last):
+        ...
+        ValueError: protocol 'mine', part 1: seeds must be a positive integer, got 0
+    """
+
     name: str
     title: str
     paper: str

@@ -59,6 +59,17 @@ class QuadratureObjective(ABC):
     Attributes:
         x_bounds: ``(2, d)`` decision box.
         contexts: ``(n, m)`` the samples :math:`S_n` (their coordinates are the decision space's context part).
+
+    Example:
+        :math:`f(\\mathbf x, w_i) = -(x - w_i)^2` on three samples :math:`S_3 = \\{-0.5, 0, 0.5\\}`:
+
+        >>> import numpy as np
+        >>> class Bowl(QuadratureObjective):
+        ...     x_bounds, contexts = np.array([[-1.0], [1.0]]), np.array([[-0.5], [0.0], [0.5]])
+        ...     def values(self, x):
+        ...         return -(x - self.contexts.T) ** 2
+        >>> Bowl().values(np.array([[0.25]])).tolist(), Bowl().value([0.25], index=0)     # f(x, w_i) for each i
+        ([[-0.5625, -0.0625, -0.0625]], -0.5625)
     """
 
     x_bounds: np.ndarray
@@ -93,7 +104,17 @@ class QuadratureObjective(ABC):
 
 
 class FunctionObjective(QuadratureObjective):
-    """A vectorised ``f(x (q, d), w (q, n, m)) -> (q, n)`` on a sample set."""
+    """A vectorised ``f(x (q, d), w (q, n, m)) -> (q, n)`` on a sample set.
+
+    Example:
+        The paper's §6.1 logistic objective on two samples; at :math:`\\mathbf x = 0` every sample gives
+        :math:`-\\log 2`:
+
+        >>> import numpy as np
+        >>> f = FunctionObjective(logistic, [[-2.0, -2.0], [2.0, 2.0]], contexts=[[1.0, 0.0], [0.0, -1.0]])
+        >>> f.values(np.array([[0.0, 0.0], [1.0, 1.0]])).round(4).tolist()
+        [[-0.6931, -0.6931], [-1.3133, -0.3133]]
+    """
 
     def __init__(self, f: Callable[[np.ndarray, np.ndarray], np.ndarray], x_bounds: np.ndarray,
                  contexts: np.ndarray):
@@ -138,6 +159,16 @@ class QuadratureWorld(World):
         objective: the quadrature objective.
         noise_std: output noise standard deviation.
         rng: the run's random stream.
+
+    Example:
+        A query's context snaps to the nearest sample :math:`w_i`; the location is a Dirac at :math:`(\\mathbf x, w_i)`:
+
+        >>> import numpy as np, torch
+        >>> f = FunctionObjective(logistic, [[-2.0, -2.0], [2.0, 2.0]], contexts=[[1.0, 0.0], [0.0, -1.0]])
+        >>> world = QuadratureWorld(f, noise_std=0.0, rng=np.random.default_rng(0))
+        >>> m = world.measure(torch.tensor([1.0, 1.0, 0.2, -0.7], dtype=torch.float64))
+        >>> m.executed.tolist(), round(m.y, 4), m.extra
+        ([1.0, 1.0, 0.0, -1.0], -0.3133, {'context_index': 1})
     """
 
     def __init__(self, objective: QuadratureObjective, noise_std: float, rng: np.random.Generator):
@@ -168,6 +199,18 @@ class QuadratureInstance(Instance):
         rho: radius of the χ² ball the ρ-regret is measured with.
         noise_std: output noise of the world.
         n_initial: initial design size.
+
+    Example:
+        The ρ-robust value :math:`V_\\rho` of the registered ``drbqo-logistic`` (decision ``x`` first, then the
+        context part): at :math:`\\mathbf x = 0` every sample gives :math:`-\\log 2`, whatever the radius:
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> logistic = get_problem('drbqo-logistic').instance(seed=0)
+        >>> logistic.rho, logistic.bounds.shape
+        (1.0, torch.Size([2, 4]))
+        >>> logistic.robust_value(torch.zeros(1, 4, dtype=torch.float64)).tolist()
+        [-0.6931...]
     """
 
     def __init__(self, objective: QuadratureObjective, rho: float, *, noise_std: float = 0.0, n_initial: int = 12,
@@ -253,7 +296,20 @@ class QuadratureInstance(Instance):
 
 
 class QuadratureProblem(Problem):
-    """A quadrature problem: a fixed objective family and the radius ``rho`` (problem parameter)."""
+    """A quadrature problem: a fixed objective family and the radius ``rho`` (problem parameter).
+
+    Example:
+        ``--problem-param rho=0.5`` and a radius that cannot be:
+
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> logistic = get_problem('drbqo-logistic')
+        >>> logistic.instance_for(0, BenchSettings(problem=(('rho', 0.5),))).rho
+        0.5
+        >>> logistic.instance_for(0, BenchSettings(problem=(('rho', -1),)))
+        Traceback (most recent call last):
+        ...
+        ValueError: rho must be a number >= 0, got -1
+    """
 
     default_methods = 'drbqo,emp_drbqo,bqo_ei,bqo_ts,maximin_bqo_ei,maximin_bqo_ts'
     default_beta = 3.0
@@ -283,7 +339,14 @@ class QuadratureProblem(Problem):
 
 
 class Logistic(QuadratureProblem):
-    """Paper §6.1 (module docstring)."""
+    """Paper §6.1 (module docstring).
+
+    Example:
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> f = get_problem('drbqo-logistic').objective(seed=0)
+        >>> f.x_bounds.tolist(), f.contexts.shape        # the same 10 samples w ~ N(0, I) for every seed
+        ([[-2.0, -2.0], [2.0, 2.0]], (10, 2))
+    """
 
     name = 'drbqo-logistic'
     description = ('DRBQO synthetic logistic: f(x, w) = -log(1 + exp(x.w)), x in [-2, 2]^2, 10 fixed samples '
@@ -296,7 +359,17 @@ class Logistic(QuadratureProblem):
 
 
 class ShiftedFunction(QuadratureProblem):
-    """App. C: :math:`f(\\mathbf x, w) = -h(\\mathbf x + w)` (module docstring)."""
+    """App. C: :math:`f(\\mathbf x, w) = -h(\\mathbf x + w)` (module docstring).
+
+    Example:
+        ``drbqo-hartmann3``: :math:`-\\text{Hartmann3}(\\mathbf x + w)` on the unit cube, 10 shifts
+        :math:`w \\sim \\mathcal N(0, 0.1^2 I)`:
+
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> f = get_problem('drbqo-hartmann3').objective(seed=0)
+        >>> f.contexts.shape, f.values([[0.1, 0.55, 0.85]]).shape   # f(x, w_i) for each sample
+        ((10, 3), (1, 10))
+    """
 
     function: str = ''
     dim: int | None = None

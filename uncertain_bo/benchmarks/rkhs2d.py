@@ -63,6 +63,17 @@ class RKHSFunction:
         alpha: ``(m,)`` coefficients.
         lengthscale: SE lengthscale :math:`\ell`.
         outputscale: :math:`\sigma_f^2`.
+
+    Example:
+        One bump of height 1 (:math:`\ell = 0.1`); smoothing it with :math:`\mathcal N(0, \ell^2 I)` in 2-D halves
+        its peak, :math:`(\ell^2 / (\ell^2 + \sigma^2))^{d/2} = 1/2`:
+
+        >>> import numpy as np
+        >>> bump = RKHSFunction(centres=np.array([[0.5, 0.5]]), alpha=np.array([1.0]))
+        >>> bump(np.array([[0.5, 0.5]])).tolist(), bump.smoothed(np.array([[0.5, 0.5]]), variance=0.01).tolist()
+        ([1.0], [0.5])
+        >>> bump.norm                                     # RKHS norm
+        1.0
     """
 
     centres: np.ndarray
@@ -125,7 +136,18 @@ def maximize_box(fun, grad, lower: np.ndarray, upper: np.ndarray, grid: int = 20
 
 
 class RKHSInstance(Instance):
-    """One random RKHS function with its exact robust-objective oracle (see module docstring)."""
+    """One random RKHS function with its exact robust-objective oracle (see module docstring).
+
+    Example:
+        The robust objective is the closed-form smoothing of the function under :math:`\\sigma_x = 0.1`:
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> instance = get_problem('rkhs2d').instance(seed=0)
+        >>> x = torch.tensor([[0.5, 0.5]], dtype=torch.float64)
+        >>> instance.robust_value(x).tolist() == instance.f.smoothed(x.numpy(), 0.1 ** 2).tolist()
+        True
+    """
 
     def __init__(self, f: RKHSFunction, *, sigma_x: float = 0.1, sigma_zeta: float = 0.1,
                  localisation_ratio: float = 0.5, delta: float = 0.4, n_initial: int = 5):
@@ -191,7 +213,17 @@ class RKHSInstance(Instance):
 
 
 class RKHS2D(Problem):
-    """Paper §6.1: 2-D RKHS functions, 400 iterations, 10 seeds, :math:`\\beta_t` from theory."""
+    """Paper §6.1: 2-D RKHS functions, 400 iterations, 10 seeds, :math:`\\beta_t` from theory.
+
+    Example:
+        ``--problem-param learn_execution_noise=true``: the configured :math:`\\hat\\sigma_x` becomes the prior of
+        an online estimate with the default weight:
+
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> learn = BenchSettings(problem=(('learn_execution_noise', True),))
+        >>> get_problem('rkhs2d').instance_for(0, learn).execution_noise_prior_weight
+        5.0
+    """
 
     name = 'rkhs2d'
     description = ('random SE-RKHS functions on [0,1]^2, sigma_x = 0.1 (Oliveira et al. 2019, §6.1); problem '

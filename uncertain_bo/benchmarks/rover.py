@@ -97,7 +97,20 @@ def _file_field(path: str, size: int, mtime_ns: int, extent: tuple[float, ...]) 
 
 
 class RoverInstance(Instance):
-    """The demo's field and simulated rover for one seed."""
+    """The demo's field and simulated rover for one seed.
+
+    Example:
+        The demo's field: the robust optimum :math:`g^*` (m of elevation, under :math:`\\Sigma_E =
+        \\mathrm{diag}(0.75^2, 0.75^2)` m²) and the normaliser of the demo's regret:
+
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> rover = get_problem('rover').instance(seed=0)
+        >>> rover.bounds.tolist(), rover.execution_std.tolist()
+        ([[0.0, 0.0], [200.0, 200.0]], [0.75, 0.75])
+        >>> x_star, g_star = rover.optimum
+        >>> x_star.tolist(), round(g_star, 1), round(rover.regret_scale, 1)
+        ([0.0, 80.95...], 978.8, 401.1)
+    """
 
     def __init__(self, seed: int, overrides: dict[str, dict[str, Any]] | None = None,
                  files: list | None = None, draw_start: bool = False):
@@ -193,7 +206,20 @@ class RoverInstance(Instance):
 
 
 class Rover(Problem):
-    """Paper §6.3 analogue: 30 measurements, ML hyperparameters each step, β = 3, 10 seeds."""
+    """Paper §6.3 analogue: 30 measurements, ML hyperparameters each step, β = 3, 10 seeds.
+
+    Example:
+        How ``--sim-param`` settings reach the simulation nodes, and one that names no node:
+
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> rover = get_problem('rover')
+        >>> rover.overrides_for(seed=0, sim=(('reading_noise_std', 0.5), ('ekf.initial_xy_std', 1.0)))
+        {'explorer': {}, 'sim_rover': {'reading_noise_std': 0.5}, 'ekf': {'initial_xy_std': 1.0}}
+        >>> rover.check(BenchSettings(sim=(('lidar.range', 5.0),)))
+        Traceback (most recent call last):
+        ...
+        ValueError: --sim-param lidar.range: no simulation node 'lidar'; use NAME for sim_rover or NODE.NAME with ...
+    """
 
     name = 'rover'
     description = 'simulated rover + EKF + pure pursuit on the demo field (Oliveira et al. 2019, §6.3 analogue)'
@@ -287,7 +313,13 @@ SIM_NODES = ('sim_rover', 'ekf', 'particle_filter', 'pure_pursuit')
 
 
 class RoverPF(Rover):
-    """``rover`` with the particle-filter localiser: particle clouds as location distributions."""
+    """``rover`` with the particle-filter localiser: particle clouds as location distributions.
+
+    Example:
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> get_problem('rover-pf').overrides_for(seed=3)      # the particle filter is seeded by the run
+        {'sim_rover': {'localiser': 'pf'}, 'particle_filter': {'seed': 3}, 'explorer': {}}
+    """
 
     name = 'rover-pf'
     description = ('simulated rover + particle-filter localiser + pure pursuit on the demo field: empirical '
@@ -296,7 +328,14 @@ class RoverPF(Rover):
 
 
 class RoverDegraded(Rover):
-    """``rover`` in the heteroscedastic localisation scenario (``config/gnss_degraded.yaml``)."""
+    """``rover`` in the heteroscedastic localisation scenario (``config/gnss_degraded.yaml``).
+
+    Example:
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> sim = get_problem('rover-degraded').instance(seed=0).params['sim_rover']
+        >>> sim['degraded_zone'], sim['degraded_fix_std'], sim['degraded_fix_dropout']   # (xmin, xmax, ymin, ymax) m
+        ([100.0, 300.0, -100.0, 300.0], 3.0, 0.5)
+    """
 
     name = 'rover-degraded'
     description = ('simulated rover + EKF + pure pursuit with a GNSS-degraded zone (heteroscedastic location '
@@ -306,7 +345,19 @@ class RoverDegraded(Rover):
 
 class RoverDenied(Rover):
     """``rover`` without GNSS: dead-reckoning drift, fixes only near known places or by surfacing
-    (``config/gnss_denied.yaml``; docs/gnss_denied.md)."""
+    (``config/gnss_denied.yaml``; docs/gnss_denied.md).
+
+    Example:
+        Fixes only near five beacons ``(x, y, reach m, std m)`` each; the EKF starts from a draw around the true
+        start:
+
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> params = get_problem('rover-denied').instance(seed=0).params
+        >>> params['sim_rover']['fix_beacons'][:4], params['sim_rover']['odometry_source']
+        ([100.0, 100.0, 10.0, 0.5], 'wheel_gyro')
+        >>> round(params['ekf']['initial_x'], 2), round(params['ekf']['initial_y'], 2)
+        (99.66, 100.15)
+    """
 
     name = 'rover-denied'
     description = ('simulated rover + EKF + pure pursuit without GNSS: odometry drift calibrated to published rates '

@@ -58,6 +58,14 @@ class RoverTeamInstance(RoverInstance):
         fail_at: simulated time (s) at which the last rover stops reporting; 0 = never.
         pending: decide with the other rovers' targets pending (False: the ablation).
         overrides, files: as :class:`~uncertain_bo.benchmarks.rover.RoverInstance`.
+
+    Example:
+        Three independent rovers (``--problem-param rovers=3 sharing=false``) on the ``rover`` field:
+
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> team = get_problem('rover-team').instance_for(0, BenchSettings(problem=(('rovers', 3), ('sharing', False))))
+        >>> team.rovers, team.sharing, team.spacing, round(team.optimum[1], 1)
+        (3, False, 10.0, 978.8)
     """
 
     def __init__(self, seed: int, rovers: int = 1, sharing: bool = True, spacing: float = 10.0,
@@ -110,7 +118,15 @@ class RoverTeamInstance(RoverInstance):
 
 
 class RoverTeam(Rover):
-    """N rovers on the ``rover`` field: 30 measurements for the team, β = 3."""
+    """N rovers on the ``rover`` field: 30 measurements for the team, β = 3.
+
+    Example:
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> get_problem('rover-team').param_values(BenchSettings(problem=(('rovers', 0),)))
+        Traceback (most recent call last):
+        ...
+        ValueError: problem 'rover-team': rovers must be an integer >= 1, got 0
+    """
 
     name = 'rover-team'
     description = ('N simulated rovers (EKF + pure pursuit each) on the demo field, one shared planner or N '

@@ -44,7 +44,19 @@ VECTOR_FIELDS = ['target', 'executed', 'location_mean', 'rec_target']
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run of the grid."""
+    """One run of the grid.
+
+    Example:
+        The grid of one ``uncertain-bo bench`` call, and the run file one spec writes (``DIR/runs/<key>.json``):
+
+        >>> specs = expand('rkhs2d', ['ugp_ucb', 'uei'], seeds=range(2), iterations=50, settings=[BenchSettings()])
+        >>> len(specs), specs[0]
+        (4, RunSpec(problem='rkhs2d', method='ugp_ucb', seed=0, iterations=50, settings=BenchSettings(...)))
+        >>> specs[0].key
+        'rkhs2d__ugp_ucb__beta=theory_mismatch=1__seed0'
+        >>> specs[2].variant                          # UEI has no beta
+        'beta=-_mismatch=1'
+    """
 
     problem: str
     method: str
@@ -247,7 +259,19 @@ def _write_run(result: dict[str, Any], out_dir: str) -> None:
 
 class RunsFailed(RuntimeError):
     """Some runs of :func:`run_many` failed (the others are written). ``failures``: ``[(key, reason), ...]``;
-    ``results``: the finished runs in ``specs`` order."""
+    ``results``: the finished runs in ``specs`` order.
+
+    Example:
+        A run whose settings its problem cannot honour (``rkhs2d`` has no field) fails; :func:`run_many` raises
+        after the other runs:
+
+        >>> spec = RunSpec('rkhs2d', 'ugp_ucb', seed=0, iterations=5, settings=BenchSettings(field='ridge'))
+        >>> try:
+        ...     run_many([spec], n_jobs=1, progress=False)
+        ... except RunsFailed as failed:
+        ...     print(failed.failures[0][1])
+        ValueError: problem 'rkhs2d' has no field, explorer or simulator to configure (--field, ...
+    """
 
     def __init__(self, failures: list[tuple[str, str]], results: list[dict[str, Any]]):
         super().__init__(f'{len(failures)} run(s) failed: ' + '; '.join(f'{k}: {e}' for k, e in failures))

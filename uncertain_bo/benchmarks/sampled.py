@@ -63,6 +63,16 @@ class RobustProblem:
             (the oracle, :func:`robust_oracle`, finds it either way; in d > 1 this is one of its starts).
         robust_optimum: published robust value :math:`g(\\mathbf x^*)` in the paper's sense, or None.
         source: where the function and the numbers come from.
+
+    Example:
+        A bowl :math:`f(x) = -(x - 0.3)^2` under Gaussian execution noise (std 0.05): :math:`g(x) = f(x) - 0.05^2`,
+        so :math:`g^* = -0.0025` at 0.3, which the Monte Carlo regret reproduces:
+
+        >>> import torch
+        >>> bowl = RobustProblem('bowl', lambda x: -(x[..., 0] - 0.3) ** 2, ((0.0,), (1.0,)),
+        ...                      {'kind': 'gaussian', 'std': 0.05, 'dim': 1}, robust_argmax=(0.3,))
+        >>> bowl.robust_regret(torch.tensor([[0.3], [0.5]], dtype=torch.float64)).round(decimals=2).tolist()
+        [0.0, 0.04]
     """
 
     name: str
@@ -240,6 +250,17 @@ class SampledNoiseWorld(World):
             planner (the planner's own execution-noise model).
         generator: torch generator of the executed positions and output noise (one stream per run).
         sigma_zeta: output-noise standard deviation :math:`\sigma_\zeta` (function units).
+
+    Example:
+        ``rkhs1d-gauss``: the target is executed at a fresh draw of :math:`P_{\mathbf x}`; the planner gets
+        :math:`P_{\mathbf x}` as 160 samples:
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> world = get_problem('rkhs1d-gauss').instance(seed=0).world(seed=0)
+        >>> m = world.measure(torch.tensor([0.4], dtype=torch.float64))
+        >>> m.location.samples.shape, abs(m.executed - 0.4).item() < 0.2     # (batch, m, d)
+        (torch.Size([1, 160, 1]), True)
     """
 
     def __init__(self, problem: RobustProblem, location_model: SampledExecutionNoise, generator: torch.Generator,
@@ -275,6 +296,21 @@ class SampledNoiseInstance(Instance):
 
     Raises:
         ValueError: ``n_mc < 500`` or ``n_model_samples < 1``.
+
+    Example:
+        The Monte Carlo robust value (common random numbers) of the bowl :math:`-(x - 0.3)^2` under Gaussian noise
+        of std 0.05, against :math:`g(x) = f(x) - 0.05^2`:
+
+        >>> import torch
+        >>> bowl = RobustProblem('bowl', lambda x: -(x[..., 0] - 0.3) ** 2, ((0.0,), (1.0,)),
+        ...                      {'kind': 'gaussian', 'std': 0.05, 'dim': 1})
+        >>> instance = SampledNoiseInstance(bowl, seed=0)
+        >>> instance.robust_value(torch.tensor([[0.3], [0.5]], dtype=torch.float64)).round(decimals=3).tolist()
+        [-0.002, -0.042]
+        >>> SampledNoiseInstance(bowl, seed=0, n_mc=100)
+        Traceback (most recent call last):
+        ...
+        ValueError: n_mc must be >= 500 Monte Carlo draws (the paper's protocol), got 100
     """
 
     def __init__(self, problem: RobustProblem, seed: int, *, n_initial: int = 10, refit_every: int = 1,
@@ -345,6 +381,14 @@ class SampledNoiseProblem(Problem):
         default_beta: :math:`\\beta` of the UCB (``mu + beta sigma``).
         default_methods: comma-separated methods for ``uncertain-bo bench`` without ``--method``.
         **instance_kwargs: :class:`SampledNoiseInstance` keyword arguments.
+
+    Example:
+        AIRBO's problems are registered this way (:func:`register_robust_problem`):
+
+        >>> from uncertain_bo.benchmarks import get_problem
+        >>> problem = get_problem('double-peak-beta')
+        >>> isinstance(problem, SampledNoiseProblem), problem.default_methods, problem.problem.noise['kind']
+        (True, 'airbo,ugp_kme,skl,erbf,gp_ucb', 'beta')
     """
 
     def __init__(self, problem: RobustProblem, *, default_iterations: int = 60, default_seeds: int = 12,

@@ -24,7 +24,14 @@ SPLITS = ('tuning', 'held_out')
 
 
 class SuiteError(ValueError):
-    """A suite name, part or file that cannot be used; the message is one line saying what to do."""
+    """A suite name, part or file that cannot be used; the message is one line saying what to do.
+
+    Example:
+        >>> load_suite('denied').field_names('test')
+        Traceback (most recent call last):
+        ...
+        uncertain_bo.benchmarks.suite.SuiteError: suite 'denied' has no part 'test'; use one of tuning, held_out
+    """
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,18 @@ class Suite:
         fields: ``{field name: entry}`` in file order.
         split: ``{'tuning': [...], 'held_out': [...]}``.
         localisation: ``{setting name: {sim_rover parameter: value}}``.
+
+    Example:
+        The GNSS-denied scenario family (``--suite denied:held_out``): which fields, and the localisation setting a
+        mission on one of them gets:
+
+        >>> denied = load_suite('denied')
+        >>> denied.field_names('held_out')
+        ['leak-plume-c', 'pipeline-leaks', 'seeps-canyon', 'terrain-denied-west', 'cool-dome']
+        >>> denied.part_of('leak-plume-c'), denied.fields['leak-plume-c']['localisation']
+        ('held_out', 'wheel_beacons')
+        >>> denied.sim_overrides('leak-plume-c')['odometry_source']
+        'wheel_gyro'
     """
 
     name: str

@@ -32,7 +32,16 @@ _DAMAGED = ('a damaged or truncated recording: `mcap recover` (the mcap CLI) rew
 
 
 class RecordingError(UsageError):
-    """The path is not a readable rosbag2 recording (one line, exit status 2)."""
+    """The path is not a readable rosbag2 recording (one line, exit status 2).
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     open_recording(folder)
+        Traceback (most recent call last):
+        ...
+        uncertain_bo.recording.bag_reader.RecordingError: ... is a folder without metadata.yaml: not a rosbag2 ...
+    """
 
 
 @dataclass
@@ -48,6 +57,28 @@ class Recording:
         custom_data: ``metadata.yaml``'s ``custom_data`` (empty for a bare file).
         description: the explorer's own description of the run (:func:`~uncertain_bo.recording.contents.described`),
             None for a recording of another recorder.
+
+    Example:
+        Three depth readings written to a bag in a temporary folder
+        (:class:`~uncertain_bo.recording.bag_writer.BagWriter`) and read back in the recorded order:
+
+        >>> import pathlib, tempfile
+        >>> from rosbags.typesys import Stores, get_typestore
+        >>> from uncertain_bo.recording.bag_writer import BagWriter
+        >>> store = get_typestore(Stores.LATEST)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     bag = BagWriter(pathlib.Path(folder, 'run'))
+        ...     for i, depth in enumerate([9.5, 9.8, 10.1]):
+        ...         _ = bag.write('/depth', 'std_msgs/msg/Float64', store.serialize_cdr(
+        ...             store.types['std_msgs/msg/Float64'](data=depth), 'std_msgs/msg/Float64'), log_time=i * 10 ** 9)
+        ...     _ = bag.close()
+        ...     recording = open_recording(pathlib.Path(folder, 'run'))
+        ...     depths = [(ns, store.deserialize_cdr(raw, 'std_msgs/msg/Float64').data)
+        ...               for _, ns, raw in recording.messages(['/depth'])]
+        >>> recording.storage, recording.listing(), recording.counts
+        ('mcap', '/depth (std_msgs/msg/Float64)', {'/depth': 3})
+        >>> depths                                               # (log time ns, metres)
+        [(0, 9.5), (1000000000, 9.8), (2000000000, 10.1)]
     """
 
     path: Path

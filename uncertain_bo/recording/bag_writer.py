@@ -54,6 +54,23 @@ class BagWriter:
         written: messages written.
         dropped: messages not recorded (queue full, no message definition, or after the recording stopped).
         stopped: why the recording stopped (a write failed), None while it records.
+
+    Example:
+        A rosbag2 folder with one topic and ``custom_data``, written in a temporary folder; ``close`` writes
+        ``metadata.yaml`` with the counts:
+
+        >>> import pathlib, tempfile
+        >>> from rosbags.typesys import Stores, get_typestore
+        >>> from uncertain_bo.recording.bag_reader import open_recording
+        >>> store = get_typestore(Stores.LATEST)
+        >>> reading = store.serialize_cdr(store.types['std_msgs/msg/Float64'](data=12.5), 'std_msgs/msg/Float64')
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     bag = BagWriter(pathlib.Path(folder, 'run'), custom_data={'site': 'lake'})
+        ...     queued = [bag.write('/temperature', 'std_msgs/msg/Float64', reading, log_time=t) for t in (0, 10 ** 9)]
+        ...     closed = bag.close()
+        ...     custom = open_recording(bag.path).custom_data
+        >>> queued, closed, bag.written, bag.dropped, custom
+        ([True, True], True, 2, 0, {'site': 'lake', 'uncertain_bo.messages_dropped': '0'})
     """
 
     def __init__(self, path: str | Path, custom_data: dict[str, str] | None = None, queue_size: int = QUEUE_SIZE):

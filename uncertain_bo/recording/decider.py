@@ -49,7 +49,25 @@ class _PolledFuture:
 
 class RecordingDecider:
     """``executor`` (the explorer's decider) with its jobs' polls recorded: ``record({'job': i, 'polls': k})`` when the
-    explorer first sees job ``i`` done after ``k`` polls that answered False (called on the explorer's thread)."""
+    explorer first sees job ``i`` done after ``k`` polls that answered False (called on the explorer's thread).
+
+    Example:
+        The explorer polls a background decision once per cycle; the polls answered False are recorded when it
+        first sees the job done:
+
+        >>> import threading
+        >>> from concurrent.futures import ThreadPoolExecutor
+        >>> records, release = [], threading.Event()
+        >>> decider = RecordingDecider(ThreadPoolExecutor(max_workers=1), records.append)
+        >>> job = decider.submit(lambda: release.wait() and (12.0, 30.0))      # a decision: the next target
+        >>> job.done(), job.done()                                             # two cycles while it runs
+        (False, False)
+        >>> release.set(); job.result()
+        (12.0, 30.0)
+        >>> job.done(), records
+        (True, [{'job': 0, 'polls': 2}])
+        >>> decider.shutdown()
+    """
 
     def __init__(self, executor: Executor, record: Callable[[dict[str, int]], None]):
         self._executor, self._record = executor, record
@@ -90,7 +108,19 @@ class _ReplayedFuture:
 
 class ReplayDecider:
     """The explorer's decider in a replay: ``polls`` maps job index (submission order) -> the polls the live executor
-    answered False (:class:`RecordingDecider`'s records)."""
+    answered False (:class:`RecordingDecider`'s records).
+
+    Example:
+        The replay runs each job at once and answers the polls as recorded: job 0 was seen done at the third poll,
+        job 1 has no record (done at its first poll):
+
+        >>> decider = ReplayDecider({0: 2})
+        >>> first, second = decider.submit(lambda: (12.0, 30.0)), decider.submit(lambda: (40.0, 8.0))
+        >>> [first.done() for _ in range(3)], first.result()
+        ([False, False, True], (12.0, 30.0))
+        >>> second.done(), decider.missing
+        (True, 1)
+    """
 
     def __init__(self, polls: dict[int, int]):
         self._polls = dict(polls)

@@ -32,6 +32,22 @@ class LiveView:
     Raises:
         ImportError: ``foxglove-sdk`` is not installed.
         RuntimeError: the server cannot start (the port is in use).
+
+    Example:
+        A server on a free port of this machine; a message of a type without a definition is not shown:
+
+        >>> from rosbags.typesys import Stores, get_typestore
+        >>> store = get_typestore(Stores.LATEST)
+        >>> view = LiveView(port=0)
+        >>> view.url.startswith('ws://127.0.0.1:')
+        True
+        >>> reading = store.serialize_cdr(store.types['std_msgs/msg/Float64'](data=12.5), 'std_msgs/msg/Float64')
+        >>> view.write('/temperature', 'std_msgs/msg/Float64', reading, log_time=0)
+        True
+        >>> view.write('/x', 'my_msgs/msg/X', b'', log_time=0)
+        False
+        >>> view.dropped, view.close()
+        (1, True)
     """
 
     def __init__(self, port: int, host: str = LOCALHOST, name: str = 'uncertain_bo'):

@@ -37,6 +37,14 @@ class ReplayHost:
         goals: every goal sent, ``(2,)`` arrays in order (a goal sent again appears again).
         measurements: the stored measurements.
         done: the mission's end was reported.
+
+    Example:
+        The rover is not driven in a replay: goals and stops are kept for the comparison:
+
+        >>> host = ReplayHost()
+        >>> host.send_goal([12.0, 30.0]); host.send_goal([12.0, 30.0]); host.stop([11.9, 29.8])
+        >>> [goal.tolist() for goal in host.goals], host.stops[0].tolist(), host.done
+        ([[12.0, 30.0], [12.0, 30.0]], [11.9, 29.8], False)
     """
 
     def __init__(self):

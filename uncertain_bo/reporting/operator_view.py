@@ -42,7 +42,18 @@ STATE_TEXT = {
 @dataclass(frozen=True)
 class Ellipse:
     """An ellipse in the plane: ``center`` (2,) m, full axis lengths ``diameters`` (major, minor) m, and
-    ``yaw`` (rad, counter-clockwise from +x) of the major axis."""
+    ``yaw`` (rad, counter-clockwise from +x) of the major axis.
+
+    Example:
+        The 2-σ contour of a pose covariance of 2 m std east and 1 m north, then of a Dirac (still drawn):
+
+        >>> import numpy as np
+        >>> ellipse = covariance_ellipse([10.0, 20.0], np.diag([4.0, 1.0]), n_sigma=2.0)
+        >>> ellipse.center.tolist(), ellipse.diameters, ellipse.yaw           # m, m, rad
+        ([10.0, 20.0], (8.0, 4.0), 0.0)
+        >>> covariance_ellipse([10.0, 20.0], np.zeros((2, 2)), min_diameter=0.3).diameters
+        (0.3, 0.3)
+    """
 
     center: np.ndarray
     diameters: tuple[float, float]
@@ -75,7 +86,18 @@ def covariance_ellipse(mean: Sequence[float], cov: np.ndarray, n_sigma: float = 
 @dataclass(frozen=True)
 class GridSpec:
     """A grid of ``width x height`` square cells of ``resolution`` m with its lower-left corner at
-    ``(x0, y0)`` (the ``OccupancyGrid`` origin)."""
+    ``(x0, y0)`` (the ``OccupancyGrid`` origin).
+
+    Example:
+        A 200 m x 100 m search area with 40 cells along its longer side: 5 m cells, centres in ``OccupancyGrid``
+        order (row-major, rows along +y):
+
+        >>> spec = grid_over([0.0, 200.0, 50.0, 150.0], max_cells=40)
+        >>> spec.resolution, spec.width, spec.height
+        (5.0, 40, 20)
+        >>> spec.centers()[[0, 1, 40]].tolist()
+        [[2.5, 52.5], [7.5, 52.5], [2.5, 57.5]]
+    """
 
     x0: float
     y0: float
@@ -110,7 +132,18 @@ def grid_over(bounds: Sequence[float], max_cells: int) -> GridSpec:
 
 @dataclass(frozen=True)
 class GridScale:
-    """Cell value 0 is ``lo`` and 100 is ``hi`` (linear; field units)."""
+    """Cell value 0 is ``lo`` and 100 is ``hi`` (linear; field units).
+
+    Example:
+        Temperatures of a GP map to occupancy values 0-100 (unknown: -1) and back:
+
+        >>> import numpy as np
+        >>> cells, scale = scale_to_occupancy(np.array([10.0, 15.0, 20.0, np.nan]))
+        >>> cells.tolist(), scale
+        ([0, 50, 100, -1], GridScale(lo=10.0, hi=20.0))
+        >>> scale.value(50), scale.describe('GP mean', '°C')
+        (15.0, 'GP mean: 0 = 10 °C, 100 = 20 °C')
+    """
 
     lo: float
     hi: float
@@ -167,7 +200,12 @@ def colour_ramp(t: float) -> tuple[float, float, float]:
 
 # ------------------------------------------------------------------------------------------ status
 class Level(enum.IntEnum):
-    """Diagnostics levels (``diagnostic_msgs/DiagnosticStatus``)."""
+    """Diagnostics levels (``diagnostic_msgs/DiagnosticStatus``).
+
+    Example:
+        >>> Level.WARN < Level.ERROR, Level(3).name          # diagnostic_msgs/DiagnosticStatus levels
+        (True, 'STALE')
+    """
 
     OK = 0
     WARN = 1
@@ -177,7 +215,15 @@ class Level(enum.IntEnum):
 
 @dataclass(frozen=True)
 class StatusReport:
-    """One diagnostics entry: level, one-line message and ordered key/value strings."""
+    """One diagnostics entry: level, one-line message and ordered key/value strings.
+
+    Example:
+        What the ROS layer copies into a ``diagnostic_msgs/DiagnosticStatus``:
+
+        >>> report = StatusReport(Level.WARN, 'waiting for pose', [('measurements', '0/30'), ('rejected total', '0')])
+        >>> int(report.level), report.message, dict(report.values)['measurements']
+        (1, 'waiting for pose', '0/30')
+    """
 
     level: Level
     message: str
@@ -208,6 +254,18 @@ class StatusReporter:
     attempts), and the journal records a resume skipped as damaged or found missing
     (:attr:`~uncertain_bo.planning.planner.Planner.journal_damage`); ``journal records pending`` is the number held in
     memory now.
+
+    Example:
+        An explorer that has no pose yet warns; its counters are the report's values:
+
+        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, Explorer, planner_from_parameters
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> from uncertain_bo.recording.replay import ReplayHost
+        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_measurements': 12})
+        >>> explorer = Explorer(planner_from_parameters(params), ReplayHost(), params)
+        >>> report = StatusReporter().report(explorer, now=None)
+        >>> report.level, report.message, dict(report.values)['measurements']
+        (<Level.WARN: 1>, 'waiting for pose', '0/12')
     """
 
     def __init__(self):

@@ -59,6 +59,15 @@ class ValueFormat:
     Attributes:
         decimals: decimals of a value alone (:data:`SCALE_DIGITS` significant digits of ``scale`` show; never below
             0), or None without a scale.
+
+    Example:
+        Soil moisture spread over 0.1 m³/m³ and elevation over 280 m, each with a standard deviation:
+
+        >>> moisture = ValueFormat.of([0.25, 0.35])
+        >>> moisture(0.30123), moisture.pm(0.30123, 0.0041)
+        ('0.3012', '0.3012 ± 0.0041')
+        >>> ValueFormat.of([700.0, 980.0]).pm(930.612, 0.431)
+        '930.61 ± 0.43'
     """
 
     #: significant digits of the scale that show (4: a ten-thousandth of the spread; elevation over a few hundred m

@@ -56,6 +56,20 @@ class Field:
 
     Raises:
         FieldError: wrong shape, non-finite values, or an empty rectangle.
+
+    Example:
+        A hill (a Hann window) on a 21 x 21 grid over 60 m x 60 m: its peak, values between nodes, and the robust
+        field :math:`g = f * \\mathcal N(0, 3^2 I)` that execution noise of 3 m makes of it:
+
+        >>> import numpy as np
+        >>> hill = Field(np.outer(np.hanning(21), np.hanning(21)), extent=(0, 60, 0, 60), name='hill')
+        >>> hill
+        Field('hill', 21x21 nodes over x[0, 60] y[0, 60] m, values [0, 1])
+        >>> xy, peak = hill.argmax()
+        >>> xy.tolist(), peak, hill.value(np.array([[15.0, 30.0]])).tolist()
+        ([30.0, 30.0], 1.0, [0.5])
+        >>> round(hill.convolved(np.diag([3.0 ** 2, 3.0 ** 2])).argmax()[1], 3)
+        0.952
     """
 
     def __init__(self, values: np.ndarray, extent: Sequence[float] = DEFAULT_EXTENT, name: str = 'field',

@@ -72,7 +72,20 @@ def field_unit(spec) -> str | None:
 class FieldError(ValueError):
     """A field file or specification cannot be used (missing file, wrong format, missing key, malformed
     row, too few points, NaN values, a constant grid); the message is one line naming the file and what to
-    do."""
+    do.
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.sim.field import Field
+        >>> Field(np.array([[1.0, np.nan], [0.0, 2.0]]), name='survey')
+        Traceback (most recent call last):
+        ...
+        uncertain_bo.sim.field_spec.FieldError: field 'survey': values contain 1 non-finite entries (NaN/inf); fill ...
+        >>> Field.load('moon')
+        Traceback (most recent call last):
+        ...
+        uncertain_bo.sim.field_spec.FieldError: unknown field 'moon': use one of default, jacksboro, ...
+    """
 
 
 def _check_extent(extent: Sequence[float], what: str) -> tuple[float, float, float, float]:

@@ -50,6 +50,17 @@ class FieldStatistics:
         slope_correlation_length: the same for the slopes (node differences along each axis, lagged along
             that axis): the width of ridges and slopes, how far the rover may be off before it reads a
             different part of the terrain.
+
+    Example:
+        A single hill (a Hann window, 60 m wide) on 60 m x 60 m: values in [0, 1], hills about 17 m across, and the
+        share of the area within 10 % regret of the robust optimum under 2 m execution noise:
+
+        >>> import numpy as np
+        >>> from uncertain_bo.sim.field import Field
+        >>> hill = Field(np.outer(np.hanning(21), np.hanning(21)), extent=(0, 60, 0, 60), name='hill')
+        >>> stats = hill.statistics(cov=2.0 ** 2, regret=0.1)
+        >>> stats.value_min, stats.value_max, round(stats.correlation_length, 1), round(stats.near_optimal_fraction, 3)
+        (0.0, 1.0, 16.7, 0.02)
     """
 
     value_min: float

@@ -53,7 +53,22 @@ def velocity_noise(params: Mapping[str, Any], vel_cov: np.ndarray | None) -> np.
 
 
 class StampedFusion:
-    """Mixin: :meth:`add_odometry` / :meth:`add_fix` on message stamps (see the module docstring)."""
+    """Mixin: :meth:`add_odometry` / :meth:`add_fix` on message stamps (see the module docstring).
+
+    Example:
+        A fix stamped ahead of the filter is held until the odometry reaches its stamp, then fused at its own time
+        (here by :class:`~uncertain_bo.sim.ekf.PlanarEKF`):
+
+        >>> import numpy as np
+        >>> from uncertain_bo.sim.ekf import PlanarEKF
+        >>> ekf = PlanarEKF({'initial_x': 0.0, 'initial_y': 0.0, 'initial_yaw': 0.0})
+        >>> ekf.add_fix(5.0, np.array([5.0, 0.0]), 0.25 * np.eye(2)) is None      # held
+        True
+        >>> ekf.add_odometry(10.0, v=1.0, w=0.0)                                    # fused at 5 s on the way
+        [True]
+        >>> ekf.t, ekf.n_fixes_accepted
+        (10.0, 1)
+    """
 
     t: float
     _pending: list[tuple[float, np.ndarray, np.ndarray]]

@@ -130,6 +130,16 @@ class MissionResult:
         en_route_readings: readings stored on the way (``en_route_spacing``; not in ``measurements``).
         fix_events: the absolute fixes the world gave (:class:`~uncertain_bo.sim.world.FixEvent`), in time order.
         surfacings: surfacing actions taken; their time is part of ``sim_time``.
+
+    Example:
+        A mission cut short by ``max_sim_time``: not completed, no measurement yet, the 1 Hz trajectory so far:
+
+        >>> import numpy as np
+        >>> from uncertain_bo.sim.field import Field
+        >>> hill = Field(np.outer(np.hanning(21), np.hanning(21)), extent=(0, 200, 0, 200), name='hill')
+        >>> result = Mission(mission_parameters(), field=hill).run(max_sim_time=5.0)
+        >>> result.completed, result.stop_reason, result.measurements, result.trajectory.shape
+        (False, None, [], (6, 5))
     """
 
     planner: Planner
@@ -150,7 +160,21 @@ class MissionResult:
 
 class MissionHost:
     """ExplorerOutputs for the in-process loop: keeps the current plan for pure pursuit, the measurements and
-    recommendations, and where each reading was really taken; ``on_measurement(m, rec)`` is called after each."""
+    recommendations, and where each reading was really taken; ``on_measurement(m, rec)`` is called after each.
+
+    Example:
+        The explorer's goal becomes a two-point path from the rover's position for pure pursuit:
+
+        >>> import numpy as np
+        >>> host = MissionHost(on_measurement=None)
+        >>> host.position = np.array([100.0, 100.0])
+        >>> host.send_goal([120.0, 90.0])
+        >>> host.path.tolist()
+        [[100.0, 100.0], [120.0, 90.0]]
+        >>> host.stop(host.position)
+        >>> host.path is None
+        True
+    """
 
     def __init__(self, on_measurement):
         self.path: np.ndarray | None = None
@@ -201,6 +225,20 @@ class Mission:
         journal: optional journal path for the planner (the explorer adds its recommendation records).
         result_file: optional path of the explorer's result JSON (written when the mission ends).
         planner_kwargs: extra :class:`~uncertain_bo.planning.planner.Planner` arguments (e.g. ``beta``).
+
+    Example:
+        uGP-UCB on a hill (peak 1.0 at (100, 100) m): two measurements, fixed GP hyperparameters; each reading is
+        taken where the rover really was:
+
+        >>> import numpy as np
+        >>> from uncertain_bo.sim.field import Field
+        >>> hill = Field(np.outer(np.hanning(21), np.hanning(21)), extent=(0, 200, 0, 200), name='hill')
+        >>> params = mission_parameters({'explorer': {'max_measurements': 2, 'n_initial': 2, 'refit_every': 0}})
+        >>> result = Mission(params, field=hill, method='ugp_ucb').run(max_sim_time=3000.0)
+        >>> result.completed, result.stop_reason, len(result.measurements)
+        (True, 'max_measurements = 2 reached', 2)
+        >>> [round(float(hill.value(xy[None])[0]), 1) for xy in result.true_positions]    # the true field there
+        [0.9, 0.0]
     """
 
     def __init__(self, params: dict[str, dict[str, Any]], *, field: Field | None = None,
@@ -268,6 +306,22 @@ class RoverLoop:
     Attributes:
         t: simulated time of the current step (s).
         trajectory: rows ``(t, true x, true y, estimated x, estimated y)`` at 1 Hz.
+
+    Example:
+        One rover stepped by hand for 10 simulated seconds (``sim_rate`` 10 Hz), driving to its first target:
+
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer import Explorer
+        >>> from uncertain_bo.sim.field import Field
+        >>> hill = Field(np.outer(np.hanning(21), np.hanning(21)), extent=(0, 200, 0, 200), name='hill')
+        >>> params = mission_parameters()
+        >>> mission, host = Mission(params, field=hill), MissionHost(on_measurement=None)
+        >>> explorer = Explorer(mission.planner, host, params['explorer'])
+        >>> loop = RoverLoop(mission.world, mission.ekf, mission.law, explorer, host, frame='map')
+        >>> for _ in range(100):
+        ...     done = loop.advance()
+        >>> loop.t, len(loop.trajectory), host.path is not None         # one trajectory row a second
+        (10.0, 10, True)
     """
 
     def __init__(self, world: SimWorld, localiser, law: PurePursuit, explorer: Explorer, host: 'MissionHost',

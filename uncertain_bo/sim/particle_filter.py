@@ -102,6 +102,21 @@ class ParticleFilter(StampedFusion):
 
     Raises:
         ParameterError: an invalid parameter value.
+
+    Example:
+        The same drive as :class:`~uncertain_bo.sim.ekf.PlanarEKF`'s example with a particle cloud, whose
+        moment-matched Gaussian is the location distribution:
+
+        >>> import numpy as np
+        >>> pf = ParticleFilter({'initial_x': 0.0, 'initial_y': 0.0, 'initial_yaw': 0.0, 'seed': 0})
+        >>> pf.particles.shape, round(pf.effective_sample_size)
+        ((500, 3), 500)
+        >>> pf.add_odometry(10.0, v=1.0, w=0.0)
+        []
+        >>> pf.add_fix(10.0, np.array([10.2, 0.1]), 0.25 * np.eye(2))
+        True
+        >>> pf.xy.round(1).tolist(), bool(np.sqrt(pf.cov_xy[1, 1]) < 0.6)
+        ([10.2, 0.1], True)
     """
 
     def __init__(self, params: Mapping[str, Any] | None = None, x0=None, P0=None, t0: float = 0.0):

@@ -53,6 +53,18 @@ class PurePursuit:
 
     Raises:
         ParameterError: a parameter is out of range.
+
+    Example:
+        Heading east at the origin: a goal 10 m ahead is driven at cruise speed, one to the north is first turned
+        to (rotate to heading), and one within ``xy_goal_tolerance`` (0.25 m) is reached:
+
+        >>> law = PurePursuit()
+        >>> law.command((0.0, 0.0, 0.0), [[10.0, 0.0]])         # (v m/s, w rad/s, arrived)
+        (1.5, 0.0, False)
+        >>> law.command((0.0, 0.0, 0.0), [[0.0, 10.0]])
+        (0.0, 1.0, False)
+        >>> law.command((9.9, 0.0, 0.0), [[10.0, 0.0]])
+        (0.0, 0.0, True)
     """
 
     def __init__(self, params: Mapping[str, Any] | None = None):

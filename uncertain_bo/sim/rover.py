@@ -113,6 +113,18 @@ class RoverState:
         wheel_v, wheel_w: forward speed and yaw rate implied by the wheels' rotation (no slip), i.e. what
             ideal encoders would measure (m/s, rad/s).
         wheel_left, wheel_right: commanded wheel rim speeds after the limits (m/s).
+
+    Example:
+        Ten seconds of "1 m/s straight ahead" with 5 % wheel slip: the rover does not move exactly as commanded,
+        while its wheels report exactly the command:
+
+        >>> import numpy as np
+        >>> rover = DiffDriveRover({'wheel_slip_std': 0.05}, pose=(0.0, 0.0, 0.0))
+        >>> rng = np.random.default_rng(0)
+        >>> for _ in range(100):
+        ...     state = rover.step(1.0, 0.0, dt=0.1, rng=rng)
+        >>> state.pose.round(2).tolist(), state.wheel_v, state.wheel_w        # true pose vs. the wheels
+        ([9.52, 0.75, 0.14], 1.0, 0.0)
     """
 
     pose: np.ndarray
@@ -135,6 +147,18 @@ class DiffDriveRover:
 
     Raises:
         ParameterError: a parameter is out of range.
+
+    Example:
+        Without slip (and with acceleration limits too high to matter) the rover follows the commanded arc
+        exactly: a quarter circle of radius 2 m at 1 m/s:
+
+        >>> import math
+        >>> import numpy as np
+        >>> rover = DiffDriveRover({'wheel_slip_std': 0.0, 'max_linear_accel': 100.0, 'max_angular_accel': 100.0})
+        >>> for _ in range(100):                                 # pi seconds
+        ...     state = rover.step(1.0, 0.5, dt=math.pi / 100, rng=np.random.default_rng(0))
+        >>> state.pose.round(3).tolist(), round(math.pi / 2, 3)
+        ([2.0, 2.0, 1.571], 1.571)
     """
 
     def __init__(self, params: Mapping[str, Any] | None = None, pose=(0.0, 0.0, 0.0)):
@@ -216,6 +240,19 @@ class WheelOdometry:
 
     Attributes:
         scale_error: this run's constant scale-factor error (dimensionless; 0 until the world draws it).
+
+    Example:
+        Wheel encoders cannot see the slip: the twist covariance they report includes it:
+
+        >>> import numpy as np
+        >>> rover = DiffDriveRover({'wheel_slip_std': 0.05, 'max_linear_accel': 100.0})
+        >>> odometry = WheelOdometry({'odometry_source': 'wheel', 'odom_linear_vel_std': 0.02,
+        ...                           'odom_angular_vel_std': 0.02, 'wheel_slip_std': 0.05, 'wheel_separation': 0.6})
+        >>> state = rover.step(1.0, 0.0, dt=0.1, rng=np.random.default_rng(0))
+        >>> v, w = odometry.measure(state, np.random.default_rng(1))
+        >>> # v: sqrt(0.05² 1²/2 + 0.02²), w: sqrt(2 0.05² 1² / 0.6² + 0.02²)
+        >>> np.sqrt(np.diag(odometry.velocity_covariance(state))).round(3).tolist()    # (v, vy, w) std
+        [0.041, 0.0, 0.12]
     """
 
     def __init__(self, params: Mapping[str, Any] | None = None):
@@ -304,6 +341,18 @@ class PositionFix:
         ParameterError: a parameter is out of range, ``degraded_zone`` is not all zeros and has
             ``xmin >= xmax`` or ``ymin >= ymax``, or ``fix_beacons`` is not a whole number of ``x, y, radius,
             std`` quadruples with radius >= 0 and std > 0 where radius > 0.
+
+    Example:
+        GNSS with a degraded zone east of x = 50 m, and a beacon that gives fixes only within 10 m of itself:
+
+        >>> import numpy as np
+        >>> gnss = PositionFix({'fix_std': 0.5, 'degraded_zone': [50, 100, 0, 100], 'degraded_fix_std': 5.0,
+        ...                     'degraded_ramp': 0.0})
+        >>> gnss.std_at(np.array([10.0, 10.0])), gnss.std_at(np.array([60.0, 10.0]))     # m
+        (0.5, 5.0)
+        >>> beacon = PositionFix({'fix_beacons': [100.0, 100.0, 10.0, 0.5]})               # x, y, reach, std
+        >>> beacon.available_at(np.array([105.0, 100.0])), beacon.available_at(np.array([150.0, 100.0]))
+        (True, False)
     """
 
     def __init__(self, params: Mapping[str, Any] | None = None):

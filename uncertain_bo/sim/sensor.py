@@ -55,6 +55,19 @@ class FieldSensor:
         rng: random generator for noise and dropouts.
         dropout_prob: probability that a reading is lost; overrides ``params['reading_dropout_prob']``.
         params: values for ``SENSOR_PARAMS`` (a live dict is read at every reading).
+
+    Example:
+        A noiseless sensor reads the field at the true position; a reading may drop out:
+
+        >>> import numpy as np
+        >>> from uncertain_bo.sim.field import Field
+        >>> hill = Field(np.outer(np.hanning(21), np.hanning(21)), extent=(0, 200, 0, 200), name='hill')
+        >>> FieldSensor(hill, noise_std=0.0).read([100.0, 100.0]), FieldSensor(hill, noise_std=0.0).read([50.0, 100.0])
+        (1.0, 0.5)
+        >>> FieldSensor(hill, noise_std=0.05, dropout_prob=1.0).read([100.0, 100.0]) is None
+        True
+        >>> FieldSensor(hill, noise_std=0.05).variance          # published with each reading (field units²)
+        0.0025...
     """
 
     def __init__(self, field: Field, noise_std: float | None = None, rng: np.random.Generator | None = None,

@@ -39,6 +39,17 @@ class Surfacing:
         until: simulated time (s) at which the current action ends; None when none is under way.
         count: actions started so far.
         time_spent: simulated seconds spent in finished actions.
+
+    Example:
+        An AUV surfaces for a fix: held for ``surface_duration`` (60 s by default), one action at a time:
+
+        >>> surfacing = Surfacing({'surface_duration': 60.0, 'surface_fix_std': 3.0, 'surface_every': 500.0})
+        >>> surfacing.request(t=10.0), surfacing.active, surfacing.request(t=11.0)
+        (True, True, False)
+        >>> surfacing.ends_at(50.0), surfacing.ends_at(70.0), surfacing.time_spent     # the fix is due at 70 s
+        (False, True, 60.0)
+        >>> surfacing.due(distance_since_fix=520.0)             # the surface_every rule
+        True
     """
 
     def __init__(self, params: Mapping[str, Any] | None = None):

@@ -79,6 +79,14 @@ class OdometryMeasurement:
         vel_cov: (3, 3) covariance over (v, vy, w) of the error w.r.t. the true ground motion.
         twist_cov: (6, 6) covariance over (vx, vy, vz, wx, wy, wz), as in nav_msgs/Odometry.
         vy: measured sideways speed (m/s; 0 but for a ``'ground_velocity'`` source).
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.sim.field import Field
+        >>> hill = Field(np.outer(np.hanning(21), np.hanning(21)), extent=(0, 200, 0, 200), name='hill')
+        >>> odometry = SimWorld(hill, {'seed': 0}).step(1.0, 0.0).odometry
+        >>> round(odometry.v, 1), odometry.vel_cov.shape, odometry.twist_cov.shape     # nav_msgs/Odometry's 6 x 6
+        (0.1, (3, 3), (6, 6))
     """
 
     v: float
@@ -90,7 +98,19 @@ class OdometryMeasurement:
 
 @dataclass
 class FixMeasurement:
-    """Absolute position fix: ``xy`` (2,) metres, map frame, with covariance ``cov`` (2, 2) m²."""
+    """Absolute position fix: ``xy`` (2,) metres, map frame, with covariance ``cov`` (2, 2) m².
+
+    Example:
+        A fix (every second at ``fix_rate`` 1 Hz) with the covariance it is published with:
+
+        >>> import numpy as np
+        >>> from uncertain_bo.sim.field import Field
+        >>> hill = Field(np.outer(np.hanning(21), np.hanning(21)), extent=(0, 200, 0, 200), name='hill')
+        >>> world = SimWorld(hill, {'seed': 0, 'fix_std': 0.5})
+        >>> steps = [world.step(1.0, 0.0) for _ in range(10)]
+        >>> [s.fix is not None for s in steps].count(True), steps[-1].fix.cov.tolist()
+        (1, [[0.25, 0.0], [0.0, 0.25]])
+    """
 
     xy: np.ndarray
     cov: np.ndarray
@@ -107,6 +127,20 @@ class FixEvent:
         truth: where the rover truly was (2,), m.
         xy: the fix (2,), m.
         cov: its covariance (2, 2), m².
+
+    Example:
+        Every absolute fix is kept with the truth, to check a smoother against it:
+
+        >>> import numpy as np
+        >>> from uncertain_bo.sim.field import Field
+        >>> hill = Field(np.outer(np.hanning(21), np.hanning(21)), extent=(0, 200, 0, 200), name='hill')
+        >>> world = SimWorld(hill, {'seed': 0, 'fix_std': 0.5})
+        >>> for _ in range(20):
+        ...     step = world.step(1.0, 0.0)
+        >>> [(event.t, event.source) for event in world.fix_events]
+        [(1.0, 'gnss'), (2.0, 'gnss')]
+        >>> bool(np.linalg.norm(world.fix_events[0].xy - world.fix_events[0].truth) < 3 * 0.5 * 2 ** 0.5)
+        True
     """
 
     t: float
@@ -118,7 +152,19 @@ class FixEvent:
 
 @dataclass
 class Reading:
-    """Field reading ``value`` (field units) with noise ``variance`` (field units²)."""
+    """Field reading ``value`` (field units) with noise ``variance`` (field units²).
+
+    Example:
+        The field sensor reads the hill's peak (1.0) at the default start (100, 100) m:
+
+        >>> import numpy as np
+        >>> from uncertain_bo.sim.field import Field
+        >>> hill = Field(np.outer(np.hanning(21), np.hanning(21)), extent=(0, 200, 0, 200), name='hill')
+        >>> world = SimWorld(hill, {'seed': 0, 'reading_noise_std': 0.01})
+        >>> reading = [world.step(0.0, 0.0) for _ in range(10)][-1].reading
+        >>> round(reading.value, 1), round(reading.variance, 6)
+        (1.0, 0.0001)
+    """
 
     value: float
     variance: float
@@ -139,6 +185,15 @@ class SimStep:
         fix_due: True when a fix was due (even if it was lost in the degraded zone or out of every fix
             source's reach).
         surfacing: True while the surfacing action holds the rover (the commands of this step were ignored).
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.sim.field import Field
+        >>> hill = Field(np.outer(np.hanning(21), np.hanning(21)), extent=(0, 200, 0, 200), name='hill')
+        >>> world = SimWorld(hill, {'seed': 0})
+        >>> first, tenth = world.step(1.0, 0.0), [world.step(1.0, 0.0) for _ in range(9)][-1]
+        >>> first.t, first.fix_due, first.reading is None, tenth.t, tenth.fix_due, tenth.reading is None
+        (0.1, False, True, 1.0, True, False)
     """
 
     t: float
@@ -177,6 +232,19 @@ class SimWorld:
     Raises:
         ParameterError: a parameter is invalid, or the rover starts outside the field (:func:`start_outside`).
         FieldError: the field specification cannot be loaded.
+
+    Example:
+        A rover starting at (100, 100) m drives east at 1.5 m/s for 10 simulated seconds (``sim_rate`` 10 Hz)
+        with wheel slip; the odometer counts the true path:
+
+        >>> import numpy as np
+        >>> from uncertain_bo.sim.field import Field
+        >>> hill = Field(np.outer(np.hanning(21), np.hanning(21)), extent=(0, 200, 0, 200), name='hill')
+        >>> world = SimWorld(hill, {'seed': 0})
+        >>> for _ in range(100):
+        ...     step = world.step(1.5, 0.0)
+        >>> world.t, world.true_pose[:2].round(0).tolist(), round(world.distance_travelled, 0)
+        (10.0, [114.0, 100.0], 14.0)
     """
 
     def __init__(self, field: Field | None = None, params: Mapping[str, Any] | None = None,

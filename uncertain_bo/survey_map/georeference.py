@@ -36,6 +36,22 @@ class Georeference:
         crs: the ``pyproj.CRS`` of the map coordinates (projected, or engineering when not georeferenced).
         name: how the CRS is described to the user (``'WGS 84 / UTM zone 32N (EPSG:32632)'``).
         georeferenced: False for an engineering CRS (a robot's map frame without an origin).
+
+    Example:
+        A survey on Lake Zurich goes to UTM zone 32N; a robot's ``map`` frame without an origin stays off the
+        Earth:
+
+        >>> import numpy as np
+        >>> utm = utm_for(np.array([8.54, 8.55]), np.array([47.37, 47.38]))
+        >>> utm.name
+        'WGS 84 / UTM zone 32N (EPSG:32632)'
+        >>> x, y = utm.to_map(np.array([8.545]), np.array([47.375]))
+        >>> x.round(1).tolist(), y.round(1).tolist(), [v.round(6).tolist() for v in utm.to_wgs84(x, y)]
+        ([465651.2], [5246938.2], [[8.545], [47.375]])
+        >>> engineering_crs('map').to_wgs84(np.array([0.0]), np.array([0.0]))
+        Traceback (most recent call last):
+        ...
+        ValueError: local engineering CRS: map frame (x east, y north, metres; not georeferenced) is not tied to ...
     """
 
     crs: object

@@ -41,6 +41,15 @@ class Grid:
         x0, y0: centre of cell (row 0, col 0), m.
         resolution: cell side, m.
         nx, ny: columns and rows.
+
+    Example:
+        Cells of 10 m over soundings that span 0-55 m east and 0-30 m north; the first cell centre is the
+        south-west corner:
+
+        >>> import numpy as np
+        >>> grid = Grid.around(np.array([[0.0, 0.0], [55.0, 30.0], [20.0, 12.0]]), resolution=10.0)
+        >>> grid.shape, grid.extent(), grid.cell_of(20.0, 12.0), grid.cell_of(90.0, 0.0)
+        ((4, 6), (0.0, 50.0, 0.0, 30.0), (1, 2), None)
     """
 
     x0: float
@@ -105,6 +114,18 @@ class MapSettings:
         coverage: a cell is mapped when a reading lies within this many metres (None: the fitted lengthscale,
             the shorter of the two; 0: every cell).
         seed: seed of the planner (its fit's restarts).
+
+    Example:
+        ``--resolution 0.001`` over a 2 km survey would make billions of cells:
+
+        >>> import numpy as np
+        >>> settings = MapSettings(resolution=0.001, coverage=25.0)
+        >>> Grid.around(np.array([[0.0, 0.0], [2000.0, 1500.0]]), settings.resolution)
+        Traceback (most recent call last):
+        ...
+        ValueError: --resolution 0.001 m gives 2000001 x 1500001 cells over 2000 x 1500 m (more than 4000000); ...
+        >>> Grid.around(np.array([[0.0, 0.0], [2000.0, 1500.0]]), MapSettings().resolution).resolution   # box / 200
+        10.0
     """
 
     resolution: float | None = None
@@ -128,6 +149,24 @@ class PosteriorMap:
         planner: the fitted planner (its ``model`` is the shared GP; its ``candidates`` the robust objective's
             execution noise).
         sparse: whether the posterior is the sparse one.
+
+    Example:
+        Soundings every 10 m over a shoal at (30, 20) m (depth 10 m there), mapped on 2 m cells:
+
+        >>> import pathlib, tempfile
+        >>> from uncertain_bo.survey_map.sources import read_survey
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = pathlib.Path(folder, 'soundings.csv')
+        ...     _ = path.write_text('x,y,depth\\n' + '\\n'.join(
+        ...         f'{x},{y},{10 - ((x - 30) ** 2 + (y - 20) ** 2) / 250}' for x in range(0, 60, 10)
+        ...         for y in range(0, 60, 10)))
+        ...     soundings = read_survey(path, value='depth', location_std=1.0)
+        >>> depth = fit_map(soundings, MapSettings(resolution=2.0))
+        >>> depth.grid.shape, depth.sparse
+        ((26, 26), False)
+        >>> row, col = depth.grid.cell_of(30.0, 20.0)
+        >>> round(float(depth.mean[row, col]), 1), bool(depth.std[row, col] < 0.1)     # m
+        (10.1, True)
     """
 
     grid: Grid

@@ -60,7 +60,14 @@ DEFAULT_LOCATION_STD = 2.0
 
 
 class SurveyError(UsageError):
-    """A survey that cannot be mapped (the message says why and what to do); nothing is written."""
+    """A survey that cannot be mapped (the message says why and what to do); nothing is written.
+
+    Example:
+        >>> read_survey('no/such/soundings.csv', value='depth')
+        Traceback (most recent call last):
+        ...
+        uncertain_bo.survey_map.sources.SurveyError: no/such/soundings.csv does not exist; give a CSV of points, ...
+    """
 
 
 @dataclass
@@ -80,6 +87,21 @@ class Survey:
             a place would take its reading (the CSV's location std; a journal's ``execution_noise_std``).
         skipped: rows left out, by reason.
         rows: data rows read (used and skipped).
+
+    Example:
+        Temperature casts on a 5 x 5 grid of WGS84 positions (about 8 m apart), read from a CSV: projected to the
+        UTM zone of their centroid, each with the default GNSS error of 2 m:
+
+        >>> import pathlib, tempfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = pathlib.Path(folder, 'casts.csv')
+        ...     _ = path.write_text('lat,lon,temperature\\n' + '\\n'.join(
+        ...         f'{47.37 + 1e-4 * i},{8.54 + 1e-4 * j},{12 + 0.1 * i * j}' for i in range(5) for j in range(5)))
+        ...     casts = read_csv_survey(path, value='temperature')
+        >>> casts.n, casts.georeference.name, casts.execution_std
+        (25, 'WGS 84 / UTM zone 32N (EPSG:32632)', (2.0, 2.0))
+        >>> (casts.xy[1] - casts.xy[0]).round(2).tolist(), casts.covariance[0].tolist()     # m, m²
+        ([7.55, -0.04], [[4.0, 0.0], [0.0, 4.0]])
     """
 
     xy: np.ndarray
