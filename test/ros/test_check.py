@@ -230,7 +230,7 @@ def test_special_files_are_refused_in_one_line(path, kind, tmp_path, monkeypatch
 
 
 def test_an_oversized_file_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
-    from uncertain_bo.parameters.files import MAX_FILE_BYTES
+    from uncertain_bo.parameters.rcl_yaml import MAX_FILE_BYTES
     f = write(tmp_path, '#' * (MAX_FILE_BYTES + 1), 'big.yaml')
     code, out, err = check([f], tmp_path, monkeypatch, capsys)
     assert code == 2 and len(err) == 1 and 'a parameter file holds at most 1 MiB' in err[0], err

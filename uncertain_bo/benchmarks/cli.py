@@ -59,8 +59,8 @@ def _params_file(path: str, explorer: tuple, sim: tuple) -> tuple[tuple, tuple]:
             be left out with the ROS-only ones, its value silently not used).
     """
     from ..explorer import EXPLORER_PARAMS
-    from ..parameters.files import no_parameters_warning, unknown_parameters
-    from ..parameters.files import node_parameters, unknown_sections
+    from ..parameters.files import node_parameters, unknown_parameters, unknown_sections
+    from ..parameters.rcl_yaml import no_parameters_warning
     from ..sim.ekf import EKF_PARAMS
     from ..sim.particle_filter import PF_PARAMS
     from ..sim.pure_pursuit import PURE_PURSUIT_PARAMS

@@ -8,7 +8,7 @@ ROS: the error names the parameter, the offending value and the allowed range.
 
 Parameter files use the ROS 2 layout, so the same file works with ``--ros-args --params-file``,
 ``ros2 launch ... params_file:=``, ``uncertain-bo demo`` and ``uncertain-bo check``; they are read as rcl reads
-them (:mod:`uncertain_bo.parameters.files`)::
+them (:mod:`uncertain_bo.parameters.rcl_yaml`, :mod:`uncertain_bo.parameters.files`)::
 
     sim_rover:
       ros__parameters:

@@ -10,7 +10,7 @@ not last: change the spec and regenerate the file::
     uncertain-bo params explorer                                 # print it, e.g. to start your robot's own file
 
 ``test/parameters/test_param_yaml.py`` fails when the committed file differs from what the specs generate. Values are
-written so that rcl (and :mod:`uncertain_bo.parameters.files`, which reads files as rcl does) and YAML 1.1 readers
+written so that rcl (and :mod:`uncertain_bo.parameters.rcl_yaml`, which reads files as rcl does) and YAML 1.1 readers
 such as PyYAML read them back to exactly the defaults: floats always with a decimal point (``1.0``, ``-1.0e+6``),
 strings single-quoted.
 """

@@ -1,7 +1,7 @@
 """``uncertain-bo check PARAMS.yaml``: validate a robot's parameter file without starting anything.
 
-The file is read as rcl reads it (:mod:`uncertain_bo.parameters.files`: launch_ros's ``!!python/tuple`` lists, ``/**``
-wildcards, namespaced and nested section keys), and every section that names one of the package's nodes
+The file is read as rcl reads it (:mod:`uncertain_bo.parameters.rcl_yaml`: launch_ros's ``!!python/tuple`` lists,
+``/**`` wildcards, namespaced and nested section keys), and every section that names one of the package's nodes
 (explorer, pure_pursuit, sim_rover, ekf, particle_filter, field_sensor, sensor_covariance;
 :data:`uncertain_bo.ros.nodes.NODES`), or whose parameters are all one such node's (a node started under another
 name, ``-r __node:=navsat_covariance``), is resolved as rclpy would give that node its overrides and validated
@@ -35,9 +35,9 @@ from typing import Any, Mapping, Sequence
 
 from ..parameters.run_area import bounds_outside
 from ..parameters.specs import ParameterError, defaults, renamed_parameter
-from ..parameters.files import (ROS_PARAMETERS, ParamFile, Section, UnknownParameter, absolute_name,
-                                declared_parameters, file_sections, is_ros_parameter, no_parameters_warning,
-                                read_param_file, section_applies, unknown_parameters)
+from ..parameters.files import (ROS_PARAMETERS, ParamFile, UnknownParameter, absolute_name, declared_parameters,
+                                file_sections, is_ros_parameter, section_applies, unknown_parameters)
+from ..parameters.rcl_yaml import Section, no_parameters_warning, read_param_file
 from ..user_errors import EXIT_USAGE, report
 from .nodes import NODES
 
@@ -237,7 +237,7 @@ def check_node_parameters(node: str, fqn: str, parameters: Sequence[str | Path |
 
     Returns:
         :class:`NodeCheck` with ``problems``: a file that cannot be read or that rcl would refuse
-        (:func:`~uncertain_bo.parameters.files.read_param_file`; then nothing else), every name the node does not
+        (:func:`~uncertain_bo.parameters.rcl_yaml.read_param_file`; then nothing else), every name the node does not
         declare (in a section naming it, or in a dict; with the file, line and closest name), every invalid value,
         then - when every value is valid - the node's own start-up cross-checks (:func:`node_value_problems`: a
         field that loads, a usable ``run_dir``, ...). Nothing is written.
