@@ -39,7 +39,23 @@ COMMANDS = {
 class OneLineParser(argparse.ArgumentParser):
     """argparse with command-line mistakes reported in one line (``error: uncertain-bo demo: argument
     --measurements: invalid int value: 'abc' (see uncertain-bo demo --help)``), exit status 2, instead of the
-    usage text followed by the error. Sub-parsers inherit the class."""
+    usage text followed by the error. Sub-parsers inherit the class.
+
+    Example:
+        >>> import contextlib, io
+        >>> from uncertain_bo.cli import OneLineParser
+        >>> parser = OneLineParser(prog='uncertain-bo demo')
+        >>> _ = parser.add_argument('--measurements', type=int)
+        >>> err = io.StringIO()
+        >>> with contextlib.redirect_stderr(err):
+        ...     try:
+        ...         parser.parse_args(['--measurements', 'abc'])
+        ...     except SystemExit as exc:
+        ...         print('exit', exc.code)
+        exit 2
+        >>> print(err.getvalue(), end='')
+        error: uncertain-bo demo: argument --measurements: invalid int value: 'abc' (see uncertain-bo demo --help)
+    """
 
     def error(self, message: str):
         self.exit(2, f'error: {self.prog}: {message} (see {self.prog} --help)\n')

@@ -45,6 +45,19 @@ class YamlLayout:
         header: the comment block at the top of the file, one string per line, without ``# ``.
         sections: ``(heading, parameter names)`` in file order; together the names must be every spec of the
             node, each once.
+
+    Example:
+        >>> from uncertain_bo.parameters.specs import Param
+        >>> from uncertain_bo.parameters.yaml_source import YamlLayout, render_param_yaml
+        >>> layout = YamlLayout('sim_rover', 'rover.yaml', ('Simulated rover',), (('localisation', ('fix_rate',)),))
+        >>> print(render_param_yaml(layout, [Param('fix_rate', 1.0, 'position fixes per second, Hz')]), end='')
+        # Simulated rover
+        <BLANKLINE>
+        sim_rover:
+          ros__parameters:
+            # ------------------------------------------------------------ localisation
+            # Position fixes per second, Hz.
+            fix_rate: 1.0
     """
 
     node: str
