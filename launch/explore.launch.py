@@ -63,7 +63,8 @@ from launch.event_handlers import OnProcessExit, OnShutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from uncertain_bo.parameters.files import file_sections, format_param_file, namespaced_sections
+from uncertain_bo.parameters.files import file_sections, namespaced_sections
+from uncertain_bo.parameters.rcl_yaml import format_param_file
 from uncertain_bo.parameters.specs import ParameterError
 from uncertain_bo.ros.launch_args import (PACKAGE, check_nodes, declare_arguments, exit_handler, flag, params_file,
                                           share_directory)

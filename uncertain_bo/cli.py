@@ -3,7 +3,11 @@
 Subcommands live next to what they run: each module named in :data:`COMMANDS` exposes ``add_parser(subparsers)``,
 which registers its sub-parser(s) and sets ``func`` (args -> exit code). Only the module of the command given is
 imported: ``uncertain-bo --help`` lists the commands from :data:`COMMANDS` alone, without importing torch or rclpy
-(test_packaging checks both, and that the table says what the modules register).
+(test_cli checks both, and that the table says what the modules register). ``bench --help`` and ``check`` build
+their parsers and checks from the registries' plain data (:mod:`uncertain_bo.registries`), so they answer without
+torch or rclpy too (test/test_registries.py); a command that runs without torch, or configures it itself once it
+needs it, says so with ``set_defaults(uses_torch=False)`` (``check``; ``bench``, whose ``--list-problems`` and
+``--describe`` need none), and :func:`configure_torch_threads` is not called for it.
 """
 from __future__ import annotations
 
@@ -35,7 +39,23 @@ COMMANDS = {
 class OneLineParser(argparse.ArgumentParser):
     """argparse with command-line mistakes reported in one line (``error: uncertain-bo demo: argument
     --measurements: invalid int value: 'abc' (see uncertain-bo demo --help)``), exit status 2, instead of the
-    usage text followed by the error. Sub-parsers inherit the class."""
+    usage text followed by the error. Sub-parsers inherit the class.
+
+    Example:
+        >>> import contextlib, io
+        >>> from uncertain_bo.cli import OneLineParser
+        >>> parser = OneLineParser(prog='uncertain-bo demo')
+        >>> _ = parser.add_argument('--measurements', type=int)
+        >>> err = io.StringIO()
+        >>> with contextlib.redirect_stderr(err):
+        ...     try:
+        ...         parser.parse_args(['--measurements', 'abc'])
+        ...     except SystemExit as exc:
+        ...         print('exit', exc.code)
+        exit 2
+        >>> print(err.getvalue(), end='')
+        error: uncertain-bo demo: argument --measurements: invalid int value: 'abc' (see uncertain-bo demo --help)
+    """
 
     def error(self, message: str):
         self.exit(2, f'error: {self.prog}: {message} (see {self.prog} --help)\n')
@@ -106,7 +126,8 @@ def _run(argv: list[str]) -> int:
     if not getattr(args, 'func', None):
         parser.print_help()
         return 2
-    configure_torch_threads()
+    if getattr(args, 'uses_torch', True):
+        configure_torch_threads()
     from .user_errors import report, user_error_types
     try:
         return int(args.func(args) or 0)

@@ -20,7 +20,19 @@ EXIT_USAGE = 2
 
 
 class UsageError(ValueError):
-    """A command-line mistake that is not a parameter value (e.g. ``--out`` names an existing file)."""
+    """A command-line mistake that is not a parameter value (e.g. ``--out`` names an existing file).
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from uncertain_bo.user_errors import UsageError, check_run_dir
+        >>> with tempfile.NamedTemporaryFile() as f:
+        ...     try:
+        ...         check_run_dir(Path(f.name) / 'run', '--out')
+        ...     except UsageError as exc:
+        ...         print(str(exc).split(': ', 1)[1].replace(f.name, 'FILE'))
+        FILE is a file, not a folder
+    """
 
 
 #: the exception types of user mistakes, filled by :func:`user_error` where each is defined (so this module imports

@@ -1,7 +1,8 @@
 import pytest
 
 from uncertain_bo.parameters.specs import Param, ParameterError, validate
-from uncertain_bo.parameters.files import load_param_file, node_parameters
+from uncertain_bo.parameters.files import node_parameters
+from uncertain_bo.parameters.rcl_yaml import load_param_file
 
 SPECS = [
     Param('rate', 1.0, 'a rate, Hz', range=(0.1, 10.0)),

@@ -193,7 +193,7 @@ def test_what_the_node_refuses_the_check_refuses(text, expect, tmp_path, monkeyp
 
 
 def test_the_check_knows_when_nav2_msgs_is_missing(tmp_path, monkeypatch, capsys):
-    from uncertain_bo.ros import nav2_goals
+    from uncertain_bo.ros import optional_messages as nav2_goals   # the node's check too (ros/nav2_goals.py)
     f = write(tmp_path, "explorer:\n  ros__parameters:\n    goal_interface: nav2_action\n")
     monkeypatch.setattr(nav2_goals, 'navigate_to_pose_type', lambda: None)   # this machine has no nav2_msgs
     code, out, err = check([f], tmp_path, monkeypatch, capsys)
@@ -230,7 +230,7 @@ def test_special_files_are_refused_in_one_line(path, kind, tmp_path, monkeypatch
 
 
 def test_an_oversized_file_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
-    from uncertain_bo.parameters.files import MAX_FILE_BYTES
+    from uncertain_bo.parameters.rcl_yaml import MAX_FILE_BYTES
     f = write(tmp_path, '#' * (MAX_FILE_BYTES + 1), 'big.yaml')
     code, out, err = check([f], tmp_path, monkeypatch, capsys)
     assert code == 2 and len(err) == 1 and 'a parameter file holds at most 1 MiB' in err[0], err

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from uncertain_bo.parameters.files import load_param_file
+from uncertain_bo.parameters.rcl_yaml import load_param_file
 from uncertain_bo.sim.mission import mission_parameters
 from uncertain_bo.sim.world import SimWorld
 

@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from .test_launch_files import _pure_functions  # the launch file's functions, executed without `launch`
-from uncertain_bo.parameters.files import load_param_file, node_parameters
+from uncertain_bo.parameters.files import node_parameters
+from uncertain_bo.parameters.rcl_yaml import load_param_file
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / 'config'

@@ -545,7 +545,7 @@ def test_explore_launch_namespace_reads_files_as_rcl_does(launch_api, tmp_path):
     """A params_file as launch_ros or a tool writes it (``!!python/tuple`` lists; strings rcl would type) is
     re-keyed for a namespace without changing a value (it used to be read with yaml.safe_load, which refuses
     the tuple)."""
-    from uncertain_bo.parameters.files import load_param_file
+    from uncertain_bo.parameters.rcl_yaml import load_param_file
     module = _load('explore.launch.py')
     user = tmp_path / 'mine.yaml'
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from uncertain_bo.parameters.specs import validate
-from uncertain_bo.parameters.files import load_param_file
+from uncertain_bo.parameters.rcl_yaml import load_param_file
 
 rclpy = pytest.importorskip('rclpy')
 

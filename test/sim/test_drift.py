@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from uncertain_bo.parameters.specs import config_path
-from uncertain_bo.parameters.files import load_param_file
+from uncertain_bo.parameters.rcl_yaml import load_param_file
 from uncertain_bo.sim.drift import CEP50_PER_SIGMA, DRIFT_SOURCES, drift_source, initial_estimate, straight_legs
 from uncertain_bo.sim.ekf import PlanarEKF
 from uncertain_bo.sim.field import Field

@@ -11,15 +11,23 @@ supplies its own :class:`World` (how a target becomes an executed position, a lo
 reading), so a simulated rover mission plugs in as one more problem. Your own problem: :func:`register_problem`
 (a script or notebook) or an entry point of group :data:`ENTRY_POINT_GROUP` (an installed package); docs/research.md.
 """
-from .base import (ENTRY_POINT_GROUP, PROBLEMS, BenchSettings, GaussianInputWorld, Instance, Measurement, Problem,
-                   World, get_problem, problem_names, register_problem)
-from . import cv, functions_airbo, michalewicz, quadrature, rkhs2d, rover, rover_team  # noqa: F401  (register them)
-from . import nes_problems  # noqa: F401  (registers NES's problems)
-from .base import _mark_own_problems
-from .runner import RunSpec, expand, load_runs, run, run_many
+import importlib
 
-_mark_own_problems()
+#: the package's public names -> the module that defines them, imported on first use (PEP 562): importing the
+#: package (``uncertain-bo bench --help`` imports :mod:`.cli`) imports neither torch nor a problem; the first use of
+#: a name also registers the package's own problems (:func:`~.base.load_own_problems`)
+_EXPORTS = {**dict.fromkeys(('PROBLEMS', 'ENTRY_POINT_GROUP', 'BenchSettings', 'GaussianInputWorld', 'Instance',
+                             'Measurement', 'Problem', 'World', 'get_problem', 'problem_names', 'register_problem'),
+                            'base'),
+            **dict.fromkeys(('RunSpec', 'expand', 'load_runs', 'run', 'run_many'), 'runner')}
 
-__all__ = ['PROBLEMS', 'ENTRY_POINT_GROUP', 'BenchSettings', 'GaussianInputWorld', 'Instance', 'Measurement', 'Problem',
-           'World', 'get_problem', 'problem_names', 'register_problem', 'RunSpec', 'expand', 'load_runs', 'run',
-           'run_many']
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    importlib.import_module('.base', __name__).load_own_problems()
+    value = getattr(importlib.import_module(f'.{_EXPORTS[name]}', __name__), name)
+    globals()[name] = value
+    return value

@@ -14,6 +14,7 @@ that seed). An instance knows
 """
 from __future__ import annotations
 
+import importlib
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -29,8 +30,8 @@ from ..acquisition.optimize import OptimizerSettings
 from ..planning.planner import Planner
 
 __all__ = ['BenchSettings', 'Measurement', 'World', 'GaussianInputWorld', 'Instance', 'Problem',
-           'PROBLEMS', 'ENTRY_POINT_GROUP', 'register_problem', 'get_problem', 'problem_names', 'load_entry_points',
-           'external_factory', 'theory_noise_source', 'DEFAULT_UGP_NOISE']
+           'PROBLEMS', 'ENTRY_POINT_GROUP', 'OWN_PROBLEM_MODULES', 'register_problem', 'get_problem', 'problem_names',
+           'load_own_problems', 'load_entry_points', 'external_factory', 'theory_noise_source', 'DEFAULT_UGP_NOISE']
 
 NoiseSource = Literal['output', 'location', 'execution']
 DEFAULT_UGP_NOISE: NoiseSource = 'execution'
@@ -373,9 +374,15 @@ ENTRY_POINT_GROUP = 'uncertain_bo.problems'
 pyproject.toml (the value: a :class:`Problem` factory, as for :func:`register_problem`)."""
 
 _NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]*')
-#: the problems the package itself registers (every process that imports it has them; set by the package's
-#: ``__init__``); the others travel with each run to the worker that runs it (:func:`external_factory`)
-_OWN: frozenset[str] = frozenset()
+
+OWN_PROBLEM_MODULES = ('cv', 'functions_airbo', 'michalewicz', 'quadrature', 'rkhs2d', 'rover', 'rover_team',
+                       'nes_problems')
+"""the package's modules (of :mod:`uncertain_bo.benchmarks`) that register its own problems when imported; the first
+look-up imports them (:func:`load_own_problems`), as it loads the entry points"""
+#: the problems the package itself registers (every process that imports it has them; set by
+#: :func:`load_own_problems`, None before); the others travel with each run to the worker that runs it
+#: (:func:`external_factory`)
+_OWN: frozenset[str] | None = None
 _entry_points_loaded = False
 
 
@@ -407,6 +414,7 @@ def register_problem(name: str, factory: Callable[[], Problem], *, replace: bool
         >>> round(get_problem('doc-bowl').instance(seed=0).optimum[1], 4)   # g* = max E f(x + N(0, 0.05^2))
         -0.0025
     """
+    load_own_problems()    # the package's own names first: a later registration under one of them is refused
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(f'problem name {name!r}: use letters, digits, ".", "_" and "-" (it becomes part of file '
                          'names), starting with a letter or digit')
@@ -424,10 +432,21 @@ def _qualname(factory: Callable) -> str:
     return f'{getattr(factory, "__module__", "?")}.{getattr(factory, "__qualname__", type(factory).__name__)}'
 
 
-def _mark_own_problems() -> None:
-    """Record the problems registered so far as the package's own (called once by the package's ``__init__``)."""
+def load_own_problems() -> None:
+    """Register the package's own problems (import :data:`OWN_PROBLEM_MODULES`; once per process, on the first
+    look-up or registration)."""
     global _OWN
-    _OWN = frozenset(PROBLEMS)
+    if _OWN is not None:
+        return
+    _OWN = frozenset()     # while they register themselves (register_problem calls this)
+    before = set(PROBLEMS)
+    try:
+        for module in OWN_PROBLEM_MODULES:
+            importlib.import_module(f'{__package__}.{module}')
+    except BaseException:
+        _OWN = None
+        raise
+    _OWN = frozenset(set(PROBLEMS) - before)
 
 
 def load_entry_points() -> None:
@@ -451,6 +470,7 @@ def load_entry_points() -> None:
 
 def problem_names() -> list[str]:
     """Every registered problem's name, sorted (the entry points' included)."""
+    load_own_problems()
     load_entry_points()
     return sorted(PROBLEMS)
 
@@ -461,6 +481,7 @@ def get_problem(name: str) -> Problem:
     Raises:
         KeyError: unknown name (the message lists the known problems).
     """
+    load_own_problems()
     if name not in PROBLEMS:
         load_entry_points()
     try:
@@ -473,6 +494,7 @@ def get_problem(name: str) -> Problem:
 def external_factory(name: str) -> Callable[[], Problem] | None:
     """The factory of ``name`` when a worker process may lack it (registered by a script, a notebook or an entry
     point), None for the package's own problems, which every process has."""
+    load_own_problems()
     return None if name in _OWN else PROBLEMS.get(name)
 
 

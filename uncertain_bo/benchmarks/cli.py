@@ -59,8 +59,8 @@ def _params_file(path: str, explorer: tuple, sim: tuple) -> tuple[tuple, tuple]:
             be left out with the ROS-only ones, its value silently not used).
     """
     from ..explorer import EXPLORER_PARAMS
-    from ..parameters.files import no_parameters_warning, unknown_parameters
-    from ..parameters.files import node_parameters, unknown_sections
+    from ..parameters.files import node_parameters, unknown_parameters, unknown_sections
+    from ..parameters.rcl_yaml import no_parameters_warning
     from ..sim.ekf import EKF_PARAMS
     from ..sim.particle_filter import PF_PARAMS
     from ..sim.pure_pursuit import PURE_PURSUIT_PARAMS
@@ -123,26 +123,24 @@ EXPLORER_FLAGS = {'beta': '--beta', 'n_initial': '--n-initial', 'refit_every': '
                   'num_restarts': '--restarts', 'raw_samples': '--raw-samples', 'max_measurements': '--iterations'}
 
 
-def _explorer_specs():
-    from ..explorer import EXPLORER_PARAMS
-    return EXPLORER_PARAMS
-
-
 def add_parser(subparsers) -> None:
-    """Register ``bench`` and ``plot``."""
-    from ..acquisition import METHODS
+    """Register ``bench`` and ``plot`` (from the registries' plain data: :mod:`uncertain_bo.registries`, no torch)."""
+    from ..registries import method_descriptions, node_specs
+    from ..registries import problems as registered_problems
     from ..parameters.flags import flag_help, flag_type, list_flag_type
-    from . import problem_names
 
-    problems = problem_names()   # the package's, and those installed packages declare as entry points
+    known = registered_problems()   # the package's, and those installed packages declare as entry points
+    problems = sorted(known)
+    methods = method_descriptions()
 
-    spec = {p.name: p for p in _explorer_specs()}
+    spec = {p.name: p for p in node_specs('explorer')}
     b = subparsers.add_parser('bench', help='run benchmark problems (parallel over seeds)',
                               description='Run methods on a benchmark problem over seeds; write per-iteration '
                                           'records (CSV + JSON) and summaries to --out. `--list-problems` lists the '
                                           "problems, `--describe PROBLEM` shows one problem's parameters and "
                                           'defaults.',
-                              epilog=registry_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+                              epilog=registry_help(known, methods),
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     b.add_argument('--problem', default=None, metavar='PROBLEM', choices=problems,
                    help='the benchmark problem (required to run): ' + ', '.join(problems))
     b.add_argument('--list-problems', action='store_true', help='list every problem with its description, and exit')
@@ -151,7 +149,7 @@ def add_parser(subparsers) -> None:
                         'parameters (--problem-param) with their defaults, and exit')
     b.add_argument('--method', default=None,
                    help="comma-separated methods and baselines (default: the problem's, see --describe): "
-                        + ', '.join(sorted(METHODS)))
+                        + ', '.join(methods))
     b.add_argument('--explorer-param', action='append', default=[], metavar='NAME=VALUE',
                    help='rover problems: an explorer parameter over the shipped config/explorer.yaml, e.g. '
                         'travel_weight=1.0 (repeatable; YAML value syntax); bench sets '
@@ -217,7 +215,7 @@ def add_parser(subparsers) -> None:
                         'without NAME: list them with their size and estimated CPU hours (--seeds N runs the '
                         'first N seeds of it)')
     b.add_argument('--list-protocols', action='store_true', help='list the shipped protocols (as --protocol alone)')
-    b.set_defaults(func=bench_main)
+    b.set_defaults(func=bench_main, uses_torch=False)   # it configures torch once it needs it
 
     p = subparsers.add_parser('plot', help='draw regret figures of a bench output directory',
                               description='Mean ± std regret curves (and mismatch / beta sweeps) as PNG.')
@@ -238,13 +236,15 @@ def _one_line(text: str) -> str:
     return ' '.join(str(text).split())
 
 
-def registry_help() -> str:
-    """``bench --help``'s epilog: every registered problem, method and named field, from their registries."""
+def registry_help(problems: dict[str, dict] | None = None, methods: dict[str, str] | None = None) -> str:
+    """``bench --help``'s epilog: every registered problem, method and named field, from their registries
+    (``problems``, ``methods``: :func:`uncertain_bo.registries.problems` and
+    :func:`~uncertain_bo.registries.method_descriptions` when not given)."""
     import textwrap
 
-    from ..acquisition import METHODS
-    from ..sim.field import FIELD_NAMES
-    from . import get_problem, problem_names
+    from ..registries import method_descriptions
+    from ..registries import problems as registered_problems
+    from ..sim.field_spec import FIELD_NAMES
 
     def table(title: str, rows: dict[str, str]) -> list[str]:
         width = max(map(len, rows)) + 2
@@ -254,9 +254,10 @@ def registry_help() -> str:
                                  subsequent_indent=' ' * (width + 2)) or [f'  {name}']
         return out + ['']
 
-    problems = {name: get_problem(name).description for name in problem_names()}
-    methods = {name: METHODS[name].description for name in sorted(METHODS)}
-    lines = table('problems (uncertain-bo bench --describe PROBLEM shows its parameters and defaults):', problems)
+    problems = registered_problems() if problems is None else problems
+    methods = method_descriptions() if methods is None else methods
+    lines = table('problems (uncertain-bo bench --describe PROBLEM shows its parameters and defaults):',
+                  {name: p['description'] for name, p in sorted(problems.items())})
     lines += table('methods and baselines (--method):', methods)
     lines += table('named fields (--field; or a .npz grid / .csv of x,y,value):', dict(FIELD_NAMES))
     return '\n'.join(lines)
@@ -264,38 +265,41 @@ def registry_help() -> str:
 
 def describe_problem(name: str) -> str:
     """A problem's description, defaults and parameters (``bench --describe``)."""
-    from ..acquisition import METHODS
-    from . import get_problem
+    from ..registries import method_descriptions, problems
 
-    p = get_problem(name)
-    lines = [f'{name}: {_one_line(p.description)}', '',
-             f'  iterations {p.default_iterations}, seeds {p.default_seeds}, beta {p.default_beta}',
-             f'  methods: {p.default_methods}']
-    for m in p.default_methods.split(','):
-        if m in METHODS:
-            lines.append(f'    {m}: {_one_line(METHODS[m].description)}')
-    if p.params:
+    p = problems()[name]
+    methods = method_descriptions()
+    lines = [f'{name}: {_one_line(p["description"])}', '',
+             f'  iterations {p["default_iterations"]}, seeds {p["default_seeds"]}, beta {p["default_beta"]}',
+             f'  methods: {p["default_methods"]}']
+    for m in p['default_methods'].split(','):
+        if m in methods:
+            lines.append(f'    {m}: {_one_line(methods[m])}')
+    if p['params']:
         lines.append('  parameters (--problem-param NAME=VALUE; a YAML list sweeps):')
-        lines += [f'    {k} = {v!r}' for k, v in p.params.items()]
+        lines += [f'    {k} = {v!r}' for k, v in p['params'].items()]
     else:
         lines.append('  parameters: none (--problem-param does not apply)')
     return '\n'.join(lines)
 
 
 def bench_main(args: argparse.Namespace) -> int:
-    from ..acquisition import get_method
-    from ..acquisition.optimize import OptimizerSettings
-    from . import BenchSettings, expand, get_problem, problem_names
-    from .backends import BackendError, resolve_backend
-    from .runner import run_many_reporting, write_tables
-
     if args.list_problems:
-        for name in problem_names():
-            print(f'{name}: {_one_line(get_problem(name).description)}')
+        from ..registries import problems
+        for name, problem in sorted(problems().items()):
+            print(f'{name}: {_one_line(problem["description"])}')
         return 0
     if args.describe:
         print(describe_problem(args.describe))
         return 0
+
+    from ..cli import configure_torch_threads
+    configure_torch_threads()      # not before: the lists above import no torch
+    from ..acquisition import get_method
+    from ..acquisition.optimize import OptimizerSettings
+    from . import BenchSettings, expand, get_problem
+    from .backends import BackendError, resolve_backend
+    from .runner import run_many_reporting, write_tables
     if args.protocol is not None or args.list_protocols:
         from .protocol import protocol_main
         return protocol_main(args)

@@ -17,12 +17,12 @@ from ..acquisition import METHODS
 from ..distributions import DTYPE, GaussianExecutionNoise
 from ..models import NOISE_PRIORS
 from ..acquisition.optimize import OptimizerSettings
-from ..parameters.run_area import EXECUTION_NOISE_STD, SEARCH_BOUNDS, search_bounds_problem
+from ..parameters.explorer_checks import check_explorer_parameters
+from ..parameters.run_area import EXECUTION_NOISE_STD, SEARCH_BOUNDS
 from ..parameters.specs import Param, ParameterError
 from ..acquisition.recommendation import RECOMMENDATION_RULES
 from ..planning.planner import Planner
 from ..user_errors import UsageError, check_run_dir
-from .relocalising import fix_sources_problem
 
 __all__ = ['EXPLORER_PARAMS', 'RESUME_FRACTION', 'MAX_ABS_READING', 'check_explorer_parameters',
            'planner_from_parameters', 'update_planner', 'PLANNER_SETTINGS', 'run_folder', 'RESUME_CHECKED']
@@ -235,23 +235,6 @@ EXPLORER_PARAMS = [
 #: parameters that change planner settings (:func:`update_planner`); the read-only ones are set once, by
 #: :func:`planner_from_parameters`
 PLANNER_SETTINGS = ('search_bounds', 'execution_noise_std', 'beta', 'refit_every', 'num_restarts', 'raw_samples')
-
-
-def check_explorer_parameters(values: Mapping[str, Any]) -> str | None:
-    """Cross-field checks of explorer parameters (each value is already valid on its own).
-
-    Returns:
-        None if consistent, else the reason (names the parameter).
-    """
-    b = values.get('search_bounds')
-    if b is not None and search_bounds_problem(b):
-        return search_bounds_problem(b)
-    r = values.get('reading_range')
-    if r is not None and not r[1] > r[0]:
-        return f"parameter 'reading_range' = {list(r)} is invalid: need [low, high] with high > low"
-    if 'fix_sources' in values:
-        return fix_sources_problem(values['fix_sources'])
-    return None
 
 
 #: parameters whose change between a journal's run and its resumption is worth a warning

@@ -37,6 +37,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..parameters.explorer_checks import fix_sources_problem
 from ..planning.planner import Planner
 from .area import GOAL_TOLERANCE, distance_outside
 from .inputs import PoseEstimate, position_std
@@ -55,17 +56,6 @@ SETTLE_DROP = 0.05
 #: what :meth:`Relocalising.step` asks of the explorer: stop the rover at the fix source; send its goal again
 ARRIVED = 'arrived'
 RESEND = 'resend'
-
-
-def fix_sources_problem(values: Any) -> str | None:
-    """Why ``fix_sources`` (a flat list ``x, y, radius, cost, ...``) is not well formed, or None."""
-    v = np.asarray(values, dtype=float).ravel()
-    if v.size % 4:
-        return (f"parameter 'fix_sources' = {list(values)!r} is invalid: expected x, y, radius, cost for each fix "
-                f'source (a multiple of 4 numbers, metres; cost: metres of detour), got {v.size}')
-    if np.any(v.reshape(-1, 4)[:, 2:] < 0):
-        return f"parameter 'fix_sources' = {list(values)!r} is invalid: each source needs a radius >= 0 and a cost >= 0"
-    return None
 
 
 def fix_source_array(values: Any) -> np.ndarray:

@@ -8,7 +8,7 @@ ROS: the error names the parameter, the offending value and the allowed range.
 
 Parameter files use the ROS 2 layout, so the same file works with ``--ros-args --params-file``,
 ``ros2 launch ... params_file:=``, ``uncertain-bo demo`` and ``uncertain-bo check``; they are read as rcl reads
-them (:mod:`uncertain_bo.parameters.files`)::
+them (:mod:`uncertain_bo.parameters.rcl_yaml`, :mod:`uncertain_bo.parameters.files`)::
 
     sim_rover:
       ros__parameters:
@@ -30,7 +30,17 @@ __all__ = ['Param', 'ParameterError', 'validate', 'defaults', 'config_path', 'RE
 
 @user_error
 class ParameterError(ValueError):
-    """A parameter value is missing its type, outside its range, or unknown."""
+    """A parameter value is missing its type, outside its range, or unknown.
+
+    Example:
+        >>> from uncertain_bo.parameters.specs import Param, ParameterError, validate
+        >>> specs = [Param('fix_rate', 1.0, 'position fixes per second, Hz', range=(0.01, 100.0))]
+        >>> try:
+        ...     validate(specs, {'fix_rte': 2.0})
+        ... except ParameterError as exc:
+        ...     print(exc)
+        unknown parameter 'fix_rte' (did you mean fix_rate?); known: fix_rate
+    """
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,20 @@ class Param:
         choices: allowed values for string parameters.
         read_only: True for things that cannot change after start-up (topic names, frames).
         length: required length for list parameters (None: any non-empty length).
+
+    Example:
+        >>> from uncertain_bo.parameters.specs import Param, ParameterError
+        >>> std = Param('position_std', [0.75, 0.75], 'position noise std along x and y, m',
+        ...             range=(0.0, 1000.0), length=2)
+        >>> std.kind, std.allowed()
+        ('float_list', 'a list of 2 numbers each in [0, 1000]')
+        >>> std.check([1, 0.5])          # coerced to the parameter's type
+        [1.0, 0.5]
+        >>> try:
+        ...     std.check([-1.0, 0.5])
+        ... except ParameterError as exc:
+        ...     print(exc)
+        parameter 'position_std' = [-1.0, 0.5] is invalid: out of range; allowed: a list of 2 numbers each in [0, 1000]
     """
 
     name: str

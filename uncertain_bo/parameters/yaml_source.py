@@ -10,7 +10,7 @@ not last: change the spec and regenerate the file::
     uncertain-bo params explorer                                 # print it, e.g. to start your robot's own file
 
 ``test/parameters/test_param_yaml.py`` fails when the committed file differs from what the specs generate. Values are
-written so that rcl (and :mod:`uncertain_bo.parameters.files`, which reads files as rcl does) and YAML 1.1 readers
+written so that rcl (and :mod:`uncertain_bo.parameters.rcl_yaml`, which reads files as rcl does) and YAML 1.1 readers
 such as PyYAML read them back to exactly the defaults: floats always with a decimal point (``1.0``, ``-1.0e+6``),
 strings single-quoted.
 """
@@ -45,6 +45,19 @@ class YamlLayout:
         header: the comment block at the top of the file, one string per line, without ``# ``.
         sections: ``(heading, parameter names)`` in file order; together the names must be every spec of the
             node, each once.
+
+    Example:
+        >>> from uncertain_bo.parameters.specs import Param
+        >>> from uncertain_bo.parameters.yaml_source import YamlLayout, render_param_yaml
+        >>> layout = YamlLayout('sim_rover', 'rover.yaml', ('Simulated rover',), (('localisation', ('fix_rate',)),))
+        >>> print(render_param_yaml(layout, [Param('fix_rate', 1.0, 'position fixes per second, Hz')]), end='')
+        # Simulated rover
+        <BLANKLINE>
+        sim_rover:
+          ros__parameters:
+            # ------------------------------------------------------------ localisation
+            # Position fixes per second, Hz.
+            fix_rate: 1.0
     """
 
     node: str

@@ -1,7 +1,7 @@
 """``uncertain-bo check PARAMS.yaml``: validate a robot's parameter file without starting anything.
 
-The file is read as rcl reads it (:mod:`uncertain_bo.parameters.files`: launch_ros's ``!!python/tuple`` lists, ``/**``
-wildcards, namespaced and nested section keys), and every section that names one of the package's nodes
+The file is read as rcl reads it (:mod:`uncertain_bo.parameters.rcl_yaml`: launch_ros's ``!!python/tuple`` lists,
+``/**`` wildcards, namespaced and nested section keys), and every section that names one of the package's nodes
 (explorer, pure_pursuit, sim_rover, ekf, particle_filter, field_sensor, sensor_covariance;
 :data:`uncertain_bo.ros.nodes.NODES`), or whose parameters are all one such node's (a node started under another
 name, ``-r __node:=navsat_covariance``), is resolved as rclpy would give that node its overrides and validated
@@ -33,11 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ..registries import node_specs
 from ..parameters.run_area import bounds_outside
 from ..parameters.specs import ParameterError, defaults, renamed_parameter
-from ..parameters.files import (ROS_PARAMETERS, ParamFile, Section, UnknownParameter, absolute_name,
-                                declared_parameters, file_sections, is_ros_parameter, no_parameters_warning,
-                                read_param_file, section_applies, unknown_parameters)
+from ..parameters.files import (ROS_PARAMETERS, ParamFile, UnknownParameter, absolute_name, declared_parameters,
+                                file_sections, is_ros_parameter, section_applies, unknown_parameters)
+from ..parameters.rcl_yaml import Section, no_parameters_warning, read_param_file
 from ..user_errors import EXIT_USAGE, report
 from .nodes import NODES
 
@@ -157,7 +158,7 @@ def check_parameter_files(files: Sequence[str | Path], *, namespace: str | None 
         if not found:
             result.warnings.append(no_parameters_warning(f))
         sections += [(f, s) for s in found]
-    specs = {name: {p.name: p for p in entry.parameter_specs()} for name, entry in NODES.items()}
+    specs = {name: {p.name: p for p in node_specs(name)} for name in NODES}
     targets: dict[str, str] = {}   # fqn -> node
     wildcards = []
     for f, s in sections:
@@ -237,13 +238,13 @@ def check_node_parameters(node: str, fqn: str, parameters: Sequence[str | Path |
 
     Returns:
         :class:`NodeCheck` with ``problems``: a file that cannot be read or that rcl would refuse
-        (:func:`~uncertain_bo.parameters.files.read_param_file`; then nothing else), every name the node does not
+        (:func:`~uncertain_bo.parameters.rcl_yaml.read_param_file`; then nothing else), every name the node does not
         declare (in a section naming it, or in a dict; with the file, line and closest name), every invalid value,
         then - when every value is valid - the node's own start-up cross-checks (:func:`node_value_problems`: a
         field that loads, a usable ``run_dir``, ...). Nothing is written.
     """
     fqn = absolute_name(fqn)
-    specs = {p.name: p for p in NODES[node].parameter_specs()}
+    specs = {p.name: p for p in node_specs(node)}
     declared = [*specs, *ROS_PARAMETERS]
     try:
         files = [file_sections(e) for e in parameters if not isinstance(e, Mapping)]   # each read once
@@ -328,24 +329,15 @@ def node_value_problems(node: str, values: Mapping[str, Any], given: Mapping[str
     prefix = f'{where}: ' if where else ''
     reasons = []
     if node in ('explorer', 'team_explorer'):
-        from ..explorer.parameters import check_explorer_parameters
+        from ..parameters.explorer_checks import check_explorer_parameters
         from ..user_errors import UsageError, check_run_dir
+        from .optional_messages import goal_interface_problem, particle_cloud_problem
         reasons.append(check_explorer_parameters(values))
         if node == 'team_explorer':
             reasons.append(check_rovers(list(values['rovers'])))
-        if 'pose_source' in values:
-            from .rover_inputs import pose_message_type
-            try:
-                pose_message_type(values['pose_source'],
-                                  values.get('particle_cloud_type', 'geometry_msgs/msg/PoseArray'))
-            except ParameterError as exc:
-                reasons.append(str(exc))
+        reasons.append(particle_cloud_problem(values))
         if 'goal_interface' in values:
-            from .nav2_goals import resolve_goal_interface
-            try:
-                resolve_goal_interface(values['goal_interface'])
-            except ValueError as exc:
-                reasons.append(str(exc))
+            reasons.append(goal_interface_problem(values['goal_interface']))
         if values.get('run_dir'):
             try:
                 check_run_dir(values['run_dir'], "parameter 'run_dir'")
@@ -448,7 +440,7 @@ def add_parser(sub) -> None:
     p.add_argument('--namespace', default=None, metavar='NS',
                    help='namespace the nodes run in (e.g. /rover1): sections must reach /NS/<node>')
     p.add_argument('--all', action='store_true', help='print every parameter, not only those the file sets')
-    p.set_defaults(func=_cli)
+    p.set_defaults(func=_cli, uses_torch=False)
 
 
 def _cli(args) -> int:

@@ -30,20 +30,12 @@ from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient
 
 from .conversions import from_time_msg, make_pose_stamped
+from .optional_messages import GOAL_INTERFACE_NEEDS_NAV2, navigate_to_pose_type
 
 __all__ = ['Nav2Goals', 'GOAL_INTERFACES', 'navigate_to_pose_type', 'resolve_goal_interface']
 
 #: the explorer's ``goal_interface`` choices
 GOAL_INTERFACES = ('auto', 'topic', 'nav2_action')
-
-
-def navigate_to_pose_type():
-    """``nav2_msgs.action.NavigateToPose``, or None where ``nav2_msgs`` is not importable."""
-    try:
-        from nav2_msgs.action import NavigateToPose
-    except ImportError:
-        return None
-    return NavigateToPose
 
 
 def resolve_goal_interface(choice: str) -> tuple[str, Any]:
@@ -56,9 +48,7 @@ def resolve_goal_interface(choice: str) -> tuple[str, Any]:
     if choice == 'topic' or (choice == 'auto' and action is None):
         return 'topic', None
     if action is None:
-        raise ValueError("parameter 'goal_interface' = 'nav2_action' needs nav2_msgs, which is not importable here "
-                         "(install it: apt install ros-$ROS_DISTRO-nav2-msgs, and source the ROS setup), or use "
-                         "'topic' (goal_pose) or 'auto'")
+        raise ValueError(GOAL_INTERFACE_NEEDS_NAV2)
     return 'nav2_action', action
 
 

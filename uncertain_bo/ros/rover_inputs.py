@@ -39,6 +39,7 @@ from ..parameters.specs import ParameterError
 from .conversions import (READING_TYPES, from_time_msg, particle_cloud_from_cdr, particle_cloud_to_particles,
                           pose_array_from_cdr, pose_array_to_particles, quaternion_to_yaw, reading_from_msg,
                           ros_covariance_to_planar, ros_covariance_to_xy)
+from .optional_messages import PARTICLE_CLOUD_NEEDS_NAV2, particle_cloud_class
 
 __all__ = ['RoverInputs', 'RoverMessages', 'InputWatch', 'POSE_SOURCES', 'PARTICLE_CLOUD_TYPES', 'pose_message_type',
            'pose_estimate_from_msg', 'node_clock_now', 'node_clock_ns', 'seconds', 'sim_time', 'type_name',
@@ -81,13 +82,10 @@ def pose_message_type(pose_source: str, particle_cloud_type: str = 'geometry_msg
     cls = PARTICLE_CLOUD_TYPES[particle_cloud_type][0]
     if cls is not None:
         return cls
-    try:
-        from nav2_msgs.msg import ParticleCloud
-    except ImportError:
-        raise ParameterError("parameter 'particle_cloud_type' = 'nav2_msgs/msg/ParticleCloud' needs nav2_msgs, which "
-                             'is not importable here (install it: apt install ros-$ROS_DISTRO-nav2-msgs, and source '
-                             "the ROS setup), or subscribe a geometry_msgs/msg/PoseArray cloud") from None
-    return ParticleCloud
+    cls = particle_cloud_class()
+    if cls is None:
+        raise ParameterError(PARTICLE_CLOUD_NEEDS_NAV2)
+    return cls
 
 
 #: pose estimates: best effort (compatible with reliable and best-effort publishers), keep last 10

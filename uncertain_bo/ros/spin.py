@@ -20,7 +20,8 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from ..parameters.specs import Param, ParameterError
-from ..parameters.files import parameter_rule_value, read_param_file, section_applies
+from ..parameters.files import section_applies
+from ..parameters.rcl_yaml import parameter_rule_value, read_param_file
 from ..user_errors import EXIT_USAGE, report, user_error_types
 from .nodes import ending_hooks, exit_at_once
 from .params import parameter_rules_in, params_files_in, set_command_line
@@ -80,7 +81,7 @@ def run_node(factory: Callable[[], Node], args=None, *, doc: str | None = None,
       anything; any other argument outside ``--ros-args`` is a mistake (one line, exit 2).
     - Parameter files are judged by rcl alone (what the node will really get): a file rcl refuses ends the
       node with one line ``error: ...`` naming the file and line (explained by
-      :func:`uncertain_bo.parameters.files.read_param_file`), exit status 2; rcl's own log line about it is held
+      :func:`uncertain_bo.parameters.rcl_yaml.read_param_file`), exit status 2; rcl's own log line about it is held
       back so that the error stays one line. Command-line arguments rcl refuses, an invalid parameter, a damaged
       journal or a field file that cannot be used end the same way
       (:func:`uncertain_bo.user_errors.user_error_types`).
