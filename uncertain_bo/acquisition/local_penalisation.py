@@ -154,6 +154,17 @@ class LocalPenalisation(UCBMethod):
 
     Raises:
         TypeError: unknown settings. ValueError: ``n_lipschitz < 1``.
+
+    Example:
+        The first decision (one target: uGP-UCB's) (the method examples' set-up, :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('rkhs2d').instance(0).drive(LocalPenalisation, quick, 0, 4, lambda *record: None)
+        >>> target, (lower, upper) = planner.targets[-1], planner.bounds
+        >>> planner.decisions[-1].phase, target.shape, bool(((lower <= target) & (target <= upper)).all())
+        ('acquisition', torch.Size([2]), True)
     """
 
     name = 'ugp_lp'

@@ -94,6 +94,24 @@ class ICMKernel(DistributionKernel):
 
 @register
 class MTBO(EIQuadrature):
+    """MTBO: multi-task GP (ICM kernel: SE over x times a task correlation matrix over one-hot tasks), EI on the mean
+    over tasks, task by single-task EI (Swersky et al. 2013; a baseline of Nguyen et al. 2020 for cross-
+    validation).
+
+    Example:
+        MTBO's first decision on DRBQO's Beale problem, a point and a task (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(MTBO, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
+
     name = 'mtbo'
     description = ('MTBO: multi-task GP (ICM kernel: SE over x times a task correlation matrix over one-hot tasks), '
                    'EI on the mean over tasks, task by single-task EI (Swersky et al. 2013; a baseline of Nguyen et '

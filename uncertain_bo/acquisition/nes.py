@@ -323,6 +323,18 @@ class NESEP(NESBase):
     Args:
         n_features, k, n_max_samples: see :class:`NESBase` (defaults M = 500, K = 1, 100 samples).
         ep_sweeps: maximum EP sweeps (tolerance 1e-6).
+
+    Example:
+        NES-EP's first decision on NES's 1-D sine problem (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('nes-sin').instance(0).drive(NESEP, quick, 0, 4, lambda *record: None)
+        >>> rec = planner.recommend()                         # a place predicted over the whole domain
+        >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured
+        ('acquisition', torch.Size([1]), False)
     """
 
     name = 'nes_ep'

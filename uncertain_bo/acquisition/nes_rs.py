@@ -121,6 +121,18 @@ class NESRS(NESBase):
         n_features, k, n_max_samples: see :class:`~uncertain_bo.acquisition.nes.NESBase`.
         n_accept: L, accepted samples per max-value (paper: 1000).
         n_candidates: targets scored per decision (default ``min(200 d, 1000)``).
+
+    Example:
+        NES-RS's first decision on NES's 1-D sine problem (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('nes-sin').instance(0).drive(NESRS, quick, 0, 4, lambda *record: None)
+        >>> rec = planner.recommend()                         # a place predicted over the whole domain
+        >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured
+        ('acquisition', torch.Size([1]), False)
     """
 
     name = 'nes_rs'

@@ -344,7 +344,21 @@ def execution_offsets(ctx: DecisionContext) -> Tensor:
 @register
 class DRBQO(ThompsonQuadrature):
     """DRBQO (Algorithm 1). Without ``contexts`` (the rover): the samples are the execution offsets observed so
-    far and the method decides only the target (module docstring, "On the rover")."""
+    far and the method decides only the target (module docstring, "On the rover").
+
+    Example:
+        DRBQO's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(DRBQO, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
 
     name = 'drbqo'
     description = ('DRBQO: Thompson sample on the joint GP, worst case over the chi-square ball of radius rho around '
@@ -384,6 +398,22 @@ class DRBQO(ThompsonQuadrature):
 
 @register
 class EmpDRBQO(ThompsonQuadrature):
+    """Emp-DRBQO: DRBQO decisions, recommendation by the empirical mean (Nguyen et al. 2020, §6).
+
+    Example:
+        EmpDRBQO's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(EmpDRBQO, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
+
     name = 'emp_drbqo'
     description = 'Emp-DRBQO: DRBQO decisions, recommendation by the empirical mean (Nguyen et al. 2020, §6)'
     robust_recommendation = False
@@ -391,6 +421,22 @@ class EmpDRBQO(ThompsonQuadrature):
 
 @register
 class BQOTS(ThompsonQuadrature):
+    """BQO-TS: Thompson sample of the empirical quadrature, empirical-mean recommendation (Nguyen et al. 2020).
+
+    Example:
+        BQOTS's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOTS, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
+
     name = 'bqo_ts'
     description = ('BQO-TS: Thompson sample of the empirical quadrature, empirical-mean recommendation '
                    '(Nguyen et al. 2020)')
@@ -400,6 +446,22 @@ class BQOTS(ThompsonQuadrature):
 
 @register
 class MaximinBQOTS(ThompsonQuadrature):
+    """Maximin-BQO-TS: BQO-TS decisions, max-min (rho) recommendation (Nguyen et al. 2020).
+
+    Example:
+        MaximinBQOTS's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(MaximinBQOTS, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
+
     name = 'maximin_bqo_ts'
     description = 'Maximin-BQO-TS: BQO-TS decisions, max-min (rho) recommendation (Nguyen et al. 2020)'
     robust_decision = False
@@ -407,6 +469,22 @@ class MaximinBQOTS(ThompsonQuadrature):
 
 @register
 class BQOEI(EIQuadrature):
+    """BQO-EI: EI on the empirical quadrature of the joint GP, empirical-mean recommendation (Nguyen et al. 2020).
+
+    Example:
+        BQOEI's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOEI, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
+
     name = 'bqo_ei'
     description = ('BQO-EI: EI on the empirical quadrature of the joint GP, empirical-mean recommendation '
                    '(Nguyen et al. 2020)')
@@ -415,12 +493,44 @@ class BQOEI(EIQuadrature):
 
 @register
 class MaximinBQOEI(EIQuadrature):
+    """Maximin-BQO-EI: BQO-EI decisions, max-min (rho) recommendation (Nguyen et al. 2020).
+
+    Example:
+        MaximinBQOEI's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(MaximinBQOEI, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
+
     name = 'maximin_bqo_ei'
     description = 'Maximin-BQO-EI: BQO-EI decisions, max-min (rho) recommendation (Nguyen et al. 2020)'
 
 
 @register
 class DRBQORandW(DRBQO):
+    """DRBQO with w_t drawn uniformly from the samples (ablation, Nguyen et al. 2020 Fig. 5).
+
+    Example:
+        DRBQORandW's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(DRBQORandW, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
+
     name = 'drbqo_randw'
     description = 'DRBQO with w_t drawn uniformly from the samples (ablation, Nguyen et al. 2020 Fig. 5)'
     random_context_default = True
@@ -428,6 +538,22 @@ class DRBQORandW(DRBQO):
 
 @register
 class BQOTSRandW(BQOTS):
+    """BQO-TS with w_t drawn uniformly from the samples (ablation, Nguyen et al. 2020 Fig. 5).
+
+    Example:
+        BQOTSRandW's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOTSRandW, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
+
     name = 'bqo_ts_randw'
     description = 'BQO-TS with w_t drawn uniformly from the samples (ablation, Nguyen et al. 2020 Fig. 5)'
     random_context_default = True
@@ -435,6 +561,22 @@ class BQOTSRandW(BQOTS):
 
 @register
 class BQOEIRandW(BQOEI):
+    """BQO-EI with w_t drawn uniformly from the samples (ablation, Nguyen et al. 2020 Fig. 5).
+
+    Example:
+        BQOEIRandW's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOEIRandW, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
+
     name = 'bqo_ei_randw'
     description = 'BQO-EI with w_t drawn uniformly from the samples (ablation, Nguyen et al. 2020 Fig. 5)'
     random_context_default = True
