@@ -91,8 +91,8 @@ class AIRBO(UCBMethod):
     beta=2).
 
     Example:
-        AIRBO's first decision on AIRBO's 1-D RKHS problem, its GP on the input samples (the method examples' set-
-        up, :mod:`uncertain_bo.acquisition`):
+        AIRBO's first decision on AIRBO's 1-D RKHS problem, its GP on the input samples (the method examples'
+        set-up, :mod:`uncertain_bo.acquisition`):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
@@ -140,8 +140,8 @@ class UGPKME(UCBMethod):
     """uGP-UCB with the sample-based kernel mean embedding (SE base kernel, <= 40 samples/input).
 
     Example:
-        UGPKME's first decision on AIRBO's 1-D RKHS problem, its GP on the input samples (the method examples' set-
-        up, :mod:`uncertain_bo.acquisition`):
+        UGPKME's first decision on AIRBO's 1-D RKHS problem, its GP on the input samples (the method examples'
+        set-up, :mod:`uncertain_bo.acquisition`):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem

@@ -49,6 +49,20 @@ class ICMKernel(DistributionKernel):
         n_tasks: number of tasks (one-hot coordinates).
         rank: rank of :math:`L` (default 1: on synthetic multi-task problems with one task observed often and
             the others once or twice, as the folds in a run, it predicted at least as well as full rank).
+
+    Example:
+        Two tasks over a 1-D input (3 joint coordinates: x and the one-hot task); every correlation starts at 0.5:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac
+        >>> kernel = ICMKernel(dim=3, n_tasks=2)
+        >>> kernel.correlation()
+        tensor([[1.0000, 0.5000],
+                [0.5000, 1.0000]], ...)
+        >>> points = Dirac(torch.tensor([[0.2, 1.0, 0.0], [0.2, 0.0, 1.0]], dtype=torch.float64))
+        >>> kernel(kernel.encode(points)).to_dense()                    # same x, other task: C_12
+        tensor([[1.0000, 0.5000],
+                [0.5000, 1.0000]], ...)
     """
 
     has_lengthscale = True

@@ -206,6 +206,18 @@ class NESEntropyReduction(AcquisitionFunction):
         g_stars: ``(K,)`` robust max-values (output units).
         constraint_targets: ``(c, d)`` targets at which EP imposes :math:`g \le g^*_k` (the paper: the data).
         ep_sweeps: EP sweeps.
+
+    Example:
+        The entropy reduction ``nes_ep`` maximises at its first decision (nats) (after three measurements, the
+        method examples' set-up of :mod:`uncertain_bo.acquisition`):
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3)
+        >>> planner = get_problem('nes-sin').instance(0).drive(NESEP, quick, 0, 3, lambda *record: None)
+        >>> acq = planner.method_object.acquisition(planner.snapshot())
+        >>> type(acq).__name__, bool((acq(torch.rand(5, 1, 1, dtype=torch.float64)) >= -1e-9).all())
+        ('NESEntropyReduction', True)
     """
 
     def __init__(self, model: DistributionGP, candidates: CandidateFn, query: CandidateFn, g_stars: Tensor,
@@ -288,6 +300,14 @@ class NESBase(Method):
         n_features: M, random features of the sample paths' prior term (paper: 500).
         k: K robust max-values (percentile levels of the samples; paper: 1).
         n_max_samples: robust max-value samples the K levels are taken from (paper App. C.3: 100).
+
+    Example:
+        >>> NESEP(n_features=200, k=2).k
+        2
+        >>> NESEP(k=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: n_features, k and n_max_samples must be >= 1, got 500, 0, 100
     """
 
     inputs = 'gaussian'

@@ -125,6 +125,18 @@ class DistributionallyRobustThompson(AcquisitionFunction):
         paths: one posterior sample path :math:`\\tilde f_t` on the joint space.
         contexts: ``(n, m)`` samples.
         rho: ambiguity radius.
+
+    Example:
+        The worst case of a sample path that ``drbqo`` maximises over the decision part :math:`\\mathbf x` (after
+        three measurements, the method examples' set-up of :mod:`uncertain_bo.acquisition`):
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3)
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(DRBQO, quick, 0, 3, lambda *record: None)
+        >>> acq = planner.method_object.acquisition(planner.snapshot())
+        >>> type(acq).__name__, acq(torch.rand(5, 1, 2, dtype=torch.float64)).shape
+        ('DistributionallyRobustThompson', torch.Size([5]))
     """
 
     def __init__(self, model, paths: PosteriorSamplePaths, contexts: Tensor, rho: float):
@@ -146,6 +158,14 @@ class QuadratureMean(PosteriorTransform):
 
     Args:
         n: points per group (the number of contexts).
+
+    Example:
+        Two candidates, each with its ``n = 2`` contexts:
+
+        >>> import torch
+        >>> Y = torch.tensor([[1.0], [3.0], [10.0], [20.0]])            # f(x_1, w_1), f(x_1, w_2), f(x_2, w_1), ...
+        >>> QuadratureMean(n=2).evaluate(Y)
+        tensor([ 2., 15.])
     """
 
     scalarize = True
@@ -182,6 +202,17 @@ class QuadratureMethod(Method):
 
     Raises:
         TypeError: ``contexts`` missing or not ``(n, m)``, ``rho`` negative, unknown settings.
+
+    Example:
+        The samples :math:`S_n` are required; the joint box has the context coordinates last:
+
+        >>> import torch
+        >>> BQOTS()
+        Traceback (most recent call last):
+        ...
+        TypeError: method 'bqo_ts' needs the sample set: method_settings contexts=(n, m) samples
+        >>> BQOTS(contexts=torch.rand(10, 2), rho=0.5).split(torch.zeros(2, 5))    # (x, w) in 3 + 2 dimensions
+        3
     """
 
     inputs: ClassVar[str] = 'target'
@@ -286,7 +317,20 @@ class QuadratureMethod(Method):
 
 
 class ThompsonQuadrature(QuadratureMethod):
-    """:math:`\\mathbf x_t` by a posterior sample path and the (DR) quadrature of it."""
+    """:math:`\\mathbf x_t` by a posterior sample path and the (DR) quadrature of it.
+
+    Example:
+        BQO-TS's acquisition: the sample path's mean over the samples (ρ = 0) (after three measurements, the method
+        examples' set-up of :mod:`uncertain_bo.acquisition`):
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3)
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOTS, quick, 0, 3, lambda *record: None)
+        >>> acq = planner.method_object.acquisition(planner.snapshot())
+        >>> type(acq).__name__, acq.rho
+        ('DistributionallyRobustThompson', 0.0)
+    """
 
     def acquisition(self, ctx: DecisionContext) -> AcquisitionFunction:
         model = ctx.model
@@ -297,7 +341,20 @@ class ThompsonQuadrature(QuadratureMethod):
 
 
 class EIQuadrature(QuadratureMethod):
-    """:math:`\\mathbf x_t` by EI on the empirical quadrature (no ρ in the decision)."""
+    """:math:`\\mathbf x_t` by EI on the empirical quadrature (no ρ in the decision).
+
+    Example:
+        BQO-EI's acquisition: BoTorch's EI on the empirical quadrature (after three measurements, the method
+        examples' set-up of :mod:`uncertain_bo.acquisition`):
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3)
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOEI, quick, 0, 3, lambda *record: None)
+        >>> acq = planner.method_object.acquisition(planner.snapshot())
+        >>> type(acq).__name__, type(acq.posterior_transform).__name__
+        ('ExpectedImprovement', 'QuadratureMean')
+    """
 
     robust_decision = False
 
@@ -321,6 +378,19 @@ class OffsetRobustThompson(AcquisitionFunction):
         paths: one posterior sample path :math:`\\tilde f_t` (evaluated at points).
         offsets: ``(n, d)`` offsets between where the rover ended up and its targets.
         rho: ambiguity radius.
+
+    Example:
+        DRBQO without ``contexts`` (the rover's: the paper's 2-D RKHS problem gives none) scores targets by the
+        worst case over the observed execution offsets (after three measurements, the method examples' set-up of
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3)
+        >>> planner = get_problem('rkhs2d').instance(0).drive(DRBQO, quick, 0, 3, lambda *record: None)
+        >>> acq = planner.method_object.acquisition(planner.snapshot())
+        >>> type(acq).__name__, acq.offsets.shape, acq(torch.rand(5, 1, 2, dtype=torch.float64)).shape
+        ('OffsetRobustThompson', torch.Size([3, 2]), torch.Size([5]))
     """
 
     def __init__(self, model, paths: PosteriorSamplePaths, offsets: Tensor, rho: float):
