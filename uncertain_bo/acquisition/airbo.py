@@ -96,7 +96,8 @@ class AIRBO(UCBMethod):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('rkhs1d-gauss').instance(0).drive(AIRBO, quick, 0, 4, lambda *record: None)
         >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
         ('samples', 'acquisition', torch.Size([1]))
@@ -121,7 +122,8 @@ class AIRBOEmpirical(UCBMethod):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('rkhs1d-gauss').instance(0).drive(AIRBOEmpirical, quick, 0, 4, lambda *record: None)
         >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
         ('samples', 'acquisition', torch.Size([1]))
@@ -145,7 +147,8 @@ class UGPKME(UCBMethod):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('rkhs1d-gauss').instance(0).drive(UGPKME, quick, 0, 4, lambda *record: None)
         >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
         ('samples', 'acquisition', torch.Size([1]))
@@ -169,7 +172,8 @@ class SKL(UCBMethod):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('rkhs1d-gauss').instance(0).drive(SKL, quick, 0, 4, lambda *record: None)
         >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
         ('gaussian', 'acquisition', torch.Size([1]))
@@ -193,7 +197,8 @@ class ERBF(UGPUCB):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('rkhs1d-gauss').instance(0).drive(ERBF, quick, 0, 4, lambda *record: None)
         >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
         ('gaussian', 'acquisition', torch.Size([1]))
@@ -215,7 +220,8 @@ class GPUCB(IGPUCB):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('rkhs1d-gauss').instance(0).drive(GPUCB, quick, 0, 4, lambda *record: None)
         >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
         ('target', 'acquisition', torch.Size([1]))

@@ -57,7 +57,8 @@ class BOUUEI(_AreaRecommending):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('nes-sin').instance(0).drive(BOUUEI, quick, 0, 4, lambda *record: None)
         >>> rec = planner.recommend()                         # a place predicted over the whole domain
         >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured
@@ -85,7 +86,8 @@ class BOUUUCB(_AreaRecommending):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('nes-sin').instance(0).drive(BOUUUCB, quick, 0, 4, lambda *record: None)
         >>> rec = planner.recommend()                         # a place predicted over the whole domain
         >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured
@@ -118,7 +120,8 @@ class BOUUMES(_AreaRecommending):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('nes-sin').instance(0).drive(BOUUMES, quick, 0, 4, lambda *record: None)
         >>> rec = planner.recommend()                         # a place predicted over the whole domain
         >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured
@@ -152,7 +155,8 @@ class StandardEI(_AreaRecommending):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('nes-sin').instance(0).drive(StandardEI, quick, 0, 4, lambda *record: None)
         >>> rec = planner.recommend()                         # a place predicted over the whole domain
         >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured

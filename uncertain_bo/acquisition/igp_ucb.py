@@ -42,7 +42,8 @@ class IGPUCB(UCBMethod):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('rkhs2d').instance(0).drive(IGPUCB, quick, 0, 4, lambda *record: None)
         >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
         ('target', 'acquisition', torch.Size([2]))

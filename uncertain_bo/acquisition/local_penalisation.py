@@ -115,7 +115,7 @@ class LocallyPenalisedUCB(TargetAcquisition):
 
         >>> import torch
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3)
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
         >>> planner = get_problem('rkhs2d').instance(0).drive(LocalPenalisation, quick, 0, 3, lambda *record: None)
         >>> acq = planner.method_object.acquisition(planner.snapshot())
         >>> x = torch.rand(1, 1, 2, dtype=torch.float64)
@@ -175,7 +175,8 @@ class LocalPenalisation(UCBMethod):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('rkhs2d').instance(0).drive(LocalPenalisation, quick, 0, 4, lambda *record: None)
         >>> target, (lower, upper) = planner.targets[-1], planner.bounds
         >>> planner.decisions[-1].phase, target.shape, bool(((lower <= target) & (target <= upper)).all())

@@ -134,7 +134,7 @@ class Recommendation:
         :mod:`uncertain_bo.acquisition`), the planner's default rule names one of them:
 
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3)
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
         >>> planner = get_problem('rkhs2d').instance(0).drive(get_method('ugp_ucb'), quick, 0, 3, lambda *record: None)
         >>> rec = planner.recommend()
         >>> rec.measured, 0 <= rec.index < 3, sorted(rec.record(2))
@@ -217,7 +217,7 @@ class DecisionContext:
         method examples' set-up of :mod:`uncertain_bo.acquisition`):
 
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3)
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
         >>> planner = get_problem('rkhs2d').instance(0).drive(get_method('ugp_ucb'), quick, 0, 3, lambda *record: None)
         >>> ctx = planner.snapshot()
         >>> ctx.index, ctx.targets.shape, ctx.y.shape, ctx.model.n, ctx.beta(ctx.index, ctx.model)
@@ -361,8 +361,8 @@ class Method:
         ...     name = 'doc_robust_mean'
         ...     def acquisition(self, ctx):
         ...         return PosteriorMean(TargetModel(ctx.model, ctx.execution_noise))
-        >>> planner = get_problem('rkhs2d').instance(0).drive(RobustMean, BenchSettings(beta=2.0, n_initial=3), 0, 4,
-        ...                                                   lambda *record: None)
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
+        >>> planner = get_problem('rkhs2d').instance(0).drive(RobustMean, quick, 0, 4, lambda *record: None)
         >>> planner.decisions[-1].phase, planner.targets[-1].shape
         ('acquisition', torch.Size([2]))
         >>> del METHODS['doc_robust_mean']
@@ -495,7 +495,7 @@ class UCBMethod(Method):
         examples' set-up of :mod:`uncertain_bo.acquisition`):
 
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3)
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
         >>> planner = get_problem('rkhs2d').instance(0).drive(get_method('ugp_ucb'), quick, 0, 3, lambda *record: None)
         >>> acq = UCBMethod().acquisition(planner.snapshot())
         >>> type(acq).__name__, acq.beta, UCBMethod().reported_beta(acq)

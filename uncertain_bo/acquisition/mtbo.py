@@ -118,7 +118,8 @@ class MTBO(EIQuadrature):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('drbqo-beale').instance(0).drive(MTBO, quick, 0, 4, lambda *record: None)
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts

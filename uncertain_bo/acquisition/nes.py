@@ -213,7 +213,7 @@ class NESEntropyReduction(AcquisitionFunction):
 
         >>> import torch
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3)
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
         >>> planner = get_problem('nes-sin').instance(0).drive(NESEP, quick, 0, 3, lambda *record: None)
         >>> acq = planner.method_object.acquisition(planner.snapshot())
         >>> type(acq).__name__, bool((acq(torch.rand(5, 1, 1, dtype=torch.float64)) >= -1e-9).all())
@@ -350,7 +350,8 @@ class NESEP(NESBase):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('nes-sin').instance(0).drive(NESEP, quick, 0, 4, lambda *record: None)
         >>> rec = planner.recommend()                         # a place predicted over the whole domain
         >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured

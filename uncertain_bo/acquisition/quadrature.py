@@ -132,7 +132,7 @@ class DistributionallyRobustThompson(AcquisitionFunction):
 
         >>> import torch
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3)
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
         >>> planner = get_problem('drbqo-beale').instance(0).drive(DRBQO, quick, 0, 3, lambda *record: None)
         >>> acq = planner.method_object.acquisition(planner.snapshot())
         >>> type(acq).__name__, acq(torch.rand(5, 1, 2, dtype=torch.float64)).shape
@@ -325,7 +325,7 @@ class ThompsonQuadrature(QuadratureMethod):
 
         >>> import torch
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3)
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
         >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOTS, quick, 0, 3, lambda *record: None)
         >>> acq = planner.method_object.acquisition(planner.snapshot())
         >>> type(acq).__name__, acq.rho
@@ -349,7 +349,7 @@ class EIQuadrature(QuadratureMethod):
 
         >>> import torch
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3)
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
         >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOEI, quick, 0, 3, lambda *record: None)
         >>> acq = planner.method_object.acquisition(planner.snapshot())
         >>> type(acq).__name__, type(acq.posterior_transform).__name__
@@ -386,7 +386,7 @@ class OffsetRobustThompson(AcquisitionFunction):
 
         >>> import torch
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3)
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
         >>> planner = get_problem('rkhs2d').instance(0).drive(DRBQO, quick, 0, 3, lambda *record: None)
         >>> acq = planner.method_object.acquisition(planner.snapshot())
         >>> type(acq).__name__, acq.offsets.shape, acq(torch.rand(5, 1, 2, dtype=torch.float64)).shape
@@ -422,7 +422,8 @@ class DRBQO(ThompsonQuadrature):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('drbqo-beale').instance(0).drive(DRBQO, quick, 0, 4, lambda *record: None)
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts
@@ -476,7 +477,8 @@ class EmpDRBQO(ThompsonQuadrature):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('drbqo-beale').instance(0).drive(EmpDRBQO, quick, 0, 4, lambda *record: None)
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts
@@ -499,7 +501,8 @@ class BQOTS(ThompsonQuadrature):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOTS, quick, 0, 4, lambda *record: None)
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts
@@ -524,7 +527,8 @@ class MaximinBQOTS(ThompsonQuadrature):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('drbqo-beale').instance(0).drive(MaximinBQOTS, quick, 0, 4, lambda *record: None)
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts
@@ -547,7 +551,8 @@ class BQOEI(EIQuadrature):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOEI, quick, 0, 4, lambda *record: None)
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts
@@ -571,7 +576,8 @@ class MaximinBQOEI(EIQuadrature):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('drbqo-beale').instance(0).drive(MaximinBQOEI, quick, 0, 4, lambda *record: None)
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts
@@ -593,7 +599,8 @@ class DRBQORandW(DRBQO):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('drbqo-beale').instance(0).drive(DRBQORandW, quick, 0, 4, lambda *record: None)
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts
@@ -616,7 +623,8 @@ class BQOTSRandW(BQOTS):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOTSRandW, quick, 0, 4, lambda *record: None)
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts
@@ -639,7 +647,8 @@ class BQOEIRandW(BQOEI):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOEIRandW, quick, 0, 4, lambda *record: None)
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts

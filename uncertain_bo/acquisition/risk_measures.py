@@ -122,7 +122,8 @@ class RiskMeasureLogEI(Method):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('rkhs2d').instance(0).drive(RiskMeasureLogEI, quick, 0, 4, lambda *record: None)
         >>> target, (lower, upper) = planner.targets[-1], planner.bounds
         >>> planner.decisions[-1].phase, target.shape, bool(((lower <= target) & (target <= upper)).all())

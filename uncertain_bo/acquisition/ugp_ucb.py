@@ -45,7 +45,8 @@ class UGPUCB(UCBMethod):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('rkhs2d').instance(0).drive(UGPUCB, quick, 0, 4, lambda *record: None)
         >>> decision = planner.decisions[-1]
         >>> decision.phase, decision.target.shape, decision.beta
@@ -70,7 +71,8 @@ class UGPBUCB(UGPUCB):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
         >>> planner = get_problem('rkhs2d').instance(0).drive(UGPBUCB, quick, 0, 4, lambda *record: None)
         >>> [d.phase for d in planner.decisions], planner.queued.shape
         (['initial', 'initial', 'initial', 'acquisition', 'acquisition', 'acquisition'], torch.Size([2, 2]))
