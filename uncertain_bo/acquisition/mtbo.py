@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import Any
 
 import torch
 from botorch.acquisition.analytic import ExpectedImprovement
@@ -50,6 +51,9 @@ class ICMKernel(DistributionKernel):
         rank: rank of :math:`L` (default 1: on synthetic multi-task problems with one task observed often and
             the others once or twice, as the folds in a run, it predicted at least as well as full rank).
 
+    Raises:
+        ValueError: no task, or no coordinate of :math:`\\mathbf x` left beside the ``n_tasks`` one-hot ones.
+
     Example:
         Two tasks over a 1-D input (3 joint coordinates: x and the one-hot task); every correlation starts at 0.5:
 
@@ -71,6 +75,9 @@ class ICMKernel(DistributionKernel):
         from botorch.models.kernels.positive_index import PositiveIndexKernel
         from botorch.models.utils.priors import BetaPrior
 
+        if not 1 <= n_tasks < dim:
+            raise ValueError(f'ICMKernel needs 1 <= n_tasks < dim (one-hot tasks after the inputs), got n_tasks = '
+                             f'{n_tasks}, dim = {dim}')
         super().__init__(dim, **kwargs)
         self.n_tasks = n_tasks
         rank = 1 if rank is None else rank
@@ -113,18 +120,21 @@ class MTBO(EIQuadrature):
     validation).
 
     Example:
-        MTBO's first decision on DRBQO's Beale problem, a point and a task (the method examples' set-up,
-        :mod:`uncertain_bo.acquisition`):
+        MTBO's first decision on an SVM's 5-fold cross-validation (DRBQO's benchmark), two hyperparameters and a fold
+        (the method examples' set-up, :mod:`uncertain_bo.acquisition`):
 
         >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
         >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
         ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('drbqo-beale').instance(0).drive(MTBO, quick, 0, 4, lambda *record: None)
-        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
-        >>> samples = planner.method_object.contexts
-        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
-        ('acquisition', torch.Size([4]), True)
+        >>> planner = get_problem('drbqo-cv-svm-wine').instance(0).drive(MTBO, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, fold): the fold one-hot
+        >>> planner.decisions[-1].phase, target.shape, target[2:].tolist().count(1.0)
+        ('acquisition', torch.Size([7]), 1)
+        >>> MTBO(contexts=torch.rand(10, 2))
+        Traceback (most recent call last):
+        ...
+        TypeError: method 'mtbo' needs the tasks as one-hot contexts (n, n) ..., got (10, 2) samples that are not
     """
 
     name = 'mtbo'
@@ -132,6 +142,14 @@ class MTBO(EIQuadrature):
                    'EI on the mean over tasks, task by single-task EI (Swersky et al. 2013; a baseline of Nguyen et '
                    'al. 2020 for cross-validation)')
     robust_recommendation = False
+
+    def __init__(self, **settings: Any):
+        super().__init__(**settings)
+        c = self.contexts
+        if not (c.shape[0] == c.shape[1] and bool(((c == 0) | (c == 1)).all())
+                and torch.equal(c.sum(0), torch.ones_like(c[0])) and torch.equal(c.sum(1), torch.ones_like(c[0]))):
+            raise TypeError(f'method {self.name!r} needs the tasks as one-hot contexts (n, n) (the cross-validation '
+                            f'problems\' folds), got {tuple(c.shape)} samples that are not')
 
     def kernel(self, dim: int) -> DistributionKernel:
         from gpytorch.priors import GammaPrior
