@@ -19,7 +19,7 @@ from ..distributions import Dirac, Empirical, Gaussian, LocationDistributions
 from ..kernels import DistributionKernel
 from .base import incumbent
 from .method import DecisionContext, register
-from .quadrature import EIQuadrature, joint_points
+from .quadrature import EIQuadrature, joint_points, se_kernel
 
 __all__ = ['ICMKernel', 'MTBO']
 
@@ -108,9 +108,8 @@ class ICMKernel(DistributionKernel):
         t1, t2 = x1[..., d:].argmax(-1), x2[..., d:].argmax(-1)
         C = self.correlation().to(x1)
         if diag:
-            return torch.exp(-0.5 * ((a - b) ** 2).sum(-1)) * C[t1, t2]
-        sq = ((a.unsqueeze(-2) - b.unsqueeze(-3)) ** 2).sum(-1)
-        return torch.exp(-0.5 * sq) * C[t1.unsqueeze(-1), t2.unsqueeze(-2)]
+            return se_kernel(a, b, diag=True) * C[t1, t2]
+        return se_kernel(a, b) * C[t1.unsqueeze(-1), t2.unsqueeze(-2)]
 
 
 @register
