@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from uncertain_bo.acquisition.mtbo import ICMKernel
+from uncertain_bo.acquisition.mtbo import MTBO, ICMKernel
 from uncertain_bo.distributions import DTYPE, Dirac
 from uncertain_bo.models import DistributionGP
 
@@ -24,6 +24,18 @@ def test_icm_kernel_is_se_times_task_correlation():
     t = x[:, 2:].argmax(-1)
     torch.testing.assert_close(K, se * B[t][:, t])
     torch.testing.assert_close(k.forward(x, x, diag=True), K.diagonal())
+
+
+def test_mtbo_refuses_contexts_that_are_not_one_hot_tasks():
+    # samples of a continuous context (DRBQO's synthetic problems) are no tasks: the ICM kernel would take their
+    # last n columns for a one-hot code and compute an SE kernel over the remaining (here: no) coordinates
+    with pytest.raises(TypeError, match='one-hot'):
+        MTBO(contexts=torch.rand(10, 2, dtype=DTYPE))
+    with pytest.raises(TypeError, match='one-hot'):
+        MTBO(contexts=torch.tensor([[1.0, 0.0], [1.0, 0.0]], dtype=DTYPE))
+    assert MTBO(contexts=torch.eye(3, dtype=DTYPE)[[2, 0, 1]]).contexts.shape == (3, 3)
+    with pytest.raises(ValueError, match='n_tasks < dim'):
+        ICMKernel(4, 10)
 
 
 def multitask_data(n_tasks=10, seed=0):

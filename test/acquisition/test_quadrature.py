@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from uncertain_bo.acquisition.quadrature import QuadratureMean, joint_points, path_on_contexts
+from uncertain_bo.acquisition.quadrature import QuadratureMean, joint_points, path_on_contexts, se_kernel
 from uncertain_bo.acquisition.ambiguity import worst_case_mean
 from uncertain_bo.models.sample_paths import PosteriorSamplePaths
 from uncertain_bo.benchmarks import BenchSettings, get_problem, run
@@ -70,6 +70,22 @@ def test_posterior_paths_have_the_posterior_moments(gaussian):
     assert ((draws.mean(0) - torch.as_tensor(mean[0])).abs() < 4 * sd / math.sqrt(800) + 1e-3).all()
     emp = torch.cov(draws.T)
     assert ((emp - torch.as_tensor(cov[0])).abs() < 0.25 * sd[:, None] * sd[None, :] + 1e-4).all()
+
+
+def test_se_kernel_is_the_squared_exponential_of_the_distances():
+    # against the definition in NumPy, pair by pair: exp(-|x - x'|^2 / 2), its diagonal, a batch, and the gradient
+    # of the lengthscale division it is called with (d/dl exp(-(a/l)^2 / 2) = exp(..) a^2 / l^3)
+    gen = torch.Generator().manual_seed(3)
+    x1, x2 = torch.randn(2, 5, 3, dtype=DTYPE, generator=gen), torch.randn(2, 4, 3, dtype=DTYPE, generator=gen)
+    a, b = x1.numpy(), x2.numpy()
+    want = np.exp(-0.5 * np.array([[[((a[k, i] - b[k, j]) ** 2).sum() for j in range(4)] for i in range(5)]
+                                   for k in range(2)]))
+    np.testing.assert_allclose(se_kernel(x1, x2).numpy(), want, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(se_kernel(x1[:, :4], x2, diag=True).numpy(), want[:, range(4), range(4)], rtol=1e-14)
+    ell = torch.tensor(0.7, dtype=DTYPE, requires_grad=True)
+    x, y = torch.tensor([[0.3]], dtype=DTYPE), torch.tensor([[-0.2]], dtype=DTYPE)
+    se_kernel(x / ell, y / ell).sum().backward()
+    assert ell.grad.item() == pytest.approx(math.exp(-0.5 * (0.5 / 0.7) ** 2) * 0.25 / 0.7 ** 3, rel=1e-12)
 
 
 def test_quadrature_mean_transform_averages_each_group():

@@ -87,6 +87,22 @@ def skl_kernel(dim: int) -> SymmetrizedKLKernel:
 
 @register
 class AIRBO(UCBMethod):
+    """AIRBO: MMD kernel with the Nystrom estimator over sampled input distributions, UCB (Yang et al. 2023; use
+    beta=2).
+
+    Example:
+        AIRBO's first decision on AIRBO's 1-D RKHS problem, its GP on the input samples (the method examples'
+        set-up, :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('rkhs1d-gauss').instance(0).drive(AIRBO, quick, 0, 4, lambda *record: None)
+        >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
+        ('samples', 'acquisition', torch.Size([1]))
+    """
+
     name = 'airbo'
     description = ('AIRBO: MMD kernel with the Nystrom estimator over sampled input distributions, UCB '
                    '(Yang et al. 2023; use beta=2)')
@@ -98,6 +114,21 @@ class AIRBO(UCBMethod):
 
 @register
 class AIRBOEmpirical(UCBMethod):
+    """AIRBO ablation "MMDGP-raw": MMD kernel with the empirical U-statistic, UCB.
+
+    Example:
+        AIRBOEmpirical's first decision on AIRBO's 1-D RKHS problem, its GP on the input samples (the method
+        examples' set-up, :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('rkhs1d-gauss').instance(0).drive(AIRBOEmpirical, quick, 0, 4, lambda *record: None)
+        >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
+        ('samples', 'acquisition', torch.Size([1]))
+    """
+
     name = 'airbo_empirical'
     description = 'AIRBO ablation "MMDGP-raw": MMD kernel with the empirical U-statistic, UCB'
     inputs = 'samples'
@@ -108,6 +139,21 @@ class AIRBOEmpirical(UCBMethod):
 
 @register
 class UGPKME(UCBMethod):
+    """uGP-UCB with the sample-based kernel mean embedding (SE base kernel, <= 40 samples/input).
+
+    Example:
+        UGPKME's first decision on AIRBO's 1-D RKHS problem, its GP on the input samples (the method examples'
+        set-up, :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('rkhs1d-gauss').instance(0).drive(UGPKME, quick, 0, 4, lambda *record: None)
+        >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
+        ('samples', 'acquisition', torch.Size([1]))
+    """
+
     name = 'ugp_kme'
     description = 'uGP-UCB with the sample-based kernel mean embedding (SE base kernel, <= 40 samples/input)'
     inputs = 'samples'
@@ -118,6 +164,21 @@ class UGPKME(UCBMethod):
 
 @register
 class SKL(UCBMethod):
+    """SKL-UCB: symmetrised-KL kernel on moment-matched diagonal Gaussians (Moreno et al. 2003).
+
+    Example:
+        SKL's first decision on AIRBO's 1-D RKHS problem (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('rkhs1d-gauss').instance(0).drive(SKL, quick, 0, 4, lambda *record: None)
+        >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
+        ('gaussian', 'acquisition', torch.Size([1]))
+    """
+
     name = 'skl'
     description = 'SKL-UCB: symmetrised-KL kernel on moment-matched diagonal Gaussians (Moreno et al. 2003)'
 
@@ -128,7 +189,20 @@ class SKL(UCBMethod):
 @register
 class ERBF(UGPUCB):
     """Alias of ``ugp_ucb`` (module docstring): the expected SE kernel on (moment-matched) Gaussians is uGP-UCB's
-    default kernel, and the acquisition is the same UCB."""
+    default kernel, and the acquisition is the same UCB.
+
+    Example:
+        ERBF's first decision on AIRBO's 1-D RKHS problem (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('rkhs1d-gauss').instance(0).drive(ERBF, quick, 0, 4, lambda *record: None)
+        >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
+        ('gaussian', 'acquisition', torch.Size([1]))
+    """
 
     name = 'erbf'
     alias_of = 'ugp_ucb'
@@ -138,7 +212,20 @@ class ERBF(UGPUCB):
 
 @register
 class GPUCB(IGPUCB):
-    """Alias of ``igp_ucb``: GP-UCB on the commanded targets, AIRBO's name for it."""
+    """Alias of ``igp_ucb``: GP-UCB on the commanded targets, AIRBO's name for it.
+
+    Example:
+        GP-UCB's first decision on AIRBO's 1-D RKHS problem (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('rkhs1d-gauss').instance(0).drive(GPUCB, quick, 0, 4, lambda *record: None)
+        >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
+        ('target', 'acquisition', torch.Size([1]))
+    """
 
     name = 'gp_ucb'
     alias_of = 'igp_ucb'

@@ -35,7 +35,7 @@ def incumbent(best: Tensor | float, like: Tensor | None = None) -> Tensor:
 
 
 class TargetAcquisition(AcquisitionFunction):
-    """Acquisition over candidate targets, evaluated through their location distributions.
+    r"""Acquisition over candidate targets, evaluated through their location distributions.
 
     Pending targets (``X_pending``, BoTorch's convention: other rovers' targets, earlier picks of a batch) enter as
     hallucinated readings at their candidate distributions with the posterior mean as value (the kriging believer;
@@ -47,6 +47,26 @@ class TargetAcquisition(AcquisitionFunction):
         candidates: maps targets ``(q, d)`` to their location distributions (e.g. the execution-noise
             model); must be differentiable w.r.t. the targets.
         X_pending: ``(p, d)`` pending targets, or None.
+
+    Example:
+        The robust posterior mean :math:`\hat\mu(\hat P_{\mathbf x})` as an acquisition (a subclass gives
+        :meth:`score`), maximised by BoTorch's ``optimize_acqf``:
+
+        >>> import torch
+        >>> from botorch.optim import optimize_acqf
+        >>> from uncertain_bo.distributions import Dirac, GaussianExecutionNoise
+        >>> from uncertain_bo.models import DistributionGP
+        >>> class RobustMean(TargetAcquisition):
+        ...     def score(self, targets):
+        ...         return self.marginals(self.candidates(targets))[0]
+        >>> bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+        >>> gp = DistributionGP(bounds)
+        >>> X = torch.rand(10, 2, dtype=torch.float64)
+        >>> gp.set_data(Dirac(X), (3 * X).sin().sum(-1))
+        >>> acq = RobustMean(gp, GaussianExecutionNoise.isotropic(0.1, 2))
+        >>> target, value = optimize_acqf(acq, bounds, q=1, num_restarts=2, raw_samples=16)
+        >>> target.shape, bool(torch.allclose(value, acq(target)))
+        (torch.Size([1, 2]), True)
     """
 
     def __init__(self, model: DistributionGP, candidates: Callable[[Tensor], LocationDistributions],

@@ -22,7 +22,13 @@ __all__ = ['FixedBeta', 'TheoryBeta', 'make_beta', 'se_lipschitz_constant', 'pro
 
 @dataclass(frozen=True)
 class FixedBeta:
-    """Constant :math:`\\beta_t`."""
+    """Constant :math:`\\beta_t`.
+
+    Example:
+        >>> beta = FixedBeta(3.0)                 # the paper's experiments, §6.2-6.3
+        >>> beta(t=10, model=None)
+        3.0
+    """
 
     value: float
 
@@ -40,6 +46,21 @@ class TheoryBeta:
         sigma_nu: sub-Gaussian parameter of the effective noise: Theorems 2 (IGP-UCB) and 5 (uGP-UCB) both
             take :math:`\sigma_\nu = \sqrt{\sigma_E^2 + \sigma_\zeta^2}`, :math:`\sigma_E` the input-noise
             induced part (Prop. 3, :func:`prop3_sigma_f`) and :math:`\sigma_\zeta` the output noise.
+
+    Example:
+        Before any observation the information gain is 0, so
+        :math:`\beta_1 = b + \sigma_\nu\sqrt{2(1 + \log(1/\delta))}`:
+
+        >>> import math, torch
+        >>> from uncertain_bo.models import DistributionGP
+        >>> gp = DistributionGP(torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64))
+        >>> beta = TheoryBeta(b=2.0, delta=0.1, sigma_nu=0.5)
+        >>> round(beta(1, gp), 6) == round(2.0 + 0.5 * math.sqrt(2 * (1 + math.log(10))), 6)
+        True
+        >>> TheoryBeta(b=2.0, delta=1.5, sigma_nu=0.5)
+        Traceback (most recent call last):
+        ...
+        ValueError: delta must be in (0, 1), got 1.5
     """
 
     b: float

@@ -49,7 +49,21 @@ class _AreaRecommending(Method):
 
 @register
 class BOUUEI(_AreaRecommending):
-    """BO-UU with EI on the GP of :math:`g` (Beland & Nair 2017; Fröhlich et al. 2020, §4)."""
+    """BO-UU with EI on the GP of :math:`g` (Beland & Nair 2017; Fröhlich et al. 2020, §4).
+
+    Example:
+        BOUUEI's first decision on NES's 1-D sine problem (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('nes-sin').instance(0).drive(BOUUEI, quick, 0, 4, lambda *record: None)
+        >>> rec = planner.recommend()                         # a place predicted over the whole domain
+        >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured
+        ('acquisition', torch.Size([1]), False)
+    """
 
     name = 'bo_uu_ei'
     description = 'BO-UU EI: expected improvement on the GP of the robust objective (Beland & Nair 2017)'
@@ -65,6 +79,19 @@ class BOUUUCB(_AreaRecommending):
 
     Args:
         beta: the factor on the standard deviation (default 2).
+
+    Example:
+        BOUUUCB's first decision on NES's 1-D sine problem (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('nes-sin').instance(0).drive(BOUUUCB, quick, 0, 4, lambda *record: None)
+        >>> rec = planner.recommend()                         # a place predicted over the whole domain
+        >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured
+        ('acquisition', torch.Size([1]), False)
     """
 
     name = 'bo_uu_ucb'
@@ -86,6 +113,19 @@ class BOUUMES(_AreaRecommending):
     Args:
         n_samples: max-value samples K (default 10). n_points: quasi-random points of the candidate set
             (default 100, the reference code's).
+
+    Example:
+        BOUUMES's first decision on NES's 1-D sine problem (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('nes-sin').instance(0).drive(BOUUMES, quick, 0, 4, lambda *record: None)
+        >>> rec = planner.recommend()                         # a place predicted over the whole domain
+        >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured
+        ('acquisition', torch.Size([1]), False)
     """
 
     name = 'bo_uu_mes'
@@ -107,7 +147,21 @@ class BOUUMES(_AreaRecommending):
 @register
 class StandardEI(_AreaRecommending):
     """Standard BO: EI on the GP of :math:`f` at the commanded targets, ignoring input noise (finds the
-    non-robust optimum; Fröhlich et al. 2020's "standard BO")."""
+    non-robust optimum; Fröhlich et al. 2020's "standard BO").
+
+    Example:
+        StandardEI's first decision on NES's 1-D sine problem (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('nes-sin').instance(0).drive(StandardEI, quick, 0, 4, lambda *record: None)
+        >>> rec = planner.recommend()                         # a place predicted over the whole domain
+        >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured
+        ('acquisition', torch.Size([1]), False)
+    """
 
     name = 'ei'
     description = 'standard BO: expected improvement on the GP of f at the targets, ignoring input noise'

@@ -49,6 +49,18 @@ class BoTorchRobust(Method):
     Args:
         n_w: size of the perturbation set.
         num_restarts, raw_samples: ``optimize_acqf`` settings.
+
+    Example:
+        The robust loop's first decision (the method examples' set-up, :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('rkhs2d').instance(0).drive(BoTorchRobust, quick, 0, 4, lambda *record: None)
+        >>> target, (lower, upper) = planner.targets[-1], planner.bounds
+        >>> planner.decisions[-1].phase, target.shape, bool(((lower <= target) & (target <= upper)).all())
+        ('acquisition', torch.Size([2]), True)
     """
 
     name = 'botorch_robust'

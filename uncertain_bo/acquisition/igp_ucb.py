@@ -34,7 +34,20 @@ def input_noise_sigma_nu(norm_bound: float, execution_covariance: Tensor, sigma_
 
 @register
 class IGPUCB(UCBMethod):
-    """IGP-UCB: GP-UCB on the commanded targets; the planner's β (Thm. 2 + Prop. 3) accounts for input noise."""
+    """IGP-UCB: GP-UCB on the commanded targets; the planner's β (Thm. 2 + Prop. 3) accounts for input noise.
+
+    Example:
+        IGP-UCB's first decision, its GP on the commanded targets (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('rkhs2d').instance(0).drive(IGPUCB, quick, 0, 4, lambda *record: None)
+        >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
+        ('target', 'acquisition', torch.Size([2]))
+    """
 
     name = 'igp_ucb'
     description = ('IGP-UCB: standard GP-UCB on the commanded targets, noise accounting for input noise '

@@ -108,6 +108,21 @@ class LocallyPenalisedUCB(TargetAcquisition):
 
     Raises:
         ValueError: ``beta < 0``, ``lipschitz < 0``.
+
+    Example:
+        The acquisition ``ugp_lp`` maximises at its first decision, then with a pending target (after three
+        measurements, the method examples' set-up of :mod:`uncertain_bo.acquisition`):
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
+        >>> planner = get_problem('rkhs2d').instance(0).drive(LocalPenalisation, quick, 0, 3, lambda *record: None)
+        >>> acq = planner.method_object.acquisition(planner.snapshot())
+        >>> x = torch.rand(1, 1, 2, dtype=torch.float64)
+        >>> alone = acq(x)
+        >>> acq.set_X_pending(x[0])                          # penalised near a pending target
+        >>> type(acq).__name__, bool(acq(x) < alone)
+        ('LocallyPenalisedUCB', True)
     """
 
     def __init__(self, model: DistributionGP, candidates: Callable[[Tensor], LocationDistributions], beta: float,
@@ -154,6 +169,18 @@ class LocalPenalisation(UCBMethod):
 
     Raises:
         TypeError: unknown settings. ValueError: ``n_lipschitz < 1``.
+
+    Example:
+        The first decision (one target: uGP-UCB's) (the method examples' set-up, :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('rkhs2d').instance(0).drive(LocalPenalisation, quick, 0, 4, lambda *record: None)
+        >>> target, (lower, upper) = planner.targets[-1], planner.bounds
+        >>> planner.decisions[-1].phase, target.shape, bool(((lower <= target) & (target <= upper)).all())
+        ('acquisition', torch.Size([2]), True)
     """
 
     name = 'ugp_lp'

@@ -71,6 +71,12 @@ class Proposal:
         acquisition_value: the method's score of the target (NaN if it has none); a tuple of ``q`` for a batch.
         beta: :math:`\\beta_t` used (NaN for methods without); a tuple of ``q`` for a batch.
         seconds: wall time of each pick of a batch (s), or None (the caller times the decision).
+
+    Example:
+        >>> import torch
+        >>> batch = Proposal(torch.tensor([[0.1, 0.2], [0.3, 0.4]]), ('acquisition', 'acquisition'), (1.5, 1.2))
+        >>> batch.q, [(p.target.tolist(), p.acquisition_value) for p in batch.split()]
+        (2, [([0.1..., 0.2...], 1.5), ([0.3..., 0.4...], 1.2)])
     """
 
     target: Tensor
@@ -123,6 +129,17 @@ class Recommendation:
             -1 for an en-route reading or a place that was not measured.
         location: the location distribution of that measurement's (or en-route) reading (one, over
             :math:`\mathbb R^D`), or None for a place that was not measured.
+
+    Example:
+        After three measurements of the paper's 2-D RKHS problem (the method examples' set-up of
+        :mod:`uncertain_bo.acquisition`), the planner's default rule names one of them:
+
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
+        >>> planner = get_problem('rkhs2d').instance(0).drive(get_method('ugp_ucb'), quick, 0, 3, lambda *record: None)
+        >>> rec = planner.recommend()
+        >>> rec.measured, 0 <= rec.index < 3, sorted(rec.record(2))
+        (True, True, ['index', 'location_covariance', 'location_mean', 'mean', 'std', 'target', 'type'])
     """
 
     target: Tensor
@@ -195,6 +212,17 @@ class DecisionContext:
         q: the number of targets to decide (1 but for a batch).
         pending: ``(p, D)`` targets decided but not yet measured (other rovers', earlier picks of this batch), or
             None; BoTorch's ``X_pending``.
+
+    Example:
+        The snapshot the planner hands the method for its next decision (index 3, after three measurements; the
+        method examples' set-up of :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
+        >>> planner = get_problem('rkhs2d').instance(0).drive(get_method('ugp_ucb'), quick, 0, 3, lambda *record: None)
+        >>> ctx = planner.snapshot()
+        >>> ctx.index, ctx.targets.shape, ctx.y.shape, ctx.model.n, ctx.beta(ctx.index, ctx.model)
+        (3, torch.Size([3, 2]), torch.Size([3]), 3, 2.0)
     """
 
     index: int
@@ -308,6 +336,25 @@ class Method:
 
     Raises:
         TypeError: unknown settings.
+
+    Example:
+        A method of one's own: the robust posterior mean (pure exploitation), BoTorch's ``PosteriorMean`` on the
+        model seen through the execution-noise model; registered, it decides like any other (the method examples'
+        set-up of :mod:`uncertain_bo.acquisition`):
+
+        >>> from botorch.acquisition import PosteriorMean
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> from uncertain_bo.models import TargetModel
+        >>> @register
+        ... class RobustMean(Method):
+        ...     name = 'doc_robust_mean'
+        ...     def acquisition(self, ctx):
+        ...         return PosteriorMean(TargetModel(ctx.model, ctx.execution_noise))
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
+        >>> planner = get_problem('rkhs2d').instance(0).drive(RobustMean, quick, 0, 4, lambda *record: None)
+        >>> planner.decisions[-1].phase, planner.targets[-1].shape
+        ('acquisition', torch.Size([2]))
+        >>> del METHODS['doc_robust_mean']
     """
 
     name: ClassVar[str] = ''
@@ -430,7 +477,19 @@ class UCBMethod(Method):
     r"""Upper confidence bound :math:`\hat\mu(P_{\mathbf x}) + \beta_t \hat\sigma(P_{\mathbf x})` over the
     candidates' location distributions (uGP-UCB: Oliveira et al. 2019, Alg. 1; GP-UCB, IGP-UCB, AIRBO's UCB).
     :math:`\beta_t` comes from the planner's schedule; with ``in_box_exploration`` the exploration term is
-    weighted by the kernel footprint's share inside the bounds."""
+    weighted by the kernel footprint's share inside the bounds.
+
+    Example:
+        The planner's :math:`\beta_t = 2` weights :math:`\sigma`; BoTorch's ``beta`` is its square (the method
+        examples' set-up of :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
+        >>> planner = get_problem('rkhs2d').instance(0).drive(get_method('ugp_ucb'), quick, 0, 3, lambda *record: None)
+        >>> acq = UCBMethod().acquisition(planner.snapshot())
+        >>> type(acq).__name__, acq.beta, UCBMethod().reported_beta(acq)
+        ('TargetUpperConfidenceBound', 4.0, 2.0)
+    """
 
     uses_beta: ClassVar[bool] = True
 

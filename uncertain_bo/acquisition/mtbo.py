@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import Any
 
 import torch
 from botorch.acquisition.analytic import ExpectedImprovement
@@ -18,7 +19,7 @@ from ..distributions import Dirac, Empirical, Gaussian, LocationDistributions
 from ..kernels import DistributionKernel
 from .base import incumbent
 from .method import DecisionContext, register
-from .quadrature import EIQuadrature, joint_points
+from .quadrature import EIQuadrature, joint_points, se_kernel
 
 __all__ = ['ICMKernel', 'MTBO']
 
@@ -49,6 +50,23 @@ class ICMKernel(DistributionKernel):
         n_tasks: number of tasks (one-hot coordinates).
         rank: rank of :math:`L` (default 1: on synthetic multi-task problems with one task observed often and
             the others once or twice, as the folds in a run, it predicted at least as well as full rank).
+
+    Raises:
+        ValueError: no task, or no coordinate of :math:`\\mathbf x` left beside the ``n_tasks`` one-hot ones.
+
+    Example:
+        Two tasks over a 1-D input (3 joint coordinates: x and the one-hot task); every correlation starts at 0.5:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac
+        >>> kernel = ICMKernel(dim=3, n_tasks=2)
+        >>> kernel.correlation()
+        tensor([[1.0000, 0.5000],
+                [0.5000, 1.0000]], ...)
+        >>> points = Dirac(torch.tensor([[0.2, 1.0, 0.0], [0.2, 0.0, 1.0]], dtype=torch.float64))
+        >>> kernel(kernel.encode(points)).to_dense()                    # same x, other task: C_12
+        tensor([[1.0000, 0.5000],
+                [0.5000, 1.0000]], ...)
     """
 
     has_lengthscale = True
@@ -57,6 +75,9 @@ class ICMKernel(DistributionKernel):
         from botorch.models.kernels.positive_index import PositiveIndexKernel
         from botorch.models.utils.priors import BetaPrior
 
+        if not 1 <= n_tasks < dim:
+            raise ValueError(f'ICMKernel needs 1 <= n_tasks < dim (one-hot tasks after the inputs), got n_tasks = '
+                             f'{n_tasks}, dim = {dim}')
         super().__init__(dim, **kwargs)
         self.n_tasks = n_tasks
         rank = 1 if rank is None else rank
@@ -87,18 +108,47 @@ class ICMKernel(DistributionKernel):
         t1, t2 = x1[..., d:].argmax(-1), x2[..., d:].argmax(-1)
         C = self.correlation().to(x1)
         if diag:
-            return torch.exp(-0.5 * ((a - b) ** 2).sum(-1)) * C[t1, t2]
-        sq = ((a.unsqueeze(-2) - b.unsqueeze(-3)) ** 2).sum(-1)
-        return torch.exp(-0.5 * sq) * C[t1.unsqueeze(-1), t2.unsqueeze(-2)]
+            return se_kernel(a, b, diag=True) * C[t1, t2]
+        return se_kernel(a, b) * C[t1.unsqueeze(-1), t2.unsqueeze(-2)]
 
 
 @register
 class MTBO(EIQuadrature):
+    """MTBO: multi-task GP (ICM kernel: SE over x times a task correlation matrix over one-hot tasks), EI on the mean
+    over tasks, task by single-task EI (Swersky et al. 2013; a baseline of Nguyen et al. 2020 for cross-
+    validation).
+
+    Example:
+        MTBO's first decision on an SVM's 5-fold cross-validation (DRBQO's benchmark), two hyperparameters and a fold
+        (the method examples' set-up, :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-cv-svm-wine').instance(0).drive(MTBO, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, fold): the fold one-hot
+        >>> planner.decisions[-1].phase, target.shape, target[2:].tolist().count(1.0)
+        ('acquisition', torch.Size([7]), 1)
+        >>> MTBO(contexts=torch.rand(10, 2))
+        Traceback (most recent call last):
+        ...
+        TypeError: method 'mtbo' needs the tasks as one-hot contexts (n, n) ..., got (10, 2) samples that are not
+    """
+
     name = 'mtbo'
     description = ('MTBO: multi-task GP (ICM kernel: SE over x times a task correlation matrix over one-hot tasks), '
                    'EI on the mean over tasks, task by single-task EI (Swersky et al. 2013; a baseline of Nguyen et '
                    'al. 2020 for cross-validation)')
     robust_recommendation = False
+
+    def __init__(self, **settings: Any):
+        super().__init__(**settings)
+        c = self.contexts
+        if not (c.shape[0] == c.shape[1] and bool(((c == 0) | (c == 1)).all())
+                and torch.equal(c.sum(0), torch.ones_like(c[0])) and torch.equal(c.sum(1), torch.ones_like(c[0]))):
+            raise TypeError(f'method {self.name!r} needs the tasks as one-hot contexts (n, n) (the cross-validation '
+                            f'problems\' folds), got {tuple(c.shape)} samples that are not')
 
     def kernel(self, dim: int) -> DistributionKernel:
         from gpytorch.priors import GammaPrior

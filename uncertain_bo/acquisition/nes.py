@@ -206,6 +206,18 @@ class NESEntropyReduction(AcquisitionFunction):
         g_stars: ``(K,)`` robust max-values (output units).
         constraint_targets: ``(c, d)`` targets at which EP imposes :math:`g \le g^*_k` (the paper: the data).
         ep_sweeps: EP sweeps.
+
+    Example:
+        The entropy reduction ``nes_ep`` maximises at its first decision (nats) (after three measurements, the
+        method examples' set-up of :mod:`uncertain_bo.acquisition`):
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
+        >>> planner = get_problem('nes-sin').instance(0).drive(NESEP, quick, 0, 3, lambda *record: None)
+        >>> acq = planner.method_object.acquisition(planner.snapshot())
+        >>> type(acq).__name__, bool((acq(torch.rand(5, 1, 1, dtype=torch.float64)) >= -1e-9).all())
+        ('NESEntropyReduction', True)
     """
 
     def __init__(self, model: DistributionGP, candidates: CandidateFn, query: CandidateFn, g_stars: Tensor,
@@ -288,6 +300,14 @@ class NESBase(Method):
         n_features: M, random features of the sample paths' prior term (paper: 500).
         k: K robust max-values (percentile levels of the samples; paper: 1).
         n_max_samples: robust max-value samples the K levels are taken from (paper App. C.3: 100).
+
+    Example:
+        >>> NESEP(n_features=200, k=2).k
+        2
+        >>> NESEP(k=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: n_features, k and n_max_samples must be >= 1, got 500, 0, 100
     """
 
     inputs = 'gaussian'
@@ -323,6 +343,19 @@ class NESEP(NESBase):
     Args:
         n_features, k, n_max_samples: see :class:`NESBase` (defaults M = 500, K = 1, 100 samples).
         ep_sweeps: maximum EP sweeps (tolerance 1e-6).
+
+    Example:
+        NES-EP's first decision on NES's 1-D sine problem (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('nes-sin').instance(0).drive(NESEP, quick, 0, 4, lambda *record: None)
+        >>> rec = planner.recommend()                         # a place predicted over the whole domain
+        >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured
+        ('acquisition', torch.Size([1]), False)
     """
 
     name = 'nes_ep'

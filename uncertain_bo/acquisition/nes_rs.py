@@ -96,7 +96,20 @@ def rs_entropy_reduction(model: DistributionGP, candidates: CandidateFn, query: 
 
 class RSAcquisition(AcquisitionFunction):
     """NES-RS scores (:func:`rs_entropy_reduction`) of ``X (b, 1, d)`` -> ``(b,)``, with common random numbers:
-    equal calls give equal scores. Not differentiable (a rejection sampler): maximise over a candidate set."""
+    equal calls give equal scores. Not differentiable (a rejection sampler): maximise over a candidate set.
+
+    Example:
+        The acquisition ``nes_rs`` maximises at its first decision (after three measurements, the method examples'
+        set-up of :mod:`uncertain_bo.acquisition`):
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
+        >>> planner = get_problem('nes-sin').instance(0).drive(NESRS, quick, 0, 3, lambda *record: None)
+        >>> acq = planner.method_object.acquisition(planner.snapshot())
+        >>> type(acq).__name__, acq(torch.rand(5, 1, 1, dtype=torch.float64)).shape
+        ('RSAcquisition', torch.Size([5]))
+    """
 
     def __init__(self, model: DistributionGP, candidates: CandidateFn, query: CandidateFn, bounds: Tensor,
                  g_stars: Tensor, n_accept: int, n_features: int, seed: int, chunk: int = 16):
@@ -121,6 +134,19 @@ class NESRS(NESBase):
         n_features, k, n_max_samples: see :class:`~uncertain_bo.acquisition.nes.NESBase`.
         n_accept: L, accepted samples per max-value (paper: 1000).
         n_candidates: targets scored per decision (default ``min(200 d, 1000)``).
+
+    Example:
+        NES-RS's first decision on NES's 1-D sine problem (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('nes-sin').instance(0).drive(NESRS, quick, 0, 4, lambda *record: None)
+        >>> rec = planner.recommend()                         # a place predicted over the whole domain
+        >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured
+        ('acquisition', torch.Size([1]), False)
     """
 
     name = 'nes_rs'

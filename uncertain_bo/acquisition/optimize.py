@@ -26,6 +26,16 @@ class OptimizerSettings:
         num_restarts: L-BFGS-B starts, chosen among the best raw samples (BoTorch's initial heuristic).
         raw_samples: quasi-random points scored to pick the starts.
         maxiter: L-BFGS-B iterations per start.
+
+    Example:
+        Fewer starts and raw samples for a quick decision (the planner's ``optimizer``; :func:`maximize`):
+
+        >>> import torch
+        >>> quick = OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=50)
+        >>> bowl = lambda X: -((X - 0.3) ** 2).sum(-1).squeeze(-1)      # any (b, 1, d) -> (b,) callable
+        >>> target, value = maximize(bowl, torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64), quick, seed=0)
+        >>> [round(v, 3) for v in target.tolist()], abs(value) < 1e-9
+        ([0.3, 0.3], True)
     """
 
     num_restarts: int = 10

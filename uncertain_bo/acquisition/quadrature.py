@@ -58,6 +58,7 @@ no such guarantee.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from typing import Any, ClassVar
@@ -70,12 +71,14 @@ from botorch.exceptions.warnings import NumericsWarning
 from botorch.models.transforms.input import AppendFeatures
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from botorch.utils.transforms import t_batch_mode_transform
+from gpytorch.constraints import Positive
 from gpytorch.distributions import MultivariateNormal
 from linear_operator.operators import DenseLinearOperator
 from torch import Tensor
 
 from .ambiguity import worst_case_mean, worst_case_weights
 from ..caught_warnings import logged_warnings
+from ..kernels import ExpectedRBFKernel
 from ..models import TargetModel
 from ..models.sample_paths import PosteriorSamplePaths
 from .optimize import maximize
@@ -83,7 +86,7 @@ from .base import incumbent
 from .method import DecisionContext, Method, Proposal, Recommendation, register
 
 __all__ = ['QuadratureMethod', 'DistributionallyRobustThompson', 'QuadratureMean', 'quadrature_expected_improvement',
-           'joint_points', 'path_on_contexts', 'EIQuadrature']
+           'joint_points', 'path_on_contexts', 'EIQuadrature', 'se_kernel']
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +95,34 @@ def joint_points(x: Tensor, contexts: Tensor) -> Tensor:
     """The points :math:`(\\mathbf x_j, w_i)`: ``x`` ``(b, d)``, ``contexts`` ``(n, m)`` -> ``(b, n, d + m)``."""
     b, n = x.shape[0], contexts.shape[0]
     return torch.cat([x.unsqueeze(-2).expand(b, n, -1), contexts.to(x).unsqueeze(0).expand(b, n, -1)], -1)
+
+
+@functools.lru_cache(maxsize=None)
+def _unit_se(dim: int, device: str) -> ExpectedRBFKernel:
+    """:class:`~uncertain_bo.kernels.ExpectedRBFKernel` over ``dim`` axes with lengthscales exactly 1 (no softplus
+    between the raw parameter and the lengthscale), fixed, on ``device``."""
+    kernel = ExpectedRBFKernel(dim, lengthscale_constraint=Positive(transform=None)).to(device)
+    kernel.initialize(raw_lengthscale=1.0)
+    return kernel.requires_grad_(False)
+
+
+def se_kernel(x1: Tensor, x2: Tensor, diag: bool = False) -> Tensor:
+    r"""The SE kernel :math:`\exp(-\tfrac12\|\mathbf x - \mathbf x'\|^2)` between points in lengthscale units
+    (divide by the lengthscales first; gradients flow through that division): ``(..., n1, d)`` and ``(..., n2, d)``
+    -> ``(..., n1, n2)``, or ``(..., n)`` with ``diag``. It is the package's one SE kernel,
+    :class:`~uncertain_bo.kernels.ExpectedRBFKernel`, on Dirac inputs with unit lengthscales.
+
+    Example:
+        >>> import torch
+        >>> x = torch.tensor([[0.0, 0.0], [1.0, 2.0]], dtype=torch.float64)
+        >>> torch.allclose(se_kernel(x, x)[0, 1], torch.exp(torch.tensor(-2.5, dtype=torch.float64)))
+        True
+    """
+    kernel = _unit_se(x1.shape[-1], str(x1.device))
+
+    def dirac(x: Tensor) -> Tensor:      # the kernel's encoding of points: [x, vec(0)]
+        return torch.cat([x, x.new_zeros(*x.shape[:-1], x.shape[-1] ** 2)], -1)
+    return kernel.forward(dirac(x1), dirac(x2), diag=diag)
 
 
 def path_on_contexts(paths: PosteriorSamplePaths, x: Tensor, contexts: Tensor) -> Tensor:
@@ -110,10 +141,9 @@ def path_on_contexts(paths: PosteriorSamplePaths, x: Tensor, contexts: Tensor) -
     arg = (ux @ w[:, :d].T).unsqueeze(-2) + (uw @ w[:, d:].T + b).unsqueeze(0)
     prior = torch.cos(arg) @ (paths.features.amplitude * paths.theta[:, 0])          # (b, n)
     train = paths.train.mean / ell
-    sq = (torch.cdist(ux / ell[:d], train[:, :d]).pow(2).unsqueeze(-2)
-          + torch.cdist(uw / ell[d:], train[:, d:]).pow(2).unsqueeze(0))              # (b, n, N)
-    k = paths.outputscale * torch.exp(-0.5 * sq)
-    return paths._output(prior + k @ paths.weights[:, 0])
+    k = (se_kernel(ux / ell[:d], train[:, :d]).unsqueeze(-2)                        # SE: a product over
+         * se_kernel(uw / ell[d:], train[:, d:]).unsqueeze(0))                      # the axes, (b, n, N)
+    return paths._output(prior + paths.outputscale * k @ paths.weights[:, 0])
 
 
 class DistributionallyRobustThompson(AcquisitionFunction):
@@ -125,6 +155,18 @@ class DistributionallyRobustThompson(AcquisitionFunction):
         paths: one posterior sample path :math:`\\tilde f_t` on the joint space.
         contexts: ``(n, m)`` samples.
         rho: ambiguity radius.
+
+    Example:
+        The worst case of a sample path that ``drbqo`` maximises over the decision part :math:`\\mathbf x` (after
+        three measurements, the method examples' set-up of :mod:`uncertain_bo.acquisition`):
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(DRBQO, quick, 0, 3, lambda *record: None)
+        >>> acq = planner.method_object.acquisition(planner.snapshot())
+        >>> type(acq).__name__, acq(torch.rand(5, 1, 2, dtype=torch.float64)).shape
+        ('DistributionallyRobustThompson', torch.Size([5]))
     """
 
     def __init__(self, model, paths: PosteriorSamplePaths, contexts: Tensor, rho: float):
@@ -146,6 +188,14 @@ class QuadratureMean(PosteriorTransform):
 
     Args:
         n: points per group (the number of contexts).
+
+    Example:
+        Two candidates, each with its ``n = 2`` contexts:
+
+        >>> import torch
+        >>> Y = torch.tensor([[1.0], [3.0], [10.0], [20.0]])            # f(x_1, w_1), f(x_1, w_2), f(x_2, w_1), ...
+        >>> QuadratureMean(n=2).evaluate(Y)
+        tensor([ 2., 15.])
     """
 
     scalarize = True
@@ -182,6 +232,17 @@ class QuadratureMethod(Method):
 
     Raises:
         TypeError: ``contexts`` missing or not ``(n, m)``, ``rho`` negative, unknown settings.
+
+    Example:
+        The samples :math:`S_n` are required; the joint box has the context coordinates last:
+
+        >>> import torch
+        >>> BQOTS()
+        Traceback (most recent call last):
+        ...
+        TypeError: method 'bqo_ts' needs the sample set: method_settings contexts=(n, m) samples
+        >>> BQOTS(contexts=torch.rand(10, 2), rho=0.5).split(torch.zeros(2, 5))    # (x, w) in 3 + 2 dimensions
+        3
     """
 
     inputs: ClassVar[str] = 'target'
@@ -286,7 +347,20 @@ class QuadratureMethod(Method):
 
 
 class ThompsonQuadrature(QuadratureMethod):
-    """:math:`\\mathbf x_t` by a posterior sample path and the (DR) quadrature of it."""
+    """:math:`\\mathbf x_t` by a posterior sample path and the (DR) quadrature of it.
+
+    Example:
+        BQO-TS's acquisition: the sample path's mean over the samples (ρ = 0) (after three measurements, the method
+        examples' set-up of :mod:`uncertain_bo.acquisition`):
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOTS, quick, 0, 3, lambda *record: None)
+        >>> acq = planner.method_object.acquisition(planner.snapshot())
+        >>> type(acq).__name__, acq.rho
+        ('DistributionallyRobustThompson', 0.0)
+    """
 
     def acquisition(self, ctx: DecisionContext) -> AcquisitionFunction:
         model = ctx.model
@@ -297,7 +371,20 @@ class ThompsonQuadrature(QuadratureMethod):
 
 
 class EIQuadrature(QuadratureMethod):
-    """:math:`\\mathbf x_t` by EI on the empirical quadrature (no ρ in the decision)."""
+    """:math:`\\mathbf x_t` by EI on the empirical quadrature (no ρ in the decision).
+
+    Example:
+        BQO-EI's acquisition: BoTorch's EI on the empirical quadrature (after three measurements, the method
+        examples' set-up of :mod:`uncertain_bo.acquisition`):
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOEI, quick, 0, 3, lambda *record: None)
+        >>> acq = planner.method_object.acquisition(planner.snapshot())
+        >>> type(acq).__name__, type(acq.posterior_transform).__name__
+        ('ExpectedImprovement', 'QuadratureMean')
+    """
 
     robust_decision = False
 
@@ -321,6 +408,19 @@ class OffsetRobustThompson(AcquisitionFunction):
         paths: one posterior sample path :math:`\\tilde f_t` (evaluated at points).
         offsets: ``(n, d)`` offsets between where the rover ended up and its targets.
         rho: ambiguity radius.
+
+    Example:
+        DRBQO without ``contexts`` (the rover's: the paper's 2-D RKHS problem gives none) scores targets by the
+        worst case over the observed execution offsets (after three measurements, the method examples' set-up of
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
+        >>> planner = get_problem('rkhs2d').instance(0).drive(DRBQO, quick, 0, 3, lambda *record: None)
+        >>> acq = planner.method_object.acquisition(planner.snapshot())
+        >>> type(acq).__name__, acq.offsets.shape, acq(torch.rand(5, 1, 2, dtype=torch.float64)).shape
+        ('OffsetRobustThompson', torch.Size([3, 2]), torch.Size([5]))
     """
 
     def __init__(self, model, paths: PosteriorSamplePaths, offsets: Tensor, rho: float):
@@ -344,7 +444,22 @@ def execution_offsets(ctx: DecisionContext) -> Tensor:
 @register
 class DRBQO(ThompsonQuadrature):
     """DRBQO (Algorithm 1). Without ``contexts`` (the rover): the samples are the execution offsets observed so
-    far and the method decides only the target (module docstring, "On the rover")."""
+    far and the method decides only the target (module docstring, "On the rover").
+
+    Example:
+        DRBQO's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(DRBQO, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
 
     name = 'drbqo'
     description = ('DRBQO: Thompson sample on the joint GP, worst case over the chi-square ball of radius rho around '
@@ -384,6 +499,23 @@ class DRBQO(ThompsonQuadrature):
 
 @register
 class EmpDRBQO(ThompsonQuadrature):
+    """Emp-DRBQO: DRBQO decisions, recommendation by the empirical mean (Nguyen et al. 2020, §6).
+
+    Example:
+        EmpDRBQO's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(EmpDRBQO, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
+
     name = 'emp_drbqo'
     description = 'Emp-DRBQO: DRBQO decisions, recommendation by the empirical mean (Nguyen et al. 2020, §6)'
     robust_recommendation = False
@@ -391,6 +523,23 @@ class EmpDRBQO(ThompsonQuadrature):
 
 @register
 class BQOTS(ThompsonQuadrature):
+    """BQO-TS: Thompson sample of the empirical quadrature, empirical-mean recommendation (Nguyen et al. 2020).
+
+    Example:
+        BQOTS's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOTS, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
+
     name = 'bqo_ts'
     description = ('BQO-TS: Thompson sample of the empirical quadrature, empirical-mean recommendation '
                    '(Nguyen et al. 2020)')
@@ -400,6 +549,23 @@ class BQOTS(ThompsonQuadrature):
 
 @register
 class MaximinBQOTS(ThompsonQuadrature):
+    """Maximin-BQO-TS: BQO-TS decisions, max-min (rho) recommendation (Nguyen et al. 2020).
+
+    Example:
+        MaximinBQOTS's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(MaximinBQOTS, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
+
     name = 'maximin_bqo_ts'
     description = 'Maximin-BQO-TS: BQO-TS decisions, max-min (rho) recommendation (Nguyen et al. 2020)'
     robust_decision = False
@@ -407,6 +573,23 @@ class MaximinBQOTS(ThompsonQuadrature):
 
 @register
 class BQOEI(EIQuadrature):
+    """BQO-EI: EI on the empirical quadrature of the joint GP, empirical-mean recommendation (Nguyen et al. 2020).
+
+    Example:
+        BQOEI's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOEI, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
+
     name = 'bqo_ei'
     description = ('BQO-EI: EI on the empirical quadrature of the joint GP, empirical-mean recommendation '
                    '(Nguyen et al. 2020)')
@@ -415,12 +598,46 @@ class BQOEI(EIQuadrature):
 
 @register
 class MaximinBQOEI(EIQuadrature):
+    """Maximin-BQO-EI: BQO-EI decisions, max-min (rho) recommendation (Nguyen et al. 2020).
+
+    Example:
+        MaximinBQOEI's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(MaximinBQOEI, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
+
     name = 'maximin_bqo_ei'
     description = 'Maximin-BQO-EI: BQO-EI decisions, max-min (rho) recommendation (Nguyen et al. 2020)'
 
 
 @register
 class DRBQORandW(DRBQO):
+    """DRBQO with w_t drawn uniformly from the samples (ablation, Nguyen et al. 2020 Fig. 5).
+
+    Example:
+        DRBQORandW's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(DRBQORandW, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
+
     name = 'drbqo_randw'
     description = 'DRBQO with w_t drawn uniformly from the samples (ablation, Nguyen et al. 2020 Fig. 5)'
     random_context_default = True
@@ -428,6 +645,23 @@ class DRBQORandW(DRBQO):
 
 @register
 class BQOTSRandW(BQOTS):
+    """BQO-TS with w_t drawn uniformly from the samples (ablation, Nguyen et al. 2020 Fig. 5).
+
+    Example:
+        BQOTSRandW's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOTSRandW, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
+
     name = 'bqo_ts_randw'
     description = 'BQO-TS with w_t drawn uniformly from the samples (ablation, Nguyen et al. 2020 Fig. 5)'
     random_context_default = True
@@ -435,6 +669,23 @@ class BQOTSRandW(BQOTS):
 
 @register
 class BQOEIRandW(BQOEI):
+    """BQO-EI with w_t drawn uniformly from the samples (ablation, Nguyen et al. 2020 Fig. 5).
+
+    Example:
+        BQOEIRandW's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
+        :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOEIRandW, quick, 0, 4, lambda *record: None)
+        >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
+        >>> samples = planner.method_object.contexts
+        >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
+        ('acquisition', torch.Size([4]), True)
+    """
+
     name = 'bqo_ei_randw'
     description = 'BQO-EI with w_t drawn uniformly from the samples (ablation, Nguyen et al. 2020 Fig. 5)'
     random_context_default = True

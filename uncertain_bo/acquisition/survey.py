@@ -98,7 +98,24 @@ def random_tour(bounds: Tensor, n: int, seed: int, start: Tensor | None = None) 
 
 class Survey(UCBMethod):
     """Targets planned once from the bounds, budget, seed and start (see the module docstring); past the
-    budget, and for the recommendation, the uGP-UCB rules on the same observations."""
+    budget, and for the recommendation, the uGP-UCB rules on the same observations.
+
+    Example:
+        A survey plans its tour from the measurement budget, so it needs one:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import GaussianExecutionNoise
+        >>> from uncertain_bo.planning.planner import Planner
+        >>> bounds = torch.tensor([[0.0, 0.0], [40.0, 20.0]], dtype=torch.float64)            # m
+        >>> noise = GaussianExecutionNoise.isotropic(1.0, 2)                              # 1 m std
+        >>> planner = Planner(bounds, noise, method='lawnmower', budget=8, seed=0)
+        >>> Planner(bounds, noise, method='lawnmower').suggest()
+        Traceback (most recent call last):
+        ...
+        ValueError: lawnmower needs the measurement budget: construct the Planner with budget=max_measurements
+        >>> planner.suggest().shape, planner.decisions[-1].phase
+        (torch.Size([2]), 'survey')
+    """
 
     kind = ''
     baseline = True
@@ -139,12 +156,43 @@ class Survey(UCBMethod):
 
 @register
 class Lawnmower(Survey):
+    """Survey baseline: boustrophedon grid, one cell per measurement, seeded shift of up to half a cell.
+
+    Example:
+        The first two cells of an 8-measurement boustrophedon tour (shifted by the seed):
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import GaussianExecutionNoise
+        >>> from uncertain_bo.planning.planner import Planner
+        >>> bounds = torch.tensor([[0.0, 0.0], [40.0, 20.0]], dtype=torch.float64)            # m
+        >>> noise = GaussianExecutionNoise.isotropic(1.0, 2)                              # 1 m std
+        >>> planner = Planner(bounds, noise, method='lawnmower', budget=8, seed=0)
+        >>> tour = planner.method_object.plan(planner.snapshot())           # 8 cells of 10 m x 10 m
+        >>> [round(step, 6) for step in (tour[1] - tour[0]).tolist()]      # one cell apart, wherever the shift
+        [10.0, 0.0]
+    """
+
     name = kind = 'lawnmower'
     description = 'survey baseline: boustrophedon grid, one cell per measurement, seeded shift of up to half a cell'
 
 
 @register
 class LawnmowerFixed(Survey):
+    """Survey baseline: boustrophedon grid, one cell per measurement, unshifted.
+
+    Example:
+        The first two cells of an 8-measurement boustrophedon tour:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import GaussianExecutionNoise
+        >>> from uncertain_bo.planning.planner import Planner
+        >>> bounds = torch.tensor([[0.0, 0.0], [40.0, 20.0]], dtype=torch.float64)            # m
+        >>> noise = GaussianExecutionNoise.isotropic(1.0, 2)                              # 1 m std
+        >>> planner = Planner(bounds, noise, method='lawnmower_fixed', budget=8, seed=0)
+        >>> planner.method_object.plan(planner.snapshot())[:2].tolist()   # centres of 10 m x 10 m cells
+        [[5.0, 5.0], [15.0, 5.0]]
+    """
+
     name = 'lawnmower_fixed'
     kind = 'lawnmower_fixed'
     description = 'survey baseline: boustrophedon grid, one cell per measurement, unshifted'
@@ -152,5 +200,21 @@ class LawnmowerFixed(Survey):
 
 @register
 class RandomSurvey(Survey):
+    """Survey baseline: uniform random targets visited as a nearest-neighbour tour.
+
+    Example:
+        Uniform random targets in the box, visited as a nearest-neighbour tour:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import GaussianExecutionNoise
+        >>> from uncertain_bo.planning.planner import Planner
+        >>> bounds = torch.tensor([[0.0, 0.0], [40.0, 20.0]], dtype=torch.float64)            # m
+        >>> noise = GaussianExecutionNoise.isotropic(1.0, 2)                              # 1 m std
+        >>> planner = Planner(bounds, noise, method='random', budget=8, seed=0)
+        >>> tour = planner.method_object.plan(planner.snapshot())           # the 8 targets in visiting order
+        >>> tour.shape, bool(((bounds[0] <= tour) & (tour <= bounds[1])).all())
+        (torch.Size([8, 2]), True)
+    """
+
     name = kind = 'random'
     description = 'survey baseline: uniform random targets visited as a nearest-neighbour tour'

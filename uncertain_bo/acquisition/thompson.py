@@ -56,6 +56,18 @@ class RobustPathSample(TargetAcquisition):
         model: the shared GP (expected SE kernel, with data).
         candidates: targets ``(q, d)`` -> location distributions (the execution-noise model).
         paths: the :class:`~uncertain_bo.models.sample_paths.PosteriorSamplePaths` (its first path is scored).
+
+    Example:
+        The sample path ``ugp_ts`` maximises at its first decision (after three measurements, the method examples'
+        set-up of :mod:`uncertain_bo.acquisition`):
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
+        >>> planner = get_problem('rkhs2d').instance(0).drive(RobustThompson, quick, 0, 3, lambda *record: None)
+        >>> acq = planner.method_object.acquisition(planner.snapshot())
+        >>> type(acq).__name__, acq(torch.rand(5, 1, 2, dtype=torch.float64)).shape
+        ('RobustPathSample', torch.Size([5]))
     """
 
     def __init__(self, model: DistributionGP, candidates: Callable[[Tensor], LocationDistributions],
@@ -76,6 +88,18 @@ class RobustThompson(Method):
 
     Raises:
         TypeError: unknown settings. ValueError: ``n_features < 1``.
+
+    Example:
+        The first decision by a robust sample path (the method examples' set-up, :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('rkhs2d').instance(0).drive(RobustThompson, quick, 0, 4, lambda *record: None)
+        >>> target, (lower, upper) = planner.targets[-1], planner.bounds
+        >>> planner.decisions[-1].phase, target.shape, bool(((lower <= target) & (target <= upper)).all())
+        ('acquisition', torch.Size([2]), True)
     """
 
     name = 'ugp_ts'

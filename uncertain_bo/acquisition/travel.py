@@ -45,6 +45,22 @@ class TravelPenalty(TargetAcquisition):
 
     Raises:
         ValueError: negative weight or signal std.
+
+    Example:
+        With :math:`w = 1` a target across the whole box (from the corner where the rover is) costs one signal std:
+
+        >>> import torch
+        >>> from uncertain_bo.acquisition import TargetUpperConfidenceBound
+        >>> from uncertain_bo.distributions import Dirac, GaussianExecutionNoise
+        >>> from uncertain_bo.models import DistributionGP
+        >>> bounds = torch.tensor([[0.0, 0.0], [10.0, 10.0]], dtype=torch.float64)
+        >>> gp = DistributionGP(bounds)
+        >>> gp.set_data(Dirac(torch.rand(8, 2, dtype=torch.float64) * 10), torch.randn(8, dtype=torch.float64))
+        >>> ucb = TargetUpperConfidenceBound(gp, GaussianExecutionNoise.isotropic(0.5, 2), beta=4.0)
+        >>> aware = TravelPenalty(ucb, position=bounds[0], bounds=bounds, weight=1.0, signal_std=2.0)
+        >>> corner = bounds[1].reshape(1, 1, 2)
+        >>> round(float(ucb(corner) - aware(corner)), 6)
+        2.0
     """
 
     def __init__(self, inner: AcquisitionFunction, position: Tensor, bounds: Tensor, weight: float,

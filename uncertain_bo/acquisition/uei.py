@@ -37,6 +37,9 @@ __all__ = ['UnscentedExpectedImprovement', 'UEI']
 class UnscentedExpectedImprovement(TargetAcquisition):
     """Expected improvement averaged over the sigma points of each candidate's execution-noise model.
 
+    EI and log-EI at the sigma points are BoTorch's (``ExpectedImprovement``, ``LogExpectedImprovement``) on the
+    model's posterior at points; the sigma points and their weighted sum are UEI's.
+
     Args:
         model: GP trained on point targets.
         candidates: targets ``(q, d)`` -> Gaussian location distributions :math:`\\mathcal N(\\mathbf x,
@@ -44,11 +47,21 @@ class UnscentedExpectedImprovement(TargetAcquisition):
         kappa: sigma-point spread κ (``d + κ > 0``).
         best: incumbent τ; default: the best posterior mean at the model's training inputs.
 
-    EI and log-EI at the sigma points are BoTorch's (``ExpectedImprovement``, ``LogExpectedImprovement``) on the
-    model's posterior at points; the sigma points and their weighted sum are UEI's.
         clip: project sigma points into the model's bounds (as the reference UEI does).
         log: return :math:`\\log \\alpha_{UEI}` (same maximiser, better-conditioned; needs all weights > 0,
             i.e. κ > 0). With ``log=False`` or κ <= 0 the plain weighted sum is returned.
+
+    Example:
+        The acquisition ``uei`` maximises at its first decision (after three measurements, the method examples'
+        set-up of :mod:`uncertain_bo.acquisition`):
+
+        >>> import torch
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
+        >>> planner = get_problem('rkhs2d').instance(0).drive(UEI, quick, 0, 3, lambda *record: None)
+        >>> acq = planner.method_object.acquisition(planner.snapshot())
+        >>> type(acq).__name__, acq.log, acq(torch.rand(5, 1, 2, dtype=torch.float64)).shape      # log-UEI
+        ('UnscentedExpectedImprovement', True, torch.Size([5]))
     """
 
     def __init__(self, model: DistributionGP, candidates: Callable[[Tensor], LocationDistributions],
@@ -84,6 +97,18 @@ class UEI(Method):
 
     Args:
         kappa: sigma-point spread :math:`\\kappa` (default 1, the paper's).
+
+    Example:
+        UEI's first decision (the method examples' set-up, :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('rkhs2d').instance(0).drive(UEI, quick, 0, 4, lambda *record: None)
+        >>> target, (lower, upper) = planner.targets[-1], planner.bounds
+        >>> planner.decisions[-1].phase, target.shape, bool(((lower <= target) & (target <= upper)).all())
+        ('acquisition', torch.Size([2]), True)
     """
 
     name = 'uei'

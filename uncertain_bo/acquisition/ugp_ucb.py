@@ -37,7 +37,21 @@ __all__ = ['UGPUCB', 'UGPBUCB']
 
 @register
 class UGPUCB(UCBMethod):
-    """uGP-UCB: the GP on the location distributions :math:`P^L_t`, UCB over :math:`\\hat P_{\\mathbf x}`."""
+    """uGP-UCB: the GP on the location distributions :math:`P^L_t`, UCB over :math:`\\hat P_{\\mathbf x}`.
+
+    Example:
+        uGP-UCB's first decision on the paper's 2-D RKHS problem, with :math:`\\beta_t = 2` (the method examples'
+        set-up, :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('rkhs2d').instance(0).drive(UGPUCB, quick, 0, 4, lambda *record: None)
+        >>> decision = planner.decisions[-1]
+        >>> decision.phase, decision.target.shape, decision.beta
+        ('acquisition', torch.Size([2]), 2.0)
+    """
 
     name = 'ugp_ucb'
     description = ('uGP-UCB: GP over location distributions, UCB over the execution-noise model '
@@ -49,7 +63,20 @@ class UGPBUCB(UGPUCB):
     """uGP-UCB deciding ``batch_size`` targets at a time by GP-BUCB (module docstring); the rover visits them along
     the shortest route from where it is (:mod:`uncertain_bo.planning.route`). ``Planner.suggest(q=...)`` decides batches
     of any size with any UCB method; this name makes the batch the default, for the explorer and ``uncertain-bo
-    bench``."""
+    bench``.
+
+    Example:
+        The first batch of three targets is decided at measurement 4 and handed out one per call (the method
+        examples' set-up, :mod:`uncertain_bo.acquisition`):
+
+        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
+        >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
+        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
+        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        >>> planner = get_problem('rkhs2d').instance(0).drive(UGPBUCB, quick, 0, 4, lambda *record: None)
+        >>> [d.phase for d in planner.decisions], planner.queued.shape
+        (['initial', 'initial', 'initial', 'acquisition', 'acquisition', 'acquisition'], torch.Size([2, 2]))
+    """
 
     name = 'ugp_bucb'
     description = ('uGP-UCB in batches of 3 targets by GP-BUCB (hallucinated readings at the posterior mean; '

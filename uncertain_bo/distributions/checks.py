@@ -21,7 +21,16 @@ DTYPE = torch.float64
 
 
 class InvalidDistributionError(ValueError):
-    """A distribution's parameters are not valid (NaN/inf, wrong shape, covariance not PSD)."""
+    """A distribution's parameters are not valid (NaN/inf, wrong shape, covariance not PSD).
+
+    Example:
+        >>> import torch
+        >>> from uncertain_bo.distributions import Gaussian
+        >>> Gaussian(torch.zeros(1, 2), torch.tensor([[1.0, 0.0], [0.0, -1.0]]))
+        Traceback (most recent call last):
+        ...
+        uncertain_bo.distributions.checks.InvalidDistributionError: ...
+    """
 
 
 def check_covariance(cov: Tensor, *, atol: float = 1e-9) -> str | None:

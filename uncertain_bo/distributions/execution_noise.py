@@ -27,6 +27,15 @@ class ExecutionNoise(ABC):
 
     Calling the model on a batch of targets returns their location distributions; it must be
     differentiable w.r.t. the targets (acquisition maximisation takes gradients through it).
+
+    Example:
+        The rover sent to two targets ends up within 1 m (std) of each:
+
+        >>> import torch
+        >>> noise = GaussianExecutionNoise.isotropic(1.0, 2)
+        >>> where = noise(torch.tensor([[0.0, 0.0], [5.0, 5.0]], dtype=torch.float64))
+        >>> type(where).__name__, where.mean.tolist(), where.covariance[0].tolist()
+        ('Gaussian', [[0.0, 0.0], [5.0, 5.0]], [[1.0, 0.0], [0.0, 1.0]])
     """
 
     @abstractmethod
@@ -39,7 +48,14 @@ DEFAULT_N_SAMPLES = 160
 
 
 class NoiseConfigError(InvalidDistributionError):
-    """An execution-noise configuration is invalid; the message names the offending field."""
+    """An execution-noise configuration is invalid; the message names the offending field.
+
+    Example:
+        >>> GaussianExecutionNoise.isotropic(-0.5, 2)
+        Traceback (most recent call last):
+        ...
+        uncertain_bo.distributions.execution_noise.NoiseConfigError: field std must be >= 0, got -0.5
+    """
 
 
 class SampledExecutionNoise(ExecutionNoise):
@@ -55,6 +71,17 @@ class SampledExecutionNoise(ExecutionNoise):
 
     Raises:
         NoiseConfigError: ``dim < 1`` or ``n_samples < 1``.
+
+    Example:
+        A sampled model returns :class:`Empirical` batches of its fixed base samples shifted to each target (common
+        random numbers: the same offsets at every target):
+
+        >>> import torch
+        >>> noise = GaussianExecutionNoise.isotropic(0.1, 2, n_samples=64, seed=1)
+        >>> clouds = noise(torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64))
+        >>> offsets = clouds.samples - clouds.mean.unsqueeze(-2)
+        >>> clouds.samples.shape, torch.allclose(offsets[0], offsets[1])
+        (torch.Size([2, 64, 2]), True)
     """
 
     kind: str = ''
@@ -187,6 +214,15 @@ class GaussianExecutionNoise(SampledExecutionNoise):
     Raises:
         NoiseConfigError: ``covariance`` is not a symmetric PSD ``(d, d)`` matrix (an
             :class:`InvalidDistributionError`).
+
+    Example:
+        >>> import torch
+        >>> noise = GaussianExecutionNoise(torch.tensor([[0.04, 0.0], [0.0, 0.01]], dtype=torch.float64))    # m²
+        >>> noise(torch.tensor([[2.0, 3.0]], dtype=torch.float64)).covariance[0].diagonal().tolist()
+        [0.04, 0.01]
+        >>> config = GaussianExecutionNoise.isotropic(0.2, 2).to_config()       # what a journal header records
+        >>> config['kind'], [[round(c, 6) for c in row] for row in config['covariance']]
+        ('gaussian', [[0.04, 0.0], [0.0, 0.04]])
     """
 
     kind = 'gaussian'

@@ -96,6 +96,18 @@ class UnscentedRBFKernel(ExpectedRBFKernel):
             the reference UEI implementation projects sigma points into the domain (default True).
         **kwargs: GPyTorch ``Kernel`` arguments (``lengthscale_prior``, ...). Batched kernels are not
             supported.
+
+    Example:
+        Between Dirac inputs it is the SE kernel itself:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac
+        >>> kernel = UnscentedRBFKernel(dim=2)
+        >>> x = torch.tensor([[0.2, 0.3], [0.5, 0.1]], dtype=torch.float64)
+        >>> k = kernel(kernel.encode(Dirac(x))).to_dense()
+        >>> ell = kernel.lengthscale.detach()
+        >>> torch.allclose(k[0, 1], torch.exp(-0.5 * (((x[0] - x[1]) / ell) ** 2).sum()))
+        True
     """
 
     def __init__(self, dim: int, kappa: float = 1.0, clip_to_unit_cube: bool = True, **kwargs):
