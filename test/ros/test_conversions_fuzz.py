@@ -68,7 +68,7 @@ def explorer_measuring():
     planner = Planner(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
                       refit_every=0)
     ex = Explorer(planner, RecordingHost(), params)
-    ex.target, ex.state = np.array([25.0, 25.0]), State.MEASURING   # the measuring window opened at 0 s
+    ex.leg.target, ex.state = np.array([25.0, 25.0]), State.MEASURING   # the measuring window opened at 0 s
     return ex
 
 

@@ -101,8 +101,8 @@ def pose_estimate_from_msg(msg, pose_source: str) -> PoseEstimate:
         ValueError: the message cannot be read (bad quaternion, empty particle cloud, ...).
     """
     if pose_source in ('odometry', 'pose_with_covariance'):
-        # the heading only matters with a sensor_offset (inputs.heading_problem): an orientation that is no rotation
-        # (hand-written publishers leave it all-zero) must not cost the measurement otherwise
+        # the heading only matters with a sensor_offset (input_checks.heading_problem): an orientation that is no
+        # rotation (hand-written publishers leave it all-zero) must not cost the measurement otherwise
         pos = msg.pose.pose.position
         try:
             yaw = quaternion_to_yaw(msg.pose.pose.orientation)
