@@ -59,6 +59,14 @@ class StampedPose:
         xy: (2,) position mean, metres.
         yaw: heading, rad.
         cov_xy: (2, 2) position covariance, m² (zero = exactly known).
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.ros.conversions import make_odometry, odometry_to_pose
+        >>> cov = np.diag([0.04, 0.09, 0.0, 0.0, 0.0, 0.01])        # over (x, y, z, roll, pitch, yaw)
+        >>> pose = odometry_to_pose(make_odometry(12.5, 'map', 'base_link', [3.0, 4.0], 0.5, cov))
+        >>> pose.stamp, pose.frame_id, pose.xy, np.diag(pose.cov_xy)
+        (12.5, 'map', array([3., 4.]), array([0.04, 0.09]))
     """
 
     stamp: float
@@ -241,6 +249,14 @@ class StampedParticles:
             weights (PoseArray carries none).
         yaws: (m,) particle headings from their orientations, rad (NaN for an orientation that is no rotation), or
             None when not read.
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.ros.conversions import make_pose_array, pose_array_to_particles
+        >>> cloud = pose_array_to_particles(make_pose_array(3.0, 'map', np.array([[1.0, 2.0], [1.5, 2.5]])))
+        >>> cloud.samples, cloud.weights is None           # a PoseArray carries no weights: equal ones
+        (array([[1. , 2. ],
+               [1.5, 2.5]]), True)
     """
 
     stamp: float

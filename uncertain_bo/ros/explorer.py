@@ -145,6 +145,26 @@ class ExplorerNode(Node):
         uncertain_bo.parameters.specs.ParameterError: a parameter is out of range or inconsistent (the message
             names it and the allowed range).
         uncertain_bo.journal.journal.JournalError: the journal in ``run_dir`` cannot be resumed.
+
+    Example:
+        Created in its own context (nothing else needed), its topics:
+
+        >>> import rclpy
+        >>> from uncertain_bo.ros.explorer import ExplorerNode
+        >>> import tempfile
+        >>> from rclpy.parameter import Parameter
+        >>> run = tempfile.TemporaryDirectory()            # its journal and result file go to run_dir
+        >>> ctx = rclpy.Context(); ctx.init()
+        >>> node = ExplorerNode(context=ctx, parameter_overrides=[Parameter('run_dir', value=run.name)])
+        >>> sorted(s.topic_name for s in node.subscriptions if s.topic_name != '/parameter_events')
+        ['/odometry/filtered', '/reading']
+        >>> sorted(p.topic_name for p in node.publishers if p.topic_name not in ('/rosout', '/parameter_events'))
+        ['/diagnostics', '/explorer/gp_mean', '/explorer/gp_std', '/explorer/markers', '/goal_pose', '/plan',
+         '/surface']
+        >>> node.explorer.state
+        <State.WAITING_FOR_POSE: 'waiting for pose'>
+        >>> node.destroy_node(); ctx.shutdown()
+        >>> run.cleanup()
     """
 
     def __init__(self, node_name: str = 'explorer', *, forward_library_logs: bool = False, **kwargs):

@@ -73,6 +73,19 @@ class FieldSensorNode(Node):
     Raises:
         uncertain_bo.parameters.specs.ParameterError: a parameter is invalid.
         uncertain_bo.sim.field.FieldError: the field cannot be loaded.
+
+    Example:
+        Created in its own context (nothing else needed), its topics:
+
+        >>> import rclpy
+        >>> from uncertain_bo.ros.field_sensor import FieldSensorNode
+        >>> ctx = rclpy.Context(); ctx.init()
+        >>> node = FieldSensorNode(context=ctx)
+        >>> sorted(s.topic_name for s in node.subscriptions if s.topic_name != '/parameter_events')
+        ['/ground_truth']
+        >>> sorted(p.topic_name for p in node.publishers if p.topic_name not in ('/rosout', '/parameter_events'))
+        ['/reading']
+        >>> node.destroy_node(); ctx.shutdown()
     """
 
     def __init__(self, node_name: str = 'field_sensor', **kwargs):

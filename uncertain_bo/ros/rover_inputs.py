@@ -161,6 +161,27 @@ class RoverMessages:
     Attributes:
         heading: yaw (rad) of the latest pose message with an orientation (odometry, pose with covariance),
             None before one (and for particle clouds): the explorer's stop goal faces where the rover does.
+
+    Example:
+        Messages handed to an explorer without a node (what the replay does):
+
+        >>> import numpy as np
+        >>> from sensor_msgs.msg import Temperature
+        >>> from uncertain_bo.explorer import Explorer, planner_from_parameters
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> from uncertain_bo.ros.conversions import make_odometry
+        >>> from uncertain_bo.ros.explorer_parameters import EXPLORER_NODE_PARAMS
+        >>> from uncertain_bo.ros.rover_inputs import RoverMessages
+        >>> params = validate(EXPLORER_NODE_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
+        >>> explorer = Explorer(planner_from_parameters(params), None, params)
+        >>> messages = RoverMessages(explorer, params)
+        >>> odometry = make_odometry(1.0, 'map', 'base_link', [5.0, 5.0], 0.5, np.diag([0.1, 0.1, 0, 0, 0, 0.01]))
+        >>> messages.pose(odometry, now=1.0)
+        >>> explorer.latest_pose.xy, messages.heading
+        (array([5., 5.]), 0.5)
+        >>> messages.reading(Temperature(temperature=float('nan')), 1.1)  # unreadable: refused and counted
+        >>> dict(explorer.rejected)
+        {'reading: non-finite value': 1}
     """
 
     def __init__(self, explorer: Explorer, params: dict[str, Any], seed: int = 0):
@@ -232,6 +253,21 @@ class RoverInputs(RoverMessages):
 
     Raises:
         uncertain_bo.parameters.specs.ParameterError: a ``nav2_msgs`` cloud type where ``nav2_msgs`` is not importable.
+
+    Example:
+        >>> import rclpy
+        >>> from uncertain_bo.explorer import Explorer, planner_from_parameters
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> from uncertain_bo.ros.explorer_parameters import EXPLORER_NODE_PARAMS
+        >>> from uncertain_bo.ros.rover_inputs import RoverInputs
+        >>> params = validate(EXPLORER_NODE_PARAMS, {'pose_source': 'pose_with_covariance'})
+        >>> ctx = rclpy.Context(); ctx.init()
+        >>> node = rclpy.create_node('team_explorer', context=ctx)
+        >>> explorer = Explorer(planner_from_parameters(params), None, params)
+        >>> inputs = RoverInputs(node, explorer, params, namespace='rover1')
+        >>> inputs.topic('pose'), inputs.topic('reading')
+        ('/rover1/pose', '/rover1/reading')
+        >>> node.destroy_node(); ctx.shutdown()
     """
 
     def __init__(self, node: Node, explorer: Explorer, params: dict[str, Any], namespace: str = '', seed: int = 0):
@@ -318,6 +354,22 @@ class InputWatch:
     Args:
         node: the node (its logger; its graph for the publishers).
         inputs: returns the inputs to watch now (a team's active rovers).
+
+    Example:
+        >>> import rclpy
+        >>> from uncertain_bo.explorer import Explorer, planner_from_parameters
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> from uncertain_bo.ros.explorer_parameters import EXPLORER_NODE_PARAMS
+        >>> from uncertain_bo.ros.rover_inputs import InputWatch, RoverInputs
+        >>> params = validate(EXPLORER_NODE_PARAMS, {})
+        >>> ctx = rclpy.Context(); ctx.init()
+        >>> node = rclpy.create_node('explorer', context=ctx)
+        >>> inputs = RoverInputs(node, Explorer(planner_from_parameters(params), None, params), params)
+        >>> watch = InputWatch(node, lambda: [inputs])
+        >>> import time
+        >>> [(what, topic) for what, topic, *_ in watch.waiting(now=time.monotonic())]   # nothing has arrived yet
+        [('pose', '/odometry/filtered'), ('reading', '/reading')]
+        >>> node.destroy_node(); ctx.shutdown()
     """
 
     def __init__(self, node: Node, inputs: Callable[[], Iterable[RoverInputs]]):

@@ -162,6 +162,19 @@ class SimRoverNode(Node):
     Raises:
         ParameterError: an invalid parameter value (``rovers`` repeating a name, or mixing '' with names).
         FieldError: the ``field`` cannot be loaded.
+
+    Example:
+        Created in its own context (nothing else needed), its topics:
+
+        >>> import rclpy
+        >>> from uncertain_bo.ros.sim_rover import SimRoverNode
+        >>> ctx = rclpy.Context(); ctx.init()
+        >>> node = SimRoverNode(context=ctx)
+        >>> sorted(s.topic_name for s in node.subscriptions if s.topic_name != '/parameter_events')
+        ['/cmd_vel', '/surface']
+        >>> sorted(p.topic_name for p in node.publishers if p.topic_name not in ('/rosout', '/parameter_events'))
+        ['/clock', '/ground_truth', '/position_fix', '/reading', '/wheel/odometry']
+        >>> node.destroy_node(); ctx.shutdown()
     """
 
     def __init__(self, node_name: str = 'sim_rover', **kwargs: Any):

@@ -185,6 +185,26 @@ class TeamExplorerNode(Node):
 
     Raises:
         uncertain_bo.parameters.specs.ParameterError: an invalid parameter, ``rovers`` invalid or repeated.
+
+    Example:
+        Created in its own context (nothing else needed), its topics:
+
+        >>> import rclpy
+        >>> from uncertain_bo.ros.team_explorer import TeamExplorerNode
+        >>> import tempfile
+        >>> from rclpy.parameter import Parameter
+        >>> run = tempfile.TemporaryDirectory()            # the team's journal and result file go to run_dir
+        >>> ctx = rclpy.Context(); ctx.init()
+        >>> node = TeamExplorerNode(context=ctx, parameter_overrides=[Parameter('run_dir', value=run.name)])
+        >>> sorted(s.topic_name for s in node.subscriptions if s.topic_name != '/parameter_events')
+        ['/rover0/odometry/filtered', '/rover0/reading', '/rover1/odometry/filtered', '/rover1/reading']
+        >>> sorted(p.topic_name for p in node.publishers if p.topic_name not in ('/rosout', '/parameter_events'))
+        ['/diagnostics', '/rover0/goal_pose', '/rover0/plan', '/rover1/goal_pose', '/rover1/plan',
+         '/team_explorer/gp_mean', '/team_explorer/gp_std', '/team_explorer/markers']
+        >>> sorted(node.rovers)
+        ['rover0', 'rover1']
+        >>> node.destroy_node(); ctx.shutdown()
+        >>> run.cleanup()
     """
 
     def __init__(self, node_name: str = 'team_explorer', *, forward_library_logs: bool = False, **kwargs):
