@@ -30,7 +30,8 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from ..parameters.specs import Param
 from ..sim.field import DEFAULT_EXTENT, Field
-from .conversions import READING_TYPES, from_time_msg, make_reading
+from .conversions import from_time_msg
+from .reading_messages import READING_TYPES, make_reading
 from .params import declare_parameters
 from .spin import run_node
 

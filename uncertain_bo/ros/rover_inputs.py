@@ -36,9 +36,10 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 
 from ..explorer import Explorer, PoseEstimate, Reading
 from ..parameters.specs import ParameterError
-from .conversions import (READING_TYPES, from_time_msg, particle_cloud_from_cdr, particle_cloud_to_particles,
-                          pose_array_from_cdr, pose_array_to_particles, quaternion_to_yaw, reading_from_msg,
-                          ros_covariance_to_planar, ros_covariance_to_xy)
+from .conversions import from_time_msg, quaternion_to_yaw, ros_covariance_to_planar, ros_covariance_to_xy
+from .particle_clouds import (particle_cloud_from_cdr, particle_cloud_to_particles, pose_array_from_cdr,
+                              pose_array_to_particles)
+from .reading_messages import READING_TYPES, reading_from_msg
 
 __all__ = ['RoverInputs', 'RoverMessages', 'InputWatch', 'POSE_SOURCES', 'PARTICLE_CLOUD_TYPES', 'pose_message_type',
            'pose_estimate_from_msg', 'node_clock_now', 'node_clock_ns', 'seconds', 'sim_time', 'type_name',
