@@ -51,12 +51,10 @@ class Commands:
 
     Example:
         >>> import numpy as np
-        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters
+        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, InputStreams, planner_from_parameters
+        >>> from uncertain_bo.explorer.commands import Commands
         >>> from uncertain_bo.parameters.specs import validate
         >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
-
-        >>> from uncertain_bo.explorer.commands import Commands
-        >>> from uncertain_bo.explorer.inputs import InputStreams
         >>> class Host:                                   # the host's ExplorerOutputs (goals only here)
         ...     def send_goal(self, target): print('goal_pose', target)
         >>> inputs = InputStreams(params, collecting=lambda: False)

@@ -37,12 +37,10 @@ class Deciding:
 
     Example:
         >>> import numpy as np
-        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters
+        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, InputStreams, planner_from_parameters
+        >>> from uncertain_bo.explorer.deciding import Deciding
         >>> from uncertain_bo.parameters.specs import validate
         >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
-
-        >>> from uncertain_bo.explorer.deciding import Deciding
-        >>> from uncertain_bo.explorer.inputs import InputStreams
         >>> planner = planner_from_parameters(params)
         >>> deciding = Deciding(planner, params, InputStreams(params, lambda: False), executor=None)
         >>> target, why = deciding.next_target()          # inline: the planner decides now

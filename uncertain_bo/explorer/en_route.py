@@ -32,17 +32,13 @@ class EnRoute:
 
     Example:
         >>> import numpy as np
-        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters
-        >>> from uncertain_bo.parameters.specs import validate
-        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
-
-        >>> from uncertain_bo.explorer import PoseEstimate, Reading
-        >>> from uncertain_bo.explorer.budget import TravelBudget
+        >>> from uncertain_bo.explorer import (EXPLORER_PARAMS, InputStreams, LocationPolicy, planner_from_parameters,
+        ...                                    PoseEstimate, Reading, TravelBudget)
         >>> from uncertain_bo.explorer.en_route import EnRoute
-        >>> from uncertain_bo.explorer.inputs import InputStreams
-        >>> from uncertain_bo.explorer.location_policy import LocationPolicy
         >>> from uncertain_bo.explorer.storing import Storing
-        >>> params['en_route_spacing'] = 5.0              # a reading every 5 m while driving
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0,
+        ...                                     'en_route_spacing': 5.0})   # a reading every 5 m driven
         >>> planner = planner_from_parameters(params)
         >>> inputs = InputStreams(params, collecting=lambda: False)
         >>> en_route = EnRoute(params, inputs, Storing(planner, params, inputs, LocationPolicy(planner, params),

@@ -118,12 +118,10 @@ class InputStreams:
 
     Example:
         >>> import numpy as np
-        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters
+        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters, PoseEstimate, Reading
+        >>> from uncertain_bo.explorer.inputs import InputStreams
         >>> from uncertain_bo.parameters.specs import validate
         >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
-
-        >>> from uncertain_bo.explorer import PoseEstimate, Reading
-        >>> from uncertain_bo.explorer.inputs import InputStreams
         >>> inputs = InputStreams(params, collecting=lambda: True)
         >>> for t in (1.0, 1.2):
         ...     _ = inputs.add_pose(PoseEstimate(t, 'map', np.array([10.0, 10.0]), 0.1 * np.eye(2)), t, lambda p: p)

@@ -115,13 +115,11 @@ class LocationPolicy:
 
     Example:
         >>> import numpy as np
-        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters
-        >>> from uncertain_bo.parameters.specs import validate
-        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
-
-        >>> from uncertain_bo.explorer import PoseEstimate
+        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters, PoseEstimate
         >>> from uncertain_bo.explorer.location_policy import LocationPolicy
-        >>> params.update(method='airbo', max_particles=16)
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0,
+        ...                                     'method': 'airbo', 'max_particles': 16})
         >>> policy = LocationPolicy(planner_from_parameters(params), params)
         >>> policy.kind, policy.particles                 # AIRBO's kernel takes sample sets: empirical locations
         ('samples', 16)

@@ -53,16 +53,12 @@ class Measuring:
 
     Example:
         >>> import numpy as np
-        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters
-        >>> from uncertain_bo.parameters.specs import validate
-        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
-
-        >>> from uncertain_bo.explorer import PoseEstimate, Reading
-        >>> from uncertain_bo.explorer.budget import TravelBudget
-        >>> from uncertain_bo.explorer.inputs import InputStreams
-        >>> from uncertain_bo.explorer.location_policy import LocationPolicy
+        >>> from uncertain_bo.explorer import (EXPLORER_PARAMS, InputStreams, LocationPolicy, planner_from_parameters,
+        ...                                    PoseEstimate, Reading, TravelBudget)
         >>> from uncertain_bo.explorer.measuring import Measuring
         >>> from uncertain_bo.explorer.storing import Storing
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
         >>> planner, budget = planner_from_parameters(params), TravelBudget(params)
         >>> inputs = InputStreams(params, collecting=lambda: True)
         >>> store = Storing(planner, params, inputs, LocationPolicy(planner, params), budget)

@@ -39,11 +39,10 @@ class MissionEnd:
     Example:
         >>> import numpy as np
         >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters
-        >>> from uncertain_bo.parameters.specs import validate
-        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
-
         >>> from uncertain_bo.explorer.mission_end import MissionEnd
-        >>> params['max_measurements'] = 1
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0,
+        ...                                     'max_measurements': 1})
         >>> planner = planner_from_parameters(params)
         >>> ending = MissionEnd(planner, params, outputs=None, result_file=None)
         >>> ending.measurements_reached() is None

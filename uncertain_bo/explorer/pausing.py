@@ -42,13 +42,11 @@ class Pausing:
 
     Example:
         >>> import numpy as np
-        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters
-        >>> from uncertain_bo.parameters.specs import validate
-        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
-
-        >>> from uncertain_bo.explorer import PoseEstimate
+        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters, PoseEstimate
         >>> from uncertain_bo.explorer.pausing import Pausing
-        >>> params['max_covariance_trace'] = 4.0
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0,
+        ...                                     'max_covariance_trace': 4.0})
         >>> pausing = Pausing(planner_from_parameters(params), params)
         >>> diverged = PoseEstimate(1.0, 'map', np.array([5.0, 5.0]), np.diag([3.0, 3.0]))
         >>> pausing.check(1.0, diverged), pausing.reason

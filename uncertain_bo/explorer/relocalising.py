@@ -118,12 +118,10 @@ class Relocalising:
 
     Example:
         >>> import numpy as np
-        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters
+        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters, PoseEstimate
+        >>> from uncertain_bo.explorer.relocalising import Relocalising
         >>> from uncertain_bo.parameters.specs import validate
         >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
-
-        >>> from uncertain_bo.explorer import PoseEstimate
-        >>> from uncertain_bo.explorer.relocalising import Relocalising
         >>> relocalising = Relocalising(planner_from_parameters(params), params)
         >>> params['relocalise_kappa']                    # the rule is off by default: no detour before a target
         0.0

@@ -100,14 +100,11 @@ class TrajectoryRevisions:
 
     Example:
         >>> import numpy as np
-        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters
+        >>> from uncertain_bo.explorer import (EXPLORER_PARAMS, InputStreams, LocationPolicy, planner_from_parameters,
+        ...                                    PoseEstimate)
+        >>> from uncertain_bo.explorer.revisions import TrajectoryRevisions
         >>> from uncertain_bo.parameters.specs import validate
         >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
-
-        >>> from uncertain_bo.explorer import PoseEstimate
-        >>> from uncertain_bo.explorer.inputs import InputStreams
-        >>> from uncertain_bo.explorer.location_policy import LocationPolicy
-        >>> from uncertain_bo.explorer.revisions import TrajectoryRevisions
         >>> planner = planner_from_parameters(params)
         >>> import torch
         >>> from uncertain_bo.distributions import Gaussian

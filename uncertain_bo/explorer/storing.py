@@ -35,15 +35,11 @@ class Storing:
 
     Example:
         >>> import numpy as np
-        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters
+        >>> from uncertain_bo.explorer import (EXPLORER_PARAMS, InputStreams, LocationPolicy, planner_from_parameters,
+        ...                                    PoseEstimate, Reading, TravelBudget)
+        >>> from uncertain_bo.explorer.storing import Storing
         >>> from uncertain_bo.parameters.specs import validate
         >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
-
-        >>> from uncertain_bo.explorer import PoseEstimate, Reading
-        >>> from uncertain_bo.explorer.budget import TravelBudget
-        >>> from uncertain_bo.explorer.inputs import InputStreams
-        >>> from uncertain_bo.explorer.location_policy import LocationPolicy
-        >>> from uncertain_bo.explorer.storing import Storing
         >>> planner = planner_from_parameters(params)
         >>> store = Storing(planner, params, InputStreams(params, lambda: False), LocationPolicy(planner, params),
         ...                 TravelBudget(params))
