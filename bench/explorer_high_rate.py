@@ -95,6 +95,7 @@ def main(argv=None) -> int:
     from sensor_msgs.msg import Temperature
 
     from uncertain_bo.ros import conversions as cv
+    from uncertain_bo.ros.reading_messages import make_reading
 
     out = args.out or Path(tempfile.mkdtemp(prefix='explorer_high_rate_'))
     out.mkdir(parents=True, exist_ok=True)
@@ -167,7 +168,7 @@ def main(argv=None) -> int:
                 sent_poses += 1
                 next_pose += dt_pose
             if now >= next_reading:
-                reading.publish(cv.make_reading('temperature', stamp, 'base_link', float(xy.sum()), 0.01))
+                reading.publish(make_reading('temperature', stamp, 'base_link', float(xy.sum()), 0.01))
                 sent_readings += 1
                 next_reading += dt_reading
             lag_max = max(lag_max, now - next_pose)

@@ -89,6 +89,7 @@ def main(argv=None) -> int:
     from rclpy.qos import qos_profile_sensor_data
 
     from uncertain_bo.ros import conversions as cv
+    from uncertain_bo.ros.reading_messages import READING_TYPES, make_reading
 
     out = args.out or Path(tempfile.mkdtemp(prefix='high_rate_readings_'))
     out.mkdir(parents=True, exist_ok=True)
@@ -107,7 +108,7 @@ def main(argv=None) -> int:
     node.create_subscription(PoseStamped, 'goal_pose', lambda m: goals.append((time.time(), m)), 10)
     node.create_subscription(DiagnosticArray, '/diagnostics', lambda m: diags.append(m), 50)
     odom = node.create_publisher(Odometry, 'odometry/filtered', 50)
-    msg_type = cv.READING_TYPES[args.reading_type][0]
+    msg_type = READING_TYPES[args.reading_type][0]
     reading = node.create_publisher(msg_type, 'reading', qos_profile_sensor_data)
     ex = SingleThreadedExecutor()
     ex.add_node(node)
@@ -163,7 +164,7 @@ def main(argv=None) -> int:
                 sent_poses += 1
                 next_pose += dt_pose
             while now >= next_reading:                     # catch up after a slow spin (counts stay honest)
-                reading.publish(cv.make_reading(args.reading_type, stamp, 'base_link', float(xy.sum()), 0.01))
+                reading.publish(make_reading(args.reading_type, stamp, 'base_link', float(xy.sum()), 0.01))
                 sent_readings += 1
                 next_reading += dt_reading
             max_lag = max(max_lag, time.monotonic() - next_reading)

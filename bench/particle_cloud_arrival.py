@@ -89,7 +89,7 @@ def measure(size: int, kind: str, args, out: Path) -> dict:
     from geometry_msgs.msg import PoseArray
     from rclpy.executors import SingleThreadedExecutor
 
-    from uncertain_bo.ros.conversions import pose_array_from_cdr
+    from uncertain_bo.ros.particle_clouds import pose_array_from_cdr
 
     rclpy.init()
     node = rclpy.create_node('cloud_receiver')

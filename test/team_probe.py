@@ -10,6 +10,7 @@ from sensor_msgs.msg import Temperature
 from visualization_msgs.msg import MarkerArray
 
 from uncertain_bo.ros import conversions as cv
+from uncertain_bo.ros.reading_messages import make_reading
 from uncertain_bo.ros.params import parameter_overrides
 from uncertain_bo.ros.team_explorer import TEAM_EXPLORER_PARAMS, TeamExplorerNode
 
@@ -46,4 +47,4 @@ class TeamProbe:
         cov6 = np.zeros((6, 6))
         cov6[:2, :2] = np.eye(2) * 0.04
         self.odom[rover].publish(cv.make_odometry(now, 'map', 'base_link', xy, 0.0, cov6))
-        self.reading[rover].publish(cv.make_reading('temperature', now, 'base_link', value, 0.01))
+        self.reading[rover].publish(make_reading('temperature', now, 'base_link', value, 0.01))

@@ -195,7 +195,7 @@ def test_fuzzed_particle_clouds_never_crash_or_store_invalid_empirical_locations
     run_dir = tmp_path / str(next(_runs))          # a fresh journal per example
     run_dir.mkdir()
     ex, _ = make(run_dir, 'airbo', max_particles=8, max_covariance_trace=1e12)
-    ex.target, ex.state = np.array([25.0, 25.0]), State.MEASURING   # the measuring window opened at 0 s
+    ex.leg.target, ex.state = np.array([25.0, 25.0]), State.MEASURING   # the measuring window opened at 0 s
     try:
         pose = PoseEstimate.from_particles(1.0, 'map', np.array(points, dtype=float), weights)
     except ValueError:

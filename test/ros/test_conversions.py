@@ -11,8 +11,6 @@ pytestmark = pytest.mark.ros
 
 from builtin_interfaces.msg import Time  # noqa: E402
 from geometry_msgs.msg import Quaternion, Twist, TwistStamped  # noqa: E402
-from sensor_msgs.msg import FluidPressure, Temperature  # noqa: E402
-from std_msgs.msg import Float64  # noqa: E402
 
 from uncertain_bo.ros import conversions as cv  # noqa: E402
 
@@ -107,27 +105,6 @@ def test_path_round_trip_and_headings():
     assert cv.path_to_points(cv.make_path(0.0, 'map', np.zeros((0, 2))))[2].shape == (0, 2)
 
 
-@pytest.mark.parametrize('name', list(cv.READING_TYPES))
-def test_reading_round_trip(name):
-    msg = cv.make_reading(name, 7.25, 'base_link', 21.5, 0.09)
-    stamp, value, var = cv.reading_from_msg(msg, name)
-    assert value == 21.5
-    if name == 'float64':
-        assert isinstance(msg, Float64) and stamp is None and var == 0.0
-    else:
-        assert stamp == pytest.approx(7.25) and var == pytest.approx(0.09)
-        assert msg.header.frame_id == 'base_link'
-
-
-def test_reading_errors():
-    assert cv.READING_TYPES['temperature'] == (Temperature, 'temperature')
-    with pytest.raises(ValueError, match="unknown reading_type 'co2'"):
-        cv.reading_from_msg(Temperature(), 'co2')
-    with pytest.raises(ValueError, match='expects FluidPressure, got Temperature'):
-        cv.reading_from_msg(Temperature(), 'fluid_pressure')
-    assert isinstance(cv.make_reading('fluid_pressure', 0.0, 'x', 1e5), FluidPressure)
-
-
 def test_twists():
     t = cv.make_twist(0.3, -0.1)
     assert isinstance(t, Twist) and cv.twist_from_msg(t) == (0.3, -0.1)
@@ -156,21 +133,3 @@ def test_the_heading_and_its_covariance_row_reach_the_pose_estimate():
     msg = cv.make_odometry(1.0, 'map', 'base_link', [3.0, 4.0], 0.0, cov)
     msg.pose.pose.orientation = Quaternion(x=0.0, y=0.0, z=0.0, w=0.0)
     assert pose_estimate_from_msg(msg, 'odometry').yaw is None
-
-
-def test_each_particle_keeps_its_heading():
-    from rclpy.serialization import serialize_message
-    rng = np.random.default_rng(0)
-    pts, yaws = rng.normal(size=(200, 2)) * 5.0, rng.uniform(-math.pi, math.pi, 200)
-    msg = cv.make_pose_array(2.0, 'map', pts)
-    for p, yaw in zip(msg.poses, yaws):
-        p.orientation = cv.yaw_to_quaternion(yaw)
-    msg.poses[7].orientation = Quaternion(x=0.0, y=0.0, z=0.0, w=0.0)          # no rotation: no heading
-    want = yaws.copy()
-    want[7] = np.nan
-    raw = serialize_message(msg)
-    for cloud in (cv.pose_array_to_particles(msg), cv.pose_array_from_cdr(raw)):
-        assert np.allclose(cloud.yaws, want, rtol=0, atol=1e-12, equal_nan=True)
-    sub = cv.pose_array_from_cdr(raw, limit=50, rng=rng)
-    heading = {tuple(p): y for p, y in zip(pts, want)}
-    assert all(np.allclose(heading[tuple(p)], y, equal_nan=True) for p, y in zip(sub.samples, sub.yaws))

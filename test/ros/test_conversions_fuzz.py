@@ -29,6 +29,7 @@ from uncertain_bo.journal.journal import location_from_record  # noqa: E402
 from uncertain_bo.parameters.specs import validate  # noqa: E402
 from uncertain_bo.planning.planner import Planner  # noqa: E402
 from uncertain_bo.ros import conversions as cv  # noqa: E402
+from uncertain_bo.ros.particle_clouds import StampedParticles, make_pose_array, particles_to_pose  # noqa: E402
 from uncertain_bo.ros.explorer import pose_estimate_from_msg  # noqa: E402
 
 from recording_host import RecordingHost  # noqa: E402
@@ -68,7 +69,7 @@ def explorer_measuring():
     planner = Planner(torch.tensor([[0.0, 0.0], [50.0, 50.0]]), GaussianExecutionNoise.isotropic(1.0, 2),
                       refit_every=0)
     ex = Explorer(planner, RecordingHost(), params)
-    ex.target, ex.state = np.array([25.0, 25.0]), State.MEASURING   # the measuring window opened at 0 s
+    ex.leg.target, ex.state = np.array([25.0, 25.0]), State.MEASURING   # the measuring window opened at 0 s
     return ex
 
 
@@ -155,7 +156,7 @@ def test_pose_with_covariance_parsing_and_validation(x, y, cov, stamp):
        stamp=stamps)
 def test_particle_cloud_parsing_and_validation(points, stamp):
     t = cv.from_time_msg(cv.to_time_msg(stamp[0] + stamp[1] * 1e-9))
-    msg = cv.make_pose_array(t, 'map', np.array(points, dtype=float).reshape(-1, 2))
+    msg = make_pose_array(t, 'map', np.array(points, dtype=float).reshape(-1, 2))
     parsed = parse(msg, 'particle_cloud')
     if not points:
         assert isinstance(parsed, ValueError)
@@ -169,9 +170,9 @@ def test_weighted_particles_moment_match_or_refuse(points, weights):
     pts = np.array(points)
     if weights is not None:
         weights = (weights * len(points))[:len(points)]
-    cloud = cv.StampedParticles(1.0, 'map', pts, None if weights is None else np.array(weights))
+    cloud = StampedParticles(1.0, 'map', pts, None if weights is None else np.array(weights))
     try:
-        p = cv.particles_to_pose(cloud)
+        p = particles_to_pose(cloud)
     except ValueError:
         w = np.array(weights, dtype=float)
         with np.errstate(over='ignore'):

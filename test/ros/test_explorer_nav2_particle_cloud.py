@@ -18,6 +18,7 @@ from rclpy.serialization import deserialize_message, serialize_message  # noqa: 
 
 from uncertain_bo.parameters.specs import ParameterError  # noqa: E402
 from uncertain_bo.ros import conversions as cv  # noqa: E402
+from uncertain_bo.ros.particle_clouds import particle_cloud_from_cdr  # noqa: E402
 from uncertain_bo.ros import rover_inputs  # noqa: E402
 
 
@@ -68,15 +69,15 @@ def test_serialised_particle_cloud_reader_matches_rclpy(nav2_msg):
         ref = deserialize_message(raw, nav2_msg.ParticleCloud)                    # rclpy, independently
         ref_xy = np.array([[p.pose.position.x, p.pose.position.y] for p in ref.particles])
         ref_w = np.array([p.weight for p in ref.particles])
-        cloud = cv.particle_cloud_from_cdr(raw)
+        cloud = particle_cloud_from_cdr(raw)
         assert cloud.frame_id == ref.header.frame_id == frame and cloud.stamp == 12.5
         assert np.array_equal(cloud.samples, ref_xy) and np.array_equal(cloud.weights, ref_w)
-        sub = cv.particle_cloud_from_cdr(raw, limit=50, rng=rng)
+        sub = particle_cloud_from_cdr(raw, limit=50, rng=rng)
         pairs = {(x, y, v) for (x, y), v in zip(ref_xy, ref_w)}
         kept = {(x, y, v) for (x, y), v in zip(sub.samples, sub.weights)}
         assert len(kept) == 50 and kept <= pairs                                  # each particle keeps its weight
     with pytest.raises(ValueError, match='ParticleCloud is truncated'):
-        cv.particle_cloud_from_cdr(raw[:-10])
+        particle_cloud_from_cdr(raw[:-10])
 
 
 def test_weighted_cloud_over_dds_reaches_the_stored_location(nav2_msg, context, tmp_path, monkeypatch, caplog):

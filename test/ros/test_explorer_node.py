@@ -21,6 +21,8 @@ from sensor_msgs.msg import Temperature  # noqa: E402
 
 from uncertain_bo.parameters.specs import ParameterError  # noqa: E402
 from uncertain_bo.ros import conversions as cv  # noqa: E402
+from uncertain_bo.ros.particle_clouds import make_pose_array  # noqa: E402
+from uncertain_bo.ros.reading_messages import make_reading  # noqa: E402
 from uncertain_bo.ros.explorer import ExplorerNode  # noqa: E402
 from uncertain_bo.ros.params import parameter_overrides  # noqa: E402
 from ros_spin import spin_until  # noqa: E402
@@ -53,7 +55,7 @@ class Probe:
         self.odom.publish(cv.make_odometry(self.now(), frame, 'base_link', xy, 0.0, cov6))
 
     def publish_reading(self, value):
-        self.reading.publish(cv.make_reading('temperature', self.now(), 'base_link', value, 0.01))
+        self.reading.publish(make_reading('temperature', self.now(), 'base_link', value, 0.01))
 
 
 @contextlib.contextmanager
@@ -508,7 +510,7 @@ def test_particle_cloud_pose_source(sim):
     pts = np.array([[-0.3, 0.0], [0.3, 0.0], [0.0, -0.1], [0.0, 0.1]])
 
     def cloud(center):
-        p.particles.publish(cv.make_pose_array(p.t, 'map', center + pts))
+        p.particles.publish(make_pose_array(p.t, 'map', center + pts))
     assert s.run(lambda: bool(p.goals), each=lambda: cloud(np.array([10.0, 10.0])))
     target = p.goal_xy()
 
@@ -518,7 +520,7 @@ def test_particle_cloud_pose_source(sim):
     assert s.run(lambda: s.explorer.planner.n == 1, each=at_target)
     loc = [r for r in s.journal() if r['type'] == 'observation'][0]['location']
     assert np.allclose(loc['mean'], target) and np.allclose(loc['covariance'], [[0.045, 0.0], [0.0, 0.005]])
-    s.run(lambda: False, each=lambda: p.particles.publish(cv.make_pose_array(p.t, 'map', np.zeros((0, 2)))),
+    s.run(lambda: False, each=lambda: p.particles.publish(make_pose_array(p.t, 'map', np.zeros((0, 2)))),
           timeout=0.5)
     assert s.explorer.rejected['pose: malformed message'] >= 1          # empty cloud: rejected, no crash
 

@@ -17,6 +17,8 @@ from rclpy.serialization import serialize_message  # noqa: E402
 from sensor_msgs.msg import Temperature  # noqa: E402
 
 from uncertain_bo.ros import conversions as cv  # noqa: E402
+from uncertain_bo.ros.particle_clouds import make_pose_array, pose_array_from_cdr  # noqa: E402
+from uncertain_bo.ros.reading_messages import make_reading  # noqa: E402
 from uncertain_bo.ros.explorer import ExplorerNode  # noqa: E402
 from uncertain_bo.ros.params import parameter_overrides  # noqa: E402
 from ros_spin import spin_until  # noqa: E402
@@ -28,15 +30,15 @@ def test_serialised_cloud_reader_matches_rclpy():
     rng = np.random.default_rng(0)
     pts = rng.normal(size=(1000, 2)) * 5.0
     for frame in ('', 'm', 'map', 'a_longer_frame'):
-        raw = serialize_message(cv.make_pose_array(12.5, frame, pts))
-        cloud = cv.pose_array_from_cdr(raw)
+        raw = serialize_message(make_pose_array(12.5, frame, pts))
+        cloud = pose_array_from_cdr(raw)
         assert cloud.frame_id == frame and cloud.stamp == 12.5 and np.array_equal(cloud.samples, pts)
-        sub = cv.pose_array_from_cdr(raw, limit=100, rng=rng)
+        sub = pose_array_from_cdr(raw, limit=100, rng=rng)
         assert sub.samples.shape == (100, 2)
         assert {tuple(p) for p in sub.samples} <= {tuple(p) for p in pts}      # a subset, no duplicates
         assert len({tuple(p) for p in sub.samples}) == 100
     with pytest.raises(ValueError, match='truncated'):
-        cv.pose_array_from_cdr(raw[:-10])
+        pose_array_from_cdr(raw[:-10])
 
 
 def test_huge_particle_cloud_is_accepted_on_time(context, tmp_path):
@@ -51,7 +53,7 @@ def test_huge_particle_cloud_is_accepted_on_time(context, tmp_path):
     rng = np.random.default_rng(1)
     # serialised once; the stamp is patched in place (bytes 4-12 of little-endian CDR) so that the test
     # measures the receiving side, not rclpy's seconds-long serialisation of 10^5 Python poses
-    big = bytearray(serialize_message(cv.make_pose_array(0.0, 'map', rng.normal(size=(100_000, 2)) * 0.5 + 10.0)))
+    big = bytearray(serialize_message(make_pose_array(0.0, 'map', rng.normal(size=(100_000, 2)) * 0.5 + 10.0)))
     assert big[:2] == b'\x00\x01'
     try:
         def publish():
@@ -82,7 +84,7 @@ def test_hostile_reading_stamps_are_counted_over_topics(context, tmp_path):
         now = probe.get_clock().now().nanoseconds * 1e-9
         spin_until(ex, lambda: probe.count_subscribers('reading') > 0)
         for stamp, value in [(now + 3600.0, 1.0), (0.0, 1.0), (now, 1e12)]:
-            pub.publish(cv.make_reading('temperature', stamp, 'base_link', value, 0.01))
+            pub.publish(make_reading('temperature', stamp, 'base_link', value, 0.01))
         rej = node.explorer.rejected
         assert spin_until(ex, lambda: sum(rej.values()) >= 3, timeout=5.0), dict(rej)
         assert rej['reading: future stamp'] == 1 and rej['reading: stale stamp'] == 1

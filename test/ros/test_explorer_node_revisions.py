@@ -17,6 +17,7 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import Temperature  # noqa: E402
 
 from uncertain_bo.ros import conversions as cv  # noqa: E402
+from uncertain_bo.ros.reading_messages import make_reading  # noqa: E402
 from uncertain_bo.ros.explorer import ExplorerNode  # noqa: E402
 from uncertain_bo.ros.params import parameter_overrides  # noqa: E402
 from uncertain_bo.ros.revised_path import poses_from_path  # noqa: E402
@@ -83,7 +84,7 @@ def test_the_node_re_places_stored_readings_from_a_revised_path(context, tmp_pat
             cov6 = np.zeros((6, 6))
             cov6[:2, :2] = np.eye(2) * 0.04
             odom.publish(cv.make_odometry(now(), 'map', 'base_link', np.asarray(target) + 0.1, 0.0, cov6))
-            reading.publish(cv.make_reading('temperature', now(), 'base_link', 3.0, 0.01))
+            reading.publish(make_reading('temperature', now(), 'base_link', 3.0, 0.01))
         planner = node.explorer.planner
         assert spin_until(ex, lambda: planner.n >= 2, every=at_goal, timeout=60.0)
         stamps = [r.stamp for r in planner.readings]

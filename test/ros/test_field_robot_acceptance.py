@@ -47,6 +47,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from ros_spin import BackgroundSpin  # noqa: E402
 from uncertain_bo.parameters.specs import config_path  # noqa: E402
 from uncertain_bo.ros import conversions as cv  # noqa: E402
+from uncertain_bo.ros.reading_messages import READING_TYPES, make_reading  # noqa: E402
 
 DOMAIN_ID = 90 + os.getpid() % 10
 PADDOCK = config_path('examples/paddock_nav2.yaml')          # installed (setup.py data_files) or the source tree
@@ -95,7 +96,7 @@ class Robot:
         self.reading_type = reading_type
         rel = ReliabilityPolicy.RELIABLE if reliable_odometry else ReliabilityPolicy.BEST_EFFORT
         self.odom_pub = self.node.create_publisher(Odometry, odom_topic, QoSProfile(depth=10, reliability=rel))
-        self.reading_pub = self.node.create_publisher(cv.READING_TYPES[reading_type][0], reading_topic, 10)
+        self.reading_pub = self.node.create_publisher(READING_TYPES[reading_type][0], reading_topic, 10)
         self.published = []          # (stamp, x, y, value) of every reading
         self.node.create_timer(0.05, self._step)
         self.node.create_timer(0.1, self._read)
@@ -168,7 +169,7 @@ class Robot:
         stamp = self.now()
         value = self.field(*xy)
         self.published.append((stamp, xy[0], xy[1], value))
-        self.reading_pub.publish(cv.make_reading(self.reading_type, stamp, 'probe', value, self.variance))
+        self.reading_pub.publish(make_reading(self.reading_type, stamp, 'probe', value, self.variance))
 
 
 @contextlib.contextmanager

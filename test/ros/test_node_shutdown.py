@@ -42,6 +42,7 @@ from std_msgs.msg import Float64  # noqa: E402
 
 from uncertain_bo.parameters.specs import config_path  # noqa: E402
 from uncertain_bo.ros import conversions as cv  # noqa: E402
+from uncertain_bo.ros.reading_messages import make_reading  # noqa: E402
 from ros_spin import BackgroundSpin  # noqa: E402
 from .test_spin import _AS_FROM_A_TERMINAL, _installed_script, _journal  # noqa: E402
 
@@ -159,7 +160,7 @@ class Robot:
                                            np.diag([0.04, 0.04, 1e6, 1e6, 1e6, 0.01])))
 
     def _publish_reading(self):
-        self.reading.publish(cv.make_reading('temperature', self._now(), 'probe', 12.0, 0.01))
+        self.reading.publish(make_reading('temperature', self._now(), 'probe', 12.0, 0.01))
 
     def _on_diagnostics(self, msg):
         for s in msg.status:
@@ -413,7 +414,7 @@ def test_team_explorer_and_pure_pursuit_stop_the_rovers_when_shut_down(context, 
         for r in rovers:
             probe.odom[r].publish(cv.make_odometry(now, 'map', 'base_link', starts[r], HEADING,
                                                    np.diag([0.04, 0.04, 1.0, 1.0, 1.0, 0.01])))
-            probe.reading[r].publish(cv.make_reading('temperature', now, 'base_link', 1.0, 0.01))
+            probe.reading[r].publish(make_reading('temperature', now, 'base_link', 1.0, 0.01))
     try:
         assert spin_until(ex, lambda: all(probe.goals.values()) and any(c.linear.x > 0 for c in cmds),
                           every=report, timeout=20.0)

@@ -24,6 +24,8 @@ from sensor_msgs.msg import Temperature  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
 
 from uncertain_bo.ros import conversions as cv  # noqa: E402
+from uncertain_bo.ros.particle_clouds import make_pose_array, pose_array_to_particles  # noqa: E402
+from uncertain_bo.ros.reading_messages import make_reading  # noqa: E402
 from uncertain_bo.ros.explorer import ExplorerNode  # noqa: E402
 from uncertain_bo.ros.params import parameter_overrides  # noqa: E402
 from uncertain_bo.ros.particle_filter import ParticleFilterNode  # noqa: E402
@@ -73,7 +75,7 @@ def test_particle_filter_node_publishes_cloud_pose_and_odometry(context):
         assert spin_until(ex, lambda: len(poses) >= 20, timeout=5.0)
         c = clouds[-1]
         assert c.header.frame_id == 'map' and len(c.poses) == 50
-        pts = cv.pose_array_to_particles(c).samples
+        pts = pose_array_to_particles(c).samples
         p = cv.pose_with_covariance_to_pose(poses[-1])
         assert p.frame_id == 'map' and cv.validate_position_covariance(p.cov_xy) is None
         # the summary is the cloud's moments: the published resample agrees within its Monte Carlo error
@@ -118,12 +120,12 @@ def test_explorer_node_stores_particle_clouds_as_empirical_locations(context, tm
         pts = center + np.column_stack([np.abs(rng.normal(0, 0.8, 200)), rng.normal(0, 0.2, 200)])
         if bad['nan']:
             pts[3, 0] = np.nan
-            particles.publish(cv.make_pose_array(t[0], 'map', pts))
-            particles.publish(cv.make_pose_array(t[0], 'odom', pts[4:]))
+            particles.publish(make_pose_array(t[0], 'map', pts))
+            particles.publish(make_pose_array(t[0], 'odom', pts[4:]))
             return
-        particles.publish(cv.make_pose_array(t[0], 'map', pts))
+        particles.publish(make_pose_array(t[0], 'map', pts))
         if goals:
-            reading.publish(cv.make_reading('temperature', t[0], 'base_link', 7.0))
+            reading.publish(make_reading('temperature', t[0], 'base_link', 7.0))
     try:
         assert spin_until(ex, lambda: bool(goals), each=lambda: step(np.array([10.0, 10.0])))
         target = np.array([goals[-1].pose.position.x, goals[-1].pose.position.y])

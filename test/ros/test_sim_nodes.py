@@ -28,6 +28,7 @@ from sensor_msgs.msg import Temperature  # noqa: E402
 
 from ros_spin import BackgroundSpin  # noqa: E402
 from uncertain_bo.ros import conversions as cv  # noqa: E402
+from uncertain_bo.ros.particle_clouds import pose_array_to_particles  # noqa: E402
 from uncertain_bo.ros.ekf import EkfNode  # noqa: E402
 from uncertain_bo.ros.params import parameter_overrides  # noqa: E402
 from uncertain_bo.ros.particle_filter import ParticleFilterNode  # noqa: E402
@@ -183,7 +184,7 @@ def test_closed_loop_on_the_particle_filter_localiser(graph):
     assert np.hypot(*(true_xy - goal)) < 1.0, true_xy
     assert g.sim.stats()['timeout_steps'] <= 5
     assert clouds and len(clouds[-1].poses) == 200 and clouds[-1].header.frame_id == 'map'
-    pts = cv.pose_array_to_particles(clouds[-1]).samples
+    pts = pose_array_to_particles(clouds[-1]).samples
     assert np.linalg.norm(pts.mean(0) - true_xy) < 1.5
     for m in g.filtered[::10]:
         assert cv.validate_position_covariance(cv.ros_covariance_to_xy(m.pose.covariance)) is None

@@ -19,6 +19,7 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import Temperature  # noqa: E402
 
 from uncertain_bo.ros import conversions as cv  # noqa: E402
+from uncertain_bo.ros.reading_messages import make_reading  # noqa: E402
 from ros_spin import spin_until  # noqa: E402
 import team_probe  # noqa: E402
 
@@ -83,7 +84,7 @@ class LossyLink:
                 cov6 = np.zeros((6, 6))
                 cov6[:2, :2] = np.eye(2) * 0.04
                 self.transmit(self.odom[rover], cv.make_odometry(now, 'map', 'base_link', xy, 0.0, cov6), now)
-                self.transmit(self.reading[rover], cv.make_reading('temperature', now, 'base_link', value, 0.01),
+                self.transmit(self.reading[rover], make_reading('temperature', now, 'base_link', value, 0.01),
                               now)
         due = [q for q in self.queue if q[0] <= now]
         self.queue = [q for q in self.queue if q[0] > now]
@@ -111,7 +112,7 @@ def test_duplicated_delayed_and_dropped_messages_are_measured_once(context, tmp_
         # is quiet: the copies it had sent are taken first)
         spin_until(ex, lambda: False, timeout=0.5)
         rejected_before = {r: dict(node.rovers[r].explorer.rejected) for r in ROVERS}
-        link.reading['rover1'].publish(cv.make_reading('temperature', link.now() + 60.0, 'base_link', 2.0, 0.01))
+        link.reading['rover1'].publish(make_reading('temperature', link.now() + 60.0, 'base_link', 2.0, 0.01))
         assert spin_until(ex, lambda: node.rovers['rover1'].explorer.rejected['reading: future stamp']
                           > rejected_before['rover1'].get('reading: future stamp', 0), timeout=5.0)
         assert {k: n for k, n in node.rovers['rover0'].explorer.rejected.items() if k.startswith('reading')} == \

@@ -8,8 +8,15 @@ Modules, one concept each:
 - :mod:`~uncertain_bo.explorer.parameters` — the explorer's parameters (:data:`EXPLORER_PARAMS`) and the
   planner they configure (:func:`planner_from_parameters`, shared by the ROS node and the in-process mission;
   :func:`update_planner` for run-time changes).
-- :mod:`~uncertain_bo.explorer.inputs` — pose estimates and readings: validation (stamps, frames, covariances,
-  particle clouds) and pairing a reading with the pose nearest in time.
+- :mod:`~uncertain_bo.explorer.estimates` — what the explorer is handed: pose estimates (location distributions:
+  Gaussian, particle cloud, heading) and readings, and the position-covariance helpers.
+- :mod:`~uncertain_bo.explorer.input_checks` — one input judged on its own: frame, finite values, range, area,
+  covariance, particles, heading, stamps.
+- :mod:`~uncertain_bo.explorer.inputs` — the bounded pose and reading buffers: arrival in order (time-base
+  restarts, the gate, degenerate covariances), rejections counted, and pairing a reading with the pose nearest in
+  time.
+- :mod:`~uncertain_bo.explorer.leg` — the current leg: the target the rover is sent to, why, and since when
+  (``goal_timeout``).
 - :mod:`~uncertain_bo.explorer.pose_gate` — pose plausibility: a pose that moved further than the rover can have
   driven (``max_speed``, both covariances; the last accepted estimate and windows up to 16 s) is a glitch or a
   drift and reaches nothing; a place is believed once several poses agree (the first, a relocation).
@@ -37,8 +44,9 @@ drive the same :class:`Explorer` through :meth:`Explorer.on_pose`, :meth:`Explor
 :meth:`Explorer.tick`, and receive its actions through an :class:`ExplorerOutputs` implementation.
 """
 from .budget import ODOMETER_STEP, TravelBudget
-from .inputs import (MAX_ABS_COORDINATE, READING_QUEUE, InputStreams, PoseEstimate, Reading, position_std,
-                     position_trace, psd_projection)
+from .estimates import PoseEstimate, Reading, position_std, position_trace, psd_projection
+from .input_checks import MAX_ABS_COORDINATE
+from .inputs import READING_QUEUE, InputStreams
 from .location_policy import LocationPolicy, resample_particles, takes_sample_sets
 from .pose_gate import PoseGate
 from .parameters import (EXPLORER_PARAMS, MAX_ABS_READING, RESUME_FRACTION, check_explorer_parameters,

@@ -50,6 +50,19 @@ class TravelBudget:
 
     Attributes:
         driving_time: time spent driving to targets so far, s (for the mean speed).
+
+    Example:
+        Position estimates along x (covariance trace 0.5 m²) against ``max_distance`` = 10 m:
+
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer import EXPLORER_PARAMS
+        >>> from uncertain_bo.explorer.budget import TravelBudget
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> budget = TravelBudget(validate(EXPLORER_PARAMS, {'max_distance': 10.0}))
+        >>> for x in (0.0, 3.0, 6.0, 12.0):
+        ...     budget.moved_to(np.array([x, 0.0]), trace=0.5)
+        >>> budget.distance, budget.distance_spent()
+        (12.0, 'max_distance = 10 m driven (12.0 m)')
     """
 
     def __init__(self, params: Mapping[str, Any], distance: float = 0.0, elapsed: float = 0.0):

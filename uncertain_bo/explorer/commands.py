@@ -48,6 +48,24 @@ class Commands:
 
     Attributes:
         resend: when to send the current goal again (:class:`~uncertain_bo.explorer.goal_resend.GoalResend`).
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, InputStreams, planner_from_parameters
+        >>> from uncertain_bo.explorer.commands import Commands
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
+        >>> class Host:                                   # the host's ExplorerOutputs (goals only here)
+        ...     def send_goal(self, target): print('goal_pose', target)
+        >>> inputs = InputStreams(params, collecting=lambda: False)
+        >>> commands = Commands(params, inputs, Host())
+        >>> commands.send_goal(np.array([10.0, 20.0]))
+        goal_pose [10. 20.]
+        True
+        >>> commands.send_goal(np.array([80.0, 20.0]))    # outside search_bounds: refused and counted
+        False
+        >>> dict(inputs.rejected)
+        {'goal: outside search_bounds': 1}
     """
 
     def __init__(self, params: Mapping[str, Any], inputs: InputStreams, outputs: ExplorerOutputs):

@@ -34,6 +34,18 @@ class Deciding:
 
     Attributes:
         unsent: a decided target a budget did not let the explorer send (sent first once a limit is raised), or None.
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, InputStreams, planner_from_parameters
+        >>> from uncertain_bo.explorer.deciding import Deciding
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
+        >>> planner = planner_from_parameters(params)
+        >>> deciding = Deciding(planner, params, InputStreams(params, lambda: False), executor=None)
+        >>> target, why = deciding.next_target()          # inline: the planner decides now
+        >>> why, target.shape, bool(np.all((0.0 <= target) & (target <= 50.0)))
+        ('new', (2,), True)
     """
 
     def __init__(self, planner: Planner, params: dict[str, Any], inputs: InputStreams, executor: Executor | None):

@@ -29,6 +29,26 @@ class EnRoute:
         params: the explorer's parameters, read live (``en_route_spacing``).
         inputs: the pose and reading buffers (the pose at a reading's stamp).
         store: where the readings are stored (no target: ``Planner.observe(None, ...)``).
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer import (EXPLORER_PARAMS, InputStreams, LocationPolicy, planner_from_parameters,
+        ...                                    PoseEstimate, Reading, TravelBudget)
+        >>> from uncertain_bo.explorer.en_route import EnRoute
+        >>> from uncertain_bo.explorer.storing import Storing
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0,
+        ...                                     'en_route_spacing': 5.0})   # a reading every 5 m driven
+        >>> planner = planner_from_parameters(params)
+        >>> inputs = InputStreams(params, collecting=lambda: False)
+        >>> en_route = EnRoute(params, inputs, Storing(planner, params, inputs, LocationPolicy(planner, params),
+        ...                                            TravelBudget(params)))
+        >>> for t in range(8):                             # driving along x at 1 m/s, a reading each second
+        ...     _ = inputs.add_pose(PoseEstimate(t, 'map', np.array([t, 10.0]), 0.1 * np.eye(2)), t, lambda p: p)
+        ...     _ = inputs.add_reading(Reading(t, 20.0 + t), t)
+        ...     en_route.step(now=t)
+        >>> planner.n_en_route                             # at x = 5 m
+        1
     """
 
     def __init__(self, params: dict[str, Any], inputs: InputStreams, store: Storing):

@@ -31,6 +31,17 @@ class GoalResend:
 
     Attributes:
         resent: goals sent again so far (all goals of the run).
+
+    Example:
+        A goal sent to a controller that does not act on it is due again every ``goal_resend_period``:
+
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer.goal_resend import GoalResend
+        >>> resend = GoalResend({'goal_resend_period': 2.0})
+        >>> target, rover = np.array([20.0, 0.0]), np.array([0.0, 0.0])
+        >>> resend.sent(0.0, rover, target)
+        >>> [resend.due(t, rover, target) for t in (1.0, 2.5, 3.0, 4.6)], resend.resent
+        ([False, True, False, True], 2)
     """
 
     def __init__(self, params: Mapping[str, Any]):

@@ -1,4 +1,8 @@
-"""The explorer's inputs: pose estimates and readings, their validation, and their pairing by stamp.
+"""The explorer's input buffers: pose estimates and readings accepted in order, counted when rejected, and paired
+by stamp.
+
+The input types are :mod:`~uncertain_bo.explorer.estimates`'s; the checks of one input on its own (frame, values,
+area, covariance, particles, heading, stamps) are :mod:`~uncertain_bo.explorer.input_checks`'s. The rules:
 
 - A reading is paired with the pose estimate **nearest in time**. While no pose newer than the reading
   has arrived (the localisation output lags the sensor, or has stopped), the reading is held, for at most
@@ -32,10 +36,10 @@
 - Particle clouds are validated like covariances (finite, in range, weights finite, non-negative with a
   positive finite sum).
 - **The heading**, only with a ``sensor_offset`` (a sensor away from ``base_link``:
-:mod:`uncertain_bo.distributions.lever_arm`):
-  a pose without a finite heading, with a yaw covariance that makes the (x, y, yaw) covariance invalid, or a cloud
-  without one finite heading per particle is rejected (:func:`heading_problem`: ``'pose: no heading'``, ...). Without
-  an offset the heading is not looked at (a hand-written publisher's all-zero orientation costs nothing).
+  :mod:`uncertain_bo.distributions.lever_arm`): a pose without a finite heading, with a yaw covariance that makes
+  the (x, y, yaw) covariance invalid, or a cloud without one finite heading per particle is rejected
+  (:func:`~uncertain_bo.explorer.input_checks.heading_problem`: ``'pose: no heading'``, ...). Without an offset the
+  heading is not looked at (a hand-written publisher's all-zero orientation costs nothing).
 - A valid pose that moved further from the accepted estimates (the last one and those up to 16 s before it) than
   the rover can have driven since (``max_speed``), given both covariances, is rejected as a glitch
   (``'pose: implausible jump'``) and reaches nothing: neither the pairing of measurements and en-route readings nor
@@ -59,185 +63,25 @@ import logging
 import math
 import time
 from collections import Counter, deque
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Callable
 
 import numpy as np
 
-from ..distributions.covariance import covariance_problem, particle_moments, weights_problem
-from ..distributions.lever_arm import pose_moments
-from .area import area_text, distance_outside
+from .estimates import PoseEstimate, Reading, position_trace, psd_projection
+from .input_checks import pose_problem, stamp_problem
 from .pose_gate import PoseGate
 
-__all__ = ['PoseEstimate', 'Reading', 'InputStreams', 'MAX_ABS_COORDINATE', 'READING_QUEUE', 'WARN_PERIOD',
-           'STALE_REPLAY_AGE', 'WAIT', 'position_trace', 'psd_projection', 'heading_problem']
+__all__ = ['InputStreams', 'READING_QUEUE', 'WARN_PERIOD', 'WAIT']
 
 log = logging.getLogger(__name__)
 
-#: poses with a coordinate beyond this (m) are rejected: sentinels/overflow, not a place on Earth's surface
-MAX_ABS_COORDINATE = 1e7
 #: least wall time between two warnings of the same throttled kind (stamp jumps), s
 WARN_PERIOD = 5.0
-#: a stale stamp older than the clock by more than this (s) comes from another clock (wall time vs
-#: simulated time), not from latency: the log hint says so
-STALE_REPLAY_AGE = 3600.0
 #: readings queued while measuring (the oldest are dropped beyond this: bounded memory at any rate)
 READING_QUEUE = 64
 #: :meth:`InputStreams.pose_at`'s answer while a reading waits for a pose newer than it
 WAIT = object()
-
-
-def position_trace(cov: np.ndarray) -> float:
-    """``var x + var y`` of a (2, 2) covariance, m² (inf rather than a warning when it overflows)."""
-    return float(cov[0][0]) + float(cov[1][1])
-
-
-def position_std(cov: np.ndarray) -> float:
-    """σ_L: the per-axis position std sqrt((var x + var y) / 2) of a (2, 2) covariance, m."""
-    return math.sqrt(max(position_trace(cov), 0.0) / 2.0)
-
-
-def psd_projection(cov: np.ndarray) -> np.ndarray:
-    r"""Exactly symmetric, positive semi-definite version of a (2, 2) covariance that passed
-    :func:`~uncertain_bo.distributions.covariance.covariance_problem` (which tolerates round-off asymmetry and tiny
-    negative eigenvalues).
-
-    The off-diagonal becomes the mean of the two and negative variances become 0; a negative eigenvalue
-    :math:`\lambda_{min}` that remains (within the check's tolerance) is lifted by adding :math:`|\lambda_{min}|`
-    to both variances, so no entry moves by more than the tolerance (clipping the off-diagonal alone moved it
-    by up to :math:`3\cdot10^{-5}` of the largest entry when a variance is 0); last, the off-diagonal is
-    clipped to ``|xy| <= sqrt(xx) sqrt(yy)`` against rounding (a 2x2 matrix is PSD iff its diagonal and
-    determinant are non-negative). Closed forms in units of the largest entry: robust where an
-    eigendecomposition of an ill-conditioned matrix (e.g. variances 0 and 1e165, off-diagonal 1e-12) is not.
-    Exact zeros stay zero (a Dirac).
-    """
-    c = np.asarray(cov, dtype=float).reshape(2, 2)
-    a, d = max(c[0, 0], 0.0), max(c[1, 1], 0.0)
-    s = 0.5 * c[0, 1] + 0.5 * c[1, 0]
-    scale = max(a, d, abs(s))
-    if 0.0 < scale < math.inf:
-        an, dn, sn = a / scale, d / scale, s / scale         # entries <= 1: no overflow
-        det = an * dn - sn * sn
-        if det < 0.0:   # -lambda_min = -2 det / (tr + sqrt(tr^2 - 4 det)), without cancellation
-            lift = -2.0 * det / ((an + dn) + math.hypot(an - dn, 2.0 * sn)) * scale
-            a, d = a + lift, d + lift
-    bound = math.sqrt(a) * math.sqrt(d)
-    if abs(s) > bound:
-        s = math.copysign(bound, s)
-    return np.array([[a, s], [s, d]])
-
-
-def heading_problem(pose: 'PoseEstimate', offset) -> tuple[str, str] | None:
-    """``(category, detail)`` of what is wrong with ``pose``'s heading for placing a sensor at ``offset`` ``(2,)`` m
-    (``sensor_offset``: :mod:`uncertain_bo.distributions.lever_arm`), or None: no heading (an orientation that is no
-    rotation), a non-finite one, a yaw covariance that makes the (x, y, yaw) covariance invalid, a cloud without one
-    finite heading per particle."""
-    need = f'sensor_offset = [{float(offset[0]):g}, {float(offset[1]):g}] m needs the heading of base_link'
-    if pose.samples is not None:
-        t = None if pose.sample_yaw is None else np.asarray(pose.sample_yaw, dtype=float).reshape(-1)
-        if t is None or t.shape[0] != np.asarray(pose.samples).shape[0]:
-            return 'particles without headings', f'{need}: the particle cloud must carry one heading per particle'
-        if not np.all(np.isfinite(t)):
-            return ('non-finite particle headings', f'{need}: a particle\'s orientation is no rotation (all-zero or '
-                    'non-finite quaternion)')
-    if pose.yaw is None or not math.isfinite(pose.yaw):
-        return ('no heading', f'{need}, and this pose has none (an all-zero or non-finite orientation quaternion: is '
-                'the localisation filling it in?)')
-    if pose.yaw_cov is not None:
-        row = np.asarray(pose.yaw_cov, dtype=float)
-        if row.shape != (3,):
-            return 'heading covariance wrong shape', f'yaw covariance row must be (3,), got shape {row.shape}'
-        reason = covariance_problem(pose.pose_covariance)
-        if reason:
-            return (f'heading covariance {reason.split(" (")[0]}',
-                    f'the (x, y, yaw) covariance {reason} (yaw row {row.tolist()})')
-    return None
-
-
-@dataclass(frozen=True)
-class PoseEstimate:
-    """A localisation estimate of ``base_link``: stamp (s), frame, position mean ``(2,)`` m, covariance ``(2, 2)``
-    m², and optionally the particle cloud it summarises: ``samples`` ``(m, 2)`` m with ``weights`` ``(m,)`` (None:
-    equal weights).
-
-    The heading, where the source gives one (a sensor mounted away from ``base_link`` needs it:
-    ``sensor_offset``, :mod:`uncertain_bo.distributions.lever_arm`): ``yaw`` (rad, REP-103: counter-clockwise from +x;
-    None: unknown), ``yaw_cov`` ``(3,)`` the yaw row of the (x, y, yaw) covariance: ``[cov(x, yaw) m·rad, cov(y, yaw)
-    m·rad, var(yaw) rad²]`` (None: zero, the heading known exactly), and ``sample_yaw`` ``(m,)`` each particle's
-    heading (rad)."""
-
-    stamp: float
-    frame_id: str
-    xy: np.ndarray
-    cov: np.ndarray
-    samples: np.ndarray | None = None
-    weights: np.ndarray | None = None
-    yaw: float | None = None
-    yaw_cov: np.ndarray | None = None
-    sample_yaw: np.ndarray | None = None
-
-    @property
-    def pose_covariance(self) -> np.ndarray:
-        """``(3, 3)`` covariance over (x, y, yaw): :attr:`cov` bordered by :attr:`yaw_cov` (zeros where None)."""
-        c = np.zeros((3, 3))
-        c[:2, :2] = np.asarray(self.cov, dtype=float).reshape(2, 2)
-        if self.yaw_cov is not None:
-            row = np.asarray(self.yaw_cov, dtype=float).reshape(3)
-            c[2, :] = row
-            c[:2, 2] = row[:2]
-        return c
-
-    @classmethod
-    def from_particles(cls, stamp: float, frame_id: str, samples, weights=None, yaws=None) -> 'PoseEstimate':
-        """Estimate of a particle cloud: the cloud plus its moment-matched mean and (population) covariance; with
-        the particles' headings, also the circular mean heading and the yaw row of the (x, y, yaw) covariance
-        (:func:`uncertain_bo.distributions.lever_arm.pose_moments`).
-
-        Not validated beyond what moment matching needs (the explorer validates on arrival); overflow
-        gives non-finite moments, which the explorer rejects.
-
-        Args:
-            stamp: time of the cloud, s.
-            frame_id: frame of the particles.
-            samples: ``(m, 2)`` particle positions, m (``(m, k)`` with ``k > 2``: the first two columns).
-            weights: ``(m,)`` non-negative weights with a positive finite sum (normalised here), or None.
-            yaws: ``(m,)`` the particles' headings, rad, or None (unknown; non-finite ones are kept as they are and
-                rejected on arrival only where a ``sensor_offset`` needs them).
-
-        Raises:
-            ValueError: an empty cloud, samples not ``(m, >= 2)``, weights that are not finite,
-                non-negative, one per particle with a positive finite sum
-                (:func:`uncertain_bo.distributions.covariance.particle_moments`), or not one heading per particle.
-        """
-        x = np.asarray(samples, dtype=float)
-        if x.ndim != 2 or x.shape[1] < 2:
-            raise ValueError(f'particle samples must be (m, 2), got shape {x.shape}')
-        x = np.ascontiguousarray(x[:, :2])
-        mean, cov = particle_moments(x, weights)   # ValueError: an empty cloud, unusable weights
-        w = None if weights is None else np.asarray(weights, dtype=float).reshape(-1)
-        if w is not None:
-            w = w / w.sum()
-        if yaws is None:
-            return cls(float(stamp), frame_id, mean, cov, x, w)
-        t = np.array(yaws, dtype=float).reshape(-1)
-        if t.shape[0] != x.shape[0]:
-            raise ValueError(f'particle headings must be one per particle ({x.shape[0]}), got {t.shape[0]}')
-        pose, pose_cov = pose_moments(x, t, w)
-        return cls(float(stamp), frame_id, mean, cov, x, w, float(pose[2]), pose_cov[2].copy(), t)
-
-
-@dataclass(frozen=True)
-class Reading:
-    """A sensor reading: stamp (s, None if the message has no header), value, variance (0 = unknown).
-
-    ``stamped_on_arrival`` is True for a header-less reading that :meth:`InputStreams.add_reading` stamped with
-    the host's clock when it arrived (see :mod:`uncertain_bo.explorer.inputs`).
-    """
-
-    stamp: float | None
-    value: float
-    variance: float = 0.0
-    stamped_on_arrival: bool = False
 
 
 class InputStreams:
@@ -271,6 +115,24 @@ class InputStreams:
         sources: where the host takes each input from, ``'pose'`` / ``'reading'`` -> e.g.
             ``'/odometry/filtered (nav_msgs/msg/Odometry)'`` (set by the ROS nodes; empty in-process): warnings
             name it (:meth:`named`).
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters, PoseEstimate, Reading
+        >>> from uncertain_bo.explorer.inputs import InputStreams
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
+        >>> inputs = InputStreams(params, collecting=lambda: True)
+        >>> for t in (1.0, 1.2):
+        ...     _ = inputs.add_pose(PoseEstimate(t, 'map', np.array([10.0, 10.0]), 0.1 * np.eye(2)), t, lambda p: p)
+        >>> inputs.add_pose(PoseEstimate(1.3, 'odom', np.array([10.0, 10.0]), 0.1 * np.eye(2)), 1.3, lambda p: p)
+        False
+        >>> dict(inputs.rejected)
+        {'pose: wrong frame_id': 1}
+        >>> _ = inputs.add_reading(Reading(1.15, 21.3), now=1.3)
+        >>> pose, reading = inputs.pair(now=1.3, window_start=1.0)   # the pose nearest in time to the reading
+        >>> pose.stamp, reading.value
+        (1.2, 21.3)
     """
 
     def __init__(self, params: dict[str, Any], collecting: Callable[[], bool]):
@@ -570,70 +432,14 @@ class InputStreams:
 
     # ------------------------------------------------------------ validation
     def pose_problem(self, pose: PoseEstimate) -> tuple[str, str] | None:
-        """``(category, detail)`` of what is wrong with ``pose``, or None."""
-        if pose.frame_id != self.params['global_frame']:
-            return ('wrong frame_id', f"frame_id {pose.frame_id[:64]!r} is not the configured frame "
-                    f"{self.params['global_frame']!r}")
-        if not math.isfinite(pose.stamp):
-            return 'non-finite stamp', 'stamp is not finite'
-        xy = np.asarray(pose.xy, dtype=float)
-        if xy.shape != (2,) or not np.all(np.isfinite(xy)):
-            return 'non-finite position', f'position {xy.tolist()} is not 2 finite numbers (NaN or inf)'
-        if np.any(np.abs(xy) > MAX_ABS_COORDINATE):
-            return ('position out of range', f'position {xy.tolist()} m is beyond ±{MAX_ABS_COORDINATE:g} m '
-                    '(a sentinel or overflowed value)')
-        margin = float(self.params['area_margin'])
-        outside = distance_outside(xy, self.params, margin)
-        if outside > 0.0:
-            return ('outside the area', f'position ({xy[0]:.6g}, {xy[1]:.6g}) m is {outside:.3g} m outside '
-                    f'{area_text(self.params, margin)} (a glitch, another frame, or a rover started outside: '
-                    'drive it closer or widen area_margin)')
-        cov = np.asarray(pose.cov, dtype=float)
-        if cov.shape != (2, 2):
-            return 'covariance wrong shape', f'expected a (2, 2) position covariance, got shape {cov.shape}'
-        reason = covariance_problem(cov)
-        if reason:
-            return f'covariance {reason.split(" (")[0]}', f'covariance {reason}'
-        if pose.samples is not None:
-            x = np.asarray(pose.samples, dtype=float)
-            if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] != 2:
-                return 'particles wrong shape', f'particle samples must be (m >= 1, 2), got shape {x.shape}'
-            if not np.all(np.isfinite(x)):
-                return 'non-finite particles', 'particle cloud contains NaN or inf positions'
-            if np.any(np.abs(x) > MAX_ABS_COORDINATE):
-                return ('particles out of range', f'a particle is beyond ±{MAX_ABS_COORDINATE:g} m (a sentinel or '
-                        'overflowed value)')
-            if pose.weights is not None:
-                problem = weights_problem(np.asarray(pose.weights, dtype=float).reshape(-1), x.shape[0])
-                if problem:
-                    return 'invalid particle weights', f'particle {problem}'
-        offset = self.params.get('sensor_offset', (0.0, 0.0))
-        if any(float(v) != 0.0 for v in offset):
-            return heading_problem(pose, offset)
-        return None
+        """``(category, detail)`` of what is wrong with ``pose`` on its own, or None
+        (:func:`~uncertain_bo.explorer.input_checks.pose_problem` with these parameters)."""
+        return pose_problem(pose, self.params)
 
     def stamp_problem(self, stamp: float, now: float, max_age: float) -> tuple[str, str] | None:
-        """``(category, detail)`` when ``stamp`` is too far ahead of ``now`` or more than ``max_age`` behind
-        it, else None."""
-        lead = stamp - now
-        tolerance = self.params['future_stamp_tolerance']
-        if lead > tolerance:
-            return ('future stamp', f'stamp {stamp:.3f} s is {lead:.3f} s ahead of the clock, more than '
-                    f'future_stamp_tolerance = {tolerance:g} s (clock skew between machines, or a driver '
-                    'stamping with another clock)')
-        age = -lead
-        if age > max_age:
-            if stamp <= 0.0:
-                why = 'stamped 0: the publisher does not fill in its header stamp'
-            elif age > STALE_REPLAY_AGE:
-                why = ('a clock that is not the node clock: a bag replayed without use_sim_time, or a driver '
-                       'stamping with another clock?')
-            else:
-                why = ('arrived late: the publisher or the network lags, or this node was busy and its '
-                       'subscription queue backed up')
-            return ('stale stamp',
-                    f'stamp {stamp:.3f} s is {age:.3f} s older than the clock (limit {max_age:g} s): {why}')
-        return None
+        """``(category, detail)`` when ``stamp`` is too far ahead of ``now`` or more than ``max_age`` behind it,
+        else None (:func:`~uncertain_bo.explorer.input_checks.stamp_problem` with ``future_stamp_tolerance``)."""
+        return stamp_problem(stamp, now, max_age, self.params['future_stamp_tolerance'])
 
     # ------------------------------------------------------------ reporting
     def reject(self, what: str, category: str, detail: str) -> None:

@@ -6,7 +6,7 @@ docs/architecture.md, "How a method plugs in"):
 
 - **samples** — a sample-based kernel (:class:`~uncertain_bo.kernels.SampleDistributionKernel`: ``airbo``,
   ``airbo_empirical``, ``ugp_kme``). A pose estimate that carries the localiser's particle cloud
-  (:meth:`~uncertain_bo.explorer.inputs.PoseEstimate.from_particles`, e.g. AMCL's or the simulation's particle
+  (:meth:`~uncertain_bo.explorer.estimates.PoseEstimate.from_particles`, e.g. AMCL's or the simulation's particle
   filter) is stored as an :class:`~uncertain_bo.distributions.Empirical` location distribution of
   ``max_particles`` particles: systematic resampling of the weighted cloud to uniform weights, in random
   order, so that any prefix is itself a fair subsample. Clouds are reduced to ``max_particles`` on arrival, so
@@ -29,7 +29,7 @@ y, yaw) (:func:`~uncertain_bo.distributions.lever_arm.sensor_moments`: the headi
 correlation with the position, join the covariance); a particle cloud is moved particle by particle with each one's own
 heading (no linearisation), and a Gaussian pose in a run of particles becomes draws of its (x, y, yaw) Gaussian moved
 so. A cloud in a run of Gaussians is summarised on arrival (its particles are dropped) by its (x, y, yaw) moments
-(:meth:`~uncertain_bo.explorer.inputs.PoseEstimate.from_particles`), whose exact sensor moments are then used. With
+(:meth:`~uncertain_bo.explorer.estimates.PoseEstimate.from_particles`), whose exact sensor moments are then used. With
 the offset ``[0, 0]`` every location is bit for bit what it was without the parameter.
 """
 from __future__ import annotations
@@ -45,7 +45,7 @@ from ..distributions.covariance import particle_moments
 from ..distributions import DTYPE, Empirical, Gaussian, InvalidDistributionError, LocationDistributions
 from ..distributions.lever_arm import sensor_moments, sensor_position
 from ..planning.planner import Planner
-from .inputs import PoseEstimate, psd_projection
+from .estimates import PoseEstimate, psd_projection
 
 __all__ = ['LocationPolicy', 'planar_gaussian', 'resample_particles', 'takes_sample_sets']
 
@@ -90,8 +90,8 @@ def takes_sample_sets(planner: Planner) -> bool:
 
 def planar_gaussian(pose: PoseEstimate) -> tuple[np.ndarray, np.ndarray]:
     """``(mean (3,), covariance (3, 3))`` of ``pose`` over (x m, y m, yaw rad): its position, heading and
-    :attr:`~uncertain_bo.explorer.inputs.PoseEstimate.pose_covariance` with the position block projected onto the
-    PSD cone as every stored location's is (:func:`~uncertain_bo.explorer.inputs.psd_projection`)."""
+    :attr:`~uncertain_bo.explorer.estimates.PoseEstimate.pose_covariance` with the position block projected onto the
+    PSD cone as every stored location's is (:func:`~uncertain_bo.explorer.estimates.psd_projection`)."""
     cov = pose.pose_covariance
     cov[:2, :2] = psd_projection(pose.cov)
     return np.array([pose.xy[0], pose.xy[1], pose.yaw], dtype=float), cov
@@ -112,6 +112,20 @@ class LocationPolicy:
             count of its empirical locations.
         offset: ``(2,)`` the sensor in ``base_link``, m (``sensor_offset``; read-only, so read once).
         lever_arm: the offset is not zero: readings are placed at the sensor, not at ``base_link``.
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters, PoseEstimate
+        >>> from uncertain_bo.explorer.location_policy import LocationPolicy
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0,
+        ...                                     'method': 'airbo', 'max_particles': 16})
+        >>> policy = LocationPolicy(planner_from_parameters(params), params)
+        >>> policy.kind, policy.particles                 # AIRBO's kernel takes sample sets: empirical locations
+        ('samples', 16)
+        >>> cloud = PoseEstimate.from_particles(1.0, 'map', np.random.default_rng(0).normal(10.0, 0.5, (500, 2)))
+        >>> policy.location(policy.on_arrival(cloud)).samples.shape   # (batch, particles, d)
+        torch.Size([1, 16, 2])
     """
 
     def __init__(self, planner: Planner, params: dict[str, Any]):

@@ -50,6 +50,27 @@ class Measuring:
         goal_timeouts: goals that timed out in this run.
         skipped_targets: targets of this run that could not be measured.
         window_start: when the current measuring window opened (host clock, s).
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer import (EXPLORER_PARAMS, InputStreams, LocationPolicy, planner_from_parameters,
+        ...                                    PoseEstimate, Reading, TravelBudget)
+        >>> from uncertain_bo.explorer.measuring import Measuring
+        >>> from uncertain_bo.explorer.storing import Storing
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
+        >>> planner, budget = planner_from_parameters(params), TravelBudget(params)
+        >>> inputs = InputStreams(params, collecting=lambda: True)
+        >>> store = Storing(planner, params, inputs, LocationPolicy(planner, params), budget)
+        >>> measuring = Measuring(planner, params, inputs, store, budget)
+        >>> target = np.array([10.0, 10.0])
+        >>> _ = inputs.add_pose(PoseEstimate(0.0, 'map', target, 0.1 * np.eye(2)), 0.0, lambda p: p)
+        >>> measuring.open_window(now=0.0)
+        >>> _ = inputs.add_reading(Reading(0.5, 21.3), 0.5)
+        >>> _ = inputs.add_pose(PoseEstimate(0.6, 'map', target, 0.1 * np.eye(2)), 0.6, lambda p: p)
+        >>> m = measuring.measure(0.6, target)            # the reading paired with the pose nearest in time
+        >>> m.index, m.reading.value, m.pose.stamp, planner.n
+        (0, 21.3, 0.6, 1)
     """
 
     def __init__(self, planner: Planner, params: dict[str, Any], inputs: InputStreams, store: Storing,

@@ -35,6 +35,26 @@ class MissionEnd:
         reported: the end was reported (result file, host).
         log_end: log the end (info, ``'mission ends: <reason>'``); False where the host logs it itself (the team
             explorer: each rover's end with its name, the team's end once).
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters
+        >>> from uncertain_bo.explorer.mission_end import MissionEnd
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0,
+        ...                                     'max_measurements': 1})
+        >>> planner = planner_from_parameters(params)
+        >>> ending = MissionEnd(planner, params, outputs=None, result_file=None)
+        >>> ending.measurements_reached() is None
+        True
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac
+        >>> _ = planner.observe(torch.tensor([10.0, 10.0]), Dirac(torch.tensor([[10.0, 10.0]])), 21.3)
+        >>> ending.end(ending.measurements_reached()); ending.done_reason
+        'max_measurements = 1 reached'
+        >>> params['max_measurements'] = 5                # raised at run time: the mission continues
+        >>> ending.limits_raised(budget_spent=None), ending.done_reason
+        (True, None)
     """
 
     def __init__(self, planner: Planner, params: dict[str, Any], outputs: ExplorerOutputs,

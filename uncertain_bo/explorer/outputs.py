@@ -10,7 +10,7 @@ import numpy as np
 
 from ..distributions import LocationDistributions
 from ..planning.planner import Recommendation
-from .inputs import PoseEstimate, Reading
+from .estimates import PoseEstimate, Reading
 
 __all__ = ['ExplorerOutputs', 'Measurement']
 
@@ -19,7 +19,18 @@ __all__ = ['ExplorerOutputs', 'Measurement']
 class Measurement:
     """A stored measurement (what went into the planner): its index, target ``(2,)`` m, the pose estimate of
     ``base_link`` it was paired with, the reading, whether the goal timed out, and the location distribution stored
-    for it (batch of 1: where the sensor was, :class:`~uncertain_bo.explorer.location_policy.LocationPolicy`)."""
+    for it (batch of 1: where the sensor was, :class:`~uncertain_bo.explorer.location_policy.LocationPolicy`).
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer import PoseEstimate, Reading
+        >>> from uncertain_bo.explorer.outputs import Measurement
+        >>> pose = PoseEstimate(3.0, 'map', np.array([10.2, 9.8]), np.diag([0.04, 0.09]))
+        >>> m = Measurement(0, np.array([10.0, 10.0]), pose, Reading(3.0, 21.3), timed_out=False)
+        >>> xy, cov = m.place                              # no stored location: the pose estimate's
+        >>> xy, np.diag(cov)
+        (array([10.2,  9.8]), array([0.04, 0.09]))
+    """
 
     index: int
     target: np.ndarray
@@ -38,7 +49,22 @@ class Measurement:
 
 
 class ExplorerOutputs(Protocol):
-    """What the explorer asks its host (ROS node or in-process runner) to do."""
+    """What the explorer asks its host (ROS node or in-process runner) to do.
+
+    Example:
+        A host implements the four callbacks (the ROS node publishes goals; an in-process runner moves a simulated
+        rover):
+
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer.outputs import ExplorerOutputs
+        >>> class Printer(ExplorerOutputs):
+        ...     def send_goal(self, target): print('goal', target)
+        ...     def stop(self, position): print('stop at', position)
+        ...     def measured(self, measurement, recommendation): print('measured', measurement.index)
+        ...     def finished(self, recommendation): print('done')
+        >>> Printer().send_goal(np.array([4.0, 2.0]))
+        goal [4. 2.]
+    """
 
     def send_goal(self, target: np.ndarray) -> None:
         """Drive to ``target`` ``(2,)`` (map frame, m)."""

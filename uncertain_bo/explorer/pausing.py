@@ -18,7 +18,7 @@ import logging
 from typing import Any
 
 from ..planning.planner import Planner
-from .inputs import PoseEstimate, position_trace
+from .estimates import PoseEstimate, position_trace
 from .parameters import RESUME_FRACTION
 
 __all__ = ['Pausing', 'JOURNAL_RETRY_PERIOD']
@@ -39,6 +39,20 @@ class Pausing:
     Attributes:
         reason: why the explorer is paused (None unless it is): the causes, ``'; '``-joined.
         paused_from: the stage the pause was taken in (None before the first pause).
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters, PoseEstimate
+        >>> from uncertain_bo.explorer.pausing import Pausing
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0,
+        ...                                     'max_covariance_trace': 4.0})
+        >>> pausing = Pausing(planner_from_parameters(params), params)
+        >>> diverged = PoseEstimate(1.0, 'map', np.array([5.0, 5.0]), np.diag([3.0, 3.0]))
+        >>> pausing.check(1.0, diverged), pausing.reason
+        (True, 'localisation diverged: position covariance trace 6 m² > max_covariance_trace = 4 m²')
+        >>> pausing.check(2.0, PoseEstimate(2.0, 'map', np.array([5.0, 5.0]), np.diag([0.5, 0.5])))
+        False
     """
 
     def __init__(self, planner: Planner, params: dict[str, Any]):

@@ -159,6 +159,12 @@ class GateVerdict:
         discarded: candidate poses dropped while confirming a place because the poses after them contradicted
             them (never accepted: count them as rejected).
         detail: the reason (rejected, pending) or what happened (re-anchored), for the log and diagnostics.
+
+    Example:
+        >>> from uncertain_bo.explorer.pose_gate import GateVerdict
+        >>> verdict = GateVerdict(False, detail='moved 40 m in 1 s')
+        >>> verdict.accepted, verdict.pending, verdict.detail
+        (False, False, 'moved 40 m in 1 s')
     """
 
     accepted: bool
@@ -220,6 +226,20 @@ class PoseGate:
         bursts: bursts reported so far.
         reanchored: places confirmed after the first one (relocations and time-base restarts) so far.
         discarded: candidate poses discarded while confirming a place so far.
+
+    Example:
+        With ``max_speed`` = 1 m/s the first place is confirmed by a few agreeing poses; a 40 m jump a second later is
+        rejected:
+
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer.pose_gate import PoseGate
+        >>> gate = PoseGate({'max_speed': 1.0, 'max_covariance_trace': 10.0})
+        >>> cov = 0.01 * np.eye(2)
+        >>> [gate.check(0.5 * k, np.array([0.5 * k, 0.0]), cov).accepted for k in range(6)][-1]
+        True
+        >>> verdict = gate.check(3.5, np.array([40.0, 0.0]), cov)
+        >>> verdict.accepted, gate.consecutive
+        (False, 1)
     """
 
     def __init__(self, params: Mapping[str, Any]):

@@ -40,7 +40,7 @@ import numpy as np
 from ..parameters.explorer_checks import fix_sources_problem
 from ..planning.planner import Planner
 from .area import GOAL_TOLERANCE, distance_outside
-from .inputs import PoseEstimate, position_std
+from .estimates import PoseEstimate, position_std
 
 __all__ = ['Relocalising', 'Relocalisation', 'fix_source_array', 'fix_sources_problem', 'SURFACE_MARGIN', 'ARRIVED',
            'RESEND']
@@ -68,7 +68,16 @@ def fix_source_array(values: Any) -> np.ndarray:
 class Relocalisation:
     """A re-localisation under way: ``kind`` ``'fix_source'`` or ``'surface'``, the source's row in
     ``fix_sources`` (None for surfacing), its centre, the target it was taken for, when it started and the σ_L then,
-    when the rover started waiting (None while driving to the source), and the σ_L history of the wait."""
+    when the rover started waiting (None while driving to the source), and the σ_L history of the wait.
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer.relocalising import Relocalisation
+        >>> r = Relocalisation('fix_source', 0, np.array([5.0, 5.0]), np.array([40.0, 40.0]), threshold=1.0,
+        ...                    started=12.0, sigma_start=3.2)
+        >>> r.kind, r.waiting_since is None                # still driving to the source
+        ('fix_source', True)
+    """
 
     kind: str
     source: int | None
@@ -96,6 +105,19 @@ class Relocalising:
     Attributes:
         current: the re-localisation under way (:class:`Relocalisation`), or None.
         count: re-localisations started in this run (a resumed journal's included).
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer import EXPLORER_PARAMS, planner_from_parameters, PoseEstimate
+        >>> from uncertain_bo.explorer.relocalising import Relocalising
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
+        >>> relocalising = Relocalising(planner_from_parameters(params), params)
+        >>> params['relocalise_kappa']                    # the rule is off by default: no detour before a target
+        0.0
+        >>> pose = PoseEstimate(1.0, 'map', np.array([5.0, 5.0]), np.diag([9.0, 9.0]))
+        >>> relocalising.start(np.array([40.0, 40.0]), pose, 1.0, request_surfacing=None) is None
+        True
     """
 
     def __init__(self, planner: Planner, params: dict[str, Any]):

@@ -1,7 +1,7 @@
 r"""Revised trajectories: the localiser's corrected past poses re-place the explorer's stored readings.
 
 A smoother after a fix, a SLAM back end after a loop closure, publishes a **revised trajectory**: a list of stamped
-poses (:class:`~uncertain_bo.explorer.inputs.PoseEstimate`: stamp, frame, mean, covariance) covering a stretch of the
+poses (:class:`~uncertain_bo.explorer.estimates.PoseEstimate`: stamp, frame, mean, covariance) covering a stretch of the
 past. :meth:`TrajectoryRevisions.revise` maps each stored reading of this rover to the revised pose at the
 reading's own stamp and hands the planner the revisions (:meth:`~uncertain_bo.planning.planner.Planner.revise`,
 :mod:`uncertain_bo.planning.revisions`):
@@ -47,7 +47,8 @@ import numpy as np
 from ..distributions.lever_arm import wrap_angle
 from ..planning.planner import Planner
 from ..planning.revisions import LocationRevision, RevisionOutcome
-from .inputs import InputStreams, PoseEstimate, position_trace
+from .estimates import PoseEstimate, position_trace
+from .inputs import InputStreams
 from .location_policy import LocationPolicy
 
 __all__ = ['TrajectoryRevisions', 'pose_at', 'HELD_TRAJECTORIES']
@@ -60,11 +61,11 @@ HELD_TRAJECTORIES = 8
 
 
 def pose_at(trajectory: Sequence[PoseEstimate], stamp: float, tolerance: float) -> PoseEstimate | None:
-    """The revised pose at ``stamp`` (s) of a ``trajectory`` sorted by stamp (a :class:`~uncertain_bo.explorer.inputs.
-    PoseEstimate` stamped ``stamp``, without particles): the linear interpolation between the poses around ``stamp``
-    when both lie within ``tolerance`` (s) of it (of the mean, the covariance, and where both have them of the heading
-    along the shorter arc and of the yaw covariance row), the nearer one when only it does, None when neither does
-    (module docstring)."""
+    """The revised pose at ``stamp`` (s) of a ``trajectory`` sorted by stamp (a
+    :class:`~uncertain_bo.explorer.estimates.PoseEstimate` stamped ``stamp``, without particles): the linear
+    interpolation between the poses around ``stamp`` when both lie within ``tolerance`` (s) of it (of the mean, the
+    covariance, and where both have them of the heading along the shorter arc and of the yaw covariance row), the
+    nearer one when only it does, None when neither does (module docstring)."""
     stamps = [p.stamp for p in trajectory]
     i = bisect.bisect_left(stamps, stamp)
     after = trajectory[i] if i < len(trajectory) else None
@@ -96,6 +97,25 @@ class TrajectoryRevisions:
         inputs: the pose checks (:meth:`~uncertain_bo.explorer.inputs.InputStreams.pose_problem`) and where poses
             left out are counted.
         locations: the location distribution a revised pose gives.
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer import (EXPLORER_PARAMS, InputStreams, LocationPolicy, planner_from_parameters,
+        ...                                    PoseEstimate)
+        >>> from uncertain_bo.explorer.revisions import TrajectoryRevisions
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
+        >>> planner = planner_from_parameters(params)
+        >>> import torch
+        >>> from uncertain_bo.distributions import Gaussian
+        >>> at = Gaussian(torch.tensor([[10.0, 10.0]]), 0.04 * torch.eye(2).unsqueeze(0))
+        >>> _ = planner.observe(torch.tensor([10.0, 10.0]), at, 21.3, reading_stamp=5.0)   # a reading taken at t = 5 s
+        >>> revisions = TrajectoryRevisions(planner, params, InputStreams(params, lambda: False),
+        ...                                 LocationPolicy(planner, params))
+        >>> smoothed = [PoseEstimate(t, 'map', np.array([12.0, 10.0]), 0.05 * np.eye(2)) for t in (4.9, 5.1)]
+        >>> outcome = revisions.revise(smoothed, stamp=9.0, source='smoother')
+        >>> len(outcome.applied), planner.locations.mean[0].tolist()   # re-placed 2 m east
+        (1, [12.0, 10.0])
     """
 
     def __init__(self, planner: Planner, params: dict[str, Any], inputs: InputStreams, locations: LocationPolicy):

@@ -51,7 +51,6 @@ have their own modules and are importable from here too.
 from __future__ import annotations
 
 import logging
-import time
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -68,7 +67,9 @@ from .commands import Commands
 from .deciding import Deciding
 from .en_route import EnRoute
 from .goal_resend import GoalResend
-from .inputs import InputStreams, PoseEstimate, Reading, position_trace
+from .estimates import PoseEstimate, Reading, position_trace
+from .inputs import InputStreams
+from .leg import Leg
 from .location_policy import LocationPolicy
 from .measuring import SKIP, Measuring
 from .mission_end import LIMITS, MissionEnd
@@ -116,11 +117,8 @@ class Explorer:
 
     Attributes:
         state: current stage.
-        target: current target ``(2,)`` or None.
-        goal_reason: why the current goal was sent: ``'new'`` (a fresh decision), ``'resumed'`` (the
-            journal's pending decision after a restart), ``'after pause'`` or ``'resent'`` (the controller was not
-            seen to act on it: :mod:`~uncertain_bo.explorer.goal_resend`).
-        last_decision_wall_time: ``time.time()`` of the last decision (None before the first).
+        leg: the current target, why its goal was sent and since when (:class:`~uncertain_bo.explorer.leg.Leg`;
+            :attr:`target`, :attr:`goal_reason` and :attr:`last_decision_wall_time` read it).
         inputs: the validated pose and reading buffers (:class:`~uncertain_bo.explorer.inputs.InputStreams`).
         locations: the location policy (:class:`~uncertain_bo.explorer.location_policy.LocationPolicy`).
         commands: goals and stops to the host (:class:`~uncertain_bo.explorer.commands.Commands`).
@@ -129,6 +127,34 @@ class Explorer:
             :class:`~uncertain_bo.explorer.en_route.EnRoute`, :class:`~uncertain_bo.explorer.pausing.Pausing`,
             :class:`~uncertain_bo.explorer.mission_end.MissionEnd`, :class:`~uncertain_bo.explorer.revisions.
             TrajectoryRevisions`, :class:`~uncertain_bo.explorer.relocalising.Relocalising`).
+
+    Example:
+        A host whose rover arrives at once, and a sensor that reads ``20 + x``:
+
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer import (EXPLORER_PARAMS, Explorer, PoseEstimate, Reading, State,
+        ...                                    planner_from_parameters)
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_measurements': 2,
+        ...                                     'max_speed': 0.0, 'dwell_time': 0.2, 'refit_every': 0})
+        >>> class Host:
+        ...     goal = np.array([1.0, 1.0])
+        ...     def send_goal(self, target): self.goal = target
+        ...     def stop(self, position): pass
+        ...     def measured(self, m, rec): print(f'measurement {m.index + 1}: {m.reading.value:.1f}')
+        ...     def finished(self, rec): print('done')
+        >>> host = Host()
+        >>> ex = Explorer(planner_from_parameters(params), host, params)
+        >>> for k in range(100):
+        ...     t, xy = 0.1 * k, host.goal
+        ...     _ = ex.on_pose(PoseEstimate(t, 'map', xy, 0.01 * np.eye(2)), now=t)
+        ...     _ = ex.on_reading(Reading(t, 20.0 + xy[0]), now=t)
+        ...     ex.tick(t)
+        measurement 1: ...
+        measurement 2: ...
+        done
+        >>> ex.state, ex.done_reason
+        (<State.DONE: 'done'>, 'max_measurements = 2 reached')
     """
 
     def __init__(self, planner: Planner, outputs: ExplorerOutputs, params: dict[str, Any],
@@ -136,10 +162,7 @@ class Explorer:
                  budget: TravelBudget | None = None):
         self._planner, self._outputs, self._params = planner, outputs, params
         self.state = State.WAITING_FOR_POSE
-        self.target: np.ndarray | None = None
-        self.goal_reason = 'new'
-        self.last_decision_wall_time: float | None = None
-        self._goal_time = 0.0
+        self.leg = Leg()
         self._last_now: float | None = None
         journal = planner.journal_file
         self._budget = budget if budget is not None else TravelBudget.resumed(params, [
@@ -183,6 +206,23 @@ class Explorer:
                      self.budget.elapsed(0.0))
 
     # ------------------------------------------------------------ views
+    @property
+    def target(self) -> np.ndarray | None:
+        """The current target ``(2,)`` m, or None."""
+        return self.leg.target
+
+    @property
+    def goal_reason(self) -> str:
+        """Why the current goal was sent: ``'new'`` (a fresh decision), ``'resumed'`` (the journal's pending
+        decision after a restart), ``'after pause'`` or ``'resent'`` (the controller was not seen to act on it:
+        :mod:`~uncertain_bo.explorer.goal_resend`)."""
+        return self.leg.reason
+
+    @property
+    def last_decision_wall_time(self) -> float | None:
+        """``time.time()`` of the last decision sent (None before the first)."""
+        return self.leg.decided_wall_time
+
     @property
     def planner(self) -> Planner:
         """The planner (given at construction: the stages share it)."""
@@ -371,7 +411,7 @@ class Explorer:
             return
         where = f'({self.target[0]:.2f}, {self.target[1]:.2f})'
         self.rejected[f'goal: {category}'] += 1
-        self.last_reason = f'goal {where} {category}: {detail}'
+        self.inputs.last_reason = f'goal {where} {category}: {detail}'
         self.measuring.stopped(now, dwell=False)
         self.measuring.retries = 0
         self._skip(now)
@@ -396,7 +436,7 @@ class Explorer:
             shift = now - self._last_now
             self.inputs.throttled_warning('clock backwards', 'clock jumped backwards by %.3f s (simulation '
                                           'reset?): restarting the current stage timers', -shift)
-            self._goal_time += shift
+            self.leg.shift(shift)
             self.measuring.shift(shift)
             self.budget.shift(shift)
         if self.state in (State.DRIVING, State.RELOCALISING) and self._last_now is not None:
@@ -453,7 +493,7 @@ class Explorer:
             return                       # inputs, timers and diagnostics go on meanwhile
         target, reason = decided
         if reason is not None:           # None: a target a budget held back keeps the reason it had
-            self.goal_reason = reason
+            self.leg.reason = reason
         self._send(target, now)
 
     def _send(self, target: np.ndarray, now: float) -> None:
@@ -472,7 +512,7 @@ class Explorer:
             self._finish(reason, stop=False)
             return
         self.budget.stopped()      # the leg starts here: the odometer's step so far is complete
-        self.last_decision_wall_time = time.time()
+        self.leg.decided()
         self._drive_to(target, now, position)
         self.measuring.new_goal()
         if pose is not None:
@@ -482,9 +522,8 @@ class Explorer:
     def _drive_to(self, goal: np.ndarray, now: float, position: np.ndarray | None,
                   state: State = State.DRIVING) -> None:
         """Enter ``state`` towards ``goal`` ``(2,)`` m with a fresh goal clock (the caller sends the goal)."""
-        self.target = goal
+        self.leg.start(goal, now)
         self.state = state
-        self._goal_time = now
         self.goal_resend.sent(now, position, goal)
 
     def _refused(self) -> None:
@@ -492,7 +531,7 @@ class Explorer:
         the rover stopped if under way, the next target decided anew."""
         if self.state in _UNDER_WAY:
             self._stop()
-        self.target = None
+        self.leg.clear()
         self.state = State.DECIDING
 
     def _send_goal(self, target: np.ndarray) -> bool:
@@ -515,11 +554,11 @@ class Explorer:
             self._start_dwell(now)
             return
         if self.goal_resend.due(now, pose.xy if pose is not None else None, self.target):
-            self.goal_reason = 'resent'      # the controller has not moved the rover yet: the goal may be lost
+            self.leg.reason = 'resent'      # the controller has not moved the rover yet: the goal may be lost
             if not self._send_goal(self.target):
                 return                       # refused (search_bounds changed meanwhile): stopped, deciding anew
         spent = self.budget.distance_spent()
-        if spent is not None or now - self._goal_time > self.params['goal_timeout']:
+        if spent is not None or self.leg.timed_out(now, self.params['goal_timeout']):
             where = self._stop()
             if spent is not None:
                 log.warning('%s on the way to target (%.2f, %.2f): stopping and measuring where the rover is, '
@@ -604,7 +643,7 @@ class Explorer:
                 return
         if (self.target is not None and pose is not None
                 and paused_from in (State.DRIVING, State.DWELLING, State.MEASURING)):
-            self.goal_reason = 'after pause'
+            self.leg.reason = 'after pause'
             self._drive_to(self.target, now, pose.xy)
             self._send_goal(self.target)     # refused when search_bounds changed meanwhile: decided anew
         else:
@@ -623,7 +662,7 @@ class Explorer:
             self._send_goal(r.centre)
         else:
             self._stop()
-            self.target = None
+            self.leg.clear()
             self.state = State.RELOCALISING
         return True
 

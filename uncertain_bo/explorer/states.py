@@ -7,6 +7,14 @@ __all__ = ['State']
 
 
 class State(enum.Enum):
+    """A stage of the measurement cycle; its value is the text the operator view shows.
+
+    Example:
+        >>> from uncertain_bo.explorer.states import State
+        >>> State('measuring') is State.MEASURING, State.WAITING_FOR_POSE.value
+        (True, 'waiting for pose')
+    """
+
     WAITING_FOR_POSE = 'waiting for pose'
     DECIDING = 'deciding'
     DRIVING = 'driving'

@@ -15,7 +15,8 @@ import torch
 from ..distributions import DTYPE, InvalidDistributionError, LocationDistributions
 from ..planning.planner import InvalidObservationError, Planner
 from .budget import TravelBudget
-from .inputs import InputStreams, PoseEstimate, Reading
+from .estimates import PoseEstimate, Reading
+from .inputs import InputStreams
 from .location_policy import LocationPolicy
 
 __all__ = ['Storing']
@@ -31,6 +32,21 @@ class Storing:
         inputs: where a pair the planner refuses is counted.
         locations: the location distribution a pose gives (told of each stored one).
         budget: the totals journaled with each pair.
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.explorer import (EXPLORER_PARAMS, InputStreams, LocationPolicy, planner_from_parameters,
+        ...                                    PoseEstimate, Reading, TravelBudget)
+        >>> from uncertain_bo.explorer.storing import Storing
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> params = validate(EXPLORER_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
+        >>> planner = planner_from_parameters(params)
+        >>> store = Storing(planner, params, InputStreams(params, lambda: False), LocationPolicy(planner, params),
+        ...                 TravelBudget(params))
+        >>> pose = PoseEstimate(2.0, 'map', np.array([10.2, 9.9]), np.diag([0.04, 0.04]))
+        >>> index, location = store.store('measurement', np.array([10.0, 10.0]), pose, Reading(2.0, 21.3), 2.0, now=2.1)
+        >>> index, location.mean.tolist(), planner.y.tolist()
+        (0, [[10.2, 9.9]], [21.3])
     """
 
     planner: Planner

@@ -13,7 +13,7 @@ Values:
   the run's own ``reading_range``, which a restart with another parameter file may widen without a record);
   a reading variance lies in [0, MAX_ABS_READING²];
 - coordinates (targets, location means and particles, keep-out centres, bounds, the start) lie within
-  ±:data:`MAX_ABS_COORDINATE` m (1e7, ``uncertain_bo.explorer.inputs.MAX_ABS_COORDINATE``: the explorer refuses
+  ±:data:`MAX_ABS_COORDINATE` m (1e7, ``uncertain_bo.explorer.input_checks.MAX_ABS_COORDINATE``: the explorer refuses
   poses beyond it); a measurement's target and location have the journal's dimension (the header's ``bounds``,
   else the first location's; a decision's target may have more: a quadrature method decides in a joint
   (target, context) space);

@@ -86,6 +86,20 @@ class LocaliserNode(Node):
 
     Raises:
         ParameterError: an invalid parameter value.
+
+    Example:
+        The EKF and the particle filter are its two localisers; their filters answer alike:
+
+        >>> import rclpy
+        >>> from uncertain_bo.ros.ekf import EkfNode, LocaliserNode
+        >>> from uncertain_bo.ros.particle_filter import ParticleFilterNode
+        >>> issubclass(EkfNode, LocaliserNode), issubclass(ParticleFilterNode, LocaliserNode)
+        (True, True)
+        >>> ctx = rclpy.Context(); ctx.init()
+        >>> node = EkfNode(context=ctx)
+        >>> node.ekf.xy.shape, node.ekf.pose_covariance_6x6().shape
+        ((2,), (6, 6))
+        >>> node.destroy_node(); ctx.shutdown()
     """
 
     #: every parameter of the node
@@ -211,6 +225,19 @@ class EkfNode(LocaliserNode):
 
     Raises:
         ParameterError: an invalid parameter value.
+
+    Example:
+        Created in its own context (nothing else needed), its topics:
+
+        >>> import rclpy
+        >>> from uncertain_bo.ros.ekf import EkfNode
+        >>> ctx = rclpy.Context(); ctx.init()
+        >>> node = EkfNode(context=ctx)
+        >>> sorted(s.topic_name for s in node.subscriptions if s.topic_name != '/parameter_events')
+        ['/position_fix', '/wheel/odometry']
+        >>> sorted(p.topic_name for p in node.publishers if p.topic_name not in ('/rosout', '/parameter_events'))
+        ['/odometry/filtered']
+        >>> node.destroy_node(); ctx.shutdown()
     """
 
     PARAMS = EKF_ALL_PARAMS

@@ -70,33 +70,28 @@ from __future__ import annotations
 import math
 import sys
 import time
+from dataclasses import dataclass, field
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 import numpy as np
-from geometry_msgs.msg import PoseStamped
-from nav_msgs.msg import OccupancyGrid, Path as PathMsg
 from std_msgs.msg import Empty
-from diagnostic_msgs.msg import DiagnosticArray
-from rclpy.clock import Clock, ClockType
-from rclpy.duration import Duration
 from rclpy.node import Node
-from visualization_msgs.msg import MarkerArray
 
 from ..explorer import (Explorer, Measurement, State, planner_from_parameters,
                         check_explorer_parameters, position_std, run_folder)
-from ..reporting.operator_view import GridScale, StatusReporter, STATE_TEXT
+from ..reporting.operator_view import StatusReporter, STATE_TEXT
 from ..parameters.specs import ParameterError
 from ..planning.planner import Recommendation
 from ..reporting.units import ValueFormat, reading_unit
 from .nav2_goals import Nav2Goals, resolve_goal_interface
 from .check import check_node_values
-from .conversions import make_path, make_pose_stamped
-from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, gp_maps, make_diagnostics, make_markers
+from .operator_outputs import GoalTopics, OperatorOutputs
+from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, make_diagnostics, make_markers
 from .explorer_parameters import EXPLORER_NODE_PARAMS
 from .library_logs import forward_library_logs as forward_library_logs_to, stop_forwarding
 from .params import declare_parameters
-from .qos import LATCHED, RELIABLE_10
+from .qos import RELIABLE_10
 from .recording import start_recording
 from .revised_path import subscribe_revised_path
 from .rover_inputs import (CLOCK_TOPIC, CLOCK_TYPE, POSE_SOURCES, InputWatch, RoverInputs, node_clock_now,
@@ -116,6 +111,26 @@ EXIT_NOT_COMPLETED = 1
 _MIN_STATUS_GAP = 0.2
 
 
+@dataclass
+class _StatusChanges:
+    """/diagnostics on changes: the state and the rejected-input count last published, and when (wall clock), so
+    that a state change is published at once and a flood of rejections at most every ``_MIN_STATUS_GAP``."""
+    reporter: StatusReporter = field(default_factory=StatusReporter)
+    state: State | None = None
+    rejected: int = 0
+    wall: float = -math.inf
+
+    def published(self, state: State, rejected: int) -> None:
+        self.state, self.rejected, self.wall = state, rejected, time.monotonic()
+
+    def due(self, state: State, rejected: int) -> tuple[bool, bool]:
+        """(publish the status now, the state changed: publish the markers too)."""
+        changed = state is not self.state
+        if not changed and rejected == self.rejected:
+            return False, False
+        return changed or time.monotonic() - self.wall >= _MIN_STATUS_GAP, changed
+
+
 class ExplorerNode(Node):
     """ROS wrapper of :class:`~uncertain_bo.explorer.Explorer`.
 
@@ -130,6 +145,26 @@ class ExplorerNode(Node):
         uncertain_bo.parameters.specs.ParameterError: a parameter is out of range or inconsistent (the message
             names it and the allowed range).
         uncertain_bo.journal.journal.JournalError: the journal in ``run_dir`` cannot be resumed.
+
+    Example:
+        Created in its own context (nothing else needed), its topics:
+
+        >>> import rclpy
+        >>> from uncertain_bo.ros.explorer import ExplorerNode
+        >>> import tempfile
+        >>> from rclpy.parameter import Parameter
+        >>> run = tempfile.TemporaryDirectory()            # its journal and result file go to run_dir
+        >>> ctx = rclpy.Context(); ctx.init()
+        >>> node = ExplorerNode(context=ctx, parameter_overrides=[Parameter('run_dir', value=run.name)])
+        >>> sorted(s.topic_name for s in node.subscriptions if s.topic_name != '/parameter_events')
+        ['/odometry/filtered', '/reading']
+        >>> sorted(p.topic_name for p in node.publishers if p.topic_name not in ('/rosout', '/parameter_events'))
+        ['/diagnostics', '/explorer/gp_mean', '/explorer/gp_std', '/explorer/markers', '/goal_pose', '/plan',
+         '/surface']
+        >>> node.explorer.state
+        <State.WAITING_FOR_POSE: 'waiting for pose'>
+        >>> node.destroy_node(); ctx.shutdown()
+        >>> run.cleanup()
     """
 
     def __init__(self, node_name: str = 'explorer', *, forward_library_logs: bool = False, **kwargs):
@@ -166,8 +201,7 @@ class ExplorerNode(Node):
 
         # latched: a controller that matches later (started after the explorer, slow discovery) still gets the
         # current goal; the explorer also re-sends it until the controller acts (explorer/goal_resend.py)
-        self.goal_pub = self.create_publisher(PoseStamped, 'goal_pose', LATCHED)
-        self.plan_pub = self.create_publisher(PathMsg, 'plan', LATCHED)
+        self.goals = GoalTopics(self)
         # the surfacing action of an AUV (surface_cost > 0: explorer/relocalising.py); sim_rover takes it
         self.surface_pub = self.create_publisher(Empty, 'surface', RELIABLE_10)
         try:
@@ -179,10 +213,6 @@ class ExplorerNode(Node):
             self.nav2 = Nav2Goals(self, action_type, self.p['nav2_action_name'], self.p['nav2_behavior_tree'],
                                   reached=lambda: self.explorer.goal_reached(self._now()),
                                   failed=lambda c, d: self.explorer.goal_failed(c, d, self._now()))
-        self.markers_pub = self.create_publisher(MarkerArray, '~/markers', LATCHED)
-        self.mean_pub = self.create_publisher(OccupancyGrid, '~/gp_mean', LATCHED)
-        self.std_pub = self.create_publisher(OccupancyGrid, '~/gp_std', LATCHED)
-        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', RELIABLE_10)
         self.inputs = RoverInputs(self, self.explorer, self.p)   # pose_source's topic and reading
         # says what it still waits for, until the mission ends
         self.watch = InputWatch(self, lambda: [self.inputs] if self.explorer.state is not State.DONE else [])
@@ -191,21 +221,14 @@ class ExplorerNode(Node):
         if self.recording is not None:
             self.recording.add_rover(self.inputs, revised_path_sub=self.revised_path_sub)
 
-        self._reporter = StatusReporter()
-        self._map_scales: tuple[GridScale, GridScale] | None = None
-        self._map_seconds: float | None = None
-        self._maps_dirty = True
-        self._last_state: State | None = None
-        self._last_rejected = 0
-        self._last_status_wall = -math.inf
+        self._status = _StatusChanges()
         self._ended_empty = False      # the mission ended before its first measurement (said once)
         self.timer = self.create_timer(1.0 / self.p['tick_rate'], self._tick)
-        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic, clock=self._steady)
+        self.view = OperatorOutputs(self, self.p['diagnostics_period'], self._periodic)
         kind = ('empirical location distributions of the particle cloud' if self.p['pose_source'] == 'particle_cloud'
                 and self.explorer.location_particles else 'Gaussian location distributions')
         goals = (f"Nav2's {self.p['nav2_action_name']} action" if self.nav2 is not None
-                 else f"topics {self.goal_pub.topic_name} and {self.plan_pub.topic_name}")
+                 else f"topics {self.goals.names()}")
         clock = f', clock on {CLOCK_TOPIC} ({CLOCK_TYPE})' if sim_time(self) else ''
         self.get_logger().info(
             f"exploring {self.p['search_bounds']} m with {self.p['method']} ({kind}), "
@@ -254,20 +277,16 @@ class ExplorerNode(Node):
                     request_exit(self, EXIT_NOT_COMPLETED)
             return
         self._ended_empty = False      # (a limit raised at run time continues the mission)
-        if self._maps_dirty and ex.state is not State.DECIDING:
+        if self.view.maps_dirty and ex.state is not State.DECIDING:
             self._update_maps()
         self._status_on_change()
 
     def _status_on_change(self) -> None:
-        ex = self.explorer
-        total = sum(ex.rejected.values())
-        state_changed = ex.state is not self._last_state
-        if state_changed or total != self._last_rejected:
-            wall = time.monotonic()
-            if state_changed or wall - self._last_status_wall >= _MIN_STATUS_GAP:
-                self._publish_status()
-                if state_changed:
-                    self._publish_markers()
+        publish, changed = self._status.due(self.explorer.state, sum(self.explorer.rejected.values()))
+        if publish:
+            self._publish_status()
+            if changed:
+                self._publish_markers()
 
     def _periodic(self) -> None:
         self._publish_status()
@@ -276,11 +295,9 @@ class ExplorerNode(Node):
     def _on_parameters(self, changed: dict[str, Any]) -> None:
         self.explorer.apply_parameters(changed)   # journals the change; the node's own keys are ignored there
         if 'diagnostics_period' in changed:
-            self.destroy_timer(self.status_timer)
-            self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic,
-                                                  clock=self._steady)
+            self.view.set_period(self.p['diagnostics_period'])
         if {'gp_map_cells', 'search_bounds', 'execution_noise_std'} & set(changed):
-            self._maps_dirty = True
+            self.view.maps_dirty = True
         self.get_logger().info('parameters changed: ' + ', '.join(f'{k} = {v}' for k, v in changed.items()))
 
     # ------------------------------------------------- ExplorerOutputs
@@ -292,11 +309,8 @@ class ExplorerNode(Node):
             if why == 'resent' and self.nav2.accepted:
                 return              # Nav2 acknowledged the goal: nothing was lost
             self.nav2.send(stamp, frame, target)
-        else:
-            self.goal_pub.publish(make_pose_stamped(stamp, frame, target))
         pose = self.explorer.latest_pose
-        start = pose.xy if pose is not None else target
-        self.plan_pub.publish(make_path(stamp, frame, [start, target]))
+        self.goals.send(stamp, frame, pose.xy if pose is not None else target, target, goal=self.nav2 is None)
         n = self.explorer.planner.n
         if why == 'new':
             d = self.explorer.planner.decisions[-1]
@@ -323,14 +337,10 @@ class ExplorerNode(Node):
         return True
 
     def stop(self, position: np.ndarray) -> None:
-        stamp = self._now()
         if self.nav2 is not None:
             self.nav2.cancel()
-        else:   # facing where the rover faces: a controller that checks the goal's heading (Nav2's) does not turn
-            self.goal_pub.publish(make_pose_stamped(stamp, self.p['global_frame'], position,
-                                                    self.inputs.heading or 0.0))
-        # the latched plan must not keep an old target for a controller that (re)joins later
-        self.plan_pub.publish(make_path(stamp, self.p['global_frame'], [position]))
+        # on topics facing where the rover faces: a controller that checks the goal's heading (Nav2's) does not turn
+        self.goals.stop(self._now(), self.p['global_frame'], position, self.inputs.heading, goal=self.nav2 is None)
 
     def stop_safely(self) -> Callable[[], bool]:
         """The node is being shut down (SIGINT, SIGTERM: :func:`~uncertain_bo.ros.spin.run_node` calls this before
@@ -344,7 +354,7 @@ class ExplorerNode(Node):
         Returns:
             a predicate, true once that was delivered (Nav2 answered; every subscriber acknowledged).
         """
-        for timer in (self.timer, self.status_timer, self.watch.timer):
+        for timer in (self.timer, self.view.timer, self.watch.timer):
             timer.cancel()
         if self._decider is not None:
             self._decider.shutdown(wait=False, cancel_futures=True)   # a decision running there is not sent
@@ -354,13 +364,13 @@ class ExplorerNode(Node):
         if self.explorer.target is None or pose is None:
             return lambda: True
         self.get_logger().info(f'stopping the rover where it is, ({pose.xy[0]:.2f}, {pose.xy[1]:.2f}): goal on '
-                               f'{self.goal_pub.topic_name} and {self.plan_pub.topic_name}')
+                               f'{self.goals.names()}')
         self.stop(pose.xy)
-        return lambda: all(pub.wait_for_all_acked(Duration()) for pub in (self.goal_pub, self.plan_pub))
+        return self.goals.acknowledged()
 
     def measured(self, m: Measurement, rec: Recommendation) -> None:
         self.recommendation = rec
-        self._maps_dirty = True
+        self.view.maps_dirty = True
         xy, cov = m.place                                         # where the reading was taken (the sensor)
         sd = position_std(cov)
         fmt = ValueFormat.of(self.explorer.planner.y.tolist())    # the decimals the readings' spread asks for
@@ -389,42 +399,28 @@ class ExplorerNode(Node):
     # ------------------------------------------------- operator view
     def _update_maps(self) -> None:
         """Publish ~/gp_mean and ~/gp_std on a coarse grid (after each measurement only)."""
-        self._maps_dirty = False
-        t0 = time.perf_counter()
-        mean_msg, std_msg, self._map_scales = gp_maps(self.explorer.planner, self.p['search_bounds'],
-                                                      self.p['gp_map_cells'], self.p['global_frame'], self._now())
-        self.mean_pub.publish(mean_msg)
-        self.std_pub.publish(std_msg)
-        self._map_seconds = time.perf_counter() - t0
-
-    def _scale_texts(self) -> list[str]:
-        if self._map_scales is None:
-            return []
-        m, s = self._map_scales
-        return [m.describe('~/gp_mean (robust mean)'), s.describe('~/gp_std')]
+        self.view.update_maps(self.explorer.planner, self.p['search_bounds'], self.p['gp_map_cells'],
+                              self.p['global_frame'], self._now())
 
     def _publish_status(self) -> None:
         ex = self.explorer
-        self._last_state = ex.state
-        self._last_rejected = sum(ex.rejected.values())
-        self._last_status_wall = time.monotonic()
+        self._status.published(ex.state, sum(ex.rejected.values()))
         extra: dict[str, Any] = {'journal': str(self.run_dir / 'journal.jsonl')}
-        extra.update({f'scale {t.split(":")[0]}': t.split(': ', 1)[1] for t in self._scale_texts()})
-        if self._map_seconds is not None:
-            extra['gp map seconds'] = self._map_seconds
+        extra.update({f'scale {t.split(":")[0]}': t.split(': ', 1)[1] for t in self.view.scale_texts()})
+        if self.view.map_seconds is not None:
+            extra['gp map seconds'] = self.view.map_seconds
         extra['goal interface'] = self.goal_interface
         if self.recording is not None:
             extra.update(self.recording.values())
         if self.nav2 is not None:
             extra.update(self.nav2.values())
-        report = self._reporter.report(ex, self._clock_now(), extra)
-        self.diag_pub.publish(make_diagnostics(report, f'{self.get_name()}: exploration',
-                                               self.get_fully_qualified_name(), clean_stamp(self._now())))
+        report = self._status.reporter.report(ex, self._clock_now(), extra)
+        self.view.diagnostics.publish(make_diagnostics(report, f'{self.get_name()}: exploration',
+                                                       self.get_fully_qualified_name(), clean_stamp(self._now())))
 
     def _publish_markers(self) -> None:
         ex, planner = self.explorer, self.explorer.planner
-        scene = MarkerScene.of(self.p['search_bounds'], planner, self.recommendation,
-                               self._map_scales[0] if self._map_scales is not None else None)
+        scene = MarkerScene.of(self.p['search_bounds'], planner, self.recommendation, self.view.mean_scale)
         if ex.target is not None and ex.state in (State.DRIVING, State.DWELLING, State.MEASURING, State.PAUSED):
             scene.goal = ex.target
         pose = ex.latest_pose
@@ -432,8 +428,8 @@ class ExplorerNode(Node):
         text = STATE_TEXT.get(ex.state.value, ex.state.value)
         scene.status = [f"explorer: {text}, {planner.n}/{self.p['max_measurements']} measurements"
                         + (f' ({ex.paused_reason})' if ex.paused_reason else ''),
-                        f'ellipses: {ELLIPSE_SIGMA:g} sigma, colour = reading', *self._scale_texts()]
-        self.markers_pub.publish(make_markers(scene, self.p['global_frame'], clean_stamp(self._now())))
+                        f'ellipses: {ELLIPSE_SIGMA:g} sigma, colour = reading', *self.view.scale_texts()]
+        self.view.markers.publish(make_markers(scene, self.p['global_frame'], clean_stamp(self._now())))
 
 
 def main(args=None) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..explorer import EXPLORER_PARAMS
 from ..parameters.specs import Param
-from .conversions import READING_TYPES
+from .reading_messages import READING_TYPES
 from .nav2_goals import GOAL_INTERFACES
 from .recording import RECORDING_PARAMS
 from .rover_inputs import PARTICLE_CLOUD_TYPES, POSE_SOURCES

@@ -30,7 +30,8 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from ..parameters.specs import Param
 from ..sim.field import DEFAULT_EXTENT, Field
-from .conversions import READING_TYPES, from_time_msg, make_reading
+from .conversions import from_time_msg
+from .reading_messages import READING_TYPES, make_reading
 from .params import declare_parameters
 from .spin import run_node
 
@@ -73,6 +74,19 @@ class FieldSensorNode(Node):
     Raises:
         uncertain_bo.parameters.specs.ParameterError: a parameter is invalid.
         uncertain_bo.sim.field.FieldError: the field cannot be loaded.
+
+    Example:
+        Created in its own context (nothing else needed), its topics:
+
+        >>> import rclpy
+        >>> from uncertain_bo.ros.field_sensor import FieldSensorNode
+        >>> ctx = rclpy.Context(); ctx.init()
+        >>> node = FieldSensorNode(context=ctx)
+        >>> sorted(s.topic_name for s in node.subscriptions if s.topic_name != '/parameter_events')
+        ['/ground_truth']
+        >>> sorted(p.topic_name for p in node.publishers if p.topic_name not in ('/rosout', '/parameter_events'))
+        ['/reading']
+        >>> node.destroy_node(); ctx.shutdown()
     """
 
     def __init__(self, node_name: str = 'field_sensor', **kwargs):

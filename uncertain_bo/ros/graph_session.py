@@ -99,6 +99,15 @@ class StopRequest:
 
     Attributes:
         signal: the name of the signal that asked to stop (``'SIGINT'``), None while none did.
+
+    Example:
+        >>> import signal
+        >>> from uncertain_bo.ros.graph_session import StopRequest
+        >>> stop = StopRequest()
+        >>> bool(stop)
+        False
+        >>> stop.handle(signal.SIGTERM); bool(stop), stop.signal
+        (True, 'SIGTERM')
     """
 
     def __init__(self) -> None:

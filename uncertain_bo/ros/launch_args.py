@@ -233,7 +233,20 @@ def choice(value, name: str, allowed: Collection[str]) -> str:
 
 
 class NodeFailed(RuntimeError):
-    """A launched node exited with a non-zero status while the launch was running (not shutting down)."""
+    """A launched node exited with a non-zero status while the launch was running (not shutting down).
+
+    Example:
+        What the launch's exit handler raises for a node that died (``ros2 launch`` then exits with status 1):
+
+        >>> from uncertain_bo.ros.launch_args import NodeFailed, exit_handler
+        >>> from types import SimpleNamespace
+        >>> on_exit = exit_handler('explorer', shutdown_on_success=True)
+        >>> context = SimpleNamespace(is_shutdown=False)
+        >>> on_exit(SimpleNamespace(returncode=2), context)
+        Traceback (most recent call last):
+            ...
+        uncertain_bo.ros.launch_args.NodeFailed: explorer exited with status 2 (its error is above): stopping the launch
+    """
 
 
 def exit_handler(name: str, *, shutdown_on_success: bool):

@@ -10,7 +10,19 @@ _LIBRARY = 'uncertain_bo'
 
 
 class RosLogHandler(logging.Handler):
-    """Forwards Python log records of INFO and above to an rclpy logger (error, warning or info)."""
+    """Forwards Python log records of INFO and above to an rclpy logger (error, warning or info).
+
+    Example:
+        >>> import logging
+        >>> from uncertain_bo.ros.library_logs import RosLogHandler
+        >>> class Logger:                                  # the rclpy logger's three levels
+        ...     def error(self, m): print('[ERROR]', m)
+        ...     def warning(self, m): print('[WARN]', m)
+        ...     def info(self, m): print('[INFO]', m)
+        >>> handler = RosLogHandler(Logger())
+        >>> handler.emit(logging.makeLogRecord({'levelno': logging.WARNING, 'msg': 'pose rejected: stale stamp'}))
+        [WARN] pose rejected: stale stamp
+    """
 
     def __init__(self, logger):
         super().__init__(logging.INFO)

@@ -68,6 +68,17 @@ class Nav2Goals:
             'estimated time remaining (s)', 'recoveries'}`` (empty before any).
         outcomes: goals by outcome (``'sent'``, ``'accepted'``, ``'rejected'``, ``'succeeded'``, ``'aborted'``,
             ``'canceled'``).
+
+    Example:
+        The explorer node builds one where ``goal_interface`` resolves to Nav2's action (``nav2_msgs`` importable;
+        else its goals go to ``goal_pose``):
+
+        >>> from uncertain_bo.ros.nav2_goals import navigate_to_pose_type, resolve_goal_interface
+        >>> interface, action_type = resolve_goal_interface('auto')
+        >>> interface == ('nav2_action' if navigate_to_pose_type() is not None else 'topic')
+        True
+        >>> resolve_goal_interface('topic')
+        ('topic', None)
     """
 
     def __init__(self, node, action_type, action_name: str, behavior_tree: str,

@@ -48,6 +48,12 @@ class NodeEntry:
         module: module with the node class, its parameter specs and ``main``.
         cls: the node class.
         specs: attribute of ``module`` holding every parameter spec the node declares.
+
+    Example:
+        >>> from uncertain_bo.ros.nodes import NODES
+        >>> entry = NODES['pure_pursuit']
+        >>> entry.module, entry.cls, 'lookahead_dist' in [p.name for p in entry.parameter_specs()]
+        ('uncertain_bo.ros.pure_pursuit', 'PurePursuitNode', True)
     """
 
     name: str

@@ -61,6 +61,15 @@ class MarkerScene:
         rover: latest position estimate ``(2,)`` or None.
         status: status text lines.
         reading_scale: colour scale of the readings (the GP-mean map's scale), or None.
+
+    Example:
+        >>> import numpy as np
+        >>> from uncertain_bo.ros.operator_view import MarkerScene, make_markers
+        >>> scene = MarkerScene([0.0, 50.0, 0.0, 50.0])
+        >>> scene.goal, scene.status = np.array([10.0, 20.0]), ['explorer: driving, 0/8 measurements']
+        >>> markers = make_markers(scene, 'map', stamp=1.0)
+        >>> sorted({m.ns for m in markers.markers} & {'search_bounds', 'goal', 'status'})
+        ['goal', 'search_bounds', 'status']
     """
 
     def __init__(self, bounds: Sequence[float]):

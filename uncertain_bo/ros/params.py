@@ -18,18 +18,22 @@ A node is refused at start-up when it is given a parameter it does not declare (
 rclpy itself ignores such an override silently, so a misspelt ``max_measurement: 8`` would run with the default
 of ``max_measurements``. A name set in a parameter-file section that names the node, by ``-p NAME:=VALUE`` or by
 ``parameter_overrides`` is judged; a wildcard section's (``/**``) is not, as it may hold other nodes' parameters,
-nor are rclpy's own (``use_sim_time``, ``qos_overrides.*``). The parameter files are those of the process's
-command line (:func:`set_command_line`, which :func:`uncertain_bo.ros.spin.run_node` calls).
+nor are rclpy's own (``use_sim_time``, ``qos_overrides.*``). The parameter files are those of the command line
+the node's context was initialised with (:func:`set_command_line`, which :func:`uncertain_bo.ros.spin.run_node`
+calls); that command line is forgotten when the context shuts down.
 """
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.context import Context
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.utilities import get_default_context
 
 from uncertain_bo.parameters.files import UnknownParameter, is_ros_parameter, unknown_parameters
 from uncertain_bo.parameters.specs import Param, ParameterError
@@ -37,9 +41,23 @@ from uncertain_bo.parameters.specs import Param, ParameterError
 __all__ = ['declare_parameters', 'make_descriptor', 'parameter_overrides', 'undeclared_overrides',
            'set_command_line', 'params_files_in', 'parameter_rules_in', 'ParameterError']
 
-#: the command line rcl's global arguments came from (:func:`set_command_line`); its ``--params-file`` files tell
-#: a wildcard section's parameter from a node's own
-_COMMAND_LINE: list[str] = []
+#: context -> the command line its rcl global arguments came from (:func:`set_command_line`), until the context
+#: shuts down; its ``--params-file`` files tell a wildcard section's parameter from a node's own
+_COMMAND_LINES: weakref.WeakKeyDictionary[Context, _CommandLine] = weakref.WeakKeyDictionary()
+
+
+class _CommandLine:
+    """One context's command line; :meth:`forget` is its context's shutdown callback (rclpy holds such callbacks
+    as weak methods: this object lives in ``_COMMAND_LINES`` until then)."""
+
+    def __init__(self, context: Context, args: Sequence[str]):
+        self.context = weakref.ref(context)
+        self.args = list(args)
+
+    def forget(self) -> None:
+        context = self.context()
+        if context is not None and _COMMAND_LINES.get(context) is self:
+            del _COMMAND_LINES[context]
 
 
 def _ros_option_values(args: Sequence[str], options: tuple[str, ...]) -> list[str]:
@@ -71,11 +89,15 @@ def parameter_rules_in(args: Sequence[str]) -> dict[str, str]:
             if ':=' in rule}
 
 
-def set_command_line(args: Sequence[str]) -> None:
-    """Record the command line ``rclpy.init`` was given (its ``--ros-args`` parts), for
-    :func:`undeclared_overrides`: :func:`uncertain_bo.ros.spin.run_node` calls it. Without it no parameter file is
-    known, and every undeclared override counts as given by ``-p`` or ``parameter_overrides``."""
-    _COMMAND_LINE[:] = list(args)
+def set_command_line(args: Sequence[str], context: Context | None = None) -> None:
+    """Record the command line ``rclpy.init`` was given for ``context`` (default: rclpy's default context), for
+    :func:`undeclared_overrides` on that context's nodes: :func:`uncertain_bo.ros.spin.run_node` calls it. It is
+    forgotten when the context shuts down (a later node of the process, in this or another context, is not judged
+    by an earlier run's files). Without it no parameter file is known, and every undeclared override counts as given
+    by ``-p`` or ``parameter_overrides``."""
+    context = context if context is not None else get_default_context()
+    line = _COMMAND_LINES[context] = _CommandLine(context, args)
+    context.on_shutdown(line.forget)
 
 
 def make_descriptor(spec: Param) -> ParameterDescriptor:
@@ -213,8 +235,10 @@ def undeclared_overrides(node: Node, declared: Iterable[str]) -> list[UnknownPar
     if not names:
         return []
     fqn = node.get_fully_qualified_name()
-    files = params_files_in(_COMMAND_LINE)
-    rules = parameter_rules_in(_COMMAND_LINE)
+    line = _COMMAND_LINES.get(node.context)
+    command_line = line.args if line is not None else []
+    files = params_files_in(command_line)
+    rules = parameter_rules_in(command_line)
     in_files = {}   # name -> its first place in a section naming the node (file order)
     for u in unknown_parameters(files, fqn, declared):
         if u.name in names and u.name not in rules:   # a -p rule is what the node got (rcl applies it last)

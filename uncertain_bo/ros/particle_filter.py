@@ -77,6 +77,19 @@ class ParticleFilterNode(LocaliserNode):
 
     Raises:
         ParameterError: an invalid parameter value.
+
+    Example:
+        Created in its own context (nothing else needed), its topics:
+
+        >>> import rclpy
+        >>> from uncertain_bo.ros.particle_filter import ParticleFilterNode
+        >>> ctx = rclpy.Context(); ctx.init()
+        >>> node = ParticleFilterNode(context=ctx)
+        >>> sorted(s.topic_name for s in node.subscriptions if s.topic_name != '/parameter_events')
+        ['/position_fix', '/wheel/odometry']
+        >>> sorted(p.topic_name for p in node.publishers if p.topic_name not in ('/rosout', '/parameter_events'))
+        ['/odometry/filtered', '/particle_cloud', '/pose']
+        >>> node.destroy_node(); ctx.shutdown()
     """
 
     PARAMS = PF_ALL_PARAMS

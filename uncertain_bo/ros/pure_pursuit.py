@@ -66,6 +66,19 @@ class PurePursuitNode(Node):
 
     Raises:
         ParameterError: an invalid parameter value.
+
+    Example:
+        Created in its own context (nothing else needed), its topics:
+
+        >>> import rclpy
+        >>> from uncertain_bo.ros.pure_pursuit import PurePursuitNode
+        >>> ctx = rclpy.Context(); ctx.init()
+        >>> node = PurePursuitNode(context=ctx)
+        >>> sorted(s.topic_name for s in node.subscriptions if s.topic_name != '/parameter_events')
+        ['/goal_pose', '/odometry/filtered', '/plan']
+        >>> sorted(p.topic_name for p in node.publishers if p.topic_name not in ('/rosout', '/parameter_events'))
+        ['/cmd_vel']
+        >>> node.destroy_node(); ctx.shutdown()
     """
 
     def __init__(self, node_name: str = 'pure_pursuit', **kwargs: Any):

@@ -121,6 +121,24 @@ class Recording:
         sinks: where the messages go (``write(topic, type, data, log_time)``, ``values()``, ``close()``).
         journal: the run's journal, mirrored on ``~/journal`` (None: none).
         team: a team explorer.
+
+    Example:
+        A sink that keeps the topics written (the bag writer and the live view are the real ones):
+
+        >>> import rclpy
+        >>> from uncertain_bo.ros.recording import Recording
+        >>> class Sink:
+        ...     topics = []
+        ...     def write(self, topic, msgtype, data, log_time): self.topics.append(topic)
+        ...     def values(self): return {'recording messages': len(self.topics)}
+        ...     def close(self): return True
+        >>> ctx = rclpy.Context(); ctx.init()
+        >>> node = rclpy.create_node('explorer', context=ctx)
+        >>> recording = Recording(node, {}, [Sink()], journal=None)
+        >>> recording.cycle(12.5)                          # the measurement cycle ran at 12.5 s
+        >>> Sink.topics, recording.values()
+        (['/explorer/cycle'], {'recording messages': 1})
+        >>> recording.close(); node.destroy_node(); ctx.shutdown()
     """
 
     def __init__(self, node: Node, params: dict[str, Any], sinks: list, journal, team: bool = False):

@@ -124,7 +124,7 @@ def input_topics(params: dict[str, Any], recording, remaps: list[str]) -> dict[s
         UsageError: a malformed ``--remap``.
     """
     from ..user_errors import UsageError
-    from .conversions import READING_TYPES
+    from .reading_messages import READING_TYPES
     from .rover_inputs import POSE_SOURCES, type_name
 
     cloud = params['pose_source'] == 'particle_cloud'
@@ -181,7 +181,7 @@ def _check_topics(recording, topics: dict[str, tuple[str, str, str]], own: list[
 
 def _setting_for(what: str, msgtype: str) -> str | None:
     """The explorer parameter setting that reads input ``what`` as ``msgtype`` (``'reading_type: temperature'``)."""
-    from .conversions import READING_TYPES
+    from .reading_messages import READING_TYPES
     from .rover_inputs import PARTICLE_CLOUD_TYPES, POSE_SOURCES, type_name
 
     if what == 'reading':
@@ -310,7 +310,7 @@ def replay(recording, params: dict[str, Any], topics: dict[str, tuple[str, str, 
 def _handlers(params, topics, messages, explorer, pose_message_type, deserialize_message) -> dict[str, Any]:
     """Input topic -> ``handle(raw, now)`` (False: the bytes could not be read as the type: refused as the live node
     refuses a malformed message)."""
-    from .conversions import READING_TYPES
+    from .reading_messages import READING_TYPES
     from .revised_path import revise
 
     def deserialised(cls, what, use):

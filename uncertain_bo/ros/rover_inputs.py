@@ -36,10 +36,11 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 
 from ..explorer import Explorer, PoseEstimate, Reading
 from ..parameters.specs import ParameterError
-from .conversions import (READING_TYPES, from_time_msg, particle_cloud_from_cdr, particle_cloud_to_particles,
-                          pose_array_from_cdr, pose_array_to_particles, quaternion_to_yaw, reading_from_msg,
-                          ros_covariance_to_planar, ros_covariance_to_xy)
+from .conversions import from_time_msg, quaternion_to_yaw, ros_covariance_to_planar, ros_covariance_to_xy
 from .optional_messages import PARTICLE_CLOUD_NEEDS_NAV2, particle_cloud_class
+from .particle_clouds import (particle_cloud_from_cdr, particle_cloud_to_particles, pose_array_from_cdr,
+                              pose_array_to_particles)
+from .reading_messages import READING_TYPES, reading_from_msg
 
 __all__ = ['RoverInputs', 'RoverMessages', 'InputWatch', 'POSE_SOURCES', 'PARTICLE_CLOUD_TYPES', 'pose_message_type',
            'pose_estimate_from_msg', 'node_clock_now', 'node_clock_ns', 'seconds', 'sim_time', 'type_name',
@@ -99,8 +100,8 @@ def pose_estimate_from_msg(msg, pose_source: str) -> PoseEstimate:
         ValueError: the message cannot be read (bad quaternion, empty particle cloud, ...).
     """
     if pose_source in ('odometry', 'pose_with_covariance'):
-        # the heading only matters with a sensor_offset (inputs.heading_problem): an orientation that is no rotation
-        # (hand-written publishers leave it all-zero) must not cost the measurement otherwise
+        # the heading only matters with a sensor_offset (input_checks.heading_problem): an orientation that is no
+        # rotation (hand-written publishers leave it all-zero) must not cost the measurement otherwise
         pos = msg.pose.pose.position
         try:
             yaw = quaternion_to_yaw(msg.pose.pose.orientation)
@@ -159,6 +160,27 @@ class RoverMessages:
     Attributes:
         heading: yaw (rad) of the latest pose message with an orientation (odometry, pose with covariance),
             None before one (and for particle clouds): the explorer's stop goal faces where the rover does.
+
+    Example:
+        Messages handed to an explorer without a node (what the replay does):
+
+        >>> import numpy as np
+        >>> from sensor_msgs.msg import Temperature
+        >>> from uncertain_bo.explorer import Explorer, planner_from_parameters
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> from uncertain_bo.ros.conversions import make_odometry
+        >>> from uncertain_bo.ros.explorer_parameters import EXPLORER_NODE_PARAMS
+        >>> from uncertain_bo.ros.rover_inputs import RoverMessages
+        >>> params = validate(EXPLORER_NODE_PARAMS, {'search_bounds': [0.0, 50.0, 0.0, 50.0], 'max_speed': 0.0})
+        >>> explorer = Explorer(planner_from_parameters(params), None, params)
+        >>> messages = RoverMessages(explorer, params)
+        >>> odometry = make_odometry(1.0, 'map', 'base_link', [5.0, 5.0], 0.5, np.diag([0.1, 0.1, 0, 0, 0, 0.01]))
+        >>> messages.pose(odometry, now=1.0)
+        >>> explorer.latest_pose.xy, messages.heading
+        (array([5., 5.]), 0.5)
+        >>> messages.reading(Temperature(temperature=float('nan')), 1.1)  # unreadable: refused and counted
+        >>> dict(explorer.rejected)
+        {'reading: non-finite value': 1}
     """
 
     def __init__(self, explorer: Explorer, params: dict[str, Any], seed: int = 0):
@@ -230,6 +252,21 @@ class RoverInputs(RoverMessages):
 
     Raises:
         uncertain_bo.parameters.specs.ParameterError: a ``nav2_msgs`` cloud type where ``nav2_msgs`` is not importable.
+
+    Example:
+        >>> import rclpy
+        >>> from uncertain_bo.explorer import Explorer, planner_from_parameters
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> from uncertain_bo.ros.explorer_parameters import EXPLORER_NODE_PARAMS
+        >>> from uncertain_bo.ros.rover_inputs import RoverInputs
+        >>> params = validate(EXPLORER_NODE_PARAMS, {'pose_source': 'pose_with_covariance'})
+        >>> ctx = rclpy.Context(); ctx.init()
+        >>> node = rclpy.create_node('team_explorer', context=ctx)
+        >>> explorer = Explorer(planner_from_parameters(params), None, params)
+        >>> inputs = RoverInputs(node, explorer, params, namespace='rover1')
+        >>> inputs.topic('pose'), inputs.topic('reading')
+        ('/rover1/pose', '/rover1/reading')
+        >>> node.destroy_node(); ctx.shutdown()
     """
 
     def __init__(self, node: Node, explorer: Explorer, params: dict[str, Any], namespace: str = '', seed: int = 0):
@@ -316,6 +353,22 @@ class InputWatch:
     Args:
         node: the node (its logger; its graph for the publishers).
         inputs: returns the inputs to watch now (a team's active rovers).
+
+    Example:
+        >>> import rclpy
+        >>> from uncertain_bo.explorer import Explorer, planner_from_parameters
+        >>> from uncertain_bo.parameters.specs import validate
+        >>> from uncertain_bo.ros.explorer_parameters import EXPLORER_NODE_PARAMS
+        >>> from uncertain_bo.ros.rover_inputs import InputWatch, RoverInputs
+        >>> params = validate(EXPLORER_NODE_PARAMS, {})
+        >>> ctx = rclpy.Context(); ctx.init()
+        >>> node = rclpy.create_node('explorer', context=ctx)
+        >>> inputs = RoverInputs(node, Explorer(planner_from_parameters(params), None, params), params)
+        >>> watch = InputWatch(node, lambda: [inputs])
+        >>> import time
+        >>> [(what, topic) for what, topic, *_ in watch.waiting(now=time.monotonic())]   # nothing has arrived yet
+        [('pose', '/odometry/filtered'), ('reading', '/reading')]
+        >>> node.destroy_node(); ctx.shutdown()
     """
 
     def __init__(self, node: Node, inputs: Callable[[], Iterable[RoverInputs]]):

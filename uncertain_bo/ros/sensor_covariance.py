@@ -119,6 +119,19 @@ class SensorCovarianceNode(Node):
 
     Raises:
         uncertain_bo.parameters.specs.ParameterError: a parameter is invalid.
+
+    Example:
+        Created in its own context (nothing else needed), its topics:
+
+        >>> import rclpy
+        >>> from uncertain_bo.ros.sensor_covariance import SensorCovarianceNode
+        >>> ctx = rclpy.Context(); ctx.init()
+        >>> node = SensorCovarianceNode(context=ctx)
+        >>> sorted(s.topic_name for s in node.subscriptions if s.topic_name != '/parameter_events')
+        ['/in']
+        >>> sorted(p.topic_name for p in node.publishers if p.topic_name not in ('/rosout', '/parameter_events'))
+        ['/out']
+        >>> node.destroy_node(); ctx.shutdown()
     """
 
     def __init__(self, node_name: str = 'sensor_covariance', **kwargs):

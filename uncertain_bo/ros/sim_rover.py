@@ -68,6 +68,7 @@ from std_msgs.msg import Empty
 
 from uncertain_bo.parameters.specs import Param, ParameterError
 from uncertain_bo.ros import conversions as cv
+from uncertain_bo.ros.reading_messages import READING_TYPES, make_reading
 from uncertain_bo.ros.params import declare_parameters
 from uncertain_bo.ros.qos import RELIABLE_10
 from uncertain_bo.ros.spin import run_node
@@ -87,7 +88,7 @@ SIM_ROVER_NODE_PARAMS = [
     Param('stamped_cmd_vel', False, 'subscribe cmd_vel as geometry_msgs/TwistStamped instead of Twist',
           read_only=True),
     Param('reading_type', 'temperature', 'message type of the reading topic; sensor_msgs/Temperature is '
-          'used as a generic stamped scalar', choices=tuple(cv.READING_TYPES), read_only=True),
+          'used as a generic stamped scalar', choices=tuple(READING_TYPES), read_only=True),
     Param('map_frame', 'map', 'world frame of position fixes and ground truth', read_only=True),
     Param('odom_frame', 'odom', 'frame of the dead-reckoned wheel-odometry pose', read_only=True),
     Param('base_frame', 'base_link', 'rover body frame (child frame of the odometry messages)',
@@ -136,7 +137,7 @@ class _SimulatedRover:
         self.pub_odom = node.create_publisher(Odometry, prefix + 'wheel/odometry', RELIABLE_10)
         self.pub_fix = node.create_publisher(PoseWithCovarianceStamped, prefix + 'position_fix', RELIABLE_10)
         self.pub_truth = node.create_publisher(Odometry, prefix + 'ground_truth', RELIABLE_10)
-        msg_cls, _ = cv.READING_TYPES[p['reading_type']]
+        msg_cls, _ = READING_TYPES[p['reading_type']]
         self.pub_reading = node.create_publisher(msg_cls, prefix + 'reading', RELIABLE_10)
         cmd_cls = TwistStamped if p['stamped_cmd_vel'] else Twist
         node.create_subscription(cmd_cls, prefix + 'cmd_vel', lambda msg: node._on_cmd_vel(self, msg), RELIABLE_10,
@@ -162,6 +163,19 @@ class SimRoverNode(Node):
     Raises:
         ParameterError: an invalid parameter value (``rovers`` repeating a name, or mixing '' with names).
         FieldError: the ``field`` cannot be loaded.
+
+    Example:
+        Created in its own context (nothing else needed), its topics:
+
+        >>> import rclpy
+        >>> from uncertain_bo.ros.sim_rover import SimRoverNode
+        >>> ctx = rclpy.Context(); ctx.init()
+        >>> node = SimRoverNode(context=ctx)
+        >>> sorted(s.topic_name for s in node.subscriptions if s.topic_name != '/parameter_events')
+        ['/cmd_vel', '/surface']
+        >>> sorted(p.topic_name for p in node.publishers if p.topic_name not in ('/rosout', '/parameter_events'))
+        ['/clock', '/ground_truth', '/position_fix', '/reading', '/wheel/odometry']
+        >>> node.destroy_node(); ctx.shutdown()
     """
 
     def __init__(self, node_name: str = 'sim_rover', **kwargs: Any):
@@ -294,8 +308,8 @@ class SimRoverNode(Node):
                 cov = cv.xy_covariance_to_ros(s.fix.cov, yaw_var=_UNOBSERVED, other_var=_UNOBSERVED)
                 r.pub_fix.publish(cv.make_pose_with_covariance(s.t, p['map_frame'], s.fix.xy, 0.0, cov))
             if s.reading is not None:
-                r.pub_reading.publish(cv.make_reading(p['reading_type'], s.t, p['sensor_frame'],
-                                                      s.reading.value, s.reading.variance))
+                r.pub_reading.publish(make_reading(p['reading_type'], s.t, p['sensor_frame'],
+                                                   s.reading.value, s.reading.variance))
             truth = s.truth
             r.pub_truth.publish(cv.make_odometry(
                 s.t, p['map_frame'], r.base_frame, truth.pose[:2], truth.pose[2], np.zeros(36),

@@ -51,12 +51,7 @@ from typing import Any, Callable
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import PoseStamped
-from nav_msgs.msg import OccupancyGrid, Path as PathMsg
-from rclpy.clock import Clock, ClockType
-from rclpy.duration import Duration
 from rclpy.node import Node
-from visualization_msgs.msg import MarkerArray
 
 from ..explorer import Explorer, Measurement, State, TravelBudget, check_explorer_parameters, \
     planner_from_parameters, run_folder
@@ -66,12 +61,11 @@ from ..planning.planner import Recommendation
 from ..team.mission import TeamPlanner
 from .check import check_node_values, check_rovers
 from ..reporting.units import ValueFormat, reading_unit
-from .conversions import make_path, make_pose_stamped
 from .explorer import EXIT_NOT_COMPLETED, EXPLORER_NODE_PARAMS
 from .library_logs import forward_library_logs as forward_library_logs_to, stop_forwarding
-from .qos import LATCHED, RELIABLE_10
+from .operator_outputs import GoalTopics, OperatorOutputs
 from .recording import start_recording
-from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, gp_maps, make_diagnostics, make_markers, \
+from .operator_view import ELLIPSE_SIGMA, MarkerScene, clean_stamp, make_diagnostics, make_markers, \
     rover_markers
 from .params import declare_parameters
 from .revised_path import subscribe_revised_path
@@ -111,8 +105,7 @@ class _Rover:
                                                        tap=node.recording.path_tap() if node.recording else None)
         if node.recording is not None:
             node.recording.add_rover(self.inputs, name, self.revised_path_sub)
-        self.goal_pub = node.create_publisher(PoseStamped, f'{name}/goal_pose', LATCHED)
-        self.plan_pub = node.create_publisher(PathMsg, f'{name}/plan', LATCHED)
+        self.goals = GoalTopics(node, name)
         self.reporter = StatusReporter()
         # its measured locations (means), in order, and how many (a resumed journal's included)
         self.path: list[np.ndarray] = [np.asarray(r['location']['mean'][:2], dtype=float) for r in resumed
@@ -138,9 +131,8 @@ class _Rover:
     # ------------------------------------------------- ExplorerOutputs
     def send_goal(self, target: np.ndarray) -> None:
         node, stamp, frame = self.node, self.node.now_s(), self.node.p['global_frame']
-        self.goal_pub.publish(make_pose_stamped(stamp, frame, target))
         pose = self.explorer.latest_pose
-        self.plan_pub.publish(make_path(stamp, frame, [pose.xy if pose is not None else target, target]))
+        self.goals.send(stamp, frame, pose.xy if pose is not None else target, target)
         if self.explorer.goal_reason == 'new':
             d = self.view.decision
             node.get_logger().info(
@@ -149,9 +141,7 @@ class _Rover:
         node.publish_markers()
 
     def stop(self, position: np.ndarray) -> None:
-        stamp, frame = self.node.now_s(), self.node.p['global_frame']
-        self.goal_pub.publish(make_pose_stamped(stamp, frame, position, self.inputs.heading or 0.0))
-        self.plan_pub.publish(make_path(stamp, frame, [position]))
+        self.goals.stop(self.node.now_s(), self.node.p['global_frame'], position, self.inputs.heading)
 
     def stop_safely(self) -> Callable[[], bool]:
         """The node is shut down: this rover stops where it is, as the explorer node's does
@@ -162,7 +152,7 @@ class _Rover:
             return lambda: True
         self.node.get_logger().info(f'{self.name}: stopping where it is, ({pose.xy[0]:.2f}, {pose.xy[1]:.2f})')
         self.stop(pose.xy)
-        return lambda: all(pub.wait_for_all_acked(Duration()) for pub in (self.goal_pub, self.plan_pub))
+        return self.goals.acknowledged()
 
     def measured(self, m: Measurement, rec: Recommendation) -> None:
         self.measurements += 1
@@ -195,6 +185,26 @@ class TeamExplorerNode(Node):
 
     Raises:
         uncertain_bo.parameters.specs.ParameterError: an invalid parameter, ``rovers`` invalid or repeated.
+
+    Example:
+        Created in its own context (nothing else needed), its topics:
+
+        >>> import rclpy
+        >>> from uncertain_bo.ros.team_explorer import TeamExplorerNode
+        >>> import tempfile
+        >>> from rclpy.parameter import Parameter
+        >>> run = tempfile.TemporaryDirectory()            # the team's journal and result file go to run_dir
+        >>> ctx = rclpy.Context(); ctx.init()
+        >>> node = TeamExplorerNode(context=ctx, parameter_overrides=[Parameter('run_dir', value=run.name)])
+        >>> sorted(s.topic_name for s in node.subscriptions if s.topic_name != '/parameter_events')
+        ['/rover0/odometry/filtered', '/rover0/reading', '/rover1/odometry/filtered', '/rover1/reading']
+        >>> sorted(p.topic_name for p in node.publishers if p.topic_name not in ('/rosout', '/parameter_events'))
+        ['/diagnostics', '/rover0/goal_pose', '/rover0/plan', '/rover1/goal_pose', '/rover1/plan',
+         '/team_explorer/gp_mean', '/team_explorer/gp_std', '/team_explorer/markers']
+        >>> sorted(node.rovers)
+        ['rover0', 'rover1']
+        >>> node.destroy_node(); ctx.shutdown()
+        >>> run.cleanup()
     """
 
     def __init__(self, node_name: str = 'team_explorer', *, forward_library_logs: bool = False, **kwargs):
@@ -225,15 +235,8 @@ class TeamExplorerNode(Node):
         self.team.release_absent()               # the journal's rovers not in the team: their targets released
         self.recommendation: Recommendation | None = None
         self.done = self.completed = False      # the team's end; completed: some rover was not dropped
-        self._maps_dirty = True
-        self._map_scales = None
-        self.markers_pub = self.create_publisher(MarkerArray, '~/markers', LATCHED)
-        self.mean_pub = self.create_publisher(OccupancyGrid, '~/gp_mean', LATCHED)
-        self.std_pub = self.create_publisher(OccupancyGrid, '~/gp_std', LATCHED)
-        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', RELIABLE_10)
         self.timer = self.create_timer(1.0 / self.p['tick_rate'], self._tick)
-        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic, clock=self._steady)
+        self.view = OperatorOutputs(self, self.p['diagnostics_period'], self._periodic)
         self.watch = InputWatch(self, lambda: [r.inputs for r in self.rovers.values() if r.active and not self.done])
         clock = f'; clock on {CLOCK_TOPIC} ({CLOCK_TYPE})' if sim_time(self) else ''
         self.get_logger().info(
@@ -253,7 +256,7 @@ class TeamExplorerNode(Node):
         """The node is being shut down (SIGINT, SIGTERM: :func:`~uncertain_bo.ros.spin.run_node` calls this): no
         further target, and every rover that is driving stops where it is (:meth:`_Rover.stop_safely`). Returns a
         predicate, true once that was delivered."""
-        for timer in (self.timer, self.status_timer, self.watch.timer):
+        for timer in (self.timer, self.view.timer, self.watch.timer):
             timer.cancel()
         delivered = [rover.stop_safely() for rover in self.rovers.values()]
         return lambda: all(d() for d in delivered)
@@ -279,7 +282,7 @@ class TeamExplorerNode(Node):
                 continue
             rover.explorer.tick(now)
             rover.ended()
-        if self._maps_dirty:
+        if self.view.maps_dirty:
             self._update_maps()
         live = [r for r in self.rovers.values() if r.name not in self.team.dropped]
         if all(r.explorer.state is State.DONE for r in live):     # every rover dropped: the end, not completed
@@ -296,7 +299,7 @@ class TeamExplorerNode(Node):
 
     def measured(self, rover: _Rover, m: Measurement, rec: Recommendation) -> None:
         self.recommendation = self.team.record(rover.name, rec)
-        self._maps_dirty = True
+        self.view.maps_dirty = True
         xy, cov = m.place                                   # where the reading was taken (the sensor)
         sd = math.sqrt(max(float(cov[0][0] + cov[1][1]) / 2.0, 0.0))
         fmt = ValueFormat.of(self.planner.y.tolist())       # the decimals the readings' spread asks for
@@ -386,10 +389,9 @@ class TeamExplorerNode(Node):
             for rover in self.rovers.values():
                 rover.explorer.apply_parameters(changed)
         if 'diagnostics_period' in changed:
-            self.destroy_timer(self.status_timer)
-            self.status_timer = self.create_timer(self.p['diagnostics_period'], self._periodic, clock=self._steady)
+            self.view.set_period(self.p['diagnostics_period'])
         if {'gp_map_cells', 'search_bounds', 'execution_noise_std'} & set(changed):
-            self._maps_dirty = True
+            self.view.maps_dirty = True
 
     # ---------------------------------------------------------- operator view
     def _periodic(self) -> None:
@@ -397,11 +399,8 @@ class TeamExplorerNode(Node):
         self.publish_markers()
 
     def _update_maps(self) -> None:
-        self._maps_dirty = False
-        mean_msg, std_msg, self._map_scales = gp_maps(self.planner, self.p['search_bounds'], self.p['gp_map_cells'],
-                                                      self.p['global_frame'], self.now_s())
-        self.mean_pub.publish(mean_msg)
-        self.std_pub.publish(std_msg)
+        self.view.update_maps(self.planner, self.p['search_bounds'], self.p['gp_map_cells'], self.p['global_frame'],
+                              self.now_s())
 
     def publish_status(self) -> None:
         """One DiagnosticStatus per rover on /diagnostics, in one array."""
@@ -422,14 +421,13 @@ class TeamExplorerNode(Node):
                 status.values.append(KeyValue(key='dropped', value=rover.dropped_reason))
             msg.header = one.header
             msg.status.append(status)
-        self.diag_pub.publish(msg)
+        self.view.diagnostics.publish(msg)
 
     def publish_markers(self) -> None:
         """The shared scene (every measurement, the team's recommendation, status) and each rover's path, pending
         target and label, in one MarkerArray on ~/markers."""
         planner, stamp, frame = self.planner, clean_stamp(self.now_s()), self.p['global_frame']
-        scene = MarkerScene.of(self.p['search_bounds'], planner, self.recommendation,
-                               self._map_scales[0] if self._map_scales is not None else None)
+        scene = MarkerScene.of(self.p['search_bounds'], planner, self.recommendation, self.view.mean_scale)
         scene.status = [f"team of {len(self.rovers)}: {planner.n}/{self.p['max_measurements']} measurements"] + [
             f'{r.name}: ' + (f'dropped ({r.dropped_reason})' if r.dropped_reason else
                              STATE_TEXT.get(r.explorer.state.value, r.explorer.state.value))
@@ -442,7 +440,7 @@ class TeamExplorerNode(Node):
             out.markers += rover_markers(rover.name, rover.index, self.p['search_bounds'], rover.path,
                                          pose.xy if pose is not None else None,
                                          goal.numpy() if goal is not None else None, frame, stamp).markers
-        self.markers_pub.publish(out)
+        self.view.markers.publish(out)
 
 
 def main(args=None) -> None:
