@@ -77,6 +77,18 @@ class NodeCheck:
         given: what the file sets for it (after rcl's merge of every matching section), validated.
         values: every parameter of the node (``given`` over the defaults), validated.
         problems: what the node would refuse at start-up (one line each); empty when it would start.
+
+    Example:
+        A rover's explorer section, as the node would receive it:
+
+        >>> import pathlib, tempfile
+        >>> from uncertain_bo.ros.check import check_parameter_files
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = pathlib.Path(folder) / 'rover.yaml'
+        ...     _ = path.write_text('/rover1/explorer:\\n  ros__parameters:\\n    max_measurements: 12\\n')
+        ...     (explorer,) = check_parameter_files([path]).nodes
+        >>> explorer.fqn, explorer.given, explorer.values['max_measurements'], explorer.problems
+        ('/rover1/explorer', {'max_measurements': 12}, 12, [])
     """
 
     node: str
@@ -89,7 +101,24 @@ class NodeCheck:
 @dataclass
 class CheckResult:
     """What :func:`check_parameter_files` found: the nodes, the errors (one line each), the warnings and the
-    sections it did not check."""
+    sections it did not check.
+
+    Example:
+        A misspelled parameter is an error naming the closest parameter; :meth:`raise_errors` raises them as one line:
+
+        >>> import pathlib, tempfile
+        >>> from uncertain_bo.ros.check import check_parameter_files
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = pathlib.Path(folder) / 'rover.yaml'
+        ...     _ = path.write_text('explorer:\\n  ros__parameters:\\n    measurements: 12\\n')
+        ...     result = check_parameter_files([path])
+        >>> print(result.errors[0].split(': ', 1)[1])
+        'measurements' is not a parameter of node /explorer (did you mean 'max_measurements'?)
+        >>> result.raise_errors()
+        Traceback (most recent call last):
+        ...
+        uncertain_bo.parameters.specs.ParameterError: ... (did you mean 'max_measurements'?)
+    """
 
     files: list[str]
     nodes: list[NodeCheck] = field(default_factory=list)
