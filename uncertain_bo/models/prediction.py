@@ -124,20 +124,18 @@ class ExactPrediction(Prediction):
     row, :math:`O(n^2)` (:meth:`grow`).
 
     Example:
-        With noise 1e-4 the posterior at the readings is the readings:
+        With noise 1e-4 the posterior at the readings is the readings (a 1-D GP, fixed hyperparameters):
 
         >>> import torch
         >>> from uncertain_bo.distributions import Dirac
         >>> from uncertain_bo.models import DistributionGP
-        >>> X = torch.tensor([[0.1, 0.2], [0.5, 0.5], [0.9, 0.3]], dtype=torch.float64)
-        >>> bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
-        >>> gp = DistributionGP(bounds, priors=False, standardize=False)
-        >>> gp.set_data(Dirac(X), torch.tensor([0.0, 1.0, 0.5], dtype=torch.float64))
-        >>> gp.set_hyperparameters(lengthscale=0.3, outputscale=1.0, noise=1e-4, mean=0.0)
-        >>> from uncertain_bo.models.prediction import ExactPrediction
-        >>> mean, var = ExactPrediction.build(gp).marginals_of(gp, Dirac(X))
+        >>> gp = DistributionGP(torch.tensor([[0.0], [1.0]], dtype=torch.float64), priors=False, standardize=False)
+        >>> gp.set_hyperparameters(lengthscale=0.3, noise=1e-4)
+        >>> readings = Dirac(torch.tensor([[0.2], [0.6]], dtype=torch.float64))
+        >>> gp.set_data(readings, torch.tensor([1.0, -1.0], dtype=torch.float64))
+        >>> mean, var = gp.exact_prediction().marginals_of(gp, readings)      # an ExactPrediction
         >>> [round(v, 3) for v in mean.tolist()], bool((var < 2e-4).all())
-        ([0.0, 1.0, 0.5], True)
+        ([1.0, -1.0], True)
     """
 
     def __init__(self, enc: Tensor, linv: Tensor, mean: float):
@@ -281,20 +279,19 @@ class SparsePrediction(Prediction):
     :math:`L_B` is refactored once per batch (:math:`O(m^3)`, :meth:`refresh`); hyperparameters are frozen inside.
 
     Example:
-        With readings 0 and 2 as inducing inputs, reading 1 (far from both) keeps most of its prior variance:
+        Setting a model's ``inducing`` readings makes its posterior this one: with readings 0 and 2 inducing, reading 1
+        (0.8 lengthscales from both) keeps part of its prior variance, which the exact posterior would remove:
 
         >>> import torch
         >>> from uncertain_bo.distributions import Dirac
         >>> from uncertain_bo.models import DistributionGP
-        >>> X = torch.tensor([[0.1, 0.2], [0.5, 0.5], [0.9, 0.3]], dtype=torch.float64)
-        >>> bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
-        >>> gp = DistributionGP(bounds, priors=False, standardize=False)
-        >>> gp.set_data(Dirac(X), torch.tensor([0.0, 1.0, 0.5], dtype=torch.float64))
-        >>> gp.set_hyperparameters(lengthscale=0.3, outputscale=1.0, noise=1e-4, mean=0.0)
-        >>> from uncertain_bo.models.prediction import SparsePrediction
-        >>> mean, var = SparsePrediction.build(gp, torch.tensor([0, 2])).marginals_of(gp, Dirac(X))
-        >>> [round(v, 3) for v in var.tolist()]
-        [0.0, 0.834, 0.0]
+        >>> line = torch.tensor([[0.0], [0.25], [0.5]], dtype=torch.float64)
+        >>> gp = DistributionGP(torch.tensor([[0.0], [1.0]], dtype=torch.float64), priors=False, standardize=False)
+        >>> gp.set_data(Dirac(line), torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64))
+        >>> gp.set_hyperparameters(lengthscale=0.3, noise=1e-4)
+        >>> gp.inducing = torch.tensor([0, 2])
+        >>> [round(v, 2) for v in gp.marginals(line)[1].tolist()]                # variances
+        [0.0, 0.14, 0.0]
     """
 
     def __init__(self, z_enc: Tensor, lu: Tensor, mean: float):

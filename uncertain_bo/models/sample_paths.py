@@ -106,21 +106,21 @@ class PosteriorSamplePaths:
         RuntimeError: the model has no data.
 
     Example:
-        Four paths through three readings of noise 1e-4:
+        Four paths through two readings taken at uncertain locations (noise 1e-4), each evaluated at the readings'
+        location distributions, where every path passes close to the reading:
 
         >>> import torch
-        >>> from uncertain_bo.distributions import Dirac
+        >>> from uncertain_bo.distributions import Gaussian
         >>> from uncertain_bo.models import DistributionGP
-        >>> X = torch.tensor([[0.1, 0.2], [0.5, 0.5], [0.9, 0.3]], dtype=torch.float64)
-        >>> bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
-        >>> gp = DistributionGP(bounds, priors=False, standardize=False)
-        >>> gp.set_data(Dirac(X), torch.tensor([0.0, 1.0, 0.5], dtype=torch.float64))
-        >>> gp.set_hyperparameters(lengthscale=0.3, outputscale=1.0, noise=1e-4, mean=0.0)
         >>> from uncertain_bo.models.sample_paths import PosteriorSamplePaths
-        >>> paths = PosteriorSamplePaths(gp, num=4, generator=torch.Generator().manual_seed(0))
-        >>> values = paths.at_points(X)
+        >>> where = Gaussian(torch.tensor([[0.2, 0.3], [0.7, 0.6]], dtype=torch.float64),
+        ...                  1e-4 * torch.eye(2, dtype=torch.float64).expand(2, 2, 2))
+        >>> gp = DistributionGP(torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64), standardize=False)
+        >>> gp.set_data(where, torch.tensor([0.5, -0.5], dtype=torch.float64))
+        >>> gp.set_hyperparameters(lengthscale=0.3, outputscale=1.0, noise=1e-4)
+        >>> values = PosteriorSamplePaths(gp, num=4, generator=torch.Generator().manual_seed(0))(where)
         >>> values.shape, bool(((values - gp.train_y.unsqueeze(-1)).abs() < 0.05).all())
-        (torch.Size([3, 4]), True)
+        (torch.Size([2, 4]), True)
     """
 
     def __init__(self, model, num: int = 1, n_features: int = 1000, generator: torch.Generator | None = None):
