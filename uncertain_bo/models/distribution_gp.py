@@ -185,6 +185,7 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
         self._cache: ExactPrediction | SparsePrediction | None = None
         self._inducing: Tensor | None = None
         self._train_locations_given: LocationDistributions | None = None   # what GPyTorch holds as training data
+        self._pairwise_inputs = None    # during a fit: (inputs, PairwiseInputs) of marginal_likelihood.py
         self.to(DTYPE)
 
     # ------------------------------------------------------------------ data
@@ -391,6 +392,7 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
             log.warning('GP hyperparameter fit failed (%s); keeping previous hyperparameters', exc)
             self.load_state_dict(state)
             ok = False
+        self._pairwise_inputs = None     # the fit's O(n²) pairwise inputs (marginal_likelihood.py): not kept after it
         self.eval()
         self._cache = None
         return ok
