@@ -56,21 +56,25 @@ def psd_sqrt(cov: Tensor, *, method: str = 'eigh') -> Tensor:
     raise ValueError(f"method must be 'eigh', 'cholesky' or 'jittered_cholesky', got {method!r}")
 
 
-def unrolled_cholesky(a: Tensor) -> list[list[Tensor | None]]:
+def unrolled_cholesky(a: Tensor | list[list[Tensor | None]]) -> list[list[Tensor | None]]:
     """Lower Cholesky entries of ``(..., d, d)`` SPD matrices as a nested list of ``(...)`` tensors.
 
-    ``lower[i][j]`` (``j <= i``) is the entry :math:`L_{ij}` for the whole batch; entries above the diagonal
-    are None. Differentiable; no pivoting, so ``a`` must be positive definite (NaN otherwise).
+    ``a`` is the matrices, or their entries on and below the diagonal as such a nested list (``a[i][j]``, ``j <= i``;
+    contiguous entries are faster to combine than strided slices of one tensor). ``lower[i][j]`` (``j <= i``) is the
+    entry :math:`L_{ij}` for the whole batch; entries above the diagonal are None. Differentiable; no pivoting, so
+    ``a`` must be positive definite (NaN otherwise).
     """
-    d = a.shape[-1]
+    if isinstance(a, Tensor):
+        a = [[a[..., i, j] for j in range(a.shape[-1])] for i in range(a.shape[-1])]
+    d = len(a)
     lower: list[list[Tensor | None]] = [[None] * d for _ in range(d)]
     for j in range(d):
-        s = a[..., j, j]
+        s = a[j][j]
         for k in range(j):
             s = s - lower[j][k] * lower[j][k]
         lower[j][j] = s.sqrt()
         for i in range(j + 1, d):
-            s = a[..., i, j]
+            s = a[i][j]
             for k in range(j):
                 s = s - lower[i][k] * lower[j][k]
             lower[i][j] = s / lower[j][j]
@@ -99,6 +103,36 @@ def unrolled_quadratic_and_half_logdet(lower: list[list[Tensor | None]], delta: 
         ljj = lower[j][j].log()
         half_logdet = ljj if half_logdet is None else half_logdet + ljj
     return quad, half_logdet
+
+
+def unrolled_inverse_terms(lower: list[list[Tensor | None]], delta: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    r"""The diagonal of :math:`A^{-1}`, :math:`A^{-1}\Delta` and :math:`\tfrac12 \log|A|` from :func:`unrolled_cholesky`
+    entries of :math:`A = LL^\top`.
+
+    Args:
+        lower: entries of :math:`L` (shapes broadcastable against ``delta[..., 0]``).
+        delta: ``(..., d)`` vectors.
+
+    Returns:
+        ``(diag(A⁻¹) (..., d), A⁻¹Δ (..., d), half_logdet (...))`` (broadcast shape): :math:`L^{-1}` by forward
+        substitution, :math:`\operatorname{diag}(A^{-1})_m = \sum_k (L^{-1})_{km}^2`, :math:`A^{-1}\Delta =
+        L^{-\top} L^{-1} \Delta`.
+    """
+    d = len(lower)
+    inv: list[list[Tensor | None]] = [[None] * d for _ in range(d)]      # L⁻¹, lower triangular
+    for i in range(d):
+        inv[i][i] = lower[i][i].reciprocal()
+        for j in range(i):
+            s = lower[i][j] * inv[j][j]
+            for k in range(j + 1, i):
+                s = s + lower[i][k] * inv[k][j]
+            inv[i][j] = -s * inv[i][i]
+    z = [sum(inv[i][k] * delta[..., k] for k in range(i + 1)) for i in range(d)]                 # L⁻¹Δ
+    solved = [sum(inv[k][m] * z[k] for k in range(m, d)) for m in range(d)]                      # L⁻ᵀL⁻¹Δ
+    diagonal = [sum(inv[k][m] * inv[k][m] for k in range(m, d)) for m in range(d)]
+    half_logdet = sum(lower[j][j].log() for j in range(d))
+    shape = torch.broadcast_shapes(*(t.shape for t in solved))
+    return (torch.stack([t.expand(shape) for t in diagonal], -1), torch.stack(solved, -1), half_logdet)
 
 
 def quadratic_and_half_logdet(a: Tensor, delta: Tensor) -> tuple[Tensor, Tensor]:

@@ -112,6 +112,15 @@ class AdditiveRQKernel(Kernel):
 
     Raises:
         ValueError: empty or non-positive ``alphas``.
+
+    Example:
+        >>> import torch
+        >>> from uncertain_bo.kernels import AdditiveRQKernel
+        >>> kernel = AdditiveRQKernel()                   # a_i = 0.2, 0.5, 1, 2, 5; lengthscales 1
+        >>> x = torch.tensor([[0.0, 0.0], [0.3, 0.4]], dtype=torch.float64)
+        >>> K = kernel(x, x).to_dense().detach()
+        >>> K.diagonal().tolist(), round(float(K[0, 1]), 4)       # k(x, x) = number of terms
+        ([5.0, 5.0], 4.4604)
     """
 
     def __init__(self, alphas: tuple[float, ...] = (0.2, 0.5, 1.0, 2.0, 5.0), lengthscale: float | Tensor = 1.0,

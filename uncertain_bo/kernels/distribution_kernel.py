@@ -39,6 +39,20 @@ class DistributionKernel(Kernel):
     Subclasses define :meth:`encode` (distribution batch -> ``(n, D)`` tensor) and ``forward`` on the
     encoded tensors. ``dim`` is the dimension ``d`` of the space the distributions live in; lengthscales
     (if any) have one entry per space dimension (ARD), not per encoded column.
+
+    Example:
+        A subclass encodes a batch of location distributions into the tensor GPyTorch passes to ``forward``:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Gaussian
+        >>> from uncertain_bo.kernels import DistributionKernel, ExpectedRBFKernel
+        >>> kernel = ExpectedRBFKernel(2)
+        >>> isinstance(kernel, DistributionKernel), kernel.lengthscale.shape   # one lengthscale per dimension of R^d
+        (True, torch.Size([1, 2]))
+        >>> P = Gaussian(torch.zeros(3, 2, dtype=torch.float64),
+        ...              0.01 * torch.eye(2, dtype=torch.float64).expand(3, 2, 2))
+        >>> kernel.encode(P).shape                                              # [mean (d), vec(covariance) (d²)]
+        torch.Size([3, 6])
     """
 
     def __init__(self, dim: int, **kwargs):
@@ -96,6 +110,20 @@ class SampleDistributionKernel(DistributionKernel):
         max_block: largest base-kernel block materialised at once (entries); None: the class's CPU default
             (``cpu_max_block``) for CPU tensors, :data:`DEVICE_MAX_BLOCK` for tensors on an accelerator.
         **kwargs: GPyTorch ``Kernel`` arguments.
+
+    Example:
+        Every distribution is encoded as ``m`` weighted samples (a Gaussian by ``n_samples`` fixed base draws):
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac, Gaussian
+        >>> from uncertain_bo.kernels import KernelMeanEmbeddingKernel, SampleDistributionKernel
+        >>> kernel = KernelMeanEmbeddingKernel(2, n_samples=16)
+        >>> isinstance(kernel, SampleDistributionKernel)
+        True
+        >>> P = Gaussian(torch.zeros(3, 2, dtype=torch.float64),
+        ...              0.01 * torch.eye(2, dtype=torch.float64).expand(3, 2, 2))
+        >>> kernel.encode(P).shape, kernel.encode(Dirac(torch.zeros(3, 2, dtype=torch.float64))).shape   # m (d + 1)
+        (torch.Size([3, 48]), torch.Size([3, 3]))
     """
 
     _ard_lengthscale = True

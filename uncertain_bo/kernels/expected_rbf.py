@@ -41,6 +41,22 @@ class ExpectedRBFKernel(DistributionKernel):
         dim: dimension ``d`` of the input space.
         **kwargs: GPyTorch ``Kernel`` arguments (``lengthscale_prior``, ``lengthscale_constraint``,
             ``batch_shape``).
+
+    Example:
+        Two Gaussians 0.3 apart, :math:`\Sigma = 0.01 I`, :math:`\ell = 0.5`: on the diagonal
+        :math:`|I + 2\Sigma/\ell^2|^{-1/2} = 1/1.08`:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Gaussian
+        >>> from uncertain_bo.kernels import ExpectedRBFKernel
+        >>> kernel = ExpectedRBFKernel(2)
+        >>> kernel.lengthscale = 0.5
+        >>> P = Gaussian(torch.tensor([[0.2, 0.2], [0.5, 0.2]], dtype=torch.float64),
+        ...              0.01 * torch.eye(2, dtype=torch.float64).expand(2, 2, 2))
+        >>> encoded = kernel.encode(P)
+        >>> kernel.forward(encoded, encoded).detach().numpy().round(4)
+        array([[0.9259, 0.7838],
+                [0.7838, 0.9259]])
     """
 
     has_lengthscale = True

@@ -98,6 +98,21 @@ class KernelMeanEmbeddingKernel(SampleDistributionKernel):
     ``ScaleKernel``). For Gaussian inputs this converges to :class:`ExpectedRBFKernel` (its closed form).
     Cost :math:`O(m_1 m_2)` per pair; the diagonal uses the same (V-statistic) estimate, so the kernel
     matrix is PSD. Encoding and arguments: :class:`SampleDistributionKernel`.
+
+    Example:
+        From 256 samples per Gaussian, close to :class:`ExpectedRBFKernel`'s closed form (0.9259, 0.7838):
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Gaussian
+        >>> from uncertain_bo.kernels import KernelMeanEmbeddingKernel
+        >>> kernel = KernelMeanEmbeddingKernel(2, n_samples=256)
+        >>> kernel.lengthscale = 0.5
+        >>> P = Gaussian(torch.tensor([[0.2, 0.2], [0.5, 0.2]], dtype=torch.float64),
+        ...              0.01 * torch.eye(2, dtype=torch.float64).expand(2, 2, 2))
+        >>> encoded = kernel.encode(P)
+        >>> kernel.forward(encoded, encoded).detach().numpy().round(4)
+        array([[0.9258, 0.7837],
+                [0.7837, 0.9258]])
     """
 
     has_lengthscale = True

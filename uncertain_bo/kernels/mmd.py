@@ -85,6 +85,20 @@ class MMDKernel(SampleDistributionKernel):
         ValueError: unknown estimator, ``n_landmarks < 1``, ``fused`` not True, False or ``'auto'``.
         TypeError: (on evaluation) the Nyström estimator on samples that are not float64. The empirical
             estimator evaluates in the samples' dtype.
+
+    Example:
+        Two Gaussians 0.3 apart are less similar than each is to itself (the U-statistic's diagonal exceeds 1):
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Gaussian
+        >>> from uncertain_bo.kernels import MMDKernel
+        >>> kernel = MMDKernel(2, estimator='empirical', n_samples=32)
+        >>> P = Gaussian(torch.tensor([[0.2, 0.2], [0.5, 0.2]], dtype=torch.float64),
+        ...              0.01 * torch.eye(2, dtype=torch.float64).expand(2, 2, 2))
+        >>> encoded = kernel.encode(P)
+        >>> kernel.forward(encoded, encoded).detach().numpy().round(4)
+        array([[1.0064, 0.6714],
+                [0.6714, 1.0064]])
     """
 
     has_lengthscale = True

@@ -43,6 +43,21 @@ class SymmetrizedKLKernel(DistributionKernel):
         variance_floor: smallest variance used (input units squared, after normalisation).
         median_init: initialise :math:`\ell` by the median heuristic on the first encoded batch.
         **kwargs: passed to ``GaussianSymmetrizedKLKernel`` (``lengthscale_prior``, ...).
+
+    Example:
+        Two Gaussians at the same mean, variances 0.01 and 0.04 per axis: SKL = 2 x ½ (4 + ¼ - 2) = 2.25, which the
+        median heuristic takes as :math:`\ell`, so :math:`\hat k = e^{-1}` between them:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Gaussian
+        >>> from uncertain_bo.kernels import SymmetrizedKLKernel
+        >>> kernel = SymmetrizedKLKernel(2)
+        >>> eye = torch.eye(2, dtype=torch.float64)
+        >>> P = Gaussian(torch.full((2, 2), 0.2, dtype=torch.float64), torch.stack([0.01 * eye, 0.04 * eye]))
+        >>> encoded = kernel.encode(P)                      # [mean (d), log variance (d)]
+        >>> K = kernel.forward(encoded, encoded).detach()
+        >>> round(float(kernel.lengthscale), 4), round(float(K[0, 1]), 4), round(float(K[1, 1]), 4)
+        (2.25, 0.3679, 1.0)
     """
 
     def __init__(self, dim: int, *, variance_floor: float = 1e-10, median_init: bool = True, **kwargs):

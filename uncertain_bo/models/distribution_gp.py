@@ -97,6 +97,7 @@ from ..distributions import DTYPE, Dirac, LocationDistributions, cat, replace_ro
 from ..kernels import DistributionKernel, ExpectedRBFKernel
 from .conditioned import ConditionedGP
 from .likelihood import ReadingNoiseLikelihood, make_noise_prior
+from .marginal_likelihood import negative_marginal_log_likelihood
 from .prediction import ExactPrediction, SparsePrediction
 
 __all__ = ['DistributionGP', 'ModelFittingError']
@@ -184,6 +185,7 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
         self._cache: ExactPrediction | SparsePrediction | None = None
         self._inducing: Tensor | None = None
         self._train_locations_given: LocationDistributions | None = None   # what GPyTorch holds as training data
+        self._pairwise_inputs = None    # during a fit: (inputs, PairwiseInputs) of marginal_likelihood.py
         self.to(DTYPE)
 
     # ------------------------------------------------------------------ data
@@ -390,9 +392,16 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
             log.warning('GP hyperparameter fit failed (%s); keeping previous hyperparameters', exc)
             self.load_state_dict(state)
             ok = False
+        self._pairwise_inputs = None     # the fit's O(n²) pairwise inputs (marginal_likelihood.py): not kept after it
         self.eval()
         self._cache = None
         return ok
+
+    def compute_custom_loss(self, mll: ExactMarginalLogLikelihood, **kwargs: Any) -> Tensor:
+        """The loss BoTorch's ``fit_gpytorch_mll`` minimises (its hook for a model's own loss): the negative
+        marginal likelihood of :mod:`~uncertain_bo.models.marginal_likelihood`, in closed form for the expected SE
+        kernel."""
+        return negative_marginal_log_likelihood(self, mll)
 
     def set_hyperparameters(self, *, lengthscale: float | Sequence[float] | None = None,
                             outputscale: float | None = None, noise: float | None = None,

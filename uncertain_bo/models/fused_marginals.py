@@ -7,7 +7,7 @@ The values are those of the generic path (:meth:`~uncertain_bo.models.prediction
 same order, so they agree to the bit. What changes is the cost: the training side of the kernel (the Cholesky
 factors of :math:`A_j = I + \tilde\Sigma + \tilde\Sigma_j`, :math:`\tilde\Sigma = \Sigma / \ell\ell^\top`, and the
 training means in lengthscale units) depends on the candidates only through :math:`\tilde\Sigma`, so it is
-computed once per prediction strategy, data size and hyperparameters (:class:`TrainingSide`) instead of once per
+computed once per prediction strategy, data size and hyperparameters (:class:`_TrainingSide`) instead of once per
 call, and the gradient w.r.t. the candidates' means is written out (:class:`_Marginals`) instead of recorded op by
 op. With :math:`\mathbf u` the candidate mean in lengthscale units, :math:`\delta_j = \mathbf u - \mathbf u_j`,
 :math:`\mathbf z_j = L_j^{-1}\delta_j` (:math:`L_j L_j^\top = A_j`), :math:`LL^\top = \hat K + \Lambda` and
@@ -38,11 +38,11 @@ if TYPE_CHECKING:
     from .distribution_gp import DistributionGP
     from .prediction import ExactPrediction
 
-__all__ = ['TrainingSide', 'fused_marginals']
+__all__ = ['fused_marginals']
 
 
 @dataclass
-class TrainingSide:
+class _TrainingSide:
     """What the expected SE kernel needs of the ``n`` training inputs for one shared candidate covariance.
 
     Attributes:
@@ -102,8 +102,8 @@ def fused_marginals(gp: 'DistributionGP', cache: 'ExactPrediction',
 
 
 def _training_side(kernel, cache: 'ExactPrediction', inv_ell: Tensor, outer: Tensor, c1: Tensor,
-                   outputscale: float) -> TrainingSide | None:
-    """The cache's :class:`TrainingSide` for ``c1``, built (and kept on the cache) when the data (more readings, or
+                   outputscale: float) -> _TrainingSide | None:
+    """The cache's :class:`_TrainingSide` for ``c1``, built (and kept on the cache) when the data (more readings, or
     revised inputs: :attr:`~uncertain_bo.models.prediction.ExactPrediction.revised`), the hyperparameters or ``c1``
     changed; None when the training covariances are all equal (also kept)."""
     key = (cache.enc.shape[0], cache.revised, tuple(inv_ell.reshape(-1).tolist()), tuple(c1.reshape(-1).tolist()),
@@ -123,7 +123,7 @@ def _training_side(kernel, cache: 'ExactPrediction', inv_ell: Tensor, outer: Ten
         ljj = lower[j][j].log()
         half_logdet = ljj if half_logdet is None else half_logdet + ljj
     means = m2 * inv_ell
-    side = TrainingSide(key, means, lower, half_logdet, [means[:, j].contiguous() for j in range(kernel.dim)])
+    side = _TrainingSide(key, means, lower, half_logdet, [means[:, j].contiguous() for j in range(kernel.dim)])
     cache._training_side = (key, side)
     return side
 
@@ -132,7 +132,7 @@ class _Marginals(torch.autograd.Function):
     """``(mean, var)`` from candidate means in lengthscale units ``u`` ``(N, d)``; the module docstring's algebra."""
 
     @staticmethod
-    def forward(ctx, u: Tensor, side: TrainingSide, kss: Tensor, outputscale: Tensor, prior_mean: float,
+    def forward(ctx, u: Tensor, side: _TrainingSide, kss: Tensor, outputscale: Tensor, prior_mean: float,
                 alpha: Tensor, linv: Tensor) -> tuple[Tensor, Tensor]:
         lower = side.lower
         z: list[Tensor] = []

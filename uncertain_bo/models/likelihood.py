@@ -38,6 +38,17 @@ class ReadingNoiseLikelihood(GaussianLikelihood):
 
     ``known_noise`` (buffer, ``(n,)``, the model's standardised units) is added to the diagonal of the
     training marginal when its length matches (the marginal likelihood's training call); zeros change nothing.
+
+    Example:
+        >>> import torch
+        >>> from gpytorch.distributions import MultivariateNormal
+        >>> from uncertain_bo.models import ReadingNoiseLikelihood
+        >>> likelihood = ReadingNoiseLikelihood()
+        >>> likelihood.noise = torch.tensor([0.01], dtype=torch.float64)             # the learned λ
+        >>> likelihood.known_noise = torch.tensor([0.0, 0.04], dtype=torch.float64)  # reading 2 reported 0.04
+        >>> f = MultivariateNormal(torch.zeros(2, dtype=torch.float64), torch.eye(2, dtype=torch.float64))
+        >>> [round(v, 6) for v in likelihood.marginal(f).covariance_matrix.diagonal().tolist()]   # 1 + λ, 1 + λ + 0.04
+        [1.01, 1.05]
     """
 
     def __init__(self, **kwargs):

@@ -45,7 +45,26 @@ def safe_cholesky(a: Tensor) -> Tensor:
 
 
 class Prediction:
-    """What both strategies read from their factors (standardised units, encoded inputs)."""
+    """What both strategies read from their factors (standardised units, encoded inputs).
+
+    Example:
+        Both strategies read a posterior the same way; with every reading as inducing input the sparse one is exact:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac
+        >>> from uncertain_bo.models import DistributionGP
+        >>> X = torch.tensor([[0.1, 0.2], [0.5, 0.5], [0.9, 0.3]], dtype=torch.float64)
+        >>> bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+        >>> gp = DistributionGP(bounds, priors=False, standardize=False)
+        >>> gp.set_data(Dirac(X), torch.tensor([0.0, 1.0, 0.5], dtype=torch.float64))
+        >>> gp.set_hyperparameters(lengthscale=0.3, outputscale=1.0, noise=1e-4, mean=0.0)
+        >>> from uncertain_bo.models.prediction import ExactPrediction, SparsePrediction
+        >>> test = Dirac(torch.tensor([[0.3, 0.3], [0.7, 0.9]], dtype=torch.float64))
+        >>> exact = ExactPrediction.build(gp).marginals_of(gp, test)
+        >>> sparse = SparsePrediction.build(gp, torch.arange(3)).marginals_of(gp, test)
+        >>> all(torch.allclose(a, b) for a, b in zip(exact, sparse))
+        True
+    """
 
     def factors(self, gp: 'DistributionGP', enc: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
         """Posterior mean ``(N,)`` and the factors :math:`\\mathbf a`, :math:`\\mathbf b` (or None) at ``(N, E)``."""
@@ -102,7 +121,22 @@ def prior_block(gp: 'DistributionGP', enc: Tensor) -> Tensor:
 class ExactPrediction(Prediction):
     """Cached :math:`L^{-1}` with :math:`LL^\\top = \\hat K + \\Lambda`, and :math:`\\alpha = (\\hat K + \\Lambda)^{-1}
     (\\mathbf y - m)`, in standardised units (paper Eqs. 11-13). A reading is added by growing :math:`L^{-1}` by one
-    row, :math:`O(n^2)` (:meth:`grow`)."""
+    row, :math:`O(n^2)` (:meth:`grow`).
+
+    Example:
+        With noise 1e-4 the posterior at the readings is the readings (a 1-D GP, fixed hyperparameters):
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac
+        >>> from uncertain_bo.models import DistributionGP
+        >>> gp = DistributionGP(torch.tensor([[0.0], [1.0]], dtype=torch.float64), priors=False, standardize=False)
+        >>> gp.set_hyperparameters(lengthscale=0.3, noise=1e-4)
+        >>> readings = Dirac(torch.tensor([[0.2], [0.6]], dtype=torch.float64))
+        >>> gp.set_data(readings, torch.tensor([1.0, -1.0], dtype=torch.float64))
+        >>> mean, var = gp.exact_prediction().marginals_of(gp, readings)      # an ExactPrediction
+        >>> [round(v, 3) for v in mean.tolist()], bool((var < 2e-4).all())
+        ([1.0, -1.0], True)
+    """
 
     def __init__(self, enc: Tensor, linv: Tensor, mean: float):
         self.mean = mean
@@ -243,6 +277,21 @@ class SparsePrediction(Prediction):
 
     A new reading adds a column :math:`p` to :math:`P` (:math:`B \mathrel{+}= p p^\top`, :math:`O(m^2)`) and
     :math:`L_B` is refactored once per batch (:math:`O(m^3)`, :meth:`refresh`); hyperparameters are frozen inside.
+
+    Example:
+        Setting a model's ``inducing`` readings makes its posterior this one: with readings 0 and 2 inducing, reading 1
+        (0.8 lengthscales from both) keeps part of its prior variance, which the exact posterior would remove:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Dirac
+        >>> from uncertain_bo.models import DistributionGP
+        >>> line = torch.tensor([[0.0], [0.25], [0.5]], dtype=torch.float64)
+        >>> gp = DistributionGP(torch.tensor([[0.0], [1.0]], dtype=torch.float64), priors=False, standardize=False)
+        >>> gp.set_data(Dirac(line), torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64))
+        >>> gp.set_hyperparameters(lengthscale=0.3, noise=1e-4)
+        >>> gp.inducing = torch.tensor([0, 2])
+        >>> [round(v, 2) for v in gp.marginals(line)[1].tolist()]                # variances
+        [0.0, 0.14, 0.0]
     """
 
     def __init__(self, z_enc: Tensor, lu: Tensor, mean: float):

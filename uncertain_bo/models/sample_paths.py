@@ -48,6 +48,17 @@ class RandomFeatures:
             they are applied to).
         b: ``(M,)`` phases, :math:`U(0, 2\pi)`.
         amplitude: :math:`\sqrt{2\sigma_f^2/M}`.
+
+    Example:
+        Inner products of 4000 features approach the SE kernel, here :math:`\exp(-0.05 / 0.18) = 0.757`:
+
+        >>> import torch
+        >>> from uncertain_bo.models.sample_paths import RandomFeatures
+        >>> lengthscale = torch.tensor([0.3, 0.3], dtype=torch.float64)
+        >>> features = RandomFeatures.draw(lengthscale, 1.0, 4000, torch.Generator().manual_seed(0))
+        >>> phi = features(torch.tensor([[0.1, 0.2], [0.2, 0.4]], dtype=torch.float64))
+        >>> phi.shape, abs(float(phi[0] @ phi[1]) - 0.757) < 0.05
+        (torch.Size([2, 4000]), True)
     """
 
     w: Tensor
@@ -93,6 +104,23 @@ class PosteriorSamplePaths:
     Raises:
         TypeError: another kernel (no random-feature expansion is defined for it here).
         RuntimeError: the model has no data.
+
+    Example:
+        Four paths through two readings taken at uncertain locations (noise 1e-4), each evaluated at the readings'
+        location distributions, where every path passes close to the reading:
+
+        >>> import torch
+        >>> from uncertain_bo.distributions import Gaussian
+        >>> from uncertain_bo.models import DistributionGP
+        >>> from uncertain_bo.models.sample_paths import PosteriorSamplePaths
+        >>> where = Gaussian(torch.tensor([[0.2, 0.3], [0.7, 0.6]], dtype=torch.float64),
+        ...                  1e-4 * torch.eye(2, dtype=torch.float64).expand(2, 2, 2))
+        >>> gp = DistributionGP(torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64), standardize=False)
+        >>> gp.set_data(where, torch.tensor([0.5, -0.5], dtype=torch.float64))
+        >>> gp.set_hyperparameters(lengthscale=0.3, outputscale=1.0, noise=1e-4)
+        >>> values = PosteriorSamplePaths(gp, num=4, generator=torch.Generator().manual_seed(0))(where)
+        >>> values.shape, bool(((values - gp.train_y.unsqueeze(-1)).abs() < 0.05).all())
+        (torch.Size([2, 4]), True)
     """
 
     def __init__(self, model, num: int = 1, n_features: int = 1000, generator: torch.Generator | None = None):
