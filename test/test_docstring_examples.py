@@ -66,6 +66,22 @@ def _run_examples(module):
     return runner.failures, runner.tries
 
 
+@pytest.fixture
+def registries_as_found():
+    """An example may register a method or a problem, as a user would (``register_problem``); the process's
+    registries are put back as they were, so that later tests see only the package's own."""
+    import uncertain_bo.acquisition  # noqa: F401  (every own method registered before the copy)
+    from uncertain_bo.acquisition.method import METHODS
+    from uncertain_bo.benchmarks.base import PROBLEMS, load_own_problems
+    load_own_problems()
+    saved = [(registry, dict(registry)) for registry in (METHODS, PROBLEMS)]
+    yield
+    for registry, entries in saved:
+        registry.clear()
+        registry.update(entries)
+
+
+@pytest.mark.usefixtures('registries_as_found')
 @pytest.mark.parametrize('name', [name for name, path in MODULES if '>>>' in path.read_text()])
 def test_the_examples_run_as_written(name):
     failed, attempted = _run_examples(_import(name))
