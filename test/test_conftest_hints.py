@@ -41,13 +41,14 @@ class Block:
             raise ModuleNotFoundError(f'No module named {name!r}', name=name)
 sys.meta_path.insert(0, Block())
 from uncertain_bo.cli import main
-sys.exit(main(['check', 'config/explorer.yaml']))
+sys.exit(main(['params', 'explorer']))
 """
 
 
 def test_a_command_without_rclpy_says_what_to_install_in_one_line():
-    """In a venv without the ROS wheels, `uncertain-bo check FILE` (and demo, params, replay) ended in an import
-    traceback (ModuleNotFoundError: No module named 'geometry_msgs')."""
+    """In a venv without the ROS wheels, `uncertain-bo params NODE` (and demo, replay; `check` once did too, it now
+    needs no ROS: test_registries.py) ended in an import traceback (ModuleNotFoundError: No module named
+    'geometry_msgs')."""
     out = subprocess.run([sys.executable, '-c', BLOCKED], capture_output=True, text=True, timeout=300,
                          cwd=Path(__file__).resolve().parent.parent)
     assert out.returncode == 2 and 'Traceback' not in out.stderr, out.stderr[-2000:]
