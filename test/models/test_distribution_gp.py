@@ -248,3 +248,28 @@ def test_outcome_transform_must_be_one_standardize():
         DistributionGP(BOUNDS, outcome_transform=Standardize(m=2))
     with pytest.raises(ValueError, match='standardize=False'):
         DistributionGP(BOUNDS, standardize=False, outcome_transform=Standardize(m=1))
+
+
+@pytest.mark.parametrize('shape', [(4, 3, 2), (2, 4, 3, 2), (3, 2), (2,)])
+def test_posterior_has_the_shapes_botorch_promises(gen, shape):
+    """BoTorch's model contract: points ``batch x q x d`` -> mean ``batch x q x 1``, joint covariance ``batch x q x q``
+    (``q x d`` -> ``q x 1``; one point ``d`` is ``q = 1``), alike from ``posterior``, ``model(X)``, the targets' view
+    and a fantasy model; and an acquisition under BoTorch's ``t_batch_mode_transform`` gives one value per t-batch."""
+    from botorch.acquisition import qUpperConfidenceBound
+    from botorch.sampling import SobolQMCNormalSampler
+    from uncertain_bo.models import TargetModel
+    locs, y = data(8, gen)
+    gp = DistributionGP(BOUNDS)
+    gp.set_data(locs, y)
+    X = BOUNDS[0] + torch.rand(*shape, generator=gen, dtype=torch.float64) * (BOUNDS[1] - BOUNDS[0])
+    batch, q = (shape[:-2], shape[-2]) if len(shape) > 1 else ((), 1)
+    for model in (gp, TargetModel(gp)):
+        post = model.posterior(X)
+        assert post.mean.shape == (*batch, q, 1) and post.variance.shape == (*batch, q, 1)
+        assert post.distribution.covariance_matrix.shape == (*batch, q, q)
+    assert gp(X).mean.shape == (*batch, q)
+    if len(shape) > 1:        # BoTorch's fantasize and acquisitions need q x d at least
+        fantasy = gp.fantasize(X[..., :1, :], SobolQMCNormalSampler(torch.Size([5])))
+        assert fantasy.posterior(X).mean.shape == (5, *batch, q, 1)
+        value = qUpperConfidenceBound(gp, beta=2.0)(X)      # t_batch_mode_transform: q x d is one t-batch
+        assert value.shape == (batch or (1,))

@@ -685,9 +685,7 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
         X = torch.as_tensor(X)
         if X.shape[-1] != self.dim:
             raise ValueError(f'points must end in dimension {self.dim}, got shape {tuple(X.shape)}')
-        if X.ndim == 1:
-            X = X.unsqueeze(0)
-        return Dirac(X.reshape(-1, self.dim).to(DTYPE)), X.shape[:-2]
+        return Dirac(X.reshape(-1, self.dim).to(DTYPE)), X.shape[:-2]     # a point (d,) is one q x d batch, q = 1
 
     def _joint(self, dists: LocationDistributions, batch: torch.Size, q: int) -> tuple[Tensor, Tensor]:
         """Mean ``batch x q`` and covariance ``batch x q x q`` of the latent (standardised units)."""
