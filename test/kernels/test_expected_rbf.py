@@ -166,3 +166,23 @@ def test_batches_of_groups_with_a_shared_covariance_are_the_pairwise_kernel(poin
     general = torch.stack([k.forward(e, e) for e in enc])
     assert batched.shape == (4, 3, 3)
     torch.testing.assert_close(batched, general, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize('d', [1, 2, 4])
+def test_se_kernel_is_the_expected_se_kernel_on_dirac_inputs(d, gen):
+    """The plain SE function (sample paths, kernel mean embeddings) against ExpectedRBFKernel on Dirac inputs and a
+    pairwise NumPy-free oracle; ``diag`` is the paired values."""
+    from uncertain_bo.kernels import se_kernel
+    ell = torch.linspace(0.3, 1.5, d, dtype=torch.float64)
+    x1 = torch.randn(6, d, generator=gen, dtype=torch.float64)
+    x2 = torch.randn(5, d, generator=gen, dtype=torch.float64)
+    k = ExpectedRBFKernel(d)
+    k.lengthscale = ell
+    closed = k.forward(k.encode(Dirac(x1)), k.encode(Dirac(x2)))
+    oracle = torch.tensor([[math.exp(-0.5 * float((((a - b) / ell) ** 2).sum())) for b in x2] for a in x1],
+                          dtype=torch.float64)
+    got = se_kernel(x1 / ell, x2 / ell)
+    torch.testing.assert_close(got, oracle, rtol=1e-13, atol=1e-15)
+    torch.testing.assert_close(got, closed.detach(), rtol=1e-13, atol=1e-15)
+    torch.testing.assert_close(se_kernel(x1[:5] / ell, x2 / ell, diag=True), oracle[:5].diagonal(),
+                               rtol=1e-13, atol=1e-15)

@@ -203,3 +203,73 @@ def test_conditioning_on_readings_is_the_posterior_with_them(noisy_inputs_gp):
     assert gp.n == 15 and cond.n == 17
     with pytest.raises(RuntimeError, match='conditioned model'):
         cond.fit()
+
+
+def test_standardize_outcome_transform_gives_single_task_gps_posterior(gen):
+    """Oracle: BoTorch's SingleTaskGP with the same SE hyperparameters and Standardize, on the same readings."""
+    from botorch.models import SingleTaskGP
+    from botorch.models.transforms.input import Normalize
+    from botorch.models.transforms.outcome import Standardize
+    from gpytorch.kernels import RBFKernel, ScaleKernel
+    from gpytorch.likelihoods import GaussianLikelihood
+
+    x = BOUNDS[0] + torch.rand(12, 2, generator=gen, dtype=torch.float64) * (BOUNDS[1] - BOUNDS[0])
+    y = 100.0 + 5.0 * torch.sin(x[:, 0]) + x[:, 1]      # far from zero mean and unit variance
+    ell_unit, sf2, lam, m = [0.2, 0.3], 1.3, 0.02, 0.4  # standardised units; lengthscales on the unit cube
+    gp = DistributionGP(BOUNDS, priors=False, outcome_transform=Standardize(m=1))
+    gp.set_data(Dirac(x), y)
+    gp.set_hyperparameters(lengthscale=torch.tensor(ell_unit, dtype=torch.float64) * (BOUNDS[1] - BOUNDS[0]),
+                           outputscale=sf2, noise=lam, mean=m)
+    oracle = SingleTaskGP(x, y.unsqueeze(-1), likelihood=GaussianLikelihood(),
+                          covar_module=ScaleKernel(RBFKernel(ard_num_dims=2)),
+                          input_transform=Normalize(2, bounds=BOUNDS.to(torch.float64)),
+                          outcome_transform=Standardize(m=1))
+    oracle.covar_module.base_kernel.lengthscale = torch.tensor([ell_unit], dtype=torch.float64)
+    oracle.covar_module.outputscale = torch.tensor(sf2, dtype=torch.float64)
+    oracle.likelihood.noise = torch.tensor([lam], dtype=torch.float64)
+    oracle.mean_module.constant.data.fill_(m)
+    oracle.eval()
+    test = BOUNDS[0] + torch.rand(3, 4, 2, generator=gen, dtype=torch.float64) * (BOUNDS[1] - BOUNDS[0])
+    ours, theirs = gp.posterior(test), oracle.posterior(test)
+    assert ours.mean.shape == theirs.mean.shape == (3, 4, 1)
+    torch.testing.assert_close(ours.mean, theirs.mean, rtol=0, atol=1e-10)
+    torch.testing.assert_close(ours.distribution.covariance_matrix, theirs.distribution.covariance_matrix,
+                               rtol=0, atol=1e-10)
+    ours, theirs = gp.posterior(test, observation_noise=True), oracle.posterior(test, observation_noise=True)
+    torch.testing.assert_close(ours.variance, theirs.variance, rtol=0, atol=1e-10)
+    assert ours.mean.abs().max() > 50      # untransformed: the readings' units, not standardised ones
+
+
+def test_outcome_transform_must_be_one_standardize():
+    from botorch.models.transforms.outcome import Log, Standardize
+    with pytest.raises(ValueError, match='Standardize'):
+        DistributionGP(BOUNDS, outcome_transform=Log())
+    with pytest.raises(ValueError, match='Standardize'):
+        DistributionGP(BOUNDS, outcome_transform=Standardize(m=2))
+    with pytest.raises(ValueError, match='standardize=False'):
+        DistributionGP(BOUNDS, standardize=False, outcome_transform=Standardize(m=1))
+
+
+@pytest.mark.parametrize('shape', [(4, 3, 2), (2, 4, 3, 2), (3, 2), (2,)])
+def test_posterior_has_the_shapes_botorch_promises(gen, shape):
+    """BoTorch's model contract: points ``batch x q x d`` -> mean ``batch x q x 1``, joint covariance ``batch x q x q``
+    (``q x d`` -> ``q x 1``; one point ``d`` is ``q = 1``), alike from ``posterior``, ``model(X)``, the targets' view
+    and a fantasy model; and an acquisition under BoTorch's ``t_batch_mode_transform`` gives one value per t-batch."""
+    from botorch.acquisition import qUpperConfidenceBound
+    from botorch.sampling import SobolQMCNormalSampler
+    from uncertain_bo.models import TargetModel
+    locs, y = data(8, gen)
+    gp = DistributionGP(BOUNDS)
+    gp.set_data(locs, y)
+    X = BOUNDS[0] + torch.rand(*shape, generator=gen, dtype=torch.float64) * (BOUNDS[1] - BOUNDS[0])
+    batch, q = (shape[:-2], shape[-2]) if len(shape) > 1 else ((), 1)
+    for model in (gp, TargetModel(gp)):
+        post = model.posterior(X)
+        assert post.mean.shape == (*batch, q, 1) and post.variance.shape == (*batch, q, 1)
+        assert post.distribution.covariance_matrix.shape == (*batch, q, q)
+    assert gp(X).mean.shape == (*batch, q)
+    if len(shape) > 1:        # BoTorch's fantasize and acquisitions need q x d at least
+        fantasy = gp.fantasize(X[..., :1, :], SobolQMCNormalSampler(torch.Size([5])))
+        assert fantasy.posterior(X).mean.shape == (5, *batch, q, 1)
+        value = qUpperConfidenceBound(gp, beta=2.0)(X)      # t_batch_mode_transform: q x d is one t-batch
+        assert value.shape == (batch or (1,))

@@ -10,9 +10,36 @@ from torch import Tensor
 
 from .. import linalg
 from ..distributions import Dirac, Empirical, Gaussian, InvalidDistributionError, LocationDistributions
+from .additive_rq import squared_distances
 from .distribution_kernel import DistributionKernel
 
-__all__ = ['ExpectedRBFKernel', 'gaussian_quadratic_and_logdet']
+__all__ = ['ExpectedRBFKernel', 'se_kernel', 'gaussian_quadratic_and_logdet']
+
+
+def se_kernel(x1: Tensor, x2: Tensor, diag: bool = False) -> Tensor:
+    r"""The SE kernel :math:`\exp(-\tfrac12\|\mathbf x - \mathbf x'\|^2)` between points in lengthscale units
+    (divide by the lengthscales first; gradients flow through that division; multiply by :math:`\sigma_f^2` after):
+    :class:`ExpectedRBFKernel` on Dirac inputs, written once for the code that evaluates it on points (sample paths,
+    kernel mean embeddings, quadrature).
+
+    Args:
+        x1, x2: points ``(..., n1, d)`` and ``(..., n2, d)`` (``(..., n, d)`` both with ``diag``).
+        diag: only the paired values :math:`k(\mathbf x_{1,i}, \mathbf x_{2,i})`.
+
+    Returns:
+        ``(..., n1, n2)``, or ``(..., n)`` with ``diag``; squared distances as
+        :func:`~uncertain_bo.kernels.squared_distances` computes them (exact differences for ``d <= 2``).
+
+    Example:
+        >>> import torch
+        >>> from uncertain_bo.kernels import se_kernel
+        >>> x = torch.tensor([[0.0, 0.0], [1.0, 2.0]], dtype=torch.float64)
+        >>> se_kernel(x, x)[0, 1].item() == torch.tensor(-2.5, dtype=torch.float64).exp().item()
+        True
+    """
+    if diag:
+        return torch.exp(-0.5 * (x1 - x2).pow(2).sum(-1))
+    return torch.exp(-0.5 * squared_distances(x1, x2))
 
 
 class ExpectedRBFKernel(DistributionKernel):

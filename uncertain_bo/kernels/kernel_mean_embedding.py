@@ -12,8 +12,8 @@ import math
 import torch
 from torch import Tensor
 
-from .additive_rq import squared_distances
 from .distribution_kernel import DEFAULT_MAX_BLOCK, SampleDistributionKernel
+from .expected_rbf import se_kernel
 
 __all__ = ['KernelMeanEmbeddingKernel', 'embedding_inner_products', 'embedding_paired_inner_products',
            'embedding_self_inner_products']
@@ -122,11 +122,7 @@ class KernelMeanEmbeddingKernel(SampleDistributionKernel):
         v, z = self.decode(x2)
         inv_ell = self.lengthscale.reshape(-1).to(x1.dtype).reciprocal()
         u, v = u * inv_ell, v * inv_ell
-
-        def se(a, b):
-            return torch.exp(-0.5 * squared_distances(a, b))
-
         if diag:
-            return embedding_paired_inner_products(u, w, v, z, se, self.block_size(u))
+            return embedding_paired_inner_products(u, w, v, z, se_kernel, self.block_size(u))
         same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
-        return embedding_inner_products(u, w, v, z, se, self.block_size(u), symmetric=same)
+        return embedding_inner_products(u, w, v, z, se_kernel, self.block_size(u), symmetric=same)

@@ -33,8 +33,10 @@ Between fits, new observations are added by growing the inverse Cholesky factor 
 (:math:`O(n^2)` instead of :math:`O(n^3)`; :mod:`~uncertain_bo.models.prediction`, the model's prediction strategy and
 the only posterior in the package).
 
-Inputs are normalised to the unit cube of ``bounds`` and outputs standardised internally; every public
-method takes and returns physical units (e.g. metres, field units).
+Inputs are normalised to the unit cube of ``bounds``; outputs are standardised by BoTorch's ``Standardize`` outcome
+transform (``outcome_transform``, as for any BoTorch model: its constants are computed at each
+:meth:`DistributionGP.set_data` / :meth:`DistributionGP.fit` and :meth:`DistributionGP.posterior` is untransformed by
+its ``untransform_posterior``). Every public method takes and returns physical units (e.g. metres, field units).
 
 **Observation noise.** Each reading may carry the variance its sensor reports, :math:`\sigma^2_{\epsilon,i}` (field
 units², 0 = not reported). The noise of reading :math:`i` is then :math:`\sigma^2_{\epsilon,i} + \lambda`: the
@@ -80,6 +82,7 @@ from botorch.exceptions.errors import ModelFittingError
 from botorch.exceptions.warnings import OptimizationWarning
 from botorch.fit import fit_gpytorch_mll
 from botorch.models.model import FantasizeMixin, Model
+from botorch.models.transforms.outcome import Standardize
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.constraints import GreaterThan
 from gpytorch.distributions import MultivariateNormal
@@ -114,9 +117,12 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
         kernel: a :class:`~uncertain_bo.kernels.DistributionKernel` over ``R^d`` (default
             :class:`~uncertain_bo.kernels.ExpectedRBFKernel` with a Gamma(3, 6) lengthscale prior in
             unit-cube units). The signal variance is added as a ``ScaleKernel``.
-        standardize: standardise outputs (zero mean, unit variance) at each :meth:`set_data` / :meth:`fit`.
-            Set False to use hyperparameters in the output's own units (paper experiments with fixed
-            :math:`\\sigma_f^2`, :math:`\\lambda`).
+        standardize: standardise outputs (zero mean, unit variance) at each :meth:`set_data` / :meth:`fit`, by
+            ``outcome_transform``. Set False to use hyperparameters in the output's own units (paper experiments
+            with fixed :math:`\\sigma_f^2`, :math:`\\lambda`).
+        outcome_transform: BoTorch's ``Standardize(m=1)`` (e.g. with its own ``min_stdv``), the model's
+            ``outcome_transform``; None = a new ``Standardize(m=1)`` when ``standardize``. Only one affine map of
+            the one output fits the model's closed forms (reading noise and posterior scale by its ``stdvs``).
         priors: put BoTorch's classic Gamma priors on signal variance and noise (MAP instead of ML).
         noise_lower_bound: lower bound on :math:`\\lambda` (standardised units when ``standardize``).
         noise_prior: the prior on :math:`\\lambda` when ``priors`` (a key of :data:`NOISE_PRIORS`; default
@@ -128,7 +134,8 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
             has features far shorter than the box (Michalewicz) sets one that allows them.
 
     Raises:
-        ValueError: malformed ``bounds``; a ``lengthscale_prior`` for a kernel without GPyTorch lengthscales.
+        ValueError: malformed ``bounds``; a ``lengthscale_prior`` for a kernel without GPyTorch lengthscales; an
+            ``outcome_transform`` other than a one-output ``Standardize``, or one with ``standardize=False``.
 
     Example:
         A knowledge-gradient decision (BoTorch's one-shot ``qKnowledgeGradient``; ``model.fantasize`` underneath),
@@ -155,7 +162,8 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
 
     def __init__(self, bounds: Tensor, kernel: DistributionKernel | None = None, *,
                  standardize: bool = True, priors: bool = True, noise_lower_bound: float = 1e-6,
-                 lengthscale_prior: Prior | None = None, noise_prior: str = 'gamma', input_induced_noise: bool = False):
+                 lengthscale_prior: Prior | None = None, noise_prior: str = 'gamma', input_induced_noise: bool = False,
+                 outcome_transform: Standardize | None = None):
         bounds = torch.as_tensor(bounds, dtype=DTYPE)
         if bounds.ndim != 2 or bounds.shape[0] != 2 or not (bounds[1] > bounds[0]).all():
             raise ValueError(f'bounds must be (2, d) with upper > lower, got {bounds.tolist()}')
@@ -176,12 +184,14 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
         self.mean_module = ConstantMean()
         self.covar_module = ScaleKernel(kernel, outputscale_prior=GammaPrior(2.0, 0.15) if priors else None)
         self.register_buffer('bounds', bounds)
-        self.standardize = standardize
+        if outcome_transform is not None and not standardize:
+            raise ValueError('outcome_transform standardises the outputs: drop standardize=False to use it')
+        if standardize:
+            self.outcome_transform = _checked_outcome_transform(outcome_transform or Standardize(m=1))
         self.input_induced_noise = bool(input_induced_noise)
         self._locations: LocationDistributions | None = None
         self._y = torch.zeros(0, dtype=DTYPE)
         self._noise = torch.zeros(0, dtype=DTYPE)  # reported reading variances, output units²
-        self._y_shift, self._y_scale = 0.0, 1.0
         self._cache: ExactPrediction | SparsePrediction | None = None
         self._inducing: Tensor | None = None
         self._train_locations_given: LocationDistributions | None = None   # what GPyTorch holds as training data
@@ -410,7 +420,7 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
 
         Args:
             lengthscale: scalar or ``(d,)`` lengthscales in input units (converted to unit-cube units).
-            outputscale: signal variance :math:`\\sigma_f^2` (standardised units if ``standardize``).
+            outputscale: signal variance :math:`\\sigma_f^2` (standardised units with an outcome transform).
             noise: noise variance / regulariser :math:`\\lambda` (same units as ``outputscale``).
             mean: constant prior mean (same units).
         """
@@ -528,14 +538,16 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
             raise ValueError(f'DistributionGP has one output; output_indices must be None or [0], got {output_indices}')
         dists, batch = self._as_batch(X, batch_shape)
         q = len(dists) // max(math.prod(batch), 1) if len(dists) else 0
-        mean, cov = self._joint(dists, batch, q)
+        mean, cov = self._joint(dists, batch, q)                  # standardised units
         if observation_noise is not False:
             if isinstance(observation_noise, Tensor):
-                extra = observation_noise.to(cov).expand(*batch, q)
+                extra = observation_noise.to(cov).expand(*batch, q) / self._y_scale ** 2
             else:
-                extra = self.noise_at(dists).to(cov).reshape(*batch, q)
+                extra = self._standardized_noise_at(dists).to(cov).reshape(*batch, q)
             cov = cov + torch.diag_embed(extra)
         post = GPyTorchPosterior(MultivariateNormal(mean, DenseLinearOperator(cov)))   # lazy: no eager Cholesky
+        if hasattr(self, 'outcome_transform'):
+            post = self.outcome_transform.untransform_posterior(post)
         return post if posterior_transform is None else posterior_transform(post)
 
     def with_reading_noise(self, noise: Tensor) -> 'DistributionGP':
@@ -559,7 +571,11 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
         without a reported variance: :math:`\\lambda`, plus its input-induced variance with ``input_induced_noise``;
         output units²."""
         dists, _ = self._as_batch(X, None)
-        return (float(self.likelihood.noise.detach()) + self.input_variance(dists)) * self._y_scale ** 2
+        return self._standardized_noise_at(dists) * self._y_scale ** 2
+
+    def _standardized_noise_at(self, dists: LocationDistributions) -> Tensor:
+        """:meth:`noise_at` in the model's standardised output units."""
+        return float(self.likelihood.noise.detach()) + self.input_variance(dists)
 
     def marginals(self, X: Tensor | LocationDistributions) -> tuple[Tensor, Tensor]:
         """Posterior mean and variance of each input alone: the diagonal of :meth:`posterior` without building the
@@ -669,18 +685,14 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
         X = torch.as_tensor(X)
         if X.shape[-1] != self.dim:
             raise ValueError(f'points must end in dimension {self.dim}, got shape {tuple(X.shape)}')
-        if X.ndim == 1:
-            X = X.unsqueeze(0)
-        return Dirac(X.reshape(-1, self.dim).to(DTYPE)), X.shape[:-2]
+        return Dirac(X.reshape(-1, self.dim).to(DTYPE)), X.shape[:-2]     # a point (d,) is one q x d batch, q = 1
 
     def _joint(self, dists: LocationDistributions, batch: torch.Size, q: int) -> tuple[Tensor, Tensor]:
-        """Mean ``batch x q`` and covariance ``batch x q x q`` of the latent (output units)."""
+        """Mean ``batch x q`` and covariance ``batch x q x q`` of the latent (standardised units)."""
         enc = self.encode(dists)                                   # (B q, E)
         mean, cov = self._posterior_cache().joint(self, enc.reshape(-1, q, enc.shape[-1]))
         diag = cov.diagonal(dim1=-2, dim2=-1)      # the variances' floor of :meth:`marginals`: both read the same
         cov = cov + torch.diag_embed(diag.clamp_min(1e-12) - diag)
-        mean = mean * self._y_scale + self._y_shift
-        cov = cov * self._y_scale ** 2
         return mean.reshape(*batch, q), cov.reshape(*batch, q, q)
 
     def information_gain(self) -> float:
@@ -690,16 +702,29 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
         return 0.5 * self._posterior_cache().log_det_ratio(self)
 
     # ----------------------------------------------------------- internals
+    @property
+    def _y_shift(self) -> float:
+        """The outcome transform's mean (output units; 0 without one or before data)."""
+        transform = getattr(self, 'outcome_transform', None)
+        return float(transform.means) if transform is not None and bool(transform._is_trained) else 0.0
+
+    @property
+    def _y_scale(self) -> float:
+        """The outcome transform's standard deviation (output units; 1 without one or before data)."""
+        transform = getattr(self, 'outcome_transform', None)
+        return float(transform.stdvs) if transform is not None and bool(transform._is_trained) else 1.0
+
     def _standardized_y(self) -> Tensor:
         return (self._y - self._y_shift) / self._y_scale
 
     def _update_standardization(self) -> None:
-        if self.standardize and self.n > 0:
-            self._y_shift = float(self._y.mean())
-            std = float(self._y.std()) if self.n > 1 else 0.0
-            self._y_scale = std if std > 1e-9 * max(1.0, abs(self._y_shift)) else 1.0
-        else:
-            self._y_shift, self._y_scale = 0.0, 1.0
+        """The outcome transform's constants from the readings (BoTorch's ``Standardize`` in training mode)."""
+        transform = getattr(self, 'outcome_transform', None)
+        if transform is not None and self.n > 0:
+            mode = transform.training
+            transform.train()
+            transform(self._y.unsqueeze(-1))
+            transform.train(mode)
 
     def noise_diagonal(self) -> Tensor:
         """``(n,)`` each training reading's noise variance :math:`\\lambda + \\sigma^2_{\\epsilon,i}` (learned noise
@@ -767,3 +792,12 @@ def _checked_targets(locations: LocationDistributions, y: Tensor) -> Tensor:
     if not torch.isfinite(y).all():
         raise ValueError('observations contain NaN or inf')
     return y
+
+
+def _checked_outcome_transform(transform: Standardize) -> Standardize:
+    """``transform`` if it is a one-output, unbatched BoTorch ``Standardize`` on every output; ValueError otherwise."""
+    if (type(transform) is not Standardize or transform._m != 1 or transform._outputs is not None
+            or transform._batch_shape != torch.Size()):
+        raise ValueError(f'outcome_transform must be BoTorch\'s Standardize(m=1) (an affine map of the one output), '
+                         f'got {transform!r}')
+    return transform

@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 
 from ..distributions import Dirac, LocationDistributions
-from ..kernels import ExpectedRBFKernel
+from ..kernels import ExpectedRBFKernel, se_kernel
 
 __all__ = ['RandomFeatures', 'PosteriorSamplePaths']
 
@@ -169,8 +169,7 @@ class PosteriorSamplePaths:
         u = (flat - lo) / (hi - lo)
         prior = self.features(u) @ self.theta
         if self.points_only:       # the SE kernel between points, without the encoding's covariance part
-            sq = torch.cdist(u / self.ell, self.train.mean / self.ell).pow(2)
-            cross = self.outputscale * torch.exp(-0.5 * sq)
+            cross = self.outputscale * se_kernel(u / self.ell, self.train.mean / self.ell)
         else:
             cross = self.model.covar_module.forward(self.model.kernel.encode(Dirac(u)), self.train_enc)
         return self._output(prior + cross @ self.weights).reshape(*points.shape[:-1], self.num)

@@ -101,8 +101,6 @@ class TargetModel(Model, FantasizeMixin):
                   posterior_transform: Any = None, **kwargs: Any) -> GPyTorchPosterior:
         """Joint posterior at targets ``batch x q x d`` (``batch x q·n_w`` with a perturbation), as
         :meth:`DistributionGP.posterior <uncertain_bo.models.DistributionGP.posterior>`."""
-        if X.ndim == 1:
-            X = X.unsqueeze(0)
         dists, batch = self.locations(X)
         return self.gp.posterior(dists, output_indices=output_indices, observation_noise=observation_noise,
                                  posterior_transform=posterior_transform, batch_shape=batch)
