@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from uncertain_bo.acquisition.quadrature import QuadratureMean, joint_points, path_on_contexts, se_kernel
+from uncertain_bo.acquisition.quadrature import QuadratureMean, joint_points, path_on_contexts
+from uncertain_bo.kernels import se_kernel
 from uncertain_bo.acquisition.ambiguity import worst_case_mean
 from uncertain_bo.models.sample_paths import PosteriorSamplePaths
 from uncertain_bo.benchmarks import BenchSettings, get_problem, run

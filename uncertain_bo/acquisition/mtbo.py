@@ -16,10 +16,10 @@ from torch import Tensor
 
 from ..caught_warnings import logged_warnings
 from ..distributions import Dirac, Empirical, Gaussian, LocationDistributions
-from ..kernels import DistributionKernel
+from ..kernels import DistributionKernel, se_kernel
 from .base import incumbent
 from .method import DecisionContext, register
-from .quadrature import EIQuadrature, joint_points, se_kernel
+from .quadrature import EIQuadrature, joint_points
 
 __all__ = ['ICMKernel', 'MTBO']
 

@@ -58,7 +58,6 @@ no such guarantee.
 """
 from __future__ import annotations
 
-import functools
 import logging
 import math
 from typing import Any, ClassVar
@@ -71,14 +70,13 @@ from botorch.exceptions.warnings import NumericsWarning
 from botorch.models.transforms.input import AppendFeatures
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from botorch.utils.transforms import t_batch_mode_transform
-from gpytorch.constraints import Positive
 from gpytorch.distributions import MultivariateNormal
 from linear_operator.operators import DenseLinearOperator
 from torch import Tensor
 
 from .ambiguity import worst_case_mean, worst_case_weights
 from ..caught_warnings import logged_warnings
-from ..kernels import ExpectedRBFKernel
+from ..kernels import se_kernel
 from ..models import TargetModel
 from ..models.sample_paths import PosteriorSamplePaths
 from .optimize import maximize
@@ -86,7 +84,7 @@ from .base import incumbent
 from .method import DecisionContext, Method, Proposal, Recommendation, register
 
 __all__ = ['QuadratureMethod', 'DistributionallyRobustThompson', 'QuadratureMean', 'quadrature_expected_improvement',
-           'joint_points', 'path_on_contexts', 'EIQuadrature', 'se_kernel']
+           'joint_points', 'path_on_contexts', 'EIQuadrature']
 
 log = logging.getLogger(__name__)
 
@@ -95,34 +93,6 @@ def joint_points(x: Tensor, contexts: Tensor) -> Tensor:
     """The points :math:`(\\mathbf x_j, w_i)`: ``x`` ``(b, d)``, ``contexts`` ``(n, m)`` -> ``(b, n, d + m)``."""
     b, n = x.shape[0], contexts.shape[0]
     return torch.cat([x.unsqueeze(-2).expand(b, n, -1), contexts.to(x).unsqueeze(0).expand(b, n, -1)], -1)
-
-
-@functools.lru_cache(maxsize=None)
-def _unit_se(dim: int, device: str) -> ExpectedRBFKernel:
-    """:class:`~uncertain_bo.kernels.ExpectedRBFKernel` over ``dim`` axes with lengthscales exactly 1 (no softplus
-    between the raw parameter and the lengthscale), fixed, on ``device``."""
-    kernel = ExpectedRBFKernel(dim, lengthscale_constraint=Positive(transform=None)).to(device)
-    kernel.initialize(raw_lengthscale=1.0)
-    return kernel.requires_grad_(False)
-
-
-def se_kernel(x1: Tensor, x2: Tensor, diag: bool = False) -> Tensor:
-    r"""The SE kernel :math:`\exp(-\tfrac12\|\mathbf x - \mathbf x'\|^2)` between points in lengthscale units
-    (divide by the lengthscales first; gradients flow through that division): ``(..., n1, d)`` and ``(..., n2, d)``
-    -> ``(..., n1, n2)``, or ``(..., n)`` with ``diag``. It is the package's one SE kernel,
-    :class:`~uncertain_bo.kernels.ExpectedRBFKernel`, on Dirac inputs with unit lengthscales.
-
-    Example:
-        >>> import torch
-        >>> x = torch.tensor([[0.0, 0.0], [1.0, 2.0]], dtype=torch.float64)
-        >>> torch.allclose(se_kernel(x, x)[0, 1], torch.exp(torch.tensor(-2.5, dtype=torch.float64)))
-        True
-    """
-    kernel = _unit_se(x1.shape[-1], str(x1.device))
-
-    def dirac(x: Tensor) -> Tensor:      # the kernel's encoding of points: [x, vec(0)]
-        return torch.cat([x, x.new_zeros(*x.shape[:-1], x.shape[-1] ** 2)], -1)
-    return kernel.forward(dirac(x1), dirac(x2), diag=diag)
 
 
 def path_on_contexts(paths: PosteriorSamplePaths, x: Tensor, contexts: Tensor) -> Tensor:
