@@ -327,3 +327,21 @@ def test_benchmark_plots_keep_their_legends_off_the_curves(tmp_path, monkeypatch
     assert legends
     for ax, legend in legends:
         assert not legend.get_window_extent().overlaps(ax.get_window_extent()), ax.get_title()
+
+
+# ------------------------------------------------------------------ drive, run and Problem.planner: one path
+QUICK = dict(n_initial=3, refit_every=0)
+
+
+@pytest.mark.parametrize('method', ['lawnmower', 'lawnmower_fixed', 'random'])
+def test_drive_gives_the_surveys_their_measurement_budget(method):
+    """The surveys plan their tour from the budget; drive runs as many measurements as its ``iterations``."""
+    planner = get_problem('rkhs2d').instance(0).drive(get_method(method), BenchSettings(beta=2.0, **QUICK), 0, 4,
+                                                      lambda *record: None)
+    assert planner.budget == 4 and [d.phase for d in planner.decisions] == ['survey'] * 4
+
+
+def test_drive_says_how_to_resolve_the_problem_default_beta():
+    with pytest.raises(ValueError, match=r'Problem.resolve\(settings\)'):
+        get_problem('rkhs2d').instance(0).drive(get_method('ugp_ucb'), BenchSettings(**QUICK), 0, 4,
+                                                lambda *record: None)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 import re
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal
 
 import numpy as np
@@ -263,28 +263,44 @@ class Instance(ABC):
         x, g = self.optimum
         return {'optimum': x.tolist(), 'optimum_value': g}
 
+    def planner_settings(self, method: Method, settings: BenchSettings, iterations: int | None) -> dict[str, Any]:
+        """:meth:`planner_config` for a run of ``iterations`` measurements, with that measurement ``budget`` (the
+        surveys plan their tour from it) where the configuration does not set one (``iterations=None``: a
+        mission that gives its planner the budget itself): what every :meth:`drive` hands the planner.
+
+        Raises:
+            ValueError: ``settings.beta`` is None (the problem's default, which :meth:`Problem.resolve` fills in).
+        """
+        if settings.beta is None:
+            raise ValueError('settings.beta is None: the problem\'s default beta is filled in by '
+                             'Problem.resolve(settings) (the runner does it)')
+        return {**({} if iterations is None else {'budget': iterations}), **self.planner_config(method, settings)}
+
     def drive(self, method: Method, settings: BenchSettings, seed: int, iterations: int,
-              record: Callable[..., None]) -> Planner:
+              record: Callable[..., None] = lambda *measurement: None) -> Planner:
         """Run the measurement loop and report every stored measurement.
 
         The default loop is the ask/tell cycle ``suggest -> world.measure -> observe -> recommend`` on a
-        :class:`~uncertain_bo.planning.planner.Planner` configured by :meth:`planner_config`. Instances whose world
+        :class:`~uncertain_bo.planning.planner.Planner` configured by :meth:`planner_settings`. Instances whose world
         drives the planner itself (a simulated mission with its own measurement cycle) override this.
 
         Args:
             method: the method.
-            settings: the run's settings (β resolved).
+            settings: the run's settings, resolved (:meth:`Problem.resolve`: β filled in).
             seed: the run's seed (planner seed and world stream).
-            iterations: number of measurements.
+            iterations: number of measurements (the planner's measurement ``budget``).
             record: called after each stored measurement as
-                ``record(planner, target, measurement, decision, recommendation)``.
+                ``record(planner, target, measurement, decision, recommendation)`` (default: nothing).
 
         Returns:
             The planner after the run.
+
+        Raises:
+            ValueError: ``settings.beta`` is None, or settings the instance cannot honour.
         """
+        config = self.planner_settings(method, settings, iterations)
         world = self.world(seed)
-        planner = Planner(self.bounds, method=method.name, seed=seed, start=world.start,
-                          **self.planner_config(method, settings))
+        planner = Planner(self.bounds, method=method.name, seed=seed, start=world.start, **config)
         try:
             for _ in range(iterations):
                 index = planner.n
@@ -342,6 +358,11 @@ class Problem(ABC):
     @abstractmethod
     def instance(self, seed: int) -> Instance:
         """The objective for ``seed`` (identical for every method)."""
+
+    def resolve(self, settings: BenchSettings) -> BenchSettings:
+        """``settings`` with the problem's defaults filled in (``beta=None``: :attr:`default_beta`): the one place
+        the runner and ``uncertain-bo bench`` resolve a run's settings."""
+        return settings if settings.beta is not None else replace(settings, beta=self.default_beta)
 
     def instance_for(self, seed: int, settings: BenchSettings) -> Instance:
         """The objective for ``seed`` under ``settings`` (problems on a field honour ``settings.field``).
