@@ -345,3 +345,14 @@ def test_drive_says_how_to_resolve_the_problem_default_beta():
     with pytest.raises(ValueError, match=r'Problem.resolve\(settings\)'):
         get_problem('rkhs2d').instance(0).drive(get_method('ugp_ucb'), BenchSettings(**QUICK), 0, 4,
                                                 lambda *record: None)
+
+
+def test_the_runner_and_problem_planner_resolve_settings_the_same_way():
+    """beta=None is the problem's default ('theory' for rkhs2d) on both paths: the same targets and beta_t."""
+    problem = get_problem('rkhs2d')
+    settings = BenchSettings(**QUICK)
+    records = run('rkhs2d', 'ugp_ucb', seed=1, iterations=4, settings=settings)['records']
+    planner = problem.planner('ugp_ucb', measurements=4, seed=1, settings=settings)
+    assert [r['target'] for r in records] == [t.tolist() for t in planner.targets]
+    assert records[-1]['beta_t'] == planner.decisions[-1].beta and math.isfinite(records[-1]['beta_t'])
+    assert type(planner.beta).__name__ == 'TheoryBeta'

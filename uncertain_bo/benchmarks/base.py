@@ -95,6 +95,19 @@ class BenchSettings:
     problem: tuple[tuple[str, Any], ...] = ()
     sim: tuple[tuple[str, Any], ...] = ()
 
+    @classmethod
+    def quick(cls, **changes: Any) -> 'BenchSettings':
+        """Settings for a quick look (examples, smoke runs): three space-filling initial measurements, fixed
+        hyperparameters (no marginal-likelihood fit) and a small maximiser (2 restarts from 32 raw samples);
+        ``changes`` replace any of them or set the others (e.g. ``beta=2.0``).
+
+        Example:
+            >>> BenchSettings.quick(beta=2.0).n_initial, BenchSettings.quick(n_initial=5).optimizer.raw_samples
+            (3, 32)
+        """
+        quick = cls(n_initial=3, refit_every=0, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        return replace(quick, **changes)
+
     def beta_label(self, uses_beta: bool) -> str:
         if not uses_beta:
             return '-'
@@ -273,7 +286,7 @@ class Instance(ABC):
         """
         if settings.beta is None:
             raise ValueError('settings.beta is None: the problem\'s default beta is filled in by '
-                             'Problem.resolve(settings) (the runner does it)')
+                             'Problem.resolve(settings) (Problem.planner and the runner do it)')
         return {**({} if iterations is None else {'budget': iterations}), **self.planner_config(method, settings)}
 
     def drive(self, method: Method, settings: BenchSettings, seed: int, iterations: int,
@@ -283,6 +296,7 @@ class Instance(ABC):
         The default loop is the ask/tell cycle ``suggest -> world.measure -> observe -> recommend`` on a
         :class:`~uncertain_bo.planning.planner.Planner` configured by :meth:`planner_settings`. Instances whose world
         drives the planner itself (a simulated mission with its own measurement cycle) override this.
+        :meth:`Problem.planner` is the short way to a planner after a few measurements.
 
         Args:
             method: the method.
@@ -361,8 +375,39 @@ class Problem(ABC):
 
     def resolve(self, settings: BenchSettings) -> BenchSettings:
         """``settings`` with the problem's defaults filled in (``beta=None``: :attr:`default_beta`): the one place
-        the runner and ``uncertain-bo bench`` resolve a run's settings."""
+        the runner, :meth:`planner` and ``uncertain-bo bench`` resolve a run's settings."""
         return settings if settings.beta is not None else replace(settings, beta=self.default_beta)
+
+    def planner(self, method: str, measurements: int = 0, *, seed: int = 0,
+                settings: BenchSettings = BenchSettings()) -> Planner:
+        """The planner of ``method`` after ``measurements`` measurements of this problem's instance ``seed``, as
+        ``uncertain-bo bench`` runs them (:meth:`resolve`, :meth:`instance_for`, :meth:`Instance.drive`);
+        :meth:`BenchSettings.quick` makes it quick.
+
+        Args:
+            method: a registered method's name.
+            measurements: measurements taken (the planner's measurement budget); 0 = none yet.
+            seed: the instance's and the run's seed.
+            settings: the run's settings (``beta=None``: the problem's default).
+
+        Returns:
+            The :class:`~uncertain_bo.planning.planner.Planner`; its ``decisions`` hold one entry per measurement.
+
+        Raises:
+            KeyError: unknown method.
+            ValueError: settings the problem cannot honour.
+
+        Example:
+            uGP-UCB's first decision on ``rkhs2d`` after three space-filling measurements:
+
+            >>> planner = get_problem('rkhs2d').planner('ugp_ucb', measurements=4, settings=BenchSettings.quick())
+            >>> [d.phase for d in planner.decisions]
+            ['initial', 'initial', 'initial', 'acquisition']
+        """
+        from ..acquisition import get_method
+
+        settings = self.resolve(settings)
+        return self.instance_for(seed, settings).drive(get_method(method), settings, seed, measurements)
 
     def instance_for(self, seed: int, settings: BenchSettings) -> Instance:
         """The objective for ``seed`` under ``settings`` (problems on a field honour ``settings.field``).
