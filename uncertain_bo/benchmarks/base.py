@@ -378,6 +378,31 @@ class Problem(ABC):
         the runner, :meth:`planner` and ``uncertain-bo bench`` resolve a run's settings."""
         return settings if settings.beta is not None else replace(settings, beta=self.default_beta)
 
+    def check_method(self, method: str, settings: BenchSettings = BenchSettings()) -> None:
+        """Whether ``method`` can run on this problem by design: its constructor takes the method settings the
+        problem's planner configuration gives it (e.g. MTBO needs one-hot tasks, the cross-validation problems'
+        folds; DRBQO and its baselines a sample set). ``uncertain-bo bench`` checks every method before any run.
+
+        Raises:
+            KeyError: unknown method.
+            ValueError: one line saying why it cannot (or settings the problem cannot honour).
+
+        Example:
+            >>> get_problem('rkhs2d').check_method('mtbo')
+            Traceback (most recent call last):
+            ...
+            ValueError: method 'mtbo' does not run on problem 'rkhs2d': method 'mtbo' needs the sample set: ...
+        """
+        from ..acquisition import get_method
+
+        meth = get_method(method)
+        settings = self.resolve(settings)
+        config = self.instance_for(0, settings).planner_config(meth, settings)
+        try:
+            meth(**(config.get('method_settings') or {}))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f'method {method!r} does not run on problem {self.name!r}: {exc}') from None
+
     def planner(self, method: str, measurements: int = 0, *, seed: int = 0,
                 settings: BenchSettings = BenchSettings()) -> Planner:
         """The planner of ``method`` after ``measurements`` measurements of this problem's instance ``seed``, as
