@@ -358,12 +358,14 @@ def test_the_runner_and_problem_planner_resolve_settings_the_same_way():
     assert type(planner.beta).__name__ == 'TheoryBeta'
 
 
-def test_bench_refuses_a_method_the_problem_cannot_run_before_any_run(tmp_path, capsys):
-    """MTBO needs one-hot tasks (the cross-validation problems' folds): on rkhs2d one usage error, nothing run or
-    written (it was one 'FAILED, ValueError' per run)."""
+@pytest.mark.parametrize('problem, method, why', [
+    ('rkhs2d', 'mtbo', "method 'mtbo' needs the sample set"),                # MTBO needs one-hot tasks
+    ('michalewicz4d', 'lawnmower', 'lawnmower surveys a 2-D area; the decision space is 4-D')])
+def test_bench_refuses_a_method_the_problem_cannot_run_before_any_run(problem, method, why, tmp_path, capsys):
+    """One usage error, nothing run or written (it was one 'FAILED, ValueError' per run)."""
     out = tmp_path / 'out'
-    code = bench_cli(['bench', '--problem', 'rkhs2d', '--method', 'ugp_ucb,mtbo', '--seeds', '2', '--iterations', '3',
-                      '--n-jobs', '1', '--out', str(out)])
+    code = bench_cli(['bench', '--problem', problem, '--method', f'ugp_ucb,{method}', '--seeds', '2',
+                      '--iterations', '3', '--n-jobs', '1', '--out', str(out)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and not out.exists()
-    assert len(err) == 1 and err[0].startswith("error: method 'mtbo' does not run on problem 'rkhs2d'")
+    assert len(err) == 1 and err[0].startswith(f'error: method {method!r} does not run on problem {problem!r}: {why}')

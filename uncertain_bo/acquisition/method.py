@@ -397,6 +397,15 @@ class Method:
         """``(2, D)`` decision space for the planner's ``(2, d)`` search box (default: the box itself)."""
         return bounds
 
+    def check_space(self, bounds: 'Tensor') -> None:
+        """Whether the method can decide in the ``(2, D)`` decision space ``bounds`` by design (default: any);
+        ``uncertain-bo bench`` asks before any run
+        (:meth:`~uncertain_bo.benchmarks.base.Problem.check_method`).
+
+        Raises:
+            ValueError: one line saying why not (e.g. a boustrophedon survey of a space that is not 2-D).
+        """
+
     def acquisition(self, ctx: DecisionContext) -> 'AcquisitionFunction':
         """Acquisition scoring candidates ``X`` of shape ``(b, 1, D)`` -> ``(b,)`` (maximised by
         :meth:`decide_one`) on ``ctx.model``.

@@ -381,7 +381,9 @@ class Problem(ABC):
     def check_method(self, method: str, settings: BenchSettings = BenchSettings()) -> None:
         """Whether ``method`` can run on this problem by design: its constructor takes the method settings the
         problem's planner configuration gives it (e.g. MTBO needs one-hot tasks, the cross-validation problems'
-        folds; DRBQO and its baselines a sample set). ``uncertain-bo bench`` checks every method before any run.
+        folds; DRBQO and its baselines a sample set) and it decides in the problem's space
+        (:meth:`~uncertain_bo.acquisition.method.Method.check_space`: a lawnmower needs a 2-D area).
+        ``uncertain-bo bench`` checks every method before any run.
 
         Raises:
             KeyError: unknown method.
@@ -397,9 +399,11 @@ class Problem(ABC):
 
         meth = get_method(method)
         settings = self.resolve(settings)
-        config = self.instance_for(0, settings).planner_config(meth, settings)
+        instance = self.instance_for(0, settings)
+        config = instance.planner_config(meth, settings)
         try:
-            meth(**(config.get('method_settings') or {}))
+            method_object = meth(**(config.get('method_settings') or {}))
+            method_object.check_space(method_object.decision_bounds(instance.bounds))
         except (TypeError, ValueError) as exc:
             raise ValueError(f'method {method!r} does not run on problem {self.name!r}: {exc}') from None
 
