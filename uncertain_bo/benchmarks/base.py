@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..acquisition import Method
+from ..acquisition import Method, get_method
 from ..distributions import DTYPE, Gaussian, LocationDistributions
 from ..acquisition.optimize import OptimizerSettings
 from ..planning.planner import Planner
@@ -395,8 +395,6 @@ class Problem(ABC):
             ...
             ValueError: method 'mtbo' does not run on problem 'rkhs2d': method 'mtbo' needs the sample set: ...
         """
-        from ..acquisition import get_method
-
         meth = get_method(method)
         settings = self.resolve(settings)
         instance = self.instance_for(0, settings)
@@ -433,8 +431,6 @@ class Problem(ABC):
             >>> [d.phase for d in planner.decisions]
             ['initial', 'initial', 'initial', 'acquisition']
         """
-        from ..acquisition import get_method
-
         settings = self.resolve(settings)
         return self.instance_for(seed, settings).drive(get_method(method), settings, seed, measurements)
 
