@@ -28,3 +28,26 @@ def test_botorch_robust_decides_after_the_initial_design_and_recommends_a_past_t
     rec = p.recommend()
     assert any(torch.equal(rec.target, t) for t in p.targets) and math.isfinite(rec.mean)
     assert get_method('botorch_robust').baseline and not get_method('botorch_robust').uses_beta
+
+
+def test_botorch_robust_maximises_with_the_planners_optimiser_settings(monkeypatch):
+    """Like every method it takes the planner's ``optimizer`` (restarts, raw samples, L-BFGS-B iterations); its own
+    ``num_restarts`` / ``raw_samples`` settings, when given, replace those."""
+    import botorch.optim
+    from uncertain_bo.acquisition.optimize import OptimizerSettings
+
+    calls = []
+    real = botorch.optim.optimize_acqf
+
+    def spy(*args, **kwargs):
+        calls.append((kwargs['num_restarts'], kwargs['raw_samples'], kwargs['options']['maxiter']))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(botorch.optim, 'optimize_acqf', spy)
+    for settings, expected in ((None, (2, 16, 30)), ({'num_restarts': 3, 'raw_samples': 24}, (3, 24, 30))):
+        p = Planner(BOX, GaussianExecutionNoise.isotropic(2.0, 2), method='botorch_robust', seed=5, n_initial=3,
+                    optimizer=OptimizerSettings(num_restarts=2, raw_samples=16, maxiter=30), method_settings=settings)
+        for _ in range(4):
+            x = p.suggest()
+            p.observe(x, Gaussian(x[None], torch.eye(2, dtype=torch.float64)[None]), float(x.sum()))
+        assert calls[-1] == expected

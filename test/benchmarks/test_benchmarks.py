@@ -327,3 +327,45 @@ def test_benchmark_plots_keep_their_legends_off_the_curves(tmp_path, monkeypatch
     assert legends
     for ax, legend in legends:
         assert not legend.get_window_extent().overlaps(ax.get_window_extent()), ax.get_title()
+
+
+# ------------------------------------------------------------------ drive, run and Problem.planner: one path
+QUICK = dict(n_initial=3, refit_every=0)
+
+
+@pytest.mark.parametrize('method', ['lawnmower', 'lawnmower_fixed', 'random'])
+def test_drive_gives_the_surveys_their_measurement_budget(method):
+    """The surveys plan their tour from the budget; drive runs as many measurements as its ``iterations``."""
+    planner = get_problem('rkhs2d').instance(0).drive(get_method(method), BenchSettings(beta=2.0, **QUICK), 0, 4,
+                                                      lambda *record: None)
+    assert planner.budget == 4 and [d.phase for d in planner.decisions] == ['survey'] * 4
+
+
+def test_drive_says_how_to_resolve_the_problem_default_beta():
+    with pytest.raises(ValueError, match=r'Problem.resolve\(settings\)'):
+        get_problem('rkhs2d').instance(0).drive(get_method('ugp_ucb'), BenchSettings(**QUICK), 0, 4,
+                                                lambda *record: None)
+
+
+def test_the_runner_and_problem_planner_resolve_settings_the_same_way():
+    """beta=None is the problem's default ('theory' for rkhs2d) on both paths: the same targets and beta_t."""
+    problem = get_problem('rkhs2d')
+    settings = BenchSettings(**QUICK)
+    records = run('rkhs2d', 'ugp_ucb', seed=1, iterations=4, settings=settings)['records']
+    planner = problem.planner('ugp_ucb', measurements=4, seed=1, settings=settings)
+    assert [r['target'] for r in records] == [t.tolist() for t in planner.targets]
+    assert records[-1]['beta_t'] == planner.decisions[-1].beta and math.isfinite(records[-1]['beta_t'])
+    assert type(planner.beta).__name__ == 'TheoryBeta'
+
+
+@pytest.mark.parametrize('problem, method, why', [
+    ('rkhs2d', 'mtbo', "method 'mtbo' needs the sample set"),                # MTBO needs one-hot tasks
+    ('michalewicz4d', 'lawnmower', 'lawnmower surveys a 2-D area; the decision space is 4-D')])
+def test_bench_refuses_a_method_the_problem_cannot_run_before_any_run(problem, method, why, tmp_path, capsys):
+    """One usage error, nothing run or written (it was one 'FAILED, ValueError' per run)."""
+    out = tmp_path / 'out'
+    code = bench_cli(['bench', '--problem', problem, '--method', f'ugp_ucb,{method}', '--seeds', '2',
+                      '--iterations', '3', '--n-jobs', '1', '--out', str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and not out.exists()
+    assert len(err) == 1 and err[0].startswith(f'error: method {method!r} does not run on problem {problem!r}: {why}')

@@ -239,3 +239,20 @@ def test_run_with_problem_defaults_uses_the_airbo_protocol(small_problems):
     assert result['spec']['settings']['beta'] == 2.0
     assert [r['phase'] for r in result['records']] == ['initial'] * 3 + ['acquisition']
     assert result['records'][-1]['beta_t'] == 2.0
+
+
+def test_airbo_runs_on_rkhs2d_with_the_true_isotropic_lengthscale():
+    """rkhs2d's model factory sets the true lengthscale (0.1 on both axes) on the GP; AIRBO's MMD kernel has one
+    lengthscale for every axis, which takes it (it raised "shape '[1, 1]' is invalid for input of size 2")."""
+    result = run('rkhs2d', 'airbo', seed=0, iterations=2, settings=BenchSettings(n_initial=2))
+    assert result['planner']['hyperparameters']['lengthscale'] == pytest.approx([0.1, 0.1])
+
+
+def test_a_single_lengthscale_kernel_refuses_lengthscales_that_differ_between_axes():
+    from uncertain_bo.models import DistributionGP
+    bounds = torch.tensor([[0.0, 0.0], [1.0, 2.0]], dtype=torch.float64)
+    gp = DistributionGP(bounds, get_method('airbo')().kernel(2))
+    gp.set_hyperparameters(lengthscale=[0.1, 0.2])           # the same in unit-cube units: 0.1 of each side
+    assert gp.hyperparameters()['lengthscale'] == pytest.approx([0.1, 0.2])   # in input units
+    with pytest.raises(ValueError, match='one lengthscale for every axis'):
+        gp.set_hyperparameters(lengthscale=0.1)              # 0.1 and 0.05 of the sides

@@ -182,3 +182,18 @@ def test_gravity_assist_oracle_against_quadrature_of_the_simulator():
         pts = np.stack([x[0] + ga.GRAVITY_SIGMA[0] * t1.ravel(), x[1] + ga.GRAVITY_SIGMA[1] * t2.ravel()], -1)
         quad = ga.gravity_assist(pts, np.zeros(2)) @ np.outer(w, w).ravel()
         assert float(ga.gravity_assist(np.array([x]), ga.GRAVITY_SIGMA ** 2)[0]) == pytest.approx(quad, abs=1e-4)
+
+
+@pytest.mark.parametrize('method', ['airbo', 'skl'])
+def test_a_single_lengthscale_kernel_takes_the_geometric_mean_of_the_regimes_lengthscales(method):
+    """AIRBO's MMD and SKL kernels have one lengthscale for every axis; the NES regimes give sigma_x per axis in
+    unit-cube units (gravity assist: 0.0545 and 0.0556): their geometric mean (it raised "shape '[1, 1]' is invalid
+    for input of size 2"). uGP-UCB's kernel keeps one per axis."""
+    problem = get_problem('nes-gravity-assist')
+    inst = problem.instance(0)
+    unit = inst.fn.sigma_x / (inst.bounds[1] - inst.bounds[0]).numpy()
+    settings = BenchSettings(n_initial=2, refit_every=0)
+    lengthscale = problem.planner(method, measurements=2, settings=settings).model.kernel.lengthscale
+    assert lengthscale.reshape(-1).tolist() == pytest.approx([math.sqrt(unit[0] * unit[1])])
+    ard = problem.planner('ugp_ucb', measurements=2, settings=settings).model.kernel.lengthscale
+    assert ard.reshape(-1).tolist() == pytest.approx(unit.tolist())

@@ -330,3 +330,25 @@ def test_map_never_writes_onto_the_survey_it_reads(tmp_path, capsys):
     code, _, err = run(['map', tmp_path / 'survey.csv', '--value', 'v', '--out', out, *QUICK], capsys)
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == ['field.npz', 'map.png', 'map.tif', 'peak.json']
+
+
+def test_survey_from_points_is_the_csv_survey_of_the_same_points(tmp_path):
+    """Arrays in memory and a CSV of the same x/y points give the same survey, NaN rows skipped and counted alike;
+    and the same errors (too few usable points, points on one line)."""
+    from uncertain_bo.survey_map.sources import Survey, SurveyError, read_csv_survey
+    xy = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0], [10.0, 10.0], [5.0, 5.0]])
+    value = np.array([1.0, 2.0, np.nan, 4.0, 5.0])
+    path = tmp_path / 'points.csv'
+    np.savetxt(path, np.column_stack([xy, value]), delimiter=',', header='x,y,depth', comments='')
+    csv_survey = read_csv_survey(path, 'depth', location_std=1.5)
+    survey = Survey.from_points(xy, value, location_std=1.5, value_name='depth')
+    for name in ('xy', 'covariance', 'value', 'variance'):
+        np.testing.assert_array_equal(getattr(survey, name), getattr(csv_survey, name))
+    assert (survey.skipped, survey.rows, survey.execution_std) == (csv_survey.skipped, 5, (1.5, 1.5))
+    assert survey.georeference.name == csv_survey.georeference.name
+    with pytest.raises(SurveyError, match='2 usable rows'):
+        Survey.from_points(xy[:3], value[:3])
+    with pytest.raises(SurveyError, match='span no area'):
+        Survey.from_points([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]], [1.0, 2.0, 3.0])
+    with pytest.raises(SurveyError, match='location-std'):
+        Survey.from_points(xy, value, location_std=-1.0)

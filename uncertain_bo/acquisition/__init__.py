@@ -8,17 +8,15 @@ kernel, in which space it decides, how it scores candidates from a decision cont
 below.
 
 **Examples.** Each method's ``Example:`` runs one decision of it as ``uncertain-bo bench`` would, on a registered
-problem with a small budget: :meth:`~uncertain_bo.benchmarks.base.Instance.drive` takes three space-filling
-measurements and then the method's first decision, with fixed hyperparameters (no marginal-likelihood fit) and a
-quick maximiser, and returns the planner, whose last :attr:`~uncertain_bo.planning.planner.Planner.decisions` entry is
-that decision (the examples of acquisition objects stop after the three measurements and take the method's
-acquisition from the planner's snapshot, ``planner.method_object.acquisition(planner.snapshot())``)::
+problem with a small budget: :meth:`~uncertain_bo.benchmarks.base.Problem.planner` with
+:meth:`~uncertain_bo.benchmarks.base.BenchSettings.quick` takes three space-filling measurements and then the
+method's first decision, with fixed hyperparameters (no marginal-likelihood fit) and a quick maximiser, and returns
+the planner, whose last :attr:`~uncertain_bo.planning.planner.Planner.decisions` entry is that decision (the examples
+of acquisition objects stop after the three measurements and take the method's acquisition from the planner's
+snapshot, ``planner.method_object.acquisition(planner.snapshot())``)::
 
-    from uncertain_bo.acquisition.optimize import OptimizerSettings
     from uncertain_bo.benchmarks import BenchSettings, get_problem
-    quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-                          optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-    planner = get_problem('rkhs2d').instance(0).drive(get_method('ugp_ucb'), quick, 0, 4, lambda *record: None)
+    planner = get_problem('rkhs2d').planner('ugp_ucb', measurements=4, settings=BenchSettings.quick(beta=2.0))
     planner.decisions[-1]          # phase 'acquisition', the target, its acquisition value and beta_t
 """
 from __future__ import annotations

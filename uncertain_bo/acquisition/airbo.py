@@ -94,11 +94,9 @@ class AIRBO(UCBMethod):
         AIRBO's first decision on AIRBO's 1-D RKHS problem, its GP on the input samples (the method examples'
         set-up, :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('rkhs1d-gauss').instance(0).drive(AIRBO, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('rkhs1d-gauss').planner('airbo', measurements=4,
+        ...                                               settings=BenchSettings.quick(beta=2.0))
         >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
         ('samples', 'acquisition', torch.Size([1]))
     """
@@ -120,11 +118,9 @@ class AIRBOEmpirical(UCBMethod):
         AIRBOEmpirical's first decision on AIRBO's 1-D RKHS problem, its GP on the input samples (the method
         examples' set-up, :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('rkhs1d-gauss').instance(0).drive(AIRBOEmpirical, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('rkhs1d-gauss').planner('airbo_empirical', measurements=4,
+        ...                                               settings=BenchSettings.quick(beta=2.0))
         >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
         ('samples', 'acquisition', torch.Size([1]))
     """
@@ -145,11 +141,9 @@ class UGPKME(UCBMethod):
         UGPKME's first decision on AIRBO's 1-D RKHS problem, its GP on the input samples (the method examples'
         set-up, :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('rkhs1d-gauss').instance(0).drive(UGPKME, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('rkhs1d-gauss').planner('ugp_kme', measurements=4,
+        ...                                               settings=BenchSettings.quick(beta=2.0))
         >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
         ('samples', 'acquisition', torch.Size([1]))
     """
@@ -170,11 +164,8 @@ class SKL(UCBMethod):
         SKL's first decision on AIRBO's 1-D RKHS problem (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('rkhs1d-gauss').instance(0).drive(SKL, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('rkhs1d-gauss').planner('skl', measurements=4, settings=BenchSettings.quick(beta=2.0))
         >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
         ('gaussian', 'acquisition', torch.Size([1]))
     """
@@ -195,11 +186,9 @@ class ERBF(UGPUCB):
         ERBF's first decision on AIRBO's 1-D RKHS problem (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('rkhs1d-gauss').instance(0).drive(ERBF, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('rkhs1d-gauss').planner('erbf', measurements=4,
+        ...                                               settings=BenchSettings.quick(beta=2.0))
         >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
         ('gaussian', 'acquisition', torch.Size([1]))
     """
@@ -218,11 +207,9 @@ class GPUCB(IGPUCB):
         GP-UCB's first decision on AIRBO's 1-D RKHS problem (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('rkhs1d-gauss').instance(0).drive(GPUCB, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('rkhs1d-gauss').planner('gp_ucb', measurements=4,
+        ...                                               settings=BenchSettings.quick(beta=2.0))
         >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
         ('target', 'acquisition', torch.Size([1]))
     """

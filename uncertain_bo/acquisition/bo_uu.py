@@ -55,11 +55,8 @@ class BOUUEI(_AreaRecommending):
         BOUUEI's first decision on NES's 1-D sine problem (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('nes-sin').instance(0).drive(BOUUEI, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('nes-sin').planner('bo_uu_ei', measurements=4, settings=BenchSettings.quick(beta=2.0))
         >>> rec = planner.recommend()                         # a place predicted over the whole domain
         >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured
         ('acquisition', torch.Size([1]), False)
@@ -84,11 +81,9 @@ class BOUUUCB(_AreaRecommending):
         BOUUUCB's first decision on NES's 1-D sine problem (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('nes-sin').instance(0).drive(BOUUUCB, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('nes-sin').planner('bo_uu_ucb', measurements=4,
+        ...                                          settings=BenchSettings.quick(beta=2.0))
         >>> rec = planner.recommend()                         # a place predicted over the whole domain
         >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured
         ('acquisition', torch.Size([1]), False)
@@ -118,11 +113,9 @@ class BOUUMES(_AreaRecommending):
         BOUUMES's first decision on NES's 1-D sine problem (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('nes-sin').instance(0).drive(BOUUMES, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('nes-sin').planner('bo_uu_mes', measurements=4,
+        ...                                          settings=BenchSettings.quick(beta=2.0))
         >>> rec = planner.recommend()                         # a place predicted over the whole domain
         >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured
         ('acquisition', torch.Size([1]), False)
@@ -153,11 +146,8 @@ class StandardEI(_AreaRecommending):
         StandardEI's first decision on NES's 1-D sine problem (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('nes-sin').instance(0).drive(StandardEI, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('nes-sin').planner('ei', measurements=4, settings=BenchSettings.quick(beta=2.0))
         >>> rec = planner.recommend()                         # a place predicted over the whole domain
         >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured
         ('acquisition', torch.Size([1]), False)

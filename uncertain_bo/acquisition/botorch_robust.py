@@ -11,7 +11,7 @@ Each decision after the planner's initial design (the explorer's own, so compari
    :math:`\hat\Sigma^{1/2}` for Gaussian noise), without ``bounds`` so perturbed points are not clamped;
 3. ``qLogNoisyExpectedImprovement`` with the ``Expectation(n_w)`` risk measure as objective, i.e. expected
    improvement of the robust objective :math:`\mathbb E[f(\mathbf x + \boldsymbol\xi)]`;
-4. ``optimize_acqf`` (``q = 1``, 10 restarts, 512 raw samples).
+4. ``optimize_acqf`` (``q = 1``) with the planner's optimiser settings (by default 10 restarts, 512 raw samples).
 
 The recommendation is the measured place (a past reading's location mean, where its model has the reading) whose
 risk-measure posterior mean (the posterior mean averaged over the perturbation set) is largest.
@@ -48,16 +48,15 @@ class BoTorchRobust(Method):
 
     Args:
         n_w: size of the perturbation set.
-        num_restarts, raw_samples: ``optimize_acqf`` settings.
+        num_restarts, raw_samples: ``optimize_acqf`` settings that replace the planner's ``optimizer`` ones (None:
+            the planner's, as for every method; its ``maxiter`` too).
 
     Example:
         The robust loop's first decision (the method examples' set-up, :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('rkhs2d').instance(0).drive(BoTorchRobust, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('rkhs2d').planner('botorch_robust', measurements=4,
+        ...                                         settings=BenchSettings.quick(beta=2.0))
         >>> target, (lower, upper) = planner.targets[-1], planner.bounds
         >>> planner.decisions[-1].phase, target.shape, bool(((lower <= target) & (target <= upper)).all())
         ('acquisition', torch.Size([2]), True)
@@ -70,7 +69,7 @@ class BoTorchRobust(Method):
     fantasize_pending = False       # its own model; qLogNEI takes the pending targets (X_pending)
     unit_inputs = True              # its model and qLogNEI work on the unit cube of the search box
 
-    def __init__(self, n_w: int = N_W, num_restarts: int = 10, raw_samples: int = 512):
+    def __init__(self, n_w: int = N_W, num_restarts: int | None = None, raw_samples: int | None = None):
         self.n_w, self.num_restarts, self.raw_samples = n_w, num_restarts, raw_samples
         self._cache: tuple[int, object, Tensor] | None = None  # (n, model, unit inputs)
 
@@ -137,8 +136,10 @@ class BoTorchRobust(Method):
 
         bounds = ctx.bounds
         unit = torch.stack([torch.zeros_like(bounds[0]), torch.ones_like(bounds[0])])
-        cand, value = optimize_acqf(acq, bounds=unit, q=1, num_restarts=self.num_restarts,
-                                    raw_samples=self.raw_samples, options={'seed': ctx.seed})
+        opt = ctx.optimizer
+        cand, value = optimize_acqf(acq, bounds=unit, q=1, num_restarts=self.num_restarts or opt.num_restarts,
+                                    raw_samples=self.raw_samples or opt.raw_samples,
+                                    options={'seed': ctx.seed, 'maxiter': opt.maxiter})
         target = bounds[0] + cand.detach().reshape(-1) * (bounds[1] - bounds[0])
         return torch.minimum(torch.maximum(target, bounds[0]), bounds[1]), float(value)
 

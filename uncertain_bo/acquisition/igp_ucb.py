@@ -40,11 +40,8 @@ class IGPUCB(UCBMethod):
         IGP-UCB's first decision, its GP on the commanded targets (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('rkhs2d').instance(0).drive(IGPUCB, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('rkhs2d').planner('igp_ucb', measurements=4, settings=BenchSettings.quick(beta=2.0))
         >>> planner.input_kind, planner.decisions[-1].phase, planner.targets[-1].shape
         ('target', 'acquisition', torch.Size([2]))
     """

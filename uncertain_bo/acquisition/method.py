@@ -135,8 +135,7 @@ class Recommendation:
         :mod:`uncertain_bo.acquisition`), the planner's default rule names one of them:
 
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
-        >>> planner = get_problem('rkhs2d').instance(0).drive(get_method('ugp_ucb'), quick, 0, 3, lambda *record: None)
+        >>> planner = get_problem('rkhs2d').planner('ugp_ucb', measurements=3, settings=BenchSettings.quick(beta=2.0))
         >>> rec = planner.recommend()
         >>> rec.measured, 0 <= rec.index < 3, sorted(rec.record(2))
         (True, True, ['index', 'location_covariance', 'location_mean', 'mean', 'std', 'target', 'type'])
@@ -218,8 +217,7 @@ class DecisionContext:
         method examples' set-up of :mod:`uncertain_bo.acquisition`):
 
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
-        >>> planner = get_problem('rkhs2d').instance(0).drive(get_method('ugp_ucb'), quick, 0, 3, lambda *record: None)
+        >>> planner = get_problem('rkhs2d').planner('ugp_ucb', measurements=3, settings=BenchSettings.quick(beta=2.0))
         >>> ctx = planner.snapshot()
         >>> ctx.index, ctx.targets.shape, ctx.y.shape, ctx.model.n, ctx.beta(ctx.index, ctx.model)
         (3, torch.Size([3, 2]), torch.Size([3]), 3, 2.0)
@@ -350,8 +348,8 @@ class Method:
         ...     name = 'doc_robust_mean'
         ...     def acquisition(self, ctx):
         ...         return PosteriorMean(TargetModel(ctx.model, ctx.execution_noise))
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
-        >>> planner = get_problem('rkhs2d').instance(0).drive(RobustMean, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('rkhs2d').planner('doc_robust_mean', measurements=4,
+        ...                                         settings=BenchSettings.quick(beta=2.0))
         >>> planner.decisions[-1].phase, planner.targets[-1].shape
         ('acquisition', torch.Size([2]))
         >>> del METHODS['doc_robust_mean']
@@ -398,6 +396,15 @@ class Method:
     def decision_bounds(self, bounds: 'Tensor') -> 'Tensor':
         """``(2, D)`` decision space for the planner's ``(2, d)`` search box (default: the box itself)."""
         return bounds
+
+    def check_space(self, bounds: 'Tensor') -> None:
+        """Whether the method can decide in the ``(2, D)`` decision space ``bounds`` by design (default: any);
+        ``uncertain-bo bench`` asks before any run
+        (:meth:`~uncertain_bo.benchmarks.base.Problem.check_method`).
+
+        Raises:
+            ValueError: one line saying why not (e.g. a boustrophedon survey of a space that is not 2-D).
+        """
 
     def acquisition(self, ctx: DecisionContext) -> 'AcquisitionFunction':
         """Acquisition scoring candidates ``X`` of shape ``(b, 1, D)`` -> ``(b,)`` (maximised by
@@ -484,8 +491,7 @@ class UCBMethod(Method):
         examples' set-up of :mod:`uncertain_bo.acquisition`):
 
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
-        >>> planner = get_problem('rkhs2d').instance(0).drive(get_method('ugp_ucb'), quick, 0, 3, lambda *record: None)
+        >>> planner = get_problem('rkhs2d').planner('ugp_ucb', measurements=3, settings=BenchSettings.quick(beta=2.0))
         >>> acq = UCBMethod().acquisition(planner.snapshot())
         >>> type(acq).__name__, acq.beta, UCBMethod().reported_beta(acq)
         ('TargetUpperConfidenceBound', 4.0, 2.0)

@@ -122,11 +122,9 @@ class MTBO(EIQuadrature):
         MTBO's first decision on an SVM's 5-fold cross-validation (DRBQO's benchmark), two hyperparameters and a fold
         (the method examples' set-up, :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('drbqo-cv-svm-wine').instance(0).drive(MTBO, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('drbqo-cv-svm-wine').planner('mtbo', measurements=4,
+        ...                                                    settings=BenchSettings.quick(beta=2.0))
         >>> target = planner.targets[-1]                      # (x, fold): the fold one-hot
         >>> planner.decisions[-1].phase, target.shape, target[2:].tolist().count(1.0)
         ('acquisition', torch.Size([7]), 1)

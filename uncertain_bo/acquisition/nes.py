@@ -213,8 +213,7 @@ class NESEntropyReduction(AcquisitionFunction):
 
         >>> import torch
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
-        >>> planner = get_problem('nes-sin').instance(0).drive(NESEP, quick, 0, 3, lambda *record: None)
+        >>> planner = get_problem('nes-sin').planner('nes_ep', measurements=3, settings=BenchSettings.quick(beta=2.0))
         >>> acq = planner.method_object.acquisition(planner.snapshot())
         >>> type(acq).__name__, bool((acq(torch.rand(5, 1, 1, dtype=torch.float64)) >= -1e-9).all())
         ('NESEntropyReduction', True)
@@ -348,11 +347,8 @@ class NESEP(NESBase):
         NES-EP's first decision on NES's 1-D sine problem (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('nes-sin').instance(0).drive(NESEP, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('nes-sin').planner('nes_ep', measurements=4, settings=BenchSettings.quick(beta=2.0))
         >>> rec = planner.recommend()                         # a place predicted over the whole domain
         >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured
         ('acquisition', torch.Size([1]), False)

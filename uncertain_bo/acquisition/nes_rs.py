@@ -104,8 +104,7 @@ class RSAcquisition(AcquisitionFunction):
 
         >>> import torch
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
-        >>> planner = get_problem('nes-sin').instance(0).drive(NESRS, quick, 0, 3, lambda *record: None)
+        >>> planner = get_problem('nes-sin').planner('nes_rs', measurements=3, settings=BenchSettings.quick(beta=2.0))
         >>> acq = planner.method_object.acquisition(planner.snapshot())
         >>> type(acq).__name__, acq(torch.rand(5, 1, 1, dtype=torch.float64)).shape
         ('RSAcquisition', torch.Size([5]))
@@ -139,11 +138,8 @@ class NESRS(NESBase):
         NES-RS's first decision on NES's 1-D sine problem (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('nes-sin').instance(0).drive(NESRS, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('nes-sin').planner('nes_rs', measurements=4, settings=BenchSettings.quick(beta=2.0))
         >>> rec = planner.recommend()                         # a place predicted over the whole domain
         >>> planner.decisions[-1].phase, planner.targets[-1].shape, rec.measured
         ('acquisition', torch.Size([1]), False)

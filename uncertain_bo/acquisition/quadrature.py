@@ -132,8 +132,8 @@ class DistributionallyRobustThompson(AcquisitionFunction):
 
         >>> import torch
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
-        >>> planner = get_problem('drbqo-beale').instance(0).drive(DRBQO, quick, 0, 3, lambda *record: None)
+        >>> planner = get_problem('drbqo-beale').planner('drbqo', measurements=3,
+        ...                                              settings=BenchSettings.quick(beta=2.0))
         >>> acq = planner.method_object.acquisition(planner.snapshot())
         >>> type(acq).__name__, acq(torch.rand(5, 1, 2, dtype=torch.float64)).shape
         ('DistributionallyRobustThompson', torch.Size([5]))
@@ -325,8 +325,8 @@ class ThompsonQuadrature(QuadratureMethod):
 
         >>> import torch
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
-        >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOTS, quick, 0, 3, lambda *record: None)
+        >>> planner = get_problem('drbqo-beale').planner('bqo_ts', measurements=3,
+        ...                                              settings=BenchSettings.quick(beta=2.0))
         >>> acq = planner.method_object.acquisition(planner.snapshot())
         >>> type(acq).__name__, acq.rho
         ('DistributionallyRobustThompson', 0.0)
@@ -349,8 +349,8 @@ class EIQuadrature(QuadratureMethod):
 
         >>> import torch
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
-        >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOEI, quick, 0, 3, lambda *record: None)
+        >>> planner = get_problem('drbqo-beale').planner('bqo_ei', measurements=3,
+        ...                                              settings=BenchSettings.quick(beta=2.0))
         >>> acq = planner.method_object.acquisition(planner.snapshot())
         >>> type(acq).__name__, type(acq.posterior_transform).__name__
         ('ExpectedImprovement', 'QuadratureMean')
@@ -386,8 +386,7 @@ class OffsetRobustThompson(AcquisitionFunction):
 
         >>> import torch
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
-        >>> planner = get_problem('rkhs2d').instance(0).drive(DRBQO, quick, 0, 3, lambda *record: None)
+        >>> planner = get_problem('rkhs2d').planner('drbqo', measurements=3, settings=BenchSettings.quick(beta=2.0))
         >>> acq = planner.method_object.acquisition(planner.snapshot())
         >>> type(acq).__name__, acq.offsets.shape, acq(torch.rand(5, 1, 2, dtype=torch.float64)).shape
         ('OffsetRobustThompson', torch.Size([3, 2]), torch.Size([5]))
@@ -420,11 +419,9 @@ class DRBQO(ThompsonQuadrature):
         DRBQO's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('drbqo-beale').instance(0).drive(DRBQO, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('drbqo-beale').planner('drbqo', measurements=4,
+        ...                                              settings=BenchSettings.quick(beta=2.0))
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts
         >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
@@ -475,11 +472,9 @@ class EmpDRBQO(ThompsonQuadrature):
         EmpDRBQO's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('drbqo-beale').instance(0).drive(EmpDRBQO, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('drbqo-beale').planner('emp_drbqo', measurements=4,
+        ...                                              settings=BenchSettings.quick(beta=2.0))
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts
         >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
@@ -499,11 +494,9 @@ class BQOTS(ThompsonQuadrature):
         BQOTS's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOTS, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('drbqo-beale').planner('bqo_ts', measurements=4,
+        ...                                              settings=BenchSettings.quick(beta=2.0))
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts
         >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
@@ -525,11 +518,9 @@ class MaximinBQOTS(ThompsonQuadrature):
         MaximinBQOTS's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('drbqo-beale').instance(0).drive(MaximinBQOTS, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('drbqo-beale').planner('maximin_bqo_ts', measurements=4,
+        ...                                              settings=BenchSettings.quick(beta=2.0))
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts
         >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
@@ -549,11 +540,9 @@ class BQOEI(EIQuadrature):
         BQOEI's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOEI, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('drbqo-beale').planner('bqo_ei', measurements=4,
+        ...                                              settings=BenchSettings.quick(beta=2.0))
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts
         >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
@@ -574,11 +563,9 @@ class MaximinBQOEI(EIQuadrature):
         MaximinBQOEI's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('drbqo-beale').instance(0).drive(MaximinBQOEI, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('drbqo-beale').planner('maximin_bqo_ei', measurements=4,
+        ...                                              settings=BenchSettings.quick(beta=2.0))
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts
         >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
@@ -597,11 +584,9 @@ class DRBQORandW(DRBQO):
         DRBQORandW's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('drbqo-beale').instance(0).drive(DRBQORandW, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('drbqo-beale').planner('drbqo_randw', measurements=4,
+        ...                                              settings=BenchSettings.quick(beta=2.0))
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts
         >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
@@ -621,11 +606,9 @@ class BQOTSRandW(BQOTS):
         BQOTSRandW's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOTSRandW, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('drbqo-beale').planner('bqo_ts_randw', measurements=4,
+        ...                                              settings=BenchSettings.quick(beta=2.0))
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts
         >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())
@@ -645,11 +628,9 @@ class BQOEIRandW(BQOEI):
         BQOEIRandW's first decision on DRBQO's Beale problem, a point and a context (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('drbqo-beale').instance(0).drive(BQOEIRandW, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('drbqo-beale').planner('bqo_ei_randw', measurements=4,
+        ...                                              settings=BenchSettings.quick(beta=2.0))
         >>> target = planner.targets[-1]                      # (x, w): w is one of the samples S_n
         >>> samples = planner.method_object.contexts
         >>> planner.decisions[-1].phase, target.shape, bool((samples == target[2:]).all(-1).any())

@@ -120,11 +120,8 @@ class RiskMeasureLogEI(Method):
         The first decision by the CVaR of the worst 20 % (the method examples' set-up,
         :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('rkhs2d').instance(0).drive(RiskMeasureLogEI, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('rkhs2d').planner('ugp_risk', measurements=4, settings=BenchSettings.quick(beta=2.0))
         >>> target, (lower, upper) = planner.targets[-1], planner.bounds
         >>> planner.decisions[-1].phase, target.shape, bool(((lower <= target) & (target <= upper)).all())
         ('acquisition', torch.Size([2]), True)

@@ -132,6 +132,7 @@ class Survey(UCBMethod):
             ValueError: the planner has no ``budget`` (the survey needs the number of measurements).
         """
         if self._plan is None:
+            self.check_space(ctx.bounds)
             if ctx.budget is None:
                 raise ValueError(f'{self.name} needs the measurement budget: construct the Planner with '
                                  'budget=max_measurements')
@@ -146,6 +147,15 @@ class Survey(UCBMethod):
                     shift = torch.rand(2, generator=gen, dtype=bounds.dtype, device=bounds.device) - 0.5
                 self._plan = lawnmower_targets(bounds, ctx.budget, start, shift)
         return self._plan
+
+    def check_space(self, bounds: Tensor) -> None:
+        """A boustrophedon grid covers a 2-D area (a random tour any box).
+
+        Raises:
+            ValueError: a lawnmower survey of a space that is not 2-D.
+        """
+        if self.kind != 'random' and bounds.shape[-1] != 2:
+            raise ValueError(f'{self.name} surveys a 2-D area; the decision space is {bounds.shape[-1]}-D')
 
     def decide_one(self, ctx: DecisionContext) -> Proposal:
         plan = self.plan(ctx)

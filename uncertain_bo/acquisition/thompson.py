@@ -63,8 +63,7 @@ class RobustPathSample(TargetAcquisition):
 
         >>> import torch
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
-        >>> planner = get_problem('rkhs2d').instance(0).drive(RobustThompson, quick, 0, 3, lambda *record: None)
+        >>> planner = get_problem('rkhs2d').planner('ugp_ts', measurements=3, settings=BenchSettings.quick(beta=2.0))
         >>> acq = planner.method_object.acquisition(planner.snapshot())
         >>> type(acq).__name__, acq(torch.rand(5, 1, 2, dtype=torch.float64)).shape
         ('RobustPathSample', torch.Size([5]))
@@ -92,11 +91,8 @@ class RobustThompson(Method):
     Example:
         The first decision by a robust sample path (the method examples' set-up, :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('rkhs2d').instance(0).drive(RobustThompson, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('rkhs2d').planner('ugp_ts', measurements=4, settings=BenchSettings.quick(beta=2.0))
         >>> target, (lower, upper) = planner.targets[-1], planner.bounds
         >>> planner.decisions[-1].phase, target.shape, bool(((lower <= target) & (target <= upper)).all())
         ('acquisition', torch.Size([2]), True)

@@ -57,8 +57,7 @@ class UnscentedExpectedImprovement(TargetAcquisition):
 
         >>> import torch
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0)
-        >>> planner = get_problem('rkhs2d').instance(0).drive(UEI, quick, 0, 3, lambda *record: None)
+        >>> planner = get_problem('rkhs2d').planner('uei', measurements=3, settings=BenchSettings.quick(beta=2.0))
         >>> acq = planner.method_object.acquisition(planner.snapshot())
         >>> type(acq).__name__, acq.log, acq(torch.rand(5, 1, 2, dtype=torch.float64)).shape      # log-UEI
         ('UnscentedExpectedImprovement', True, torch.Size([5]))
@@ -101,11 +100,8 @@ class UEI(Method):
     Example:
         UEI's first decision (the method examples' set-up, :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('rkhs2d').instance(0).drive(UEI, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('rkhs2d').planner('uei', measurements=4, settings=BenchSettings.quick(beta=2.0))
         >>> target, (lower, upper) = planner.targets[-1], planner.bounds
         >>> planner.decisions[-1].phase, target.shape, bool(((lower <= target) & (target <= upper)).all())
         ('acquisition', torch.Size([2]), True)

@@ -43,11 +43,8 @@ class UGPUCB(UCBMethod):
         uGP-UCB's first decision on the paper's 2-D RKHS problem, with :math:`\\beta_t = 2` (the method examples'
         set-up, :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('rkhs2d').instance(0).drive(UGPUCB, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('rkhs2d').planner('ugp_ucb', measurements=4, settings=BenchSettings.quick(beta=2.0))
         >>> decision = planner.decisions[-1]
         >>> decision.phase, decision.target.shape, decision.beta
         ('acquisition', torch.Size([2]), 2.0)
@@ -69,11 +66,8 @@ class UGPBUCB(UGPUCB):
         The first batch of three targets is decided at measurement 4 and handed out one per call (the method
         examples' set-up, :mod:`uncertain_bo.acquisition`):
 
-        >>> from uncertain_bo.acquisition.optimize import OptimizerSettings
         >>> from uncertain_bo.benchmarks import BenchSettings, get_problem
-        >>> quick = BenchSettings(beta=2.0, n_initial=3, refit_every=0,
-        ...                       optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
-        >>> planner = get_problem('rkhs2d').instance(0).drive(UGPBUCB, quick, 0, 4, lambda *record: None)
+        >>> planner = get_problem('rkhs2d').planner('ugp_bucb', measurements=4, settings=BenchSettings.quick(beta=2.0))
         >>> [d.phase for d in planner.decisions], planner.queued.shape
         (['initial', 'initial', 'initial', 'acquisition', 'acquisition', 'acquisition'], torch.Size([2, 2]))
     """

@@ -17,14 +17,14 @@ from __future__ import annotations
 import importlib
 import re
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from ..acquisition import Method
+from ..acquisition import Method, get_method
 from ..distributions import DTYPE, Gaussian, LocationDistributions
 from ..acquisition.optimize import OptimizerSettings
 from ..planning.planner import Planner
@@ -94,6 +94,19 @@ class BenchSettings:
     explorer: tuple[tuple[str, Any], ...] = ()
     problem: tuple[tuple[str, Any], ...] = ()
     sim: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def quick(cls, **changes: Any) -> 'BenchSettings':
+        """Settings for a quick look (examples, smoke runs): three space-filling initial measurements, fixed
+        hyperparameters (no marginal-likelihood fit) and a small maximiser (2 restarts from 32 raw samples);
+        ``changes`` replace any of them or set the others (e.g. ``beta=2.0``).
+
+        Example:
+            >>> BenchSettings.quick(beta=2.0).n_initial, BenchSettings.quick(n_initial=5).optimizer.raw_samples
+            (3, 32)
+        """
+        quick = cls(n_initial=3, refit_every=0, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32))
+        return replace(quick, **changes)
 
     def beta_label(self, uses_beta: bool) -> str:
         if not uses_beta:
@@ -263,28 +276,45 @@ class Instance(ABC):
         x, g = self.optimum
         return {'optimum': x.tolist(), 'optimum_value': g}
 
+    def planner_settings(self, method: Method, settings: BenchSettings, iterations: int | None) -> dict[str, Any]:
+        """:meth:`planner_config` for a run of ``iterations`` measurements, with that measurement ``budget`` (the
+        surveys plan their tour from it) where the configuration does not set one (``iterations=None``: a
+        mission that gives its planner the budget itself): what every :meth:`drive` hands the planner.
+
+        Raises:
+            ValueError: ``settings.beta`` is None (the problem's default, which :meth:`Problem.resolve` fills in).
+        """
+        if settings.beta is None:
+            raise ValueError('settings.beta is None: the problem\'s default beta is filled in by '
+                             'Problem.resolve(settings) (Problem.planner and the runner do it)')
+        return {**({} if iterations is None else {'budget': iterations}), **self.planner_config(method, settings)}
+
     def drive(self, method: Method, settings: BenchSettings, seed: int, iterations: int,
-              record: Callable[..., None]) -> Planner:
+              record: Callable[..., None] = lambda *measurement: None) -> Planner:
         """Run the measurement loop and report every stored measurement.
 
         The default loop is the ask/tell cycle ``suggest -> world.measure -> observe -> recommend`` on a
-        :class:`~uncertain_bo.planning.planner.Planner` configured by :meth:`planner_config`. Instances whose world
+        :class:`~uncertain_bo.planning.planner.Planner` configured by :meth:`planner_settings`. Instances whose world
         drives the planner itself (a simulated mission with its own measurement cycle) override this.
+        :meth:`Problem.planner` is the short way to a planner after a few measurements.
 
         Args:
             method: the method.
-            settings: the run's settings (β resolved).
+            settings: the run's settings, resolved (:meth:`Problem.resolve`: β filled in).
             seed: the run's seed (planner seed and world stream).
-            iterations: number of measurements.
+            iterations: number of measurements (the planner's measurement ``budget``).
             record: called after each stored measurement as
-                ``record(planner, target, measurement, decision, recommendation)``.
+                ``record(planner, target, measurement, decision, recommendation)`` (default: nothing).
 
         Returns:
             The planner after the run.
+
+        Raises:
+            ValueError: ``settings.beta`` is None, or settings the instance cannot honour.
         """
+        config = self.planner_settings(method, settings, iterations)
         world = self.world(seed)
-        planner = Planner(self.bounds, method=method.name, seed=seed, start=world.start,
-                          **self.planner_config(method, settings))
+        planner = Planner(self.bounds, method=method.name, seed=seed, start=world.start, **config)
         try:
             for _ in range(iterations):
                 index = planner.n
@@ -342,6 +372,67 @@ class Problem(ABC):
     @abstractmethod
     def instance(self, seed: int) -> Instance:
         """The objective for ``seed`` (identical for every method)."""
+
+    def resolve(self, settings: BenchSettings) -> BenchSettings:
+        """``settings`` with the problem's defaults filled in (``beta=None``: :attr:`default_beta`): the one place
+        the runner, :meth:`planner` and ``uncertain-bo bench`` resolve a run's settings."""
+        return settings if settings.beta is not None else replace(settings, beta=self.default_beta)
+
+    def check_method(self, method: str, settings: BenchSettings = BenchSettings()) -> None:
+        """Whether ``method`` can run on this problem by design: its constructor takes the method settings the
+        problem's planner configuration gives it (e.g. MTBO needs one-hot tasks, the cross-validation problems'
+        folds; DRBQO and its baselines a sample set) and it decides in the problem's space
+        (:meth:`~uncertain_bo.acquisition.method.Method.check_space`: a lawnmower needs a 2-D area).
+        ``uncertain-bo bench`` checks every method before any run.
+
+        Raises:
+            KeyError: unknown method.
+            ValueError: one line saying why it cannot (or settings the problem cannot honour).
+
+        Example:
+            >>> get_problem('rkhs2d').check_method('mtbo')
+            Traceback (most recent call last):
+            ...
+            ValueError: method 'mtbo' does not run on problem 'rkhs2d': method 'mtbo' needs the sample set: ...
+        """
+        meth = get_method(method)
+        settings = self.resolve(settings)
+        instance = self.instance_for(0, settings)
+        config = instance.planner_config(meth, settings)
+        try:
+            method_object = meth(**(config.get('method_settings') or {}))
+            method_object.check_space(method_object.decision_bounds(instance.bounds))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f'method {method!r} does not run on problem {self.name!r}: {exc}') from None
+
+    def planner(self, method: str, measurements: int = 0, *, seed: int = 0,
+                settings: BenchSettings = BenchSettings()) -> Planner:
+        """The planner of ``method`` after ``measurements`` measurements of this problem's instance ``seed``, as
+        ``uncertain-bo bench`` runs them (:meth:`resolve`, :meth:`instance_for`, :meth:`Instance.drive`);
+        :meth:`BenchSettings.quick` makes it quick.
+
+        Args:
+            method: a registered method's name.
+            measurements: measurements taken (the planner's measurement budget); 0 = none yet.
+            seed: the instance's and the run's seed.
+            settings: the run's settings (``beta=None``: the problem's default).
+
+        Returns:
+            The :class:`~uncertain_bo.planning.planner.Planner`; its ``decisions`` hold one entry per measurement.
+
+        Raises:
+            KeyError: unknown method.
+            ValueError: settings the problem cannot honour.
+
+        Example:
+            uGP-UCB's first decision on ``rkhs2d`` after three space-filling measurements:
+
+            >>> planner = get_problem('rkhs2d').planner('ugp_ucb', measurements=4, settings=BenchSettings.quick())
+            >>> [d.phase for d in planner.decisions]
+            ['initial', 'initial', 'initial', 'acquisition']
+        """
+        settings = self.resolve(settings)
+        return self.instance_for(seed, settings).drive(get_method(method), settings, seed, measurements)
 
     def instance_for(self, seed: int, settings: BenchSettings) -> Instance:
         """The objective for ``seed`` under ``settings`` (problems on a field honour ``settings.field``).

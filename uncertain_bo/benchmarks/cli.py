@@ -361,6 +361,12 @@ def bench_main(args: argparse.Namespace) -> int:
                               n_initial=args.n_initial, optimizer=optimizer, field=fld,
                               explorer=explorer, problem=params, sim=sim)
                 for fld, r, b, params in product(fields, _floats(args.mismatch), betas, grid)]
+    try:   # a method the problem cannot run by design: one line before any run (not a failure per run)
+        for m in methods:
+            problem.check_method(m, settings[0])
+    except ValueError as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
     specs = expand(args.problem, methods, seeds, iterations, settings)
     print(f'{len(specs)} run(s): {args.problem}, methods {",".join(methods)}, seeds {seeds.start}..{seeds.stop - 1}, '
           f'{iterations} iterations, beta {betas}, mismatch {args.mismatch}; {args.n_jobs} worker(s) -> {args.out}',

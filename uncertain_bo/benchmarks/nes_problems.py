@@ -269,7 +269,8 @@ def lengthscale_prior_factory(sigma_x: np.ndarray, prior: bool, fixed: dict[str,
     lengthscales starting at :math:`\\sigma_x`) or a free marginal-likelihood fit of the lengthscales; both keep the
     model's weak Gamma prior on :math:`\\sigma_f^2` (without it the fits on the first one or two points of the
     initial design send :math:`\\sigma_f^2 \\to 0`, and later fits, started there, stay); ``fixed``: hyperparameters
-    held at these values (``lengthscale``, ``outputscale``, ``noise``; no refits)."""
+    held at these values (``lengthscale``, ``outputscale``, ``noise``; no refits). A kernel with one lengthscale for
+    every axis (AIRBO's MMD, SKL) gets the geometric mean of the per-axis values."""
 
     def factory(bounds: Tensor, kernel):
         span = (bounds[1] - bounds[0]).cpu().numpy()
@@ -283,6 +284,8 @@ def lengthscale_prior_factory(sigma_x: np.ndarray, prior: bool, fixed: dict[str,
         kernel._priors.pop('lengthscale_prior', None)      # the method's own prior is replaced by the regime's
         kernel._modules.pop('lengthscale_prior', None)
         unit = torch.as_tensor(sigma_x / span, dtype=DTYPE)
+        if kernel.lengthscale.shape[-1] == 1 < d:   # one lengthscale for every axis (AIRBO's, SKL's): the centre of
+            unit = unit.log().mean().exp().reshape(1)  # the per-axis values' log-normal priors, their geometric mean
         if prior:
             kernel.register_prior('lengthscale_prior', LogNormalPrior(unit.log(), torch.full_like(unit, 0.07)),
                                   lambda m: m.lengthscale, lambda m, v: m._set_lengthscale(v))

@@ -174,7 +174,7 @@ class RoverInstance(Instance):
               record: Callable[..., None]) -> Planner:
         from ..sim.mission import Mission
 
-        cfg = self.planner_config(method, settings)
+        cfg = self.planner_settings(method, settings, None)    # the mission's budget: max_measurements
         noise = cfg.pop('execution_noise')
         params = {node: dict(v) for node, v in self.params.items()}
         params['explorer']['max_measurements'] = iterations

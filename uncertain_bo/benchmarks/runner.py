@@ -161,8 +161,7 @@ def run(problem: str | Problem, method: str, seed: int, iterations: int,
         (normalised where the instance has a regret scale).
     """
     prob = get_problem(problem) if isinstance(problem, str) else problem
-    if settings.beta is None:
-        settings = replace(settings, beta=prob.default_beta)
+    settings = prob.resolve(settings)
     meth = get_method(method)
     inst = prob.instance_for(seed, settings)
     x_star, g_star = inst.optimum
@@ -298,7 +297,7 @@ def expand(problem: str, methods: Sequence[str], seeds: Iterable[int], iteration
     specs, seen = [], set()
     prob = get_problem(problem)
     for s in settings:
-        s = s if s.beta is not None else replace(s, beta=prob.default_beta)
+        s = prob.resolve(s)
         for method in methods:
             meth = get_method(method)
             canon = s if prob.uses_beta(meth) else replace(s, beta=prob.default_beta)

@@ -419,15 +419,25 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
         """Set hyperparameters directly (physical units for ``lengthscale``).
 
         Args:
-            lengthscale: scalar or ``(d,)`` lengthscales in input units (converted to unit-cube units).
+            lengthscale: scalar or ``(d,)`` lengthscales in input units (converted to unit-cube units); a kernel
+                with one lengthscale for every axis takes one that is the same on every axis in unit-cube units.
             outputscale: signal variance :math:`\\sigma_f^2` (standardised units with an outcome transform).
             noise: noise variance / regulariser :math:`\\lambda` (same units as ``outputscale``).
             mean: constant prior mean (same units).
+
+        Raises:
+            ValueError: lengthscales that differ between axes (in unit-cube units) for a kernel with one lengthscale.
         """
         with torch.no_grad():
             if lengthscale is not None:
-                ell = torch.as_tensor(lengthscale, dtype=DTYPE).expand(self.dim)
-                self.kernel.lengthscale = (ell / (self.bounds[1] - self.bounds[0])).reshape(1, -1)
+                ell = torch.as_tensor(lengthscale, dtype=DTYPE).expand(self.dim) / (self.bounds[1] - self.bounds[0])
+                if self.kernel.lengthscale.shape[-1] == 1:    # one lengthscale for every axis (e.g. AIRBO's)
+                    if not torch.allclose(ell, ell[:1]):
+                        sides = (self.bounds[1] - self.bounds[0]).tolist()
+                        raise ValueError(f'{type(self.kernel).__name__} has one lengthscale for every axis; got '
+                                         f'{lengthscale} over a box of sides {sides}')
+                    ell = ell[:1]
+                self.kernel.lengthscale = ell.reshape(1, -1)
             if outputscale is not None:
                 self.covar_module.outputscale = torch.as_tensor(outputscale, dtype=DTYPE)
             if noise is not None:

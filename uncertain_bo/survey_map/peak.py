@@ -69,15 +69,11 @@ class Peak:
         A warm spring at (20, 30) m in a 50 m x 50 m lake, temperature read every 10 m: the robust peak of the map,
         with its 95 % credible interval and the cells that hold the argmax with 95 % probability:
 
-        >>> import pathlib, tempfile
         >>> from uncertain_bo.survey_map.posterior import MapSettings, fit_map
-        >>> from uncertain_bo.survey_map.sources import read_survey
+        >>> from uncertain_bo.survey_map.sources import Survey
         >>> xy = 10.0 * np.stack(np.meshgrid(range(6), range(6)), -1).reshape(-1, 2)     # m
         >>> celsius = 12 + 4 * 2.0 ** (-((xy - [20.0, 30.0]) ** 2).sum(-1) / 400)
-        >>> with tempfile.TemporaryDirectory() as folder:
-        ...     path = pathlib.Path(folder, 'temperature.csv')
-        ...     np.savetxt(path, np.column_stack([xy, celsius]), delimiter=',', header='x,y,celsius', comments='')
-        ...     temperature = read_survey(path, value='celsius', location_std=1.0)
+        >>> temperature = Survey.from_points(xy, celsius, location_std=1.0, value_name='celsius')
         >>> peak = robust_peak(fit_map(temperature, MapSettings(resolution=5.0)), samples=200)
         >>> peak.xy.tolist(), round(peak.mean, 2), [round(v, 1) for v in peak.interval]    # °C (readings' top: 16)
         ([20.0, 30.0], 15.96, [15.9, 16.0])

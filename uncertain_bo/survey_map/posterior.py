@@ -153,14 +153,9 @@ class PosteriorMap:
     Example:
         Soundings every 10 m over a shoal at (30, 20) m (depth 10 m there), mapped on 2 m cells:
 
-        >>> import pathlib, tempfile
-        >>> from uncertain_bo.survey_map.sources import read_survey
-        >>> with tempfile.TemporaryDirectory() as folder:
-        ...     path = pathlib.Path(folder, 'soundings.csv')
-        ...     _ = path.write_text('x,y,depth\\n' + '\\n'.join(
-        ...         f'{x},{y},{10 - ((x - 30) ** 2 + (y - 20) ** 2) / 250}' for x in range(0, 60, 10)
-        ...         for y in range(0, 60, 10)))
-        ...     soundings = read_survey(path, value='depth', location_std=1.0)
+        >>> from uncertain_bo.survey_map.sources import Survey
+        >>> xy = 10.0 * np.stack(np.meshgrid(range(6), range(6)), -1).reshape(-1, 2)     # m
+        >>> soundings = Survey.from_points(xy, 10 - ((xy - [30.0, 20.0]) ** 2).sum(-1) / 250, location_std=1.0)
         >>> depth = fit_map(soundings, MapSettings(resolution=2.0))
         >>> depth.grid.shape, depth.sparse
         ((26, 26), False)

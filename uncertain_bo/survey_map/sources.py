@@ -121,6 +121,50 @@ class Survey:
         """Number of readings."""
         return self.value.shape[0]
 
+    @classmethod
+    def from_points(cls, xy, value, location_std: float = DEFAULT_LOCATION_STD, frame: str = 'survey', *,
+                    origin: tuple[float, float] | None = None, value_name: str = 'reading',
+                    unit: str | None = None) -> 'Survey':
+        """A survey of points in memory, checked as a CSV of x/y metres is (module docstring): points with a NaN or
+        inf are skipped and counted, fewer than 3 usable points or points that span no area are an error.
+
+        Args:
+            xy: ``(n, 2)`` positions, m (x east, y north) on the plane of ``frame`` (or the tangent plane at
+                ``origin``).
+            value: ``(n,)`` readings.
+            location_std: the positions' horizontal 1-σ error, m (every point gets ``location_std² I``).
+            frame: the engineering CRS's name (a robot's map frame) when there is no ``origin``.
+            origin: ``(latitude, longitude)`` degrees of x = y = 0, which georeferences the survey.
+            value_name, unit: what the readings are (the map's labels).
+
+        Raises:
+            SurveyError: arrays of the wrong shapes, a ``location_std`` that is not a finite number >= 0, fewer than
+                3 usable points, or points that span no area.
+
+        Example:
+            Soundings every 10 m over a shoal at (30, 20) m, in a robot's ``map`` frame; one without a reading:
+
+            >>> xy = 10.0 * np.stack(np.meshgrid(range(6), range(6)), -1).reshape(-1, 2)     # m
+            >>> depth = 10 - ((xy - [30.0, 20.0]) ** 2).sum(-1) / 250
+            >>> depth[0] = np.nan
+            >>> soundings = Survey.from_points(xy, depth, location_std=1.0, frame='map', value_name='depth', unit='m')
+            >>> soundings.n, soundings.skipped, soundings.georeference.georeferenced, soundings.covariance[0].tolist()
+            (35, {'NaN or inf': 1}, False, [[1.0, 0.0], [0.0, 1.0]])
+            >>> Survey.from_points(xy[:, 0], depth)
+            Traceback (most recent call last):
+            ...
+            uncertain_bo.survey_map.sources.SurveyError: points in memory: xy must be (n, 2) metres and value (n,), ...
+        """
+        xy, value = np.asarray(xy, dtype=float), np.asarray(value, dtype=float)
+        if xy.ndim != 2 or xy.shape[1] != 2 or value.shape != (xy.shape[0],):
+            raise SurveyError(f'points in memory: xy must be (n, 2) metres and value (n,), got {xy.shape} and '
+                              f'{value.shape}')
+        usable = np.isfinite(xy).all(-1) & np.isfinite(value)
+        skipped = {'NaN or inf': int((~usable).sum())} if not usable.all() else {}
+        return _points_survey(Path('points in memory'), xy[:, 0], xy[:, 1], value, ('x', 'y', value_name),
+                              location_std, lambda x, y: (np.column_stack([x, y]), _plane(origin, frame)),
+                              Counter(skipped), unit)
+
 
 def read_survey(source: str | Path, value: str | None = None, location_std: float | None = None,
                 coordinates: str | None = None, origin: tuple[float, float] | None = None) -> Survey:
@@ -191,8 +235,7 @@ def read_csv_survey(path: str | Path, value: str, location_std: float = DEFAULT_
         SurveyError: the file cannot be mapped (module docstring).
     """
     path = Path(path)
-    if not (math.isfinite(location_std) and location_std >= 0):
-        raise SurveyError(f'--location-std must be a finite number of metres >= 0, got {location_std!r}')
+    _check_location_std(location_std)
     if coordinates is not None and coordinates not in COORDINATES:
         raise SurveyError(f'--coordinates must be one of {", ".join(COORDINATES)}, got {coordinates!r}')
     header, rows = _csv_rows(path)
@@ -208,32 +251,51 @@ def read_csv_survey(path: str | Path, value: str, location_std: float = DEFAULT_
         raise SurveyError(f'--value {value!r} is a coordinate column of {path}; give the column of the readings')
     a, b, v, skipped = _numbers(rows, (ci, cj, cv))
     if kind == 'latlon':
-        lat, lon = a, b
-        _check_degrees(path, header[ci], lat, 90.0)
-        _check_degrees(path, header[cj], lon, 180.0)
-    usable = np.isfinite(a) & np.isfinite(b) & np.isfinite(v)
-    n = int(usable.sum())
-    if n < 3:
-        raise SurveyError(f'{path}: {n} usable rows (finite {header[ci]}, {header[cj]} and {header[cv]}) of '
-                          f'{len(rows)}; a map needs at least 3 {_skip_text(skipped)}')
-    a, b, v = a[usable], b[usable], v[usable]
-    if kind == 'latlon':
+        _check_degrees(path, header[ci], a, 90.0)
+        _check_degrees(path, header[cj], b, 180.0)
         if origin is not None:
             raise SurveyError('--origin is the WGS84 point at x = y = 0 of x/y metres; a CSV of latitudes and '
                               'longitudes needs none')
+
+    def project(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, Georeference]:
+        if kind != 'latlon':
+            return np.column_stack([a, b]), _plane(origin, 'survey')
         try:
             geo = utm_for(b, a)
         except ValueError as exc:
             raise SurveyError(f'{path}: {exc}') from None
-        x, y = geo.to_map(b, a)
-        xy = np.column_stack([x, y])
-    else:
-        geo = _plane(origin, 'survey')
-        xy = np.column_stack([a, b])
-    _check_area(path, xy)
+        return np.column_stack(geo.to_map(b, a)), geo
+
+    return _points_survey(path, a, b, v, (header[ci], header[cj], header[cv]), location_std, project, skipped,
+                          None, rows=len(rows))
+
+
+def _check_location_std(location_std: float) -> None:
+    if not (math.isfinite(location_std) and location_std >= 0):
+        raise SurveyError(f'--location-std must be a finite number of metres >= 0, got {location_std!r}')
+
+
+def _points_survey(source: Path, a: np.ndarray, b: np.ndarray, v: np.ndarray, names: tuple[str, str, str],
+                   location_std: float, project, skipped: Counter, unit: str | None, rows: int | None = None
+                   ) -> Survey:
+    """The one check and assembly of a survey of points (a CSV's or arrays in memory): the usable points (finite
+    coordinates ``a``, ``b`` and reading ``v``), at least 3 of them, projected by ``project(a, b) -> (xy, CRS)``,
+    spanning an area, each with the covariance ``location_std² I``.
+
+    Raises:
+        SurveyError: what the module docstring lists for these steps.
+    """
+    _check_location_std(location_std)
+    usable = np.isfinite(a) & np.isfinite(b) & np.isfinite(v)
+    n = int(usable.sum())
+    if n < 3:
+        raise SurveyError(f'{source}: {n} usable rows (finite {names[0]}, {names[1]} and {names[2]}) of '
+                          f'{len(v)}; a map needs at least 3 {_skip_text(skipped)}')
+    xy, geo = project(a[usable], b[usable])
+    _check_area(source, xy)
     cov = np.broadcast_to(np.eye(2) * location_std ** 2, (n, 2, 2)).copy()
-    return Survey(xy, cov, v, np.zeros(n), geo, path, header[cv], None, (float(location_std),) * 2,
-                  dict(skipped), len(rows))
+    return Survey(xy, cov, v[usable], np.zeros(n), geo, source, names[2], unit, (float(location_std),) * 2,
+                  dict(skipped), len(v) if rows is None else rows)
 
 
 def _csv_rows(path: Path) -> tuple[list[str], list[list[str]]]:
