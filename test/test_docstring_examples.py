@@ -72,7 +72,7 @@ def registries_as_found():
     registries are put back as they were, so that later tests see only the package's own."""
     import uncertain_bo.acquisition  # noqa: F401  (every own method registered before the copy)
     from uncertain_bo.acquisition.method import METHODS
-    from uncertain_bo.benchmarks.base import PROBLEMS, load_own_problems
+    from uncertain_bo.benchmarks.problem_registry import PROBLEMS, load_own_problems
     load_own_problems()
     saved = [(registry, dict(registry)) for registry in (METHODS, PROBLEMS)]
     yield

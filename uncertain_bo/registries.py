@@ -90,10 +90,10 @@ def _node_registry(name: str, module: str, attribute: str) -> Registry:
     return Registry(f'nodes/{name}', module, lambda m: _spec_fields(getattr(m, attribute)))
 
 
-def _problems(base: ModuleType) -> dict[str, dict[str, Any]]:
+def _problems(registry: ModuleType) -> dict[str, dict[str, Any]]:
     out = {}
-    for name in base.problem_names():
-        problem = base.get_problem(name)
+    for name in registry.problem_names():
+        problem = registry.get_problem(name)
         out[name] = {f: getattr(problem, f) for f in PROBLEM_FIELDS}
     return out
 
@@ -110,7 +110,7 @@ def _registries() -> dict[str, Registry]:
 
     out = {'methods': Registry('methods', 'uncertain_bo.acquisition',
                                lambda m: {name: m.METHODS[name].description for name in sorted(m.METHODS)}),
-           'problems': Registry('problems', 'uncertain_bo.benchmarks.base', _problems,
+           'problems': Registry('problems', 'uncertain_bo.benchmarks.problem_registry', _problems,
                                 must_load=_entry_points_declared)}
     for entry in NODES.values():
         out[f'nodes/{entry.name}'] = _node_registry(entry.name, entry.module, entry.specs)

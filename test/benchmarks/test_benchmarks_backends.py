@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from uncertain_bo.benchmarks import BenchSettings, expand, run_many
-from uncertain_bo.benchmarks.base import PROBLEMS, Problem
+from uncertain_bo.benchmarks.base import Problem
+from uncertain_bo.benchmarks.problem_registry import PROBLEMS
 from uncertain_bo.benchmarks.cli import main as bench_cli
 from uncertain_bo.benchmarks.runner import RunsFailed
 

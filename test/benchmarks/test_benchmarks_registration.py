@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from uncertain_bo.benchmarks import PROBLEMS, base, get_problem, register_problem
+from uncertain_bo.benchmarks import PROBLEMS, get_problem, problem_registry, register_problem
 from uncertain_bo.benchmarks.rkhs2d import RKHS2D
 
 #: a 1-D function with Gaussian input noise, as docs/research.md writes one (small: 3 measurements, 16 samples)
@@ -64,7 +64,8 @@ def test_names_and_duplicates_are_checked(registry):
     register_problem('mine', lambda: RKHS2D(), replace=True)
     assert isinstance(get_problem('mine'), RKHS2D)
     # the package's own problems are in every worker; the others travel with each run
-    assert base.external_factory('rkhs2d') is None and base.external_factory('mine') is registry['mine']
+    external_factory = problem_registry.external_factory
+    assert external_factory('rkhs2d') is None and external_factory('mine') is registry['mine']
 
 
 @pytest.mark.slow   # two worker processes start (each imports torch and BoTorch): 10 s of CPU
@@ -100,7 +101,7 @@ def test_an_installed_package_declares_a_problem_for_the_command_line(registry, 
     (info / 'entry_points.txt').write_text('[uncertain_bo.problems]\ntoy-bumps = toyproblems:Bumps\n'
                                            'broken = toyproblems:NoSuchThing\n')
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(base, '_entry_points_loaded', False)
+    monkeypatch.setattr(problem_registry, "_entry_points_loaded", False)
     from uncertain_bo.cli import main
 
     assert main(['bench', '--list-problems']) == 0

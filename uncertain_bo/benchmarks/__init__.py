@@ -15,10 +15,11 @@ import importlib
 
 #: the package's public names -> the module that defines them, imported on first use (PEP 562): importing the
 #: package (``uncertain-bo bench --help`` imports :mod:`.cli`) imports neither torch nor a problem; the first use of
-#: a name also registers the package's own problems (:func:`~.base.load_own_problems`)
-_EXPORTS = {**dict.fromkeys(('PROBLEMS', 'ENTRY_POINT_GROUP', 'BenchSettings', 'GaussianInputWorld', 'Instance',
-                             'Measurement', 'Problem', 'World', 'get_problem', 'problem_names', 'register_problem'),
+#: a name also registers the package's own problems (:func:`~.problem_registry.load_own_problems`)
+_EXPORTS = {**dict.fromkeys(('BenchSettings', 'GaussianInputWorld', 'Instance', 'Measurement', 'Problem', 'World'),
                             'base'),
+            **dict.fromkeys(('PROBLEMS', 'ENTRY_POINT_GROUP', 'get_problem', 'problem_names', 'register_problem'),
+                            'problem_registry'),
             **dict.fromkeys(('RunSpec', 'expand', 'load_runs', 'run', 'run_many'), 'runner')}
 
 __all__ = list(_EXPORTS)
@@ -27,7 +28,7 @@ __all__ = list(_EXPORTS)
 def __getattr__(name: str):
     if name not in _EXPORTS:
         raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-    importlib.import_module('.base', __name__).load_own_problems()
+    importlib.import_module('.problem_registry', __name__).load_own_problems()
     value = getattr(importlib.import_module(f'.{_EXPORTS[name]}', __name__), name)
     globals()[name] = value
     return value

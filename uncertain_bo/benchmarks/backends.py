@@ -97,11 +97,11 @@ def compute(spec, run: RunFunction) -> dict[str, Any]:
 def _task(index: int, spec, run: RunFunction, factory=None) -> Outcome:
     """:func:`compute` of ``spec`` by ``run``, with an exception turned into a reported failure (the other runs go
     on). ``factory``: the problem's factory where the worker may lack it
-    (:func:`~uncertain_bo.benchmarks.base.external_factory`: a problem registered by the calling script or notebook),
-    registered in the worker first."""
+    (:func:`~uncertain_bo.benchmarks.problem_registry.external_factory`: a problem registered by the calling script
+    or notebook), registered in the worker first."""
     try:
         if factory is not None:
-            from .base import register_problem
+            from .problem_registry import register_problem
             register_problem(spec.problem, factory, replace=True)
         return Outcome(index, result=compute(spec, run))
     except Exception as exc:   # reported with the run's key; the sweep goes on
@@ -171,7 +171,7 @@ def execute(specs: Sequence, run: RunFunction, *, backend: str = 'joblib', n_job
 def _joblib(specs: Sequence, run: RunFunction, n_jobs: int) -> Iterator[Outcome]:
     from joblib import Parallel, delayed
 
-    from .base import external_factory
+    from .problem_registry import external_factory
 
     if not specs:
         return
@@ -223,7 +223,7 @@ def _dask(specs: Sequence, run: RunFunction, n_jobs: int, scheduler: str | None,
                   + f'; a run lost with its worker is retried {retries} time(s), then reported',
                   file=progress, flush=True)
         token = uuid.uuid4().hex[:8]
-        from .base import external_factory
+        from .problem_registry import external_factory
         futures = client.map(_task, range(len(specs)), list(specs), [run] * len(specs),
                              [external_factory(s.problem) for s in specs],
                              key=[f'uncertain-bo-run-{token}-{i}' for i in range(len(specs))])

@@ -31,7 +31,7 @@ from torch import Tensor
 
 from ..acquisition.airbo import AIRBO_BETA
 from ..distributions import DTYPE
-from .base import get_problem
+from .problem_registry import get_problem
 from .sampled import RobustProblem, register_robust_problem, robust_argmax_grid, robust_value
 
 __all__ = ['rkhs1d', 'double_peak', 'bumped_bowl', 'bumped_bowl_hd', 'RobustProblem', 'RKHS1D_GAUSS',
@@ -114,8 +114,9 @@ BUMPED_BOWL_10D = RobustProblem(
     minimize=True, robust_argmax=(0.0,) * 10, robust_optimum=0.0125,
     source='AIRBO App. D.3 Fig. 9')
 AIRBO_BENCHMARKS = (RKHS1D_GAUSS, DOUBLE_PEAK_BETA, BUMPED_BOWL_10D)
-"""The issue-4 benchmark definitions; registered in the runner's :data:`~uncertain_bo.benchmarks.base.PROBLEMS`
-under their names (the one registry: look them up with :func:`get_airbo_problem` or ``get_problem``)."""
+"""The issue-4 benchmark definitions; registered in the runner's
+:data:`~uncertain_bo.benchmarks.problem_registry.PROBLEMS` under their names (the one registry: look them up with
+:func:`get_airbo_problem` or ``get_problem``)."""
 
 AIRBO_PROTOCOL = {
     'n_initial': 10, 'default_iterations': 60, 'default_seeds': 12, 'default_beta': AIRBO_BETA,

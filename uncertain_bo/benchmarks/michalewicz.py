@@ -35,7 +35,8 @@ from ..acquisition import Method
 from ..distributions import DTYPE, GaussianExecutionNoise
 from ..kernels import DistributionKernel
 from ..models import DistributionGP
-from .base import BenchSettings, GaussianInputWorld, Instance, Problem, register_problem, seeded_rng
+from .base import BenchSettings, GaussianInputWorld, Instance, Problem, seeded_rng
+from .problem_registry import register_problem
 
 __all__ = ['michalewicz', 'Michalewicz4D', 'MichalewiczInstance', 'smoothed_terms', 'michalewicz_model',
            'LENGTHSCALE_PRIOR']

@@ -58,7 +58,8 @@ from ..distributions import DTYPE, Dirac, GaussianExecutionNoise
 from ..kernels import ExpectedRBFKernel
 from ..models import DistributionGP
 from .gravity_assist import GRAVITY_BOUNDS, GRAVITY_SIGMA, gravity_assist
-from .base import BenchSettings, Instance, Measurement, Problem, World, register_problem, seeded_rng
+from .base import BenchSettings, Instance, Measurement, Problem, World, seeded_rng
+from .problem_registry import register_problem
 
 __all__ = ['NESFunction', 'NESWorld', 'NESInstance', 'NESProblem', 'NES_FUNCTIONS', 'hartmann', 'gmm2d',
            'rkhs_negated', 'sin_quadratic', 'bertsimas_poly', 'gp_prior_draw']

@@ -222,7 +222,8 @@ def protocol_specs(protocol: Protocol, *, seeds: int | None = None, seed_offset:
     """
     from ..acquisition import get_method
     from ..acquisition.optimize import OptimizerSettings
-    from .base import BenchSettings, get_problem
+    from .base import BenchSettings
+    from .problem_registry import get_problem
     from .runner import expand
 
     optimizer = optimizer or OptimizerSettings()

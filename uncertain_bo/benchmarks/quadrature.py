@@ -47,7 +47,8 @@ from torch import Tensor
 from ..acquisition import Method
 from ..acquisition.ambiguity import worst_case_mean
 from ..distributions import DTYPE, Dirac, GaussianExecutionNoise
-from .base import BenchSettings, Instance, Measurement, Problem, World, register_problem, seeded_rng
+from .base import BenchSettings, Instance, Measurement, Problem, World, seeded_rng
+from .problem_registry import register_problem
 
 __all__ = ['QuadratureObjective', 'QuadratureWorld', 'QuadratureInstance', 'QuadratureProblem',
            'FunctionObjective', 'logistic', 'shifted_test_function']

@@ -48,8 +48,8 @@ from ..acquisition import Method, TheoryBeta
 from ..acquisition.beta import effective_noise_std, prop3_sigma_f
 from ..distributions import DTYPE, GaussianExecutionNoise
 from ..models import DistributionGP
-from .base import (BenchSettings, GaussianInputWorld, Instance, Problem, register_problem, seeded_rng,
-                   theory_noise_source)
+from .base import BenchSettings, GaussianInputWorld, Instance, Problem, seeded_rng, theory_noise_source
+from .problem_registry import register_problem
 
 __all__ = ['RKHSFunction', 'RKHS2D', 'RKHSInstance']
 

@@ -64,7 +64,8 @@ from torch import Tensor
 from ..acquisition import Method
 from ..distributions import DTYPE, Gaussian, GaussianExecutionNoise
 from ..planning.planner import Planner
-from .base import BenchSettings, Instance, Measurement, Problem, World, register_problem
+from .base import BenchSettings, Instance, Measurement, Problem, World
+from .problem_registry import register_problem
 
 __all__ = ['Rover', 'RoverDenied', 'RoverInstance', 'load_field']
 

@@ -38,7 +38,8 @@ import torch
 from ..acquisition import Method
 from ..distributions import DTYPE, Gaussian
 from ..planning.planner import Planner
-from .base import BenchSettings, Measurement, register_problem
+from .base import BenchSettings, Measurement
+from .problem_registry import register_problem
 from .rover import Rover, RoverInstance
 
 __all__ = ['RoverTeam', 'RoverTeamInstance', 'PARTITIONED_METHODS']

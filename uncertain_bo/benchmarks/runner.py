@@ -29,7 +29,8 @@ from typing import Any, Iterable, Sequence, TextIO
 import torch
 
 from ..acquisition import get_method
-from .base import DEFAULT_UGP_NOISE, BenchSettings, Problem, get_problem
+from .base import DEFAULT_UGP_NOISE, BenchSettings, Problem
+from .problem_registry import get_problem
 
 __all__ = ['RunSpec', 'RunsFailed', 'run', 'run_many', 'run_many_reporting',
            'write_tables', 'load_runs', 'RECORD_FIELDS']

@@ -40,7 +40,8 @@ from torch import Tensor
 from ..acquisition import Method
 from ..distributions import DTYPE
 from ..noise import SampledExecutionNoise, noise_from_config
-from .base import BenchSettings, Instance, Measurement, Problem, World, register_problem
+from .base import BenchSettings, Instance, Measurement, Problem, World
+from .problem_registry import register_problem
 
 __all__ = ['RobustProblem', 'robust_value', 'robust_argmax_grid', 'robust_oracle', 'SampledNoiseWorld',
            'SampledNoiseInstance', 'SampledNoiseProblem', 'register_robust_problem', 'ORACLE_SEED']
@@ -406,7 +407,7 @@ class SampledNoiseProblem(Problem):
 
 
 def register_robust_problem(problem: RobustProblem, *, replace: bool = False, **kwargs: Any) -> None:
-    """Register ``problem`` under its name (:func:`~uncertain_bo.benchmarks.base.register_problem`).
+    """Register ``problem`` under its name (:func:`~uncertain_bo.benchmarks.problem_registry.register_problem`).
 
     Args:
         problem: the benchmark definition.
@@ -414,6 +415,6 @@ def register_robust_problem(problem: RobustProblem, *, replace: bool = False, **
         **kwargs: :class:`SampledNoiseProblem` keyword arguments (defaults, instance settings).
 
     Raises:
-        ValueError: as :func:`~uncertain_bo.benchmarks.base.register_problem`.
+        ValueError: as :func:`~uncertain_bo.benchmarks.problem_registry.register_problem`.
     """
     register_problem(problem.name, partial(SampledNoiseProblem, problem, **kwargs), replace=replace)
