@@ -34,6 +34,7 @@ and GPyTorch's own computation for kernels other than the expected SE kernel.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -222,6 +223,10 @@ def negative_marginal_log_likelihood(model: 'DistributionGP', mll: ExactMarginal
     value = ExactMarginalLogLikelihoodFunction.apply(
         kernel.lengthscale.reshape(-1), model.covar_module.outputscale, noise, model.mean_module.constant.reshape(()),
         cached[1], y)
-    for _, module, prior, closure, _ in model.named_priors():      # as GPyTorch's (the model's priors)
+    priors = getattr(model, '_fit_priors', None)
+    if priors is None or priors[0]() is not mll:    # the priors of this fit (one mll per fit), listed once
+        priors = (weakref.ref(mll), [(module, prior, closure) for _, module, prior, closure, _ in model.named_priors()])
+        model._fit_priors = priors
+    for module, prior, closure in priors[1]:       # as GPyTorch's (the model's priors)
         value = value + prior.log_prob(closure(module)).sum()
     return -value / y.shape[-1]
