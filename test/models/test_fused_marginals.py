@@ -113,6 +113,35 @@ def test_training_side_follows_new_readings_and_hyperparameters():
         assert torch.equal(a, b)
 
 
+def points_gp(n=40, seed=4):
+    """A GP on point readings (Dirac training inputs), as BoTorch's SingleTaskGP sees them."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(n, 2, generator=g, dtype=DTYPE) * 10
+    gp = DistributionGP(BOUNDS2, standardize=True, priors=False)
+    gp.set_data(Dirac(x), torch.sin(x).sum(-1))
+    gp.set_hyperparameters(lengthscale=[1.5, 2.5], outputscale=1.3, noise=0.02, mean=0.1)
+    return gp
+
+
+@pytest.mark.parametrize('make_gp', [points_gp, lambda: gp_on(60, shared_training_cov=True)],
+                         ids=['points', 'shared-gaussian'])
+def test_training_inputs_sharing_one_covariance_take_the_fused_path(make_gp):
+    """Point readings (and Gaussians that share one covariance): the fused path applies and agrees with the generic
+    path's other algorithm (both sides whitened by one Cholesky factor of A, ``_whitened_se``) to rounding, and its
+    gradient with finite differences."""
+    gp = make_gp()
+    cache = gp._posterior_cache()
+    noise = GaussianExecutionNoise(torch.tensor([[0.3, 0.1], [0.1, 0.2]], dtype=DTYPE))
+    targets = torch.rand(32, 2, generator=torch.Generator().manual_seed(5), dtype=DTYPE) * 10
+    assert fused_marginals(gp, cache, noise(targets)) is not None
+    v_fused, g_fused = ucb_and_grad(lambda x: fused_marginals(gp, cache, noise(x)), targets)
+    v_gen, g_gen = ucb_and_grad(lambda x: generic(gp, noise(x)), targets)
+    torch.testing.assert_close(v_fused, v_gen, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(g_fused, g_gen, rtol=1e-10, atol=1e-12)
+    assert torch.autograd.gradcheck(lambda x: fused_marginals(gp, cache, noise(x)),
+                                    (targets[:3].clone().requires_grad_(True),), eps=1e-6, atol=1e-6)
+
+
 def test_cases_it_does_not_cover_fall_back():
     gp = gp_on(20)
     cache = gp._posterior_cache()
@@ -122,8 +151,6 @@ def test_cases_it_does_not_cover_fall_back():
     assert fused_marginals(gp, cache, Dirac(x)) is None                     # not Gaussians
     learnable = (0.1 * torch.eye(2, dtype=DTYPE)).requires_grad_(True)
     assert fused_marginals(gp, cache, Gaussian(x, learnable, validate=False)) is None
-    shared = gp_on(20, shared_training_cov=True)                           # both sides shared: whitened path
-    assert fused_marginals(shared, shared._posterior_cache(), Gaussian(x, 0.1 * torch.eye(2, dtype=DTYPE))) is None
     # and the public path still answers there, with the generic values
     for dists in (Gaussian(x, own_covs), Dirac(x)):
         mean, _ = gp.marginals(dists)

@@ -9,7 +9,7 @@ from models.test_distribution_gp import BOUNDS, data, expected_se_numpy
 from uncertain_bo.distributions import Dirac, Gaussian
 from uncertain_bo.kernels import KernelMeanEmbeddingKernel
 from uncertain_bo.models import DistributionGP
-from uncertain_bo.models.marginal_likelihood import (ExactMarginalLogLikelihoodFunction, PairwiseInputs,
+from uncertain_bo.models.marginal_likelihood import (ExactMarginalLogLikelihoodFunction, PairwiseInputs, log_density,
                                                      expected_se_kernel_and_lengthscale_derivative,
                                                      negative_marginal_log_likelihood)
 
@@ -122,3 +122,20 @@ def test_other_kernels_keep_gpytorchs_computation(gen):
     gp._sync_train_data()
     reference, mll = gpytorch_loss(gp)
     assert float(negative_marginal_log_likelihood(gp, mll)) == float(reference)
+
+
+@pytest.mark.parametrize('dtype', [torch.float32, torch.float64])
+def test_gamma_prior_log_density_is_torchs_to_the_bit_and_scipys(dtype):
+    """The fit's Gamma log density with its constant terms computed once: torch's value and gradient to the bit (so
+    decisions are unchanged), and scipy's log pdf (an independent oracle)."""
+    from gpytorch.priors import GammaPrior, LogNormalPrior
+    from scipy.stats import gamma
+    prior = GammaPrior(3.0, 6.0).to(dtype)
+    x = torch.tensor([[0.05, 0.3, 1.7]], dtype=dtype, requires_grad=True)
+    ours, theirs = log_density(prior)(x), prior.log_prob(x)
+    assert torch.equal(ours, theirs)
+    assert torch.equal(torch.autograd.grad(ours.sum(), x)[0], torch.autograd.grad(theirs.sum(), x)[0])
+    np.testing.assert_allclose(ours.detach().numpy(), gamma.logpdf(x.detach().numpy(), 3.0, scale=1 / 6.0),
+                               rtol=1e-5 if dtype == torch.float32 else 1e-12)
+    other = LogNormalPrior(-4.0, 1.0)
+    assert log_density(other) == other.log_prob                    # other priors: their own log_prob

@@ -12,6 +12,7 @@ from torch import Tensor
 
 from ..caught_warnings import logged_warnings
 from ..distributions import DTYPE
+from ..threadpools import cached_threadpool_limits
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +65,10 @@ def maximize(acquisition, bounds: Tensor, settings: OptimizerSettings = Optimize
     fork = torch.random.fork_rng(devices=[bounds.device] if bounds.is_cuda else [], enabled=seed is not None)
     # routine: L-BFGS-B stopping at maxiter (the result is still valid), flat raw samples, jitter in a Cholesky;
     # BoTorch's RuntimeWarning when a start ends abnormally and it retries from new starts: worth an info line
-    with fork, logged_warnings(log, RuntimeWarning, level=logging.INFO), \
+    with fork, cached_threadpool_limits(), logged_warnings(log, RuntimeWarning, level=logging.INFO), \
             logged_warnings(log, OptimizationWarning, BadInitialCandidatesWarning, NumericalWarning):
-        if seed is not None:
-            torch.manual_seed(seed)
+        if seed is not None:   # the forked streams only: torch.manual_seed would also seed (and queue) CUDA's
+            (torch.manual_seed if bounds.is_cuda else torch.random.default_generator.manual_seed)(seed)
         x, value = optimize_acqf(
             acquisition, bounds=bounds, q=q, num_restarts=settings.num_restarts,
             raw_samples=settings.raw_samples, options={'maxiter': settings.maxiter, 'seed': seed,

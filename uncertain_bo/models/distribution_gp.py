@@ -98,6 +98,7 @@ from torch import Tensor
 from ..caught_warnings import logged_warnings
 from ..distributions import DTYPE, Dirac, LocationDistributions, cat, replace_rows
 from ..kernels import DistributionKernel, ExpectedRBFKernel
+from ..threadpools import cached_threadpool_limits
 from .conditioned import ConditionedGP
 from .likelihood import ReadingNoiseLikelihood, make_noise_prior
 from .marginal_likelihood import negative_marginal_log_likelihood
@@ -196,6 +197,7 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
         self._inducing: Tensor | None = None
         self._train_locations_given: LocationDistributions | None = None   # what GPyTorch holds as training data
         self._pairwise_inputs = None    # during a fit: (inputs, PairwiseInputs) of marginal_likelihood.py
+        self._fit_priors = None         # during a fit: (its mll, its priors) of marginal_likelihood.py
         self.to(DTYPE)
 
     # ------------------------------------------------------------------ data
@@ -395,7 +397,8 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
         ok = True
         try:
             # routine: L-BFGS-B stopping at maxiter (the fit is still an improvement), jitter added to a Cholesky
-            with logged_warnings(log, OptimizationWarning, NumericalWarning), torch.enable_grad():  # any grad mode
+            with logged_warnings(log, OptimizationWarning, NumericalWarning), torch.enable_grad(), \
+                    cached_threadpool_limits():  # any grad mode; one thread-pool controller for every fit
                 fit_gpytorch_mll(mll, optimizer_kwargs={'options': {'maxiter': 200}},
                                  max_attempts=max_attempts)
         except (ModelFittingError, RuntimeError, ValueError) as exc:
@@ -403,6 +406,7 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
             self.load_state_dict(state)
             ok = False
         self._pairwise_inputs = None     # the fit's O(n²) pairwise inputs (marginal_likelihood.py): not kept after it
+        self._fit_priors = None          # and its list of priors
         self.eval()
         self._cache = None
         return ok

@@ -4,11 +4,14 @@ all carry the execution-noise covariance.
 
 The values are those of the generic path (:meth:`~uncertain_bo.models.prediction.Prediction.marginals` with
 :class:`~uncertain_bo.kernels.ExpectedRBFKernel`'s one-side-shared branch), computed by the same operations in the
-same order, so they agree to the bit. What changes is the cost: the training side of the kernel (the Cholesky
-factors of :math:`A_j = I + \tilde\Sigma + \tilde\Sigma_j`, :math:`\tilde\Sigma = \Sigma / \ell\ell^\top`, and the
-training means in lengthscale units) depends on the candidates only through :math:`\tilde\Sigma`, so it is
-computed once per prediction strategy, data size and hyperparameters (:class:`_TrainingSide`) instead of once per
-call, and the gradient w.r.t. the candidates' means is written out (:class:`_Marginals`) instead of recorded op by
+same order, so they agree to the bit. Where the training inputs share one covariance too (point readings: Dirac
+inputs, zero covariance), the generic path whitens both sides with one Cholesky factor instead; the fused path
+applies there as well and agrees with it to rounding (1e-12 relative). What changes is the cost: the training side
+of the kernel (the Cholesky factors of :math:`A_j = I + \tilde\Sigma + \tilde\Sigma_j`,
+:math:`\tilde\Sigma = \Sigma / \ell\ell^\top`, and the training means in lengthscale units)
+depends on the candidates only through :math:`\tilde\Sigma`, so it is computed once per prediction strategy, data size
+and hyperparameters (:class:`_TrainingSide`) instead of once per call, and the gradient w.r.t. the candidates' means
+is written out (:class:`_Marginals`) instead of recorded op by
 op. With :math:`\mathbf u` the candidate mean in lengthscale units, :math:`\delta_j = \mathbf u - \mathbf u_j`,
 :math:`\mathbf z_j = L_j^{-1}\delta_j` (:math:`L_j L_j^\top = A_j`), :math:`LL^\top = \hat K + \Lambda` and
 :math:`k_j = \sigma_f^2 |A_j|^{-1/2} e^{-\|\mathbf z_j\|^2/2}`:
@@ -67,9 +70,9 @@ def fused_marginals(gp: 'DistributionGP', cache: 'ExactPrediction',
                     dists: LocationDistributions) -> tuple[Tensor, Tensor] | None:
     """Posterior mean and variance ``(N,)`` (standardised units) of ``dists`` on the exact strategy ``cache``, or
     None where the fused path does not apply: the kernel is not the expected SE kernel, the candidates are not
-    Gaussians sharing one covariance that needs no gradient, the training inputs share one covariance (the generic
-    path whitens both sides with one factor there), the dimension is above :data:`~uncertain_bo.linalg.UNROLL_MAX_DIM`
-    or the lengthscales are batched. Gradients flow to the candidates' means only."""
+    Gaussians sharing one covariance that needs no gradient, the dimension is above
+    :data:`~uncertain_bo.linalg.UNROLL_MAX_DIM` or the lengthscales are batched. Gradients flow to the candidates'
+    means only."""
     from ..kernels import ExpectedRBFKernel
     kernel = gp.kernel
     if type(kernel) is not ExpectedRBFKernel or not isinstance(dists, Gaussian) or len(dists) == 0:
@@ -88,8 +91,6 @@ def fused_marginals(gp: 'DistributionGP', cache: 'ExactPrediction',
         c1 = (normed.covariance[:1] * outer)[0]                    # as ExpectedRBFKernel.forward scales it
         outputscale = gp.covar_module.outputscale.reshape(1, 1)
         side = _training_side(kernel, cache, inv_ell, outer, c1, float(outputscale))
-        if side is None:
-            return None
         n_cand = len(dists)
         kss = side.kss.get(n_cand)
         if kss is None:   # the generic path's diagonal, computed as it does (its values are equal for all N)
@@ -102,10 +103,10 @@ def fused_marginals(gp: 'DistributionGP', cache: 'ExactPrediction',
 
 
 def _training_side(kernel, cache: 'ExactPrediction', inv_ell: Tensor, outer: Tensor, c1: Tensor,
-                   outputscale: float) -> _TrainingSide | None:
+                   outputscale: float) -> _TrainingSide:
     """The cache's :class:`_TrainingSide` for ``c1``, built (and kept on the cache) when the data (more readings, or
     revised inputs: :attr:`~uncertain_bo.models.prediction.ExactPrediction.revised`), the hyperparameters or ``c1``
-    changed; None when the training covariances are all equal (also kept)."""
+    changed."""
     key = (cache.enc.shape[0], cache.revised, tuple(inv_ell.reshape(-1).tolist()), tuple(c1.reshape(-1).tolist()),
            outputscale)
     kept = getattr(cache, '_training_side', None)
@@ -113,9 +114,6 @@ def _training_side(kernel, cache: 'ExactPrediction', inv_ell: Tensor, outer: Ten
         return kept[1]
     m2, s2 = kernel._split(cache.enc)
     s2 = s2 * outer
-    if s2.shape[0] > 0 and bool((s2 == s2[:1]).all()):
-        cache._training_side = (key, None)
-        return None
     eye = torch.eye(kernel.dim, dtype=c1.dtype, device=c1.device)
     lower = linalg.unrolled_cholesky(eye + c1 + s2)
     half_logdet = None

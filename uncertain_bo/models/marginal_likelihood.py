@@ -34,11 +34,13 @@ and GPyTorch's own computation for kernels other than the expected SE kernel.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from gpytorch.priors import GammaPrior
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
@@ -49,7 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .distribution_gp import DistributionGP
 
 __all__ = ['PairwiseInputs', 'expected_se_kernel_and_lengthscale_derivative', 'ExactMarginalLogLikelihoodFunction',
-           'negative_marginal_log_likelihood']
+           'negative_marginal_log_likelihood', 'log_density']
 
 
 @dataclass(frozen=True)
@@ -222,6 +224,36 @@ def negative_marginal_log_likelihood(model: 'DistributionGP', mll: ExactMarginal
     value = ExactMarginalLogLikelihoodFunction.apply(
         kernel.lengthscale.reshape(-1), model.covar_module.outputscale, noise, model.mean_module.constant.reshape(()),
         cached[1], y)
-    for _, module, prior, closure, _ in model.named_priors():      # as GPyTorch's (the model's priors)
-        value = value + prior.log_prob(closure(module)).sum()
+    priors = getattr(model, '_fit_priors', None)
+    if priors is None or priors[0]() is not mll:    # the priors of this fit (one mll per fit), listed once
+        priors = (weakref.ref(mll), [(module, log_density(prior), closure)
+                                     for _, module, prior, closure, _ in model.named_priors()])
+        model._fit_priors = priors
+    for module, log_prob, closure in priors[1]:    # as GPyTorch's (the model's priors)
+        value = value + log_prob(closure(module)).sum()
     return -value / y.shape[-1]
+
+
+def log_density(prior: Any) -> Callable[[Tensor], Tensor]:
+    r"""``prior.log_prob``, for a ``GammaPrior`` with its hyperparameter-free terms computed once: torch's
+    :math:`\alpha \log\beta + (\alpha - 1)\log x - \beta x - \log\Gamma(\alpha)`, term by term in its order, so the
+    values and gradients are torch's to the bit at a third of the cost (a fit evaluates it 3 times per evaluation).
+    Other priors, a prior with a transform or with torch's support check on: their own ``log_prob``.
+
+    Example:
+        >>> import torch
+        >>> from gpytorch.priors import GammaPrior
+        >>> prior = GammaPrior(3.0, 6.0).to(torch.float64)
+        >>> x = torch.tensor([0.2, 0.7], dtype=torch.float64)
+        >>> bool(torch.equal(log_density(prior)(x), prior.log_prob(x)))
+        True
+    """
+    if type(prior) is not GammaPrior or prior._transform is not None or prior._validate_args:
+        return prior.log_prob
+    concentration, rate = prior.concentration, prior.rate
+    first, shape, last = torch.xlogy(concentration, rate), concentration - 1, torch.lgamma(concentration)
+
+    def gamma_log_prob(value: Tensor) -> Tensor:
+        value = torch.as_tensor(value, dtype=rate.dtype, device=rate.device)
+        return first + torch.xlogy(shape, value) - rate * value - last
+    return gamma_log_prob
