@@ -101,7 +101,7 @@ from ..kernels import DistributionKernel, ExpectedRBFKernel
 from ..threadpools import cached_threadpool_limits
 from .conditioned import ConditionedGP
 from .likelihood import ReadingNoiseLikelihood, make_noise_prior
-from .marginal_likelihood import negative_marginal_log_likelihood
+from .marginal_likelihood import FitTerms, negative_marginal_log_likelihood
 from .prediction import ExactPrediction, SparsePrediction
 
 __all__ = ['DistributionGP', 'ModelFittingError']
@@ -196,8 +196,7 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
         self._cache: ExactPrediction | SparsePrediction | None = None
         self._inducing: Tensor | None = None
         self._train_locations_given: LocationDistributions | None = None   # what GPyTorch holds as training data
-        self._pairwise_inputs = None    # during a fit: (inputs, PairwiseInputs) of marginal_likelihood.py
-        self._fit_priors = None         # during a fit: (its mll, its priors) of marginal_likelihood.py
+        self._fit_terms: FitTerms | None = None    # during a fit: what its loss computes once (marginal_likelihood.py)
         self.to(DTYPE)
 
     # ------------------------------------------------------------------ data
@@ -395,6 +394,7 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
         state = {k: v.clone() for k, v in self.state_dict().items()}
         mll = ExactMarginalLogLikelihood(self.likelihood, self)
         ok = True
+        self._fit_terms = FitTerms()
         try:
             # routine: L-BFGS-B stopping at maxiter (the fit is still an improvement), jitter added to a Cholesky
             with logged_warnings(log, OptimizationWarning, NumericalWarning), torch.enable_grad(), \
@@ -405,8 +405,7 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
             log.warning('GP hyperparameter fit failed (%s); keeping previous hyperparameters', exc)
             self.load_state_dict(state)
             ok = False
-        self._pairwise_inputs = None     # the fit's O(n²) pairwise inputs (marginal_likelihood.py): not kept after it
-        self._fit_priors = None          # and its list of priors
+        self._fit_terms = None           # the fit's O(n²) pairwise inputs and its priors: not kept after it
         self.eval()
         self._cache = None
         return ok
@@ -415,7 +414,7 @@ class DistributionGP(ExactGP, Model, FantasizeMixin):
         """The loss BoTorch's ``fit_gpytorch_mll`` minimises (its hook for a model's own loss): the negative
         marginal likelihood of :mod:`~uncertain_bo.models.marginal_likelihood`, in closed form for the expected SE
         kernel."""
-        return negative_marginal_log_likelihood(self, mll)
+        return negative_marginal_log_likelihood(self, mll, self._fit_terms)
 
     def set_hyperparameters(self, *, lengthscale: float | Sequence[float] | None = None,
                             outputscale: float | None = None, noise: float | None = None,

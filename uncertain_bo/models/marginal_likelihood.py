@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .distribution_gp import DistributionGP
 
 __all__ = ['PairwiseInputs', 'expected_se_kernel_and_lengthscale_derivative', 'ExactMarginalLogLikelihoodFunction',
-           'negative_marginal_log_likelihood', 'log_density']
+           'FitTerms', 'negative_marginal_log_likelihood', 'log_density']
 
 
 @dataclass(frozen=True)
@@ -193,7 +193,43 @@ class ExactMarginalLogLikelihoodFunction(torch.autograd.Function):
                 None, None)
 
 
-def negative_marginal_log_likelihood(model: 'DistributionGP', mll: ExactMarginalLogLikelihood) -> Tensor:
+class FitTerms:
+    """What one hyperparameter fit evaluates again and again and computes once: the training inputs' pairwise part
+    (:class:`PairwiseInputs`, O(n²) memory) and the list of the model's priors with their log densities
+    (:func:`log_density`). The model owns one for the length of a fit and drops it after.
+
+    Example:
+        >>> import torch
+        >>> from uncertain_bo.models.marginal_likelihood import FitTerms
+        >>> terms = FitTerms()
+        >>> inputs = torch.tensor([[0.1, 0.2, 0.0, 0.0, 0.0, 0.0]], dtype=torch.float64)   # one Dirac input
+        >>> split = lambda x: (x[:, :2], x[:, 2:].reshape(-1, 2, 2))
+        >>> terms.pairs(inputs, split) is terms.pairs(inputs, split)     # computed once for the same inputs
+        True
+    """
+
+    def __init__(self) -> None:
+        self._pairs: tuple[Tensor, PairwiseInputs] | None = None
+        self._priors: tuple[weakref.ref, list] | None = None
+
+    def pairs(self, inputs: Tensor, split: Callable[[Tensor], tuple[Tensor, Tensor]]) -> PairwiseInputs:
+        """The :class:`PairwiseInputs` of ``inputs`` (the kernel's encoding; ``split`` gives its ``(n, d)`` means and
+        ``(n, d, d)`` covariances), computed again only when the inputs are another tensor."""
+        if self._pairs is None or self._pairs[0] is not inputs:
+            with torch.no_grad():
+                self._pairs = (inputs, PairwiseInputs.of(*split(inputs)))
+        return self._pairs[1]
+
+    def priors(self, model: 'DistributionGP', mll: ExactMarginalLogLikelihood) -> list:
+        """``(module, log density, closure)`` of each of the model's priors, listed once per ``mll`` (one per fit)."""
+        if self._priors is None or self._priors[0]() is not mll:
+            self._priors = (weakref.ref(mll), [(module, log_density(prior), closure)
+                                               for _, module, prior, closure, _ in model.named_priors()])
+        return self._priors[1]
+
+
+def negative_marginal_log_likelihood(model: 'DistributionGP', mll: ExactMarginalLogLikelihood,
+                                     terms: FitTerms | None = None) -> Tensor:
     """``-mll(model(*train_inputs), train_targets)``: GPyTorch's ``ExactMarginalLogLikelihood`` (log density plus the
     priors' log densities, divided by ``n``) negated, the loss of BoTorch's ``fit_gpytorch_mll``; for the expected SE
     kernel through :class:`ExactMarginalLogLikelihoodFunction`, else GPyTorch's own computation.
@@ -201,6 +237,7 @@ def negative_marginal_log_likelihood(model: 'DistributionGP', mll: ExactMarginal
     Args:
         model: a ``DistributionGP`` in training mode with its training data given to GPyTorch.
         mll: its ``ExactMarginalLogLikelihood``.
+        terms: the fit's :class:`FitTerms` (default: computed for this call only).
 
     Returns:
         The loss, a scalar differentiable in the model's hyperparameters.
@@ -209,12 +246,7 @@ def negative_marginal_log_likelihood(model: 'DistributionGP', mll: ExactMarginal
     inputs, y = model.train_inputs[0], model.train_targets
     if type(kernel) is not ExpectedRBFKernel or kernel.lengthscale.shape[:-2] or inputs.ndim != 2:
         return -mll(model(*model.train_inputs), y)
-    cached = getattr(model, '_pairwise_inputs', None)
-    if cached is None or cached[0] is not inputs:
-        with torch.no_grad():
-            means, covariances = kernel._split(inputs)
-            cached = (inputs, PairwiseInputs.of(means, covariances))
-        model._pairwise_inputs = cached
+    terms = terms if terms is not None else FitTerms()
     noise = model.likelihood.noise.reshape(()).expand(y.shape[-1])
     known = model.likelihood.known_noise
     if known.numel() == y.shape[-1]:
@@ -223,13 +255,8 @@ def negative_marginal_log_likelihood(model: 'DistributionGP', mll: ExactMarginal
         noise = noise + model.input_variance(model._train_locations_given)
     value = ExactMarginalLogLikelihoodFunction.apply(
         kernel.lengthscale.reshape(-1), model.covar_module.outputscale, noise, model.mean_module.constant.reshape(()),
-        cached[1], y)
-    priors = getattr(model, '_fit_priors', None)
-    if priors is None or priors[0]() is not mll:    # the priors of this fit (one mll per fit), listed once
-        priors = (weakref.ref(mll), [(module, log_density(prior), closure)
-                                     for _, module, prior, closure, _ in model.named_priors()])
-        model._fit_priors = priors
-    for module, log_prob, closure in priors[1]:    # as GPyTorch's (the model's priors)
+        terms.pairs(inputs, kernel._split), y)
+    for module, log_prob, closure in terms.priors(model, mll):    # as GPyTorch's (the model's priors)
         value = value + log_prob(closure(module)).sum()
     return -value / y.shape[-1]
 
